@@ -1,0 +1,56 @@
+# Two entry points for a fresh machine with only python3 and make:
+#   make run    - the main job: a real agent run on the bundled fixture
+#   make check  - every check: ruff lint, ruff format --check, pyright strict, pytest
+# Both bootstrap a local .venv from the committed, hash-pinned lock files.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check --quiet
+export PYRIGHT_PYTHON_CACHE_DIR := $(CURDIR)/$(VENV)/.pyright-cache
+
+.PHONY: run check lint format-check typecheck test fuzz bench lock format clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.build-installed: requirements/build.txt pyproject.toml | $(BIN)/python
+	$(PIP) install --require-hashes -r requirements/build.txt
+	$(PIP) install --no-deps --no-build-isolation -e .
+	touch $@
+
+$(VENV)/.dev-installed: requirements/dev.txt $(VENV)/.build-installed
+	$(PIP) install --require-hashes -r requirements/dev.txt
+	touch $@
+
+run: $(VENV)/.build-installed
+	$(BIN)/tether run
+
+check: lint format-check typecheck test
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+
+format-check: $(VENV)/.dev-installed
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev-installed
+	$(BIN)/pyright
+
+test: $(VENV)/.dev-installed
+	PYTHONASYNCIODEBUG=1 PYTHONDEVMODE=1 $(BIN)/python -m pytest -q
+
+format: $(VENV)/.dev-installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# Regenerate the lock files (needs network to the package index).
+lock:
+	$(PYTHON) -m venv $(VENV)/lock-tool
+	$(VENV)/lock-tool/bin/python -m pip install --quiet uv
+	cd requirements && for f in build dev; do \
+	  ../$(VENV)/lock-tool/bin/uv pip compile --quiet --python-version 3.11 --generate-hashes \
+	    --no-header $$f.in -o $$f.txt; done
+
+clean:
+	rm -rf $(VENV)

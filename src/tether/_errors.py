@@ -1,0 +1,52 @@
+"""The base class every deliberate tether error shares.
+
+Each error carries a stable, read-only ``code``: codes are the contract, messages are for people.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["TetherError"]
+
+
+def _restore(cls: type[TetherError], args: tuple[Any, ...], state: dict[str, Any]) -> TetherError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+class TetherError(Exception):
+    """Base class of the errors tether raises on purpose.
+
+    ``code`` is a stable machine-readable string (assignment raises ``AttributeError``);
+    ``name`` is the class name, so logs and JSON forms match the TypeScript workshop.
+    """
+
+    _code: str
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self._code = code
+
+    @property
+    def code(self) -> str:
+        """The stable error code."""
+        return self._code
+
+    @property
+    def name(self) -> str:
+        """The error's class name (``"FixtureProviderError"``, ...)."""
+        return type(self).__name__
+
+    @property
+    def message(self) -> str:
+        """The human-readable message."""
+        return str(self.args[0]) if self.args else ""
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), self.args, dict(self.__dict__)))

@@ -1,0 +1,185 @@
+"""Await untrusted work while racing an ``AbortSignal``, with no polling, timers or helper tasks.
+
+``await race(signal, awaitable)`` behaves like ``await awaitable`` (same task, same context,
+same cancellation semantics) except that an abort wins at once: the abort reason is raised
+even while the awaitable is still blocked. The abandoned work is then cancelled the way a task
+would be (``CancelledError`` at its await, so its ``finally`` blocks run); if it still wants to
+run cleanup, it finishes on a background task whose outcome is observed. ``on_abandoned`` is
+called once the abandoned work has fully settled, which is when an async generator can be
+closed safely.
+
+The driver is the inner loop of ``asyncio.Task`` in miniature: it forwards what the awaitable
+yields, and while the awaitable waits on a future it waits instead on a private future that
+either that future or the signal completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, TypeVar
+
+from tether.abort import AbortSignal, abort_exception
+
+__all__ = ["observe", "race", "signal_aborted", "signal_reason"]
+
+T = TypeVar("T")
+_COROUTINE: type[Any] = types.CoroutineType
+
+_aborted_slot = AbortSignal.__dict__["_aborted"]
+_reason_slot = AbortSignal.__dict__["_reason"]
+_add_listener = AbortSignal.add_listener
+
+
+def signal_aborted(signal: AbortSignal) -> bool:
+    """The signal's state, read through the class: an instance cannot shadow it.
+
+    Raises ``AttributeError`` for an object that was never initialised as a signal.
+    """
+    return _aborted_slot.__get__(signal, AbortSignal)
+
+
+def signal_reason(signal: AbortSignal) -> object:
+    """The signal's abort reason, read through the class."""
+    return _reason_slot.__get__(signal, AbortSignal)
+
+
+def observe(future: asyncio.Future[Any]) -> None:
+    """Mark a future's eventual exception as retrieved, so it is never logged as lost."""
+    future.add_done_callback(_retrieve)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def neutralize(awaitable: object) -> None:
+    """Dispose of an awaitable that will never be awaited, without any runtime warning."""
+    if isinstance(awaitable, types.CoroutineType):
+        awaitable.close()
+    elif isinstance(awaitable, asyncio.Future):
+        observe(awaitable)  # pyright: ignore[reportUnknownArgumentType]
+
+
+@types.coroutine
+def race(
+    signal: AbortSignal,
+    awaitable: Awaitable[T],
+    on_abandoned: Callable[[], object] | None = None,
+) -> Generator[Any, Any, T]:
+    """Await ``awaitable``; if ``signal`` aborts first, raise the abort reason at once."""
+    if signal_aborted(signal):
+        neutralize(awaitable)
+        raise abort_exception(signal_reason(signal))
+    step = _steps_of(awaitable)
+    pending: BaseException | None = None
+    while True:
+        try:
+            if pending is None:
+                yielded = step.send(None)
+            else:
+                error, pending = pending, None
+                yielded = step.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        if yielded is None:  # a bare yield: give the event loop one turn
+            try:
+                yield None
+            except GeneratorExit:
+                step.close()
+                raise
+            except BaseException as error:
+                pending = error
+                continue
+            if signal_aborted(signal):
+                _abandon(step, None, on_abandoned)
+                raise abort_exception(signal_reason(signal)) from None
+            continue
+        if getattr(yielded, "_asyncio_future_blocking", None) is not True:
+            pending = RuntimeError(f"race() got bad yield: {yielded!r}")
+            continue
+        future: asyncio.Future[Any] = yielded
+        future._asyncio_future_blocking = False
+        if not future.done():
+            wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def ready(_: object = None, wake: asyncio.Future[None] = wake) -> None:
+                if not wake.done():
+                    wake.set_result(None)
+
+            future.add_done_callback(ready)
+            remove = _add_listener(signal, ready)
+            try:
+                yield from wake
+            except GeneratorExit:
+                remove()
+                future.remove_done_callback(ready)
+                step.close()
+                raise
+            except BaseException as error:  # our task was cancelled: pass it inwards
+                remove()
+                future.remove_done_callback(ready)
+                future.cancel()
+                pending = error
+                continue
+            remove()
+            future.remove_done_callback(ready)
+        if signal_aborted(signal):
+            _abandon(step, future, on_abandoned)
+            raise abort_exception(signal_reason(signal)) from None
+
+
+def _steps_of(awaitable: Awaitable[Any]) -> Any:
+    """The object to send into: a coroutine itself, or what ``__await__`` returns."""
+    if type(awaitable) is _COROUTINE:
+        return awaitable
+    return awaitable.__await__()
+
+
+def _abandon(
+    step: Any, future: asyncio.Future[Any] | None, on_abandoned: Callable[[], object] | None
+) -> None:
+    """Cancel abandoned work as a task would; finish any async cleanup in the background."""
+    if future is not None and not future.done():
+        future.cancel()
+    try:
+        yielded = step.throw(asyncio.CancelledError())
+    except (Exception, asyncio.CancelledError):
+        if on_abandoned is not None:
+            on_abandoned()
+        return
+    task = asyncio.get_running_loop().create_task(_finish(step, yielded))
+
+    def settled(done: asyncio.Task[Any]) -> None:
+        _retrieve(done)
+        if on_abandoned is not None:
+            on_abandoned()
+
+    task.add_done_callback(settled)
+
+
+async def _finish(step: Any, yielded: Any) -> Any:
+    return await _continue(step, yielded)
+
+
+@types.coroutine
+def _continue(step: Any, yielded: Any) -> Generator[Any, Any, Any]:
+    """Keep driving an already-started awaitable, passing what it yields to the task."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            step.close()
+            raise
+        except BaseException as error:
+            try:
+                yielded = step.throw(error)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                yielded = step.send(sent)
+            except StopIteration as stop:
+                return stop.value

@@ -1,0 +1,53 @@
+"""Text rules shared by every layer: "non-empty" strings and code-point counting.
+
+"Non-empty" follows the workshop's JavaScript ``trim()``: a string is blank when it holds only
+ECMAScript whitespace and line terminators (which include U+FEFF and exclude U+001C..U+001F).
+
+Code points are counted as the workshop counts them over UTF-16: every Python code point counts
+one, except a low surrogate that directly follows a high surrogate (a pair written as two
+code points) counts zero. A lone surrogate counts one.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["JS_WHITESPACE", "code_points", "is_non_empty"]
+
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def is_non_empty(value: object) -> bool:
+    """True for an exact ``str`` that is not blank under JavaScript ``trim()``."""
+    return type(value) is str and bool(value) and bool(value.strip(JS_WHITESPACE))
+
+
+def code_points(text: str, pending_high: bool = False) -> tuple[int, bool]:
+    """Count ``text`` by the workshop rule; returns ``(count, ends_with_high_surrogate)``.
+
+    ``pending_high`` says the previous adjacent text ended with a high surrogate, so a leading
+    low surrogate completes that pair and counts zero. An empty ``text`` keeps the flag.
+    """
+    if not text:
+        return 0, pending_high
+    count = len(text)
+    if text.isascii():
+        return count, False
+    try:
+        text.encode("utf-8")  # fails exactly when the text holds a surrogate code point
+    except UnicodeEncodeError:
+        pass
+    else:
+        return count, False
+    previous_high = pending_high
+    for char in text:
+        point = ord(char)
+        if 0xDC00 <= point <= 0xDFFF and previous_high:
+            count -= 1
+            previous_high = False
+        else:
+            previous_high = 0xD800 <= point <= 0xDBFF
+    return count, previous_high

@@ -1,0 +1,282 @@
+"""Deeply immutable JSON values, and the boundary that snapshots untrusted data into them.
+
+``freeze_json`` trusts only exact built-in containers: a ``dict`` with ``str`` keys becomes a
+``JsonObject`` (an immutable mapping), a ``list`` or ``tuple`` becomes a ``tuple``; ``str``,
+``bool``, ``int``, finite ``float`` and ``None`` are kept. Anything else (subclasses, other
+mappings, sets, bytes, ``Decimal``, ``datetime``, NaN/infinity, cycles, nesting deeper than
+``MAX_JSON_DEPTH``) is rejected with a ``JsonValueError``, never a raw ``RecursionError``.
+Keys such as ``"__proto__"`` or ``"__class__"`` are ordinary keys.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
+from typing import Any, Final, Literal, TypeAlias, final
+
+from tether._errors import TetherError
+
+_type_of: Callable[[object], type[Any]] = type
+"""``type(x)`` typed so pyright does not narrow ``x``; the exact class, never ``x.__class__``."""
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "JsonArray",
+    "JsonObject",
+    "JsonPrimitive",
+    "JsonValue",
+    "JsonValueError",
+    "freeze_json",
+    "thaw_json",
+]
+
+MAX_JSON_DEPTH: Final = 128
+"""Containers nested deeper than this (the root is depth 0) are rejected."""
+
+
+JsonValueErrorReason = Literal["container", "value", "key", "circular", "depth"]
+
+_REASON_TEXT: Final[dict[str, str]] = {
+    "container": "must contain only JSON objects and arrays",
+    "value": "must contain only JSON-compatible values",
+    "key": "must have only string keys",
+    "circular": "must not contain circular references",
+    "depth": f"must not nest containers deeper than {MAX_JSON_DEPTH}",
+}
+
+
+class JsonValueError(TetherError, TypeError):
+    """Raised by ``freeze_json`` for a value that is not plain, finite, acyclic JSON.
+
+    ``code`` is ``"INVALID_JSON_VALUE"``; ``path`` names the offending place
+    (``value.tags[2]``) and ``reason`` says what was wrong.
+    """
+
+    def __init__(self, path: str, reason: JsonValueErrorReason) -> None:
+        super().__init__("INVALID_JSON_VALUE", f"{path} {_REASON_TEXT[reason]}")
+        self.path = path
+        self.reason: JsonValueErrorReason = reason
+
+
+@final
+class JsonObject(Mapping[str, "JsonValue"]):
+    """An immutable JSON object: a read-only ``str``-keyed mapping of frozen JSON values.
+
+    It compares equal to a ``dict`` with the same items (arrays compare by content, so
+    ``JsonObject({"a": [1]}) == {"a": [1]}``), is hashable, pickles, and deep-copies to
+    itself. Item assignment raises ``TypeError``. ``JsonObject(d)`` freezes ``d`` through
+    ``freeze_json``.
+    """
+
+    __slots__ = ("_data", "_hash")
+    _data: dict[str, JsonValue]
+    _hash: int | None
+
+    def __init__(self, value: object = None, /) -> None:
+        if value is None:
+            data: dict[str, JsonValue] = {}
+        else:
+            frozen = freeze_json(value)
+            if type(frozen) is not JsonObject:
+                raise JsonValueError("value", "container")
+            data = frozen._data
+        _set_data(self, data)
+        _set_hash(self, None)
+
+    def __getitem__(self, key: str) -> JsonValue:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def keys(self) -> KeysView[str]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[JsonValue]:
+        return self._data.values()
+
+    def items(self) -> ItemsView[str, JsonValue]:
+        return self._data.items()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, Mapping):
+            return _json_equal(self, other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        cached = self._hash
+        if cached is None:
+            cached = hash(frozenset(self._data.items()))
+            _set_hash(self, cached)
+        return cached
+
+    def __repr__(self) -> str:
+        return f"JsonObject({self._data!r})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"JsonObject is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"JsonObject is immutable; cannot delete {name!r}")
+
+    def __copy__(self) -> JsonObject:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> JsonObject:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickle_object, (dict(self._data),))
+
+
+JsonPrimitive: TypeAlias = str | int | float | bool | None
+"""A JSON scalar."""
+JsonValue: TypeAlias = str | int | float | bool | JsonObject | tuple["JsonValue", ...] | None
+"""A deeply immutable JSON value: scalars, ``JsonObject`` and tuples of JSON values."""
+JsonArray: TypeAlias = tuple[JsonValue, ...]
+"""An immutable JSON array."""
+
+_set_data = JsonObject.__dict__["_data"].__set__
+_set_hash = JsonObject.__dict__["_hash"].__set__
+_new_object = object.__new__
+
+
+def _wrap(data: dict[str, JsonValue]) -> JsonObject:
+    """Wrap a dict whose values are already frozen JSON. The dict must not escape."""
+    obj = _new_object(JsonObject)
+    _set_data(obj, data)
+    _set_hash(obj, None)
+    return obj
+
+
+def _unpickle_object(data: dict[str, JsonValue]) -> JsonObject:
+    # Values were frozen when pickled and unpickle to frozen values (tuples, JsonObjects).
+    return _wrap(data)
+
+
+def _json_equal(left: Any, right: Any) -> bool:
+    """JSON equality: mappings by items, arrays (tuple or list) by content, scalars by ==."""
+    if isinstance(left, Mapping):
+        if not isinstance(right, Mapping) or len(left) != len(right):  # pyright: ignore[reportUnknownArgumentType]
+            return False
+        return all(
+            key in right and _json_equal(value, right[key])
+            for key, value in left.items()  # pyright: ignore[reportUnknownVariableType]
+        )
+    if isinstance(left, tuple | list):
+        if not isinstance(right, tuple | list):
+            return False
+        return len(left) == len(right) and all(  # pyright: ignore[reportUnknownArgumentType]
+            _json_equal(a, b)
+            for a, b in zip(left, right, strict=True)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        )
+    if isinstance(right, Mapping | tuple | list):
+        return False
+    return left == right
+
+
+class _Rejected(Exception):
+    """Internal: carries a rejection outwards while the path is rebuilt, segment by segment."""
+
+    def __init__(self, reason: JsonValueErrorReason) -> None:
+        super().__init__(reason)
+        self.reason: JsonValueErrorReason = reason
+        self.segments: list[str] = []
+
+
+def freeze_json(value: object, *, path: str = "value") -> JsonValue:
+    """Snapshot untrusted data into a deeply immutable JSON value.
+
+    Only exact built-in containers are trusted; see the module docstring for the rules.
+    Raises ``JsonValueError`` (a ``TypeError`` with ``code == "INVALID_JSON_VALUE"``) whose
+    message starts with ``path``. Already-frozen ``JsonObject`` values are returned as they are.
+    """
+    try:
+        return _freeze(value, 0, set())
+    except _Rejected as rejected:
+        raise JsonValueError(path + "".join(reversed(rejected.segments)), rejected.reason) from None
+    except RecursionError:
+        raise JsonValueError(path, "depth") from None
+
+
+def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:
+    kind = _type_of(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise _Rejected("value")
+    if kind is JsonObject:
+        return value
+    if kind is dict or kind is list or kind is tuple:
+        if depth >= MAX_JSON_DEPTH:
+            raise _Rejected("depth")
+        marker = id(value)
+        if marker in active:
+            raise _Rejected("circular")
+        active.add(marker)
+        try:
+            if kind is dict:
+                return _freeze_dict(value, depth + 1, active)
+            return _freeze_sequence(value, depth + 1, active)
+        finally:
+            active.discard(marker)
+    raise _Rejected("container" if _looks_like_container(kind) else "value")
+
+
+def _looks_like_container(kind: type) -> bool:
+    try:
+        return issubclass(kind, dict | list | tuple | Mapping)
+    except Exception:  # a hostile __subclasshook__ says nothing trustworthy
+        return False
+
+
+def _freeze_dict(source: dict[Any, Any], depth: int, active: set[int]) -> JsonObject:
+    frozen: dict[str, JsonValue] = {}
+    for key, item in source.items():
+        if type(key) is not str:
+            raise _Rejected("key")
+        try:
+            frozen[key] = _freeze(item, depth, active)
+        except _Rejected as rejected:
+            rejected.segments.append(f".{key}")
+            raise
+    return _wrap(frozen)
+
+
+def _freeze_sequence(
+    source: list[Any] | tuple[Any, ...], depth: int, active: set[int]
+) -> tuple[JsonValue, ...]:
+    frozen: list[JsonValue] = []
+    for index, item in enumerate(source):
+        try:
+            frozen.append(_freeze(item, depth, active))
+        except _Rejected as rejected:
+            rejected.segments.append(f"[{index}]")
+            raise
+    return tuple(frozen)
+
+
+def thaw_json(value: JsonValue) -> Any:
+    """Return a plain, mutable copy of a frozen JSON value (``dict``/``list``/scalars)."""
+    if type(value) is JsonObject:
+        return {key: thaw_json(item) for key, item in value.items()}
+    if type(value) is tuple:
+        return [thaw_json(item) for item in value]
+    return value

@@ -1,0 +1,247 @@
+"""Checkpoint 02: ``EventStream``, a single-consumer event channel with a separate result.
+
+A producer calls ``push(event)`` any number of times and then exactly one of ``finish(result)``
+or ``fail(error)``; both are synchronous, so plain callbacks can produce while a loop runs. One
+consumer at a time iterates the events (``async for``); anyone may ``await stream.result``.
+
+Rules:
+
+* Events are buffered in order, without a capacity limit (there is no backpressure: a producer
+  that outruns its consumer grows the buffer). The buffer belongs to the stream, so after an
+  iterator is closed with ``aclose()`` a new iterator continues with the unconsumed events.
+* Reads waiting for an event are settled first in, first out.
+* Every buffered event is delivered before the terminal outcome is seen through iteration.
+* The first terminal call wins; ``push``/``finish``/``fail`` after it raise
+  ``EventStreamStateError("EventStream is already terminal (finished|failed)")``.
+* A second iterator while one is active raises
+  ``EventStreamStateError("EventStream supports a single consumer at a time")``.
+* ``fail(error)``: the same exception object is raised by ``await result`` and by iteration.
+  A failed ``result`` that nobody awaits is never logged as an unretrieved exception.
+"""
+
+# The stream and its iterator are one unit and share private state.
+# pyright: reportPrivateUsage=false
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Generator
+from typing import Any, Final, Generic, TypeVar
+
+from tether._errors import TetherError
+
+__all__ = ["EventStream", "EventStreamIterator", "EventStreamStateError"]
+
+E = TypeVar("E")
+R = TypeVar("R")
+
+_OPEN: Final = 0
+_FINISHED: Final = 1
+_FAILED: Final = 2
+
+# What a waiting read receives instead of an event when the iterator closes.
+_DONE: Final = object()
+_RAISE: Final = object()
+
+
+class EventStreamStateError(TetherError, RuntimeError):
+    """An ``EventStream`` was used against its rules (``code == "EVENT_STREAM_STATE"``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("EVENT_STREAM_STATE", message)
+
+
+class EventStream(Generic[E, R]):
+    """A single-consumer async stream of events ``E`` that settles with one result ``R``.
+
+    >>> stream: EventStream[str, int] = EventStream()
+    >>> stream.push("hello"); stream.finish(1)
+    >>> # async for event in stream: ...   then   await stream.result  -> 1
+    """
+
+    __slots__ = ("_active", "_buffer", "_outcome", "_result", "_result_waiters", "_state")
+
+    _buffer: deque[E]
+    _state: int
+    _outcome: Any
+    _active: EventStreamIterator[E] | None
+    _result_waiters: list[asyncio.Future[None]] | None
+    _result: _Result[R] | None
+
+    def __init__(self) -> None:
+        self._buffer = deque()
+        self._state = _OPEN
+        self._outcome = None
+        self._active = None
+        self._result_waiters = None
+        self._result = None
+
+    @property
+    def result(self) -> _Result[R]:
+        """An awaitable of the terminal result; raises the ``fail`` error. Await it any number
+        of times, before or after the stream settles."""
+        result = self._result
+        if result is None:
+            result = self._result = _Result(self)
+        return result
+
+    @property
+    def settled(self) -> bool:
+        """Whether ``finish`` or ``fail`` has been called."""
+        return self._state != _OPEN
+
+    def push(self, event: E) -> None:
+        """Deliver ``event`` to the oldest waiting read, or buffer it."""
+        if self._state:
+            raise self._terminal_error()
+        active = self._active
+        if active is not None:
+            waiters = active._waiters
+            while waiters:
+                waiter = waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(event)
+                    return
+        self._buffer.append(event)
+
+    def finish(self, result: R) -> None:
+        """Settle the stream successfully. Buffered events are still delivered first."""
+        if self._state:
+            raise self._terminal_error()
+        self._state = _FINISHED
+        self._outcome = result
+        self._release_result_waiters()
+        active = self._active
+        if active is not None and not self._buffer:
+            active._close(_DONE)
+
+    def fail(self, error: BaseException) -> None:
+        """Settle the stream with ``error``. Buffered events are still delivered first."""
+        if not isinstance(error, BaseException):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("EventStream.fail() requires an exception instance")
+        if self._state:
+            raise self._terminal_error()
+        self._state = _FAILED
+        self._outcome = error
+        self._release_result_waiters()
+        active = self._active
+        if active is not None and not self._buffer and active._waiters:
+            active._close(_RAISE)
+
+    def __aiter__(self) -> EventStreamIterator[E]:
+        if self._active is not None:
+            raise EventStreamStateError("EventStream supports a single consumer at a time")
+        iterator: EventStreamIterator[E] = EventStreamIterator(self)
+        self._active = iterator
+        return iterator
+
+    def _terminal_error(self) -> EventStreamStateError:
+        state = "finished" if self._state == _FINISHED else "failed"
+        return EventStreamStateError(f"EventStream is already terminal ({state})")
+
+    def _release_result_waiters(self) -> None:
+        waiters = self._result_waiters
+        if waiters:
+            self._result_waiters = None
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def __repr__(self) -> str:
+        state = ("open", "finished", "failed")[self._state]
+        return f"<EventStream {state}, {len(self._buffer)} buffered>"
+
+
+class _Result(Generic[R]):
+    """The awaitable behind ``EventStream.result``; holds no exception until awaited."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: EventStream[Any, R]) -> None:
+        self._stream = stream
+
+    def __await__(self) -> Generator[Any, None, R]:
+        stream = self._stream
+        if stream._state == _OPEN:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiters = stream._result_waiters
+            if waiters is None:
+                waiters = stream._result_waiters = []
+            waiters.append(waiter)
+            try:
+                yield from waiter
+            finally:
+                if not waiter.done() and stream._result_waiters is not None:
+                    stream._result_waiters.remove(waiter)
+        if stream._state == _FINISHED:
+            return stream._outcome
+        raise stream._outcome
+
+
+class EventStreamIterator(AsyncIterator[E]):
+    """The one active reader of an ``EventStream``. ``aclose()`` releases the stream."""
+
+    __slots__ = ("_closed", "_stream", "_waiters")
+
+    def __init__(self, stream: EventStream[E, Any]) -> None:
+        self._stream = stream
+        self._waiters: deque[asyncio.Future[Any]] = deque()
+        self._closed = False
+
+    def __aiter__(self) -> EventStreamIterator[E]:
+        return self
+
+    async def __anext__(self) -> E:
+        if self._closed:
+            raise StopAsyncIteration
+        stream = self._stream
+        buffer = stream._buffer
+        if buffer:
+            return buffer.popleft()
+        state = stream._state
+        if state:
+            self._close(_DONE if state == _FINISHED else _RAISE)
+            if state == _FINISHED:
+                raise StopAsyncIteration
+            raise stream._outcome
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            value = await waiter
+        except asyncio.CancelledError:
+            self._forget(waiter)
+            raise
+        if value is _DONE:
+            raise StopAsyncIteration
+        if value is _RAISE:
+            raise stream._outcome
+        return value
+
+    async def aclose(self) -> None:
+        """Stop reading: pending reads end, and the stream accepts a new consumer."""
+        if not self._closed:
+            self._close(_DONE)
+
+    def _close(self, outcome: object) -> None:
+        self._closed = True
+        stream = self._stream
+        if stream._active is self:
+            stream._active = None
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(outcome)
+
+    def _forget(self, waiter: asyncio.Future[Any]) -> None:
+        """A waiting read was cancelled. If an event already reached it, keep that event."""
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+        elif waiter.done() and not waiter.cancelled():
+            value = waiter.result()
+            if value is not _DONE and value is not _RAISE:
+                self._stream._buffer.appendleft(value)
+
+    def __repr__(self) -> str:
+        return f"<EventStreamIterator {'closed' if self._closed else 'active'}>"
