@@ -10,7 +10,7 @@ code points) counts zero. A lone surrogate counts one.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeGuard
 
 __all__ = ["JS_WHITESPACE", "code_points", "is_non_empty"]
 
@@ -20,7 +20,7 @@ JS_WHITESPACE: Final = (
 )
 
 
-def is_non_empty(value: object) -> bool:
+def is_non_empty(value: object) -> TypeGuard[str]:
     """True for an exact ``str`` that is not blank under JavaScript ``trim()``."""
     return type(value) is str and bool(value) and bool(value.strip(JS_WHITESPACE))
 

@@ -636,13 +636,14 @@ def to_json(value: object) -> Any:
     """The workshop's JSON form of a protocol value: plain containers and camelCase keys.
 
     ``to_json(ToolCallChunk(...)) == {"type": "toolCall", "requestId": ..., "toolCall": {...}}``.
+    Tuples and lists of protocol values (a transcript) become lists.
     ``ToolExecutionContext`` (it holds a live signal) and non-protocol objects raise ``TypeError``.
     """
     keys = _JSON_KEYS.get(type(value))
     if keys is not None:
         return {key: to_json(getattr(value, attribute)) for attribute, key in keys}
-    if type(value) is tuple:
-        items: tuple[object, ...] = value  # pyright: ignore[reportUnknownVariableType]
+    if type(value) is tuple or type(value) is list:
+        items: tuple[object, ...] | list[object] = value  # pyright: ignore[reportUnknownVariableType]
         return [to_json(item) for item in items]
     if type(value) is JsonObject:
         return thaw_json(value)

@@ -1,0 +1,548 @@
+"""Checkpoint 03: the normalized message IR.
+
+Snapshotting constructors turn untrusted arguments into protocol messages:
+``user_message``, ``assistant_message`` and ``tool_result_message`` take keyword arguments
+(assistant blocks may be protocol blocks or JSON-shaped mappings with camelCase keys), copy
+and freeze everything, and raise ``TypeError`` with the workshop's messages.
+``parse_message`` does the same for a whole JSON-shaped message.
+
+``validate_transcript`` checks a transcript without ever raising. It returns
+``TranscriptDiagnostic(code, message_index, message)`` values: shape problems in traversal
+order, then linkage problems (orphan results, results before their call, name mismatches),
+then calls that have no later result. Ambiguous linkage (a malformed or duplicated call) is
+not reported twice. Every caller field is read once; an exception while inspecting one entry
+becomes that entry's diagnostic and the other entries are still checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
+
+from tether._text import is_non_empty
+from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
+from tether.protocol import (
+    AssistantBlock,
+    AssistantMessage,
+    Message,
+    TextBlock,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__ = [
+    "TranscriptDiagnostic",
+    "TranscriptDiagnosticCode",
+    "assistant_message",
+    "parse_message",
+    "text_from_assistant",
+    "tool_result_message",
+    "user_message",
+    "validate_transcript",
+]
+
+TranscriptDiagnosticCode: TypeAlias = Literal[
+    "INVALID_TRANSCRIPT",
+    "INVALID_MESSAGE",
+    "DUPLICATE_TOOL_CALL_ID",
+    "DUPLICATE_TOOL_RESULT",
+    "ORPHAN_TOOL_RESULT",
+    "TOOL_RESULT_BEFORE_CALL",
+    "MISSING_TOOL_RESULT",
+    "TOOL_NAME_MISMATCH",
+    "EMPTY_TOOL_NAME",
+    "INVALID_TOOL_ARGUMENTS",
+]
+
+_type_of: Callable[[object], type[Any]] = type
+
+
+class _Missing:
+    """An absent field, as opposed to a field whose value is ``None``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+
+def read_field(source: Any, key: str) -> Any:
+    """Read ``source[key]`` exactly once; ``MISSING`` when absent. Other errors propagate."""
+    if _type_of(source) is dict:
+        return source.get(key, MISSING)
+    try:
+        return source[key]
+    except KeyError:
+        return MISSING
+
+
+def _is_mapping(value: object) -> bool:
+    return _type_of(value) is dict or isinstance(value, Mapping)
+
+
+def _is_array(value: object) -> bool:
+    kind = _type_of(value)
+    return kind is list or kind is tuple
+
+
+# --- constructors ---------------------------------------------------------------------------
+
+
+def user_message(*, id: object, content: object) -> UserMessage:
+    """A frozen user message. ``content`` may be empty."""
+    if not is_non_empty(id):
+        raise TypeError("userMessage: id must be a non-empty string")
+    if type(content) is not str:
+        raise TypeError("userMessage: content must be a string")
+    return UserMessage(id=id, content=content)
+
+
+def assistant_message(*, id: object, content: object) -> AssistantMessage:
+    """A frozen assistant message; blocks are snapshotted and tool arguments deep-frozen.
+
+    Blocks may be ``TextBlock``/``ToolCall`` values or mappings such as
+    ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``.
+    Tool-call ID uniqueness is the transcript validator's job, not the constructor's.
+    """
+    if not is_non_empty(id):
+        raise TypeError("assistantMessage: id must be a non-empty string")
+    if not _is_array(content):
+        raise TypeError("assistantMessage: content must be an array")
+    items: tuple[Any, ...] = tuple(content)  # pyright: ignore[reportArgumentType]
+    blocks = tuple(_assistant_block(item, index) for index, item in enumerate(items))
+    return AssistantMessage(id=id, content=blocks)
+
+
+def _assistant_block(block: Any, index: int) -> AssistantBlock:
+    kind = _type_of(block)
+    if kind is TextBlock or kind is ToolCall:
+        return block
+    prefix = f"assistantMessage: content[{index}]"
+    if not _is_mapping(block):
+        raise TypeError(f"{prefix} must be an object")
+    block_type = read_field(block, "type")
+    if block_type == "text" and _type_of(block_type) is str:
+        text = read_field(block, "text")
+        if _type_of(text) is not str:
+            raise TypeError(f"{prefix}.text must be a string")
+        return TextBlock(text=text)
+    if block_type == "toolCall" and _type_of(block_type) is str:
+        call_id = read_field(block, "id")
+        if not is_non_empty(call_id):
+            raise TypeError(f"{prefix}.id must be a non-empty string")
+        name = read_field(block, "name")
+        if not is_non_empty(name):
+            raise TypeError(f"{prefix}.name must be a non-empty string")
+        arguments = snapshot_arguments(read_field(block, "arguments"), f"{prefix}.arguments")
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+    raise TypeError(f'{prefix}.type must be "text" or "toolCall"')
+
+
+def snapshot_arguments(value: object, path: str) -> JsonObject:
+    """Deep-freeze tool-call arguments: a JSON object (not null, not an array)."""
+    if type(value) is JsonObject:
+        return value
+    if _type_of(value) is not dict:
+        raise TypeError(f"{path} must be a non-null object and not an array")
+    frozen = freeze_json(value, path=path)
+    assert type(frozen) is JsonObject
+    return frozen
+
+
+def tool_result_message(
+    *,
+    id: object,
+    tool_call_id: object,
+    tool_name: object,
+    content: object,
+    is_error: object = False,
+) -> ToolResultMessage:
+    """A frozen tool-result message linked to its call by ``tool_call_id``.
+
+    ``is_error`` defaults to ``False`` (also when ``None``).
+    """
+    if not is_non_empty(id):
+        raise TypeError("toolResultMessage: id must be a non-empty string")
+    if not is_non_empty(tool_call_id):
+        raise TypeError("toolResultMessage: toolCallId must be a non-empty string")
+    if not is_non_empty(tool_name):
+        raise TypeError("toolResultMessage: toolName must be a non-empty string")
+    if type(content) is not str:
+        raise TypeError("toolResultMessage: content must be a string")
+    if is_error is None:
+        is_error = False
+    if type(is_error) is not bool:
+        raise TypeError("toolResultMessage: isError must be a boolean")
+    return ToolResultMessage(
+        id=id, tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+    )
+
+
+def parse_message(value: object) -> Message:
+    """Build a message from its JSON form (camelCase keys), e.g. from ``json.loads``.
+
+    Protocol messages are returned as they are. Raises ``TypeError`` for anything else.
+    """
+    if type(value) is UserMessage or type(value) is AssistantMessage:
+        return value
+    if type(value) is ToolResultMessage:
+        return value
+    if not _is_mapping(value):
+        raise TypeError("parse_message: message must be an object")
+    role = read_field(value, "role")
+    if role == "user" and _type_of(role) is str:
+        return user_message(id=read_field(value, "id"), content=read_field(value, "content"))
+    if role == "assistant" and _type_of(role) is str:
+        return assistant_message(id=read_field(value, "id"), content=read_field(value, "content"))
+    if role == "toolResult" and _type_of(role) is str:
+        is_error = read_field(value, "isError")
+        return tool_result_message(
+            id=read_field(value, "id"),
+            tool_call_id=read_field(value, "toolCallId"),
+            tool_name=read_field(value, "toolName"),
+            content=read_field(value, "content"),
+            is_error=False if is_error is MISSING else is_error,
+        )
+    raise TypeError('parse_message: role must be "user", "assistant" or "toolResult"')
+
+
+def text_from_assistant(message: AssistantMessage) -> str:
+    """The text blocks of ``message`` joined in order; tool-call blocks contribute nothing."""
+    if _type_of(message) is not AssistantMessage:
+        raise TypeError("textFromAssistant: message must be an assistant message")
+    return "".join([block.text for block in message.content if block.type == "text"])
+
+
+# --- transcript validation ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TranscriptDiagnostic:
+    """One problem in a transcript. ``message_index`` is ``-1`` for the whole transcript."""
+
+    code: TranscriptDiagnosticCode
+    message_index: int
+    message: str
+
+
+class _Uninspectable(Exception):
+    """Internal: reading a caller's entry raised."""
+
+
+class TranscriptLinks:
+    """Tool-call and tool-result linkage gathered while walking a transcript.
+
+    Kept apart from the shape checks so a caller that appends known-good messages (the agent
+    loop) can extend the links incrementally instead of revalidating the whole transcript.
+    """
+
+    __slots__ = ("calls", "malformed_calls", "malformed_results", "results")
+
+    def __init__(self) -> None:
+        self.calls: dict[str, list[tuple[int, str]]] = {}
+        self.results: dict[str, list[tuple[int, str]]] = {}
+        self.malformed_calls: set[str] = set()
+        self.malformed_results: set[str] = set()
+
+    def add_call(self, call_id: str, name: str, index: int) -> TranscriptDiagnostic | None:
+        """Record a valid call; returns the duplicate diagnostic if the ID was seen before."""
+        seen = self.calls.get(call_id)
+        if seen is None:
+            self.calls[call_id] = [(index, name)]
+            return None
+        seen.append((index, name))
+        return TranscriptDiagnostic(
+            code="DUPLICATE_TOOL_CALL_ID",
+            message_index=index,
+            message=f'Tool call ID "{call_id}" is not unique',
+        )
+
+    def add_result(self, call_id: str, name: str, index: int) -> TranscriptDiagnostic | None:
+        """Record a valid result; returns the duplicate diagnostic for a second result."""
+        seen = self.results.get(call_id)
+        if seen is None:
+            self.results[call_id] = [(index, name)]
+            return None
+        seen.append((index, name))
+        return TranscriptDiagnostic(
+            code="DUPLICATE_TOOL_RESULT",
+            message_index=index,
+            message=f'Tool call "{call_id}" has more than one result',
+        )
+
+    def diagnostics(self) -> list[TranscriptDiagnostic]:
+        """Linkage problems: orphan, early and misnamed results, then calls with no result."""
+        found: list[TranscriptDiagnostic] = []
+        for call_id, results in self.results.items():
+            calls = self.calls.get(call_id)
+            if not calls:
+                if call_id not in self.malformed_calls:
+                    found.extend(
+                        TranscriptDiagnostic(
+                            code="ORPHAN_TOOL_RESULT",
+                            message_index=index,
+                            message=f'Tool result references unknown call ID "{call_id}"',
+                        )
+                        for index, _ in results
+                    )
+                continue
+            if len(calls) != 1 or call_id in self.malformed_calls:
+                continue
+            call_index, call_name = calls[0]
+            for index, name in results:
+                if index <= call_index:
+                    found.append(
+                        TranscriptDiagnostic(
+                            code="TOOL_RESULT_BEFORE_CALL",
+                            message_index=index,
+                            message=f'Tool result for "{call_id}" appears before its call',
+                        )
+                    )
+                elif name != call_name:
+                    found.append(
+                        TranscriptDiagnostic(
+                            code="TOOL_NAME_MISMATCH",
+                            message_index=index,
+                            message=(
+                                f'Tool result name "{name}" does not match call name "{call_name}"'
+                            ),
+                        )
+                    )
+        for call_id, calls in self.calls.items():
+            if len(calls) != 1 or call_id in self.malformed_calls:
+                continue
+            if call_id in self.malformed_results:
+                continue
+            call_index = calls[0][0]
+            results = self.results.get(call_id)
+            if results is None or max(index for index, _ in results) <= call_index:
+                found.append(
+                    TranscriptDiagnostic(
+                        code="MISSING_TOOL_RESULT",
+                        message_index=call_index,
+                        message=f'Tool call "{call_id}" has no later result',
+                    )
+                )
+        return found
+
+
+def validate_transcript(transcript: object) -> tuple[TranscriptDiagnostic, ...]:
+    """Check a transcript (protocol messages or JSON-shaped mappings); never raises.
+
+    An empty tuple means the transcript is valid.
+    """
+    kind = _type_of(transcript)
+    if kind is not list and kind is not tuple:
+        return (_diagnostic("INVALID_TRANSCRIPT", -1, "Transcript must be an array"),)
+    try:
+        entries: tuple[object, ...] = tuple(transcript)  # pyright: ignore[reportArgumentType]
+    except Exception:
+        return (_diagnostic("INVALID_TRANSCRIPT", -1, "Transcript could not be inspected safely"),)
+    found: list[TranscriptDiagnostic] = []
+    links = TranscriptLinks()
+    for index, entry in enumerate(entries):
+        try:
+            _inspect_entry(entry, index, links, found)
+        except Exception:
+            found.append(
+                _diagnostic(
+                    "INVALID_MESSAGE", index, "Transcript entry could not be inspected safely"
+                )
+            )
+    found.extend(links.diagnostics())
+    return tuple(found)
+
+
+def _diagnostic(code: TranscriptDiagnosticCode, index: int, message: str) -> TranscriptDiagnostic:
+    return TranscriptDiagnostic(code=code, message_index=index, message=message)
+
+
+def _inspect_entry(
+    entry: Any, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
+) -> None:
+    kind = _type_of(entry)
+    if kind is UserMessage:
+        return
+    if kind is AssistantMessage:
+        for block in entry.content:
+            if block.type == "toolCall":
+                duplicate = links.add_call(block.id, block.name, index)
+                if duplicate is not None:
+                    found.append(duplicate)
+        return
+    if kind is ToolResultMessage:
+        duplicate = links.add_result(entry.tool_call_id, entry.tool_name, index)
+        if duplicate is not None:
+            found.append(duplicate)
+        return
+    if not _is_mapping(entry):
+        found.append(
+            _diagnostic("INVALID_MESSAGE", index, "Transcript entry must be a message object")
+        )
+        return
+    role = read_field(entry, "role")
+    if _type_of(role) is not str:
+        found.append(_diagnostic("INVALID_MESSAGE", index, "Message role must be a string"))
+        return
+    if not is_non_empty(read_field(entry, "id")):
+        found.append(_diagnostic("INVALID_MESSAGE", index, "Message ID must be a non-empty string"))
+        return
+    if role == "user":
+        if _type_of(read_field(entry, "content")) is not str:
+            found.append(
+                _diagnostic("INVALID_MESSAGE", index, "User message content must be a string")
+            )
+    elif role == "assistant":
+        _inspect_assistant(read_field(entry, "content"), index, links, found)
+    elif role == "toolResult":
+        _inspect_result(entry, index, links, found)
+    else:
+        found.append(_diagnostic("INVALID_MESSAGE", index, f'Unsupported message role "{role}"'))
+
+
+def _inspect_assistant(
+    content: Any, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
+) -> None:
+    if not _is_array(content):
+        found.append(
+            _diagnostic("INVALID_MESSAGE", index, "Assistant message content must be an array")
+        )
+        return
+    for position, block in enumerate(tuple(content)):
+        try:
+            _inspect_block(block, position, index, links, found)
+        except _Uninspectable:
+            found.append(
+                _diagnostic(
+                    "INVALID_MESSAGE",
+                    index,
+                    f"Assistant content[{position}] could not be inspected safely",
+                )
+            )
+
+
+def _inspect_block(
+    block: Any, position: int, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
+) -> None:
+    kind = _type_of(block)
+    if kind is TextBlock:
+        return
+    if kind is ToolCall:
+        duplicate = links.add_call(block.id, block.name, index)
+        if duplicate is not None:
+            found.append(duplicate)
+        return
+    call_id: Any = MISSING
+    try:
+        if not _is_mapping(block):
+            found.append(
+                _diagnostic(
+                    "INVALID_MESSAGE", index, f"Assistant content[{position}] must be an object"
+                )
+            )
+            return
+        block_type = read_field(block, "type")
+        if block_type == "text" and _type_of(block_type) is str:
+            if _type_of(read_field(block, "text")) is not str:
+                found.append(
+                    _diagnostic(
+                        "INVALID_MESSAGE",
+                        index,
+                        f"Assistant content[{position}].text must be a string",
+                    )
+                )
+            return
+        if block_type != "toolCall" or _type_of(block_type) is not str:
+            found.append(
+                _diagnostic(
+                    "INVALID_MESSAGE",
+                    index,
+                    f"Assistant content[{position}] has an unsupported type",
+                )
+            )
+            return
+        call_id = read_field(block, "id")
+        name = read_field(block, "name")
+        arguments = read_field(block, "arguments")
+    except Exception as error:
+        if is_non_empty(call_id):
+            links.malformed_calls.add(call_id)
+        raise _Uninspectable from error
+    valid = True
+    if not is_non_empty(call_id):
+        valid = False
+        found.append(
+            _diagnostic("INVALID_MESSAGE", index, "Tool call ID must be a non-empty string")
+        )
+    if not is_non_empty(name):
+        valid = False
+        found.append(
+            _diagnostic("EMPTY_TOOL_NAME", index, "Tool call name must be a non-empty string")
+        )
+    if not _is_json_object(arguments):
+        valid = False
+        found.append(
+            _diagnostic(
+                "INVALID_TOOL_ARGUMENTS",
+                index,
+                "Tool call arguments must be a non-null JSON object and not an array",
+            )
+        )
+    if not valid:
+        if is_non_empty(call_id):
+            links.malformed_calls.add(call_id)
+        return
+    duplicate = links.add_call(call_id, name, index)
+    if duplicate is not None:
+        found.append(duplicate)
+
+
+def _is_json_object(value: object) -> bool:
+    kind = _type_of(value)
+    if kind is JsonObject:
+        return True
+    if kind is not dict:
+        return False
+    try:
+        freeze_json(value)
+    except JsonValueError:
+        return False
+    return True
+
+
+def _inspect_result(
+    entry: Any, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
+) -> None:
+    call_id = read_field(entry, "toolCallId")
+    if not is_non_empty(call_id):
+        found.append(
+            _diagnostic("INVALID_MESSAGE", index, "Tool result call ID must be a non-empty string")
+        )
+        return
+    try:
+        name = read_field(entry, "toolName")
+        if not is_non_empty(name):
+            problem = _diagnostic(
+                "EMPTY_TOOL_NAME", index, "Tool result name must be a non-empty string"
+            )
+        elif _type_of(read_field(entry, "content")) is not str:
+            problem = _diagnostic("INVALID_MESSAGE", index, "Tool result content must be a string")
+        elif _type_of(read_field(entry, "isError")) is not bool:
+            problem = _diagnostic("INVALID_MESSAGE", index, "Tool result isError must be a boolean")
+        else:
+            problem = None
+    except Exception:
+        links.malformed_results.add(call_id)
+        raise
+    if problem is not None:
+        links.malformed_results.add(call_id)
+        found.append(problem)
+        return
+    duplicate = links.add_result(call_id, name, index)
+    if duplicate is not None:
+        found.append(duplicate)
