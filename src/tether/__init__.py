@@ -27,6 +27,16 @@ if TYPE_CHECKING:
         freeze_json,
         thaw_json,
     )
+    from tether.messages import (
+        TranscriptDiagnostic,
+        TranscriptDiagnosticCode,
+        assistant_message,
+        parse_message,
+        text_from_assistant,
+        tool_result_message,
+        user_message,
+        validate_transcript,
+    )
     from tether.protocol import (
         AgentEvent,
         AgentEventType,
@@ -73,6 +83,7 @@ if TYPE_CHECKING:
         assert_never,
         to_json,
     )
+    from tether.stream import EventStream, EventStreamIterator, EventStreamStateError
     from tether.trace import Prologue, PrologueResult, run_prologue
 
 __version__ = "0.1.0"
@@ -136,6 +147,17 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "assert_never",
         "to_json",
     ),
+    "tether.stream": ("EventStream", "EventStreamIterator", "EventStreamStateError"),
+    "tether.messages": (
+        "TranscriptDiagnostic",
+        "TranscriptDiagnosticCode",
+        "assistant_message",
+        "parse_message",
+        "text_from_assistant",
+        "tool_result_message",
+        "user_message",
+        "validate_transcript",
+    ),
     "tether.trace": ("Prologue", "PrologueResult", "run_prologue"),
 }
 _EXPORTS: dict[str, str] = {
@@ -153,6 +175,9 @@ __all__ = [
     "AssistantMessage",
     "CancelledRunResult",
     "CompletedRunResult",
+    "EventStream",
+    "EventStreamIterator",
+    "EventStreamStateError",
     "FailedRunResult",
     "Invalid",
     "JsonArray",
@@ -195,13 +220,21 @@ __all__ = [
     "ToolStartedEvent",
     "ToolStartedPayload",
     "ToolValidation",
+    "TranscriptDiagnostic",
+    "TranscriptDiagnosticCode",
     "UserMessage",
     "Valid",
     "assert_never",
+    "assistant_message",
     "freeze_json",
+    "parse_message",
     "run_prologue",
+    "text_from_assistant",
     "thaw_json",
     "to_json",
+    "tool_result_message",
+    "user_message",
+    "validate_transcript",
 ]
 
 
