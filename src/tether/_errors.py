@@ -48,5 +48,8 @@ class TetherError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self._code!r}, message={self.message!r})"
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (_restore, (type(self), self.args, dict(self.__dict__)))

@@ -4,9 +4,12 @@
 same cancellation semantics) except that an abort wins at once: the abort reason is raised
 even while the awaitable is still blocked. The abandoned work is then cancelled the way a task
 would be (``CancelledError`` at its await, so its ``finally`` blocks run); if it still wants to
-run cleanup, it finishes on a background task whose outcome is observed. ``on_abandoned`` is
-called once the abandoned work has fully settled, which is when an async generator can be
-closed safely.
+run cleanup, it finishes on a background task whose outcome is observed.
+
+``on_abandoned(settled)`` reports an abandonment before the abort reason is raised:
+``settled=True`` when the abandoned work already finished, ``settled=False`` when it goes on
+in the background, followed by a second call with ``settled=True`` once it has. Only settled
+work (an async generator no longer running) may be closed.
 
 The driver is the inner loop of ``asyncio.Task`` in miniature: it forwards what the awaitable
 yields, and while the awaitable waits on a future it waits instead on a private future that
@@ -17,12 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from typing import Any, Generic, TypeVar
 
 from tether.abort import AbortSignal, abort_exception
 
-__all__ = ["observe", "race", "signal_aborted", "signal_reason"]
+__all__ = [
+    "RacedIterator",
+    "close_quietly",
+    "neutralize",
+    "observe",
+    "race",
+    "signal_aborted",
+    "signal_reason",
+    "start_cleanup",
+]
 
 T = TypeVar("T")
 _COROUTINE: type[Any] = types.CoroutineType
@@ -67,7 +79,7 @@ def neutralize(awaitable: object) -> None:
 def race(
     signal: AbortSignal,
     awaitable: Awaitable[T],
-    on_abandoned: Callable[[], object] | None = None,
+    on_abandoned: Callable[[bool], object] | None = None,
 ) -> Generator[Any, Any, T]:
     """Await ``awaitable``; if ``signal`` aborts first, raise the abort reason at once."""
     if signal_aborted(signal):
@@ -139,7 +151,7 @@ def _steps_of(awaitable: Awaitable[Any]) -> Any:
 
 
 def _abandon(
-    step: Any, future: asyncio.Future[Any] | None, on_abandoned: Callable[[], object] | None
+    step: Any, future: asyncio.Future[Any] | None, on_abandoned: Callable[[bool], object] | None
 ) -> None:
     """Cancel abandoned work as a task would; finish any async cleanup in the background."""
     if future is not None and not future.done():
@@ -148,16 +160,109 @@ def _abandon(
         yielded = step.throw(asyncio.CancelledError())
     except (Exception, asyncio.CancelledError):
         if on_abandoned is not None:
-            on_abandoned()
+            on_abandoned(True)
         return
-    task = asyncio.get_running_loop().create_task(_finish(step, yielded))
 
-    def settled(done: asyncio.Task[Any]) -> None:
-        _retrieve(done)
+    def settled() -> None:
         if on_abandoned is not None:
-            on_abandoned()
+            on_abandoned(True)
 
-    task.add_done_callback(settled)
+    _in_background(_finish(step, yielded), settled)
+    if on_abandoned is not None:
+        on_abandoned(False)
+
+
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+"""Strong references to cleanup tasks: the event loop itself keeps only weak ones."""
+
+
+def _in_background(work: Coroutine[Any, Any, Any], then: Callable[[], object] | None) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _BACKGROUND.add(task)
+
+    def done(finished: asyncio.Task[Any]) -> None:
+        _BACKGROUND.discard(finished)
+        _retrieve(finished)
+        if then is not None:
+            then()
+
+    task.add_done_callback(done)
+
+
+def start_cleanup(awaitable: object) -> None:
+    """Start an awaitable that nobody will wait for (a cleanup), observing its outcome.
+
+    Its first step runs now, so cleanup that does not block finishes synchronously; the rest,
+    if any, runs on a background task. Exceptions are swallowed: cleanup never replaces the
+    outcome of the work it follows.
+    """
+    try:
+        step = _steps_of(awaitable)  # pyright: ignore[reportArgumentType]
+        yielded = step.send(None)
+    except (Exception, asyncio.CancelledError):
+        return
+    _in_background(_finish(step, yielded), None)
+
+
+def close_quietly(iterator: object) -> None:
+    """Request ``aclose()`` of an abandoned async iterator; never raises, never waits."""
+    try:
+        closer = getattr(iterator, "aclose", None)
+        if closer is None or not callable(closer):
+            return
+        pending = closer()
+    except Exception:
+        return
+    if pending is not None:
+        start_cleanup(pending)
+
+
+class RacedIterator(Generic[T]):
+    """Consume an untrusted async iterator one raced step at a time, then close it properly.
+
+    ``await next()`` races each ``__anext__`` against the signal. ``close()`` requests
+    ``aclose()`` unless the iterator already ended; if an abandoned step is still running in
+    the background, the close waits for it to settle first (closing a running async
+    generator is an error).
+    """
+
+    __slots__ = ("_busy", "_close_requested", "_finished", "_iterator", "_signal")
+
+    def __init__(self, iterator: AsyncIterator[T], signal: AbortSignal) -> None:
+        self._iterator = iterator
+        self._signal = signal
+        self._finished = False
+        self._busy = False
+        self._close_requested = False
+
+    async def next(self) -> T:
+        """The next item; ``StopAsyncIteration`` at the end; the abort reason on abort."""
+        try:
+            step = self._iterator.__anext__()
+        except BaseException:
+            self._finished = True
+            raise
+        try:
+            return await race(self._signal, step, self._abandoned)
+        except StopAsyncIteration:
+            self._finished = True
+            raise
+
+    def _abandoned(self, settled: bool) -> None:
+        self._busy = not settled
+        if settled and self._close_requested:
+            self._close_requested = False
+            close_quietly(self._iterator)
+
+    def close(self) -> None:
+        """Request cleanup of the iterator if it has not ended; idempotent."""
+        if self._finished:
+            return
+        self._finished = True
+        if self._busy:
+            self._close_requested = True
+        else:
+            close_quietly(self._iterator)
 
 
 async def _finish(step: Any, yielded: Any) -> Any:

@@ -1,0 +1,374 @@
+"""Checkpoint 04: ``ScriptedModel``, a deterministic model double driven by a finite script.
+
+A script is a FIFO queue of response factories. Each ``stream()`` call takes the next factory
+and calls it with the request and the abort signal; the factory returns an async iterator that
+yields chunks and then exactly one ``ModelResponse``, last (Python async generators cannot
+return a value, so the response is the final item). The model checks what the factory
+produces: chunks and the response must carry the active request ID
+(``SCRIPT_REQUEST_MISMATCH``), the response must agree with its stop reason and must be the
+last item (``SCRIPT_INVALID_RESPONSE``), the queue must not be empty (``SCRIPT_EXHAUSTED``),
+and an iterator may feed only one call across every model (``SCRIPT_ITERATOR_REUSED``).
+
+``ScriptedReply`` (with ``text_reply`` and ``tool_call_reply``) is the plain-data form of the
+common factories, so a test needs no hand-written generator::
+
+    model = ScriptedModel([tool_call_reply(("add", {"left": 20, "right": 22})),
+                           text_reply("The sum is 42.")])
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeAlias
+
+from tether._errors import TetherError
+from tether._ownership import claim_iterator_once
+from tether._race import RacedIterator, signal_aborted, signal_reason
+from tether._text import is_non_empty
+from tether.abort import AbortSignal, abort_exception
+from tether.jsonvalue import JsonObject
+from tether.messages import snapshot_arguments
+from tether.protocol import (
+    AssistantBlock,
+    AssistantMessage,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    TextBlock,
+    TextDeltaChunk,
+    ToolCall,
+    ToolCallChunk,
+)
+from tether.stream import EventStream
+
+__all__ = [
+    "ResponseFactory",
+    "ScriptedModel",
+    "ScriptedModelError",
+    "ScriptedModelErrorCode",
+    "ScriptedReply",
+    "ScriptedToolCall",
+    "text_reply",
+    "tool_call_reply",
+]
+
+ScriptedModelErrorCode: TypeAlias = Literal[
+    "SCRIPT_EXHAUSTED",
+    "SCRIPT_REQUEST_MISMATCH",
+    "SCRIPT_INVALID_RESPONSE",
+    "SCRIPT_ITERATOR_REUSED",
+]
+
+ResponseFactory: TypeAlias = Callable[
+    [ModelRequest, AbortSignal], AsyncIterator[ModelChunk | ModelResponse]
+]
+"""Makes one scripted turn: yields chunks, then exactly one ``ModelResponse``, last."""
+
+
+class ScriptedModelError(TetherError):
+    """A scripted turn broke the script's rules; ``code`` says which."""
+
+    def __init__(self, code: ScriptedModelErrorCode, message: str) -> None:
+        super().__init__(code, message)
+
+
+_TASKS: set[asyncio.Task[None]] = set()
+
+
+class ScriptedModel:
+    """A model whose every turn is scripted in advance; see the module docstring.
+
+    ``call_count`` counts attempted ``stream()`` calls (also pre-cancelled and exhausted ones);
+    ``requests`` returns the requests seen, in order; ``pending_response_count`` is the
+    number of factories still queued. A pre-cancelled call does not consume a factory.
+    """
+
+    __slots__ = ("_call_count", "_queue", "_requests")
+
+    def __init__(self, responses: Iterable[ResponseFactory] = ()) -> None:
+        self._queue: deque[ResponseFactory] = deque(_checked_factories(responses))
+        self._requests: list[ModelRequest] = []
+        self._call_count = 0
+
+    @property
+    def call_count(self) -> int:
+        """How many times ``stream()`` was called (after its argument checks passed)."""
+        return self._call_count
+
+    @property
+    def pending_response_count(self) -> int:
+        """How many response factories remain queued."""
+        return len(self._queue)
+
+    @property
+    def requests(self) -> tuple[ModelRequest, ...]:
+        """The requests of every call so far, oldest first (immutable snapshots)."""
+        return tuple(self._requests)
+
+    def set_responses(self, responses: Iterable[ResponseFactory]) -> None:
+        """Replace the queue with ``responses``; all are checked first, then swapped at once."""
+        self._queue = deque(_checked_factories(responses))
+
+    def append_response(self, factory: ResponseFactory) -> None:
+        """Queue one more response factory."""
+        if not callable(factory):
+            raise TypeError("response must be a response factory")
+        self._queue.append(factory)
+
+    def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> EventStream[ModelChunk, ModelResponse]:
+        """Start the next scripted turn for ``request``; its outcome arrives on the stream."""
+        if type(request) is not ModelRequest:
+            raise TypeError("request must be a ModelRequest")
+        if not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("signal must be an AbortSignal")
+        self._requests.append(request)
+        self._call_count += 1
+        stream: EventStream[ModelChunk, ModelResponse] = EventStream()
+        task = asyncio.get_running_loop().create_task(self._produce(stream, request, signal))
+        _TASKS.add(task)
+        task.add_done_callback(_TASKS.discard)
+        return stream
+
+    async def _produce(
+        self,
+        stream: EventStream[ModelChunk, ModelResponse],
+        request: ModelRequest,
+        signal: AbortSignal,
+    ) -> None:
+        source: RacedIterator[object] | None = None
+        try:
+            if signal_aborted(signal):
+                raise abort_exception(signal_reason(signal))
+            if not self._queue:
+                raise ScriptedModelError(
+                    "SCRIPT_EXHAUSTED", f'No scripted response remains for request "{request.id}"'
+                )
+            factory = self._queue.popleft()
+            iterator: Any = factory(request, signal)
+            if not callable(getattr(iterator, "__anext__", None)):
+                raise TypeError("A scripted response factory must return an async iterator")
+            if not claim_iterator_once(iterator):
+                raise ScriptedModelError(
+                    "SCRIPT_ITERATOR_REUSED",
+                    "A scripted response iterator may be consumed by only one model call",
+                )
+            source = RacedIterator(iterator, signal)
+            response = await _run_turn(source, stream, request, signal)
+        except BaseException as error:
+            if source is not None:
+                source.close()
+            stream.fail(error)
+            if not isinstance(error, Exception):
+                raise
+            return
+        stream.finish(response)
+
+
+async def _run_turn(
+    source: RacedIterator[object],
+    stream: EventStream[ModelChunk, ModelResponse],
+    request: ModelRequest,
+    signal: AbortSignal,
+) -> ModelResponse:
+    active = request.id
+    response: ModelResponse | None = None
+    while True:
+        _check(signal)
+        try:
+            item = await source.next()
+        except StopAsyncIteration:
+            break
+        _check(signal)
+        if response is not None:
+            raise ScriptedModelError(
+                "SCRIPT_INVALID_RESPONSE",
+                "A scripted response iterator must end after its ModelResponse",
+            )
+        kind = type(item)
+        if kind is ModelResponse:
+            response = _checked_response(item, active)  # pyright: ignore[reportArgumentType]
+            continue
+        if kind is not TextDeltaChunk and kind is not ToolCallChunk:
+            raise TypeError("A scripted chunk has an unsupported type")
+        chunk: ModelChunk = item  # pyright: ignore[reportAssignmentType]
+        if chunk.request_id != active:
+            raise ScriptedModelError(
+                "SCRIPT_REQUEST_MISMATCH",
+                f'Scripted chunk requestId "{chunk.request_id}" does not match active request '
+                f'"{active}"',
+            )
+        stream.push(chunk)
+    if response is None:
+        raise ScriptedModelError(
+            "SCRIPT_INVALID_RESPONSE", "A scripted response iterator ended without a ModelResponse"
+        )
+    _check(signal)
+    return response
+
+
+def _check(signal: AbortSignal) -> None:
+    if signal_aborted(signal):
+        raise abort_exception(signal_reason(signal))
+
+
+def _checked_response(response: ModelResponse, active: str) -> ModelResponse:
+    if response.request_id != active:
+        raise ScriptedModelError(
+            "SCRIPT_REQUEST_MISMATCH",
+            f'Scripted response requestId "{response.request_id}" does not match active request '
+            f'"{active}"',
+        )
+    has_tool_call = any(block.type == "toolCall" for block in response.message.content)
+    if response.stop_reason == "toolCall" and not has_tool_call:
+        raise ScriptedModelError(
+            "SCRIPT_INVALID_RESPONSE",
+            "A toolCall response must contain at least one Tool-call block",
+        )
+    if response.stop_reason == "stop" and has_tool_call:
+        raise ScriptedModelError(
+            "SCRIPT_INVALID_RESPONSE", "A stop response must not contain Tool-call blocks"
+        )
+    return response
+
+
+def _checked_factories(responses: Iterable[ResponseFactory]) -> list[ResponseFactory]:
+    kind = type(responses)
+    if kind is not list and kind is not tuple:
+        raise TypeError("responses must be an array")
+    factories: list[ResponseFactory] = list(responses)
+    for index, factory in enumerate(factories):
+        if not callable(factory):
+            raise TypeError(f"responses[{index}] must be a response factory")
+    return factories
+
+
+# --- plain-data replies ---------------------------------------------------------------------
+
+_ZERO_USAGE: Final = ModelUsage(input_tokens=0, output_tokens=0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptedToolCall:
+    """One tool call of a ``ScriptedReply``. Without an ``id``, the call is given
+    ``"call-<request id>-<position>"`` when the turn runs, unique within a run."""
+
+    name: str
+    arguments: JsonObject = field(default_factory=JsonObject)
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not is_non_empty(self.name):
+            raise TypeError("ScriptedToolCall.name must be a non-empty string")
+        if type(self.arguments) is not JsonObject:
+            raise TypeError("ScriptedToolCall.arguments must be a JsonObject")
+        if self.id is not None and not is_non_empty(self.id):
+            raise TypeError("ScriptedToolCall.id must be a non-empty string or None")
+
+    def build(self, request: ModelRequest, position: int) -> ToolCall:
+        """The protocol tool call this spec stands for in ``request``."""
+        call_id = self.id if self.id is not None else f"call-{request.id}-{position}"
+        return ToolCall(id=call_id, name=self.name, arguments=self.arguments)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptedReply:
+    """A scripted turn as plain data; calling it makes the response iterator.
+
+    The turn streams each of ``text`` as a text delta, then each of ``tool_calls`` as a
+    tool-call chunk, then responds with the same content (one text block per delta, then the
+    calls). ``stop_reason`` is ``"toolCall"`` when there are tool calls, else ``"stop"``. The
+    response ID defaults to ``"response-<request id>"``; the message ID is
+    ``"message-<response id>"``.
+    """
+
+    text: tuple[str, ...] = ()
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    response_id: str | None = None
+    usage: ModelUsage = field(default=_ZERO_USAGE)
+
+    def __post_init__(self) -> None:
+        if type(self.text) is not tuple or not all(type(part) is str for part in self.text):
+            raise TypeError("ScriptedReply.text must be a tuple of strings")
+        if type(self.tool_calls) is not tuple or not all(
+            type(call) is ScriptedToolCall for call in self.tool_calls
+        ):
+            raise TypeError("ScriptedReply.tool_calls must be a tuple of ScriptedToolCall")
+        if self.response_id is not None and not is_non_empty(self.response_id):
+            raise TypeError("ScriptedReply.response_id must be a non-empty string or None")
+        if type(self.usage) is not ModelUsage:
+            raise TypeError("ScriptedReply.usage must be a ModelUsage")
+
+    def __call__(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> AsyncIterator[ModelChunk | ModelResponse]:
+        return self._turn(request)
+
+    def response_for(self, request: ModelRequest) -> ModelResponse:
+        """The terminal response this reply gives to ``request``."""
+        return self._response(request, self._calls(request))
+
+    def _calls(self, request: ModelRequest) -> tuple[ToolCall, ...]:
+        return tuple(
+            call.build(request, position) for position, call in enumerate(self.tool_calls, 1)
+        )
+
+    def _response(self, request: ModelRequest, calls: tuple[ToolCall, ...]) -> ModelResponse:
+        response_id = self.response_id or f"response-{request.id}"
+        blocks: tuple[AssistantBlock, ...] = (*(TextBlock(text=part) for part in self.text), *calls)
+        return ModelResponse(
+            id=response_id,
+            request_id=request.id,
+            message=AssistantMessage(id=f"message-{response_id}", content=blocks),
+            stop_reason="toolCall" if calls else "stop",
+            usage=self.usage,
+        )
+
+    async def _turn(self, request: ModelRequest) -> AsyncIterator[ModelChunk | ModelResponse]:
+        for part in self.text:
+            yield TextDeltaChunk(request_id=request.id, delta=part)
+        calls = self._calls(request)
+        for call in calls:
+            yield ToolCallChunk(request_id=request.id, tool_call=call)
+        yield self._response(request, calls)
+
+
+def text_reply(
+    *deltas: str, response_id: str | None = None, usage: ModelUsage = _ZERO_USAGE
+) -> ScriptedReply:
+    """A turn that streams ``deltas`` and stops: ``text_reply("The sum is ", "42.")``."""
+    return ScriptedReply(text=deltas, response_id=response_id, usage=usage)
+
+
+CallSpec: TypeAlias = (
+    ScriptedToolCall | tuple[str, Mapping[str, object]] | tuple[str, Mapping[str, object], str]
+)
+"""A ``ScriptedToolCall`` or ``(name, arguments)`` or ``(name, arguments, call_id)``."""
+
+
+def tool_call_reply(
+    *calls: CallSpec,
+    text: tuple[str, ...] = (),
+    response_id: str | None = None,
+    usage: ModelUsage = _ZERO_USAGE,
+) -> ScriptedReply:
+    """A turn that asks for tool calls: ``tool_call_reply(("add", {"left": 20, "right": 22}))``.
+
+    Arguments are deep-frozen now; later changes to the caller's dict have no effect.
+    """
+    if not calls:
+        raise TypeError("tool_call_reply() needs at least one call")
+    specs: list[ScriptedToolCall] = []
+    for position, call in enumerate(calls):
+        if isinstance(call, ScriptedToolCall):
+            specs.append(call)
+            continue
+        arguments = snapshot_arguments(dict(call[1]), f"calls[{position}].arguments")
+        call_id = call[2] if len(call) == 3 else None
+        specs.append(ScriptedToolCall(name=call[0], arguments=arguments, id=call_id))
+    return ScriptedReply(text=text, tool_calls=tuple(specs), response_id=response_id, usage=usage)

@@ -1,0 +1,519 @@
+"""Checkpoint 05: ``FixtureProviderAdapter``, the trust boundary between transport and protocol.
+
+The adapter is an offline provider: it replays a versioned fixture of transport records
+(``response_start``, ``text_delta``, ``tool_call``, ``response_end``, ``transport_error``)
+as trusted protocol chunks and one ``ModelResponse`` per call. Every record starts as
+untrusted data and is inspected before any protocol value is built; wire names never leave
+this module.
+
+Construction checks ``schemaVersion: 1`` and snapshots the whole finite response queue (deep
+copies of every record), so later changes to the fixture have no effect. A response's
+``records`` is a list, or an async record source (any object with ``__aiter__``) opened once
+by the call that consumes it, raced against the abort signal and closed quietly if processing
+stops early. Every failure is a ``FixtureProviderError`` with one of twelve stable codes;
+errors raised by a source itself, even a ``FixtureProviderError`` it made, become
+``PROVIDER_INVALID_FIXTURE``. This module imports nothing that can reach a network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from os import PathLike
+from typing import Any, Final, Literal, TypeAlias
+
+from tether._errors import TetherError
+from tether._ownership import claim_iterator_once
+from tether._race import RacedIterator, signal_aborted, signal_reason
+from tether._text import is_non_empty
+from tether.abort import AbortSignal, abort_exception
+from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json
+from tether.protocol import (
+    MAX_SAFE_INTEGER,
+    AssistantBlock,
+    AssistantMessage,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    StopReason,
+    TextBlock,
+    TextDeltaChunk,
+    ToolCall,
+    ToolCallChunk,
+)
+from tether.stream import EventStream
+
+__all__ = ["FixtureProviderAdapter", "FixtureProviderError", "FixtureProviderErrorCode"]
+
+FixtureProviderErrorCode: TypeAlias = Literal[
+    "PROVIDER_INVALID_FIXTURE",
+    "PROVIDER_EXHAUSTED",
+    "PROVIDER_UNKNOWN_EVENT",
+    "PROVIDER_INVALID_EVENT",
+    "PROVIDER_MISSING_START",
+    "PROVIDER_DUPLICATE_START",
+    "PROVIDER_MISSING_TERMINAL",
+    "PROVIDER_DUPLICATE_TERMINAL",
+    "PROVIDER_RESPONSE_MISMATCH",
+    "PROVIDER_INVALID_TERMINAL",
+    "PROVIDER_ITERATOR_REUSED",
+    "PROVIDER_TRANSPORT_ERROR",
+]
+
+_type_of: Callable[[object], type[Any]] = type
+
+_OWNED: weakref.WeakSet[FixtureProviderError] = weakref.WeakSet()
+
+
+class FixtureProviderError(TetherError):
+    """A fixture or transport record failed the boundary; ``code`` says how.
+
+    ``record_index`` is the position of the offending record (or the record count, for a
+    missing terminal); ``provider_code`` is the provider's own code of a ``transport_error``.
+    """
+
+    def __init__(
+        self,
+        code: FixtureProviderErrorCode,
+        message: str,
+        *,
+        record_index: int | None = None,
+        provider_code: str | None = None,
+    ) -> None:
+        super().__init__(code, message)
+        self._record_index = record_index
+        self._provider_code = provider_code
+
+    @property
+    def record_index(self) -> int | None:
+        """Where in the response's records the problem is, if it is about one record."""
+        return self._record_index
+
+    @property
+    def provider_code(self) -> str | None:
+        """The provider's code, for ``PROVIDER_TRANSPORT_ERROR``."""
+        return self._provider_code
+
+
+def _error(
+    code: FixtureProviderErrorCode,
+    message: str,
+    *,
+    record_index: int | None = None,
+    provider_code: str | None = None,
+) -> FixtureProviderError:
+    """An error the adapter itself raises; only these are trusted when they come back."""
+    error = FixtureProviderError(
+        code, message, record_index=record_index, provider_code=provider_code
+    )
+    _OWNED.add(error)
+    return error
+
+
+def _is_owned(error: BaseException) -> bool:
+    return _type_of(error) is FixtureProviderError and error in _OWNED
+
+
+_INVALID_FIXTURE: Final = "Fixture could not be inspected safely"
+_SOURCE_FAILED: Final = "Async fixture record source failed"
+
+
+class FixtureProviderAdapter:
+    """An offline model that replays a transport fixture through the trust boundary.
+
+    ``FixtureProviderAdapter(fixture)`` takes the parsed fixture (``{"schemaVersion": 1,
+    "responses": [{"records": [...]}, ...]}``); ``from_path`` reads a JSON file. Each
+    ``stream()`` call consumes the next response. ``call_count`` counts attempted calls;
+    ``pending_response_count`` the responses still queued. A call made with an aborted
+    signal counts, but leaves its response queued.
+    """
+
+    __slots__ = ("_call_count", "_queue")
+
+    def __init__(self, fixture: object) -> None:
+        try:
+            queue = _snapshot_fixture(fixture)
+        except Exception as error:
+            raise _error("PROVIDER_INVALID_FIXTURE", _INVALID_FIXTURE) from error
+        self._queue: deque[object] = deque(queue)
+        self._call_count = 0
+
+    @classmethod
+    def from_path(cls, path: str | PathLike[str]) -> FixtureProviderAdapter:
+        """Load a fixture from a JSON file (``PROVIDER_INVALID_FIXTURE`` if unreadable)."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                fixture = json.load(handle)
+        except (OSError, ValueError, RecursionError) as error:
+            raise _error("PROVIDER_INVALID_FIXTURE", _INVALID_FIXTURE) from error
+        return cls(fixture)
+
+    @property
+    def call_count(self) -> int:
+        """How many times ``stream()`` was called."""
+        return self._call_count
+
+    @property
+    def pending_response_count(self) -> int:
+        """How many fixture responses remain queued."""
+        return len(self._queue)
+
+    def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> EventStream[ModelChunk, ModelResponse]:
+        """Replay the next fixture response for ``request`` as chunks and a response."""
+        if _type_of(request) is not ModelRequest:
+            raise TypeError("request must be a ModelRequest")
+        if not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("signal must be an AbortSignal")
+        self._call_count += 1
+        stream: EventStream[ModelChunk, ModelResponse] = EventStream()
+        task = asyncio.get_running_loop().create_task(self._produce(stream, request.id, signal))
+        _TASKS.add(task)
+        task.add_done_callback(_TASKS.discard)
+        return stream
+
+    async def _produce(
+        self, stream: EventStream[ModelChunk, ModelResponse], request_id: str, signal: AbortSignal
+    ) -> None:
+        source: RacedIterator[object] | None = None
+        try:
+            _check(signal)
+            if not self._queue:
+                raise _error(
+                    "PROVIDER_EXHAUSTED", f'No fixture response remains for request "{request_id}"'
+                )
+            records = self._queue.popleft()
+            parser = _ResponseParser(request_id)
+            if _type_of(records) is tuple:
+                response = _parse_records(records, parser, stream, signal)  # pyright: ignore[reportArgumentType]
+            else:
+                source = _open_source(records, signal)
+                response = await _parse_source(source, parser, stream, signal)
+        except BaseException as error:
+            if source is not None:
+                source.close()
+            stream.fail(error)
+            if not isinstance(error, Exception):
+                raise
+            return
+        stream.finish(response)
+
+
+_TASKS: set[asyncio.Task[None]] = set()
+
+
+def _check(signal: AbortSignal) -> None:
+    if signal_aborted(signal):
+        raise abort_exception(signal_reason(signal))
+
+
+class _Missing:
+    __slots__ = ()
+
+
+_MISSING: Final = _Missing()
+
+
+# --- construction ---------------------------------------------------------------------------
+
+
+def _snapshot_fixture(fixture: object) -> list[object]:
+    if _type_of(fixture) is not dict:
+        raise TypeError("fixture must be a JSON object")
+    document: dict[str, Any] = fixture  # pyright: ignore[reportAssignmentType]
+    version = document.get("schemaVersion")
+    if _type_of(version) is not int or version != 1:
+        raise ValueError("fixture.schemaVersion must be 1")
+    responses = document.get("responses")
+    if _type_of(responses) is not list:
+        raise TypeError("fixture.responses must be an array")
+    queue: list[object] = []
+    entries: list[Any] = responses  # pyright: ignore[reportAssignmentType]
+    for index, response in enumerate(tuple(entries)):
+        if _type_of(response) is not dict:
+            raise TypeError(f"fixture.responses[{index}] must be an object")
+        records = response.get("records", _MISSING)
+        if records is _MISSING:
+            raise TypeError(f"fixture.responses[{index}].records is missing")
+        if _type_of(records) is list:
+            frozen = freeze_json(records, path=f"fixture.responses[{index}].records")
+            queue.append(frozen)
+        elif _is_async_source(records):
+            queue.append(records)
+        else:
+            raise TypeError(f"fixture.responses[{index}].records must be an array or async source")
+    return queue
+
+
+def _is_async_source(value: object) -> bool:
+    kind = _type_of(value)
+    if kind in (dict, list, tuple, str, bytes):
+        return False
+    return callable(getattr(kind, "__aiter__", None))
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+def _open_source(records: object, signal: AbortSignal) -> RacedIterator[object]:
+    try:
+        iterator: Any = _type_of(records).__aiter__(records)
+    except Exception as error:
+        raise _error(
+            "PROVIDER_INVALID_FIXTURE", "Async fixture record source could not be opened"
+        ) from error
+    if iterator is None or _type_of(iterator) in (bool, int, float, str, bytes):
+        raise _error("PROVIDER_INVALID_FIXTURE", "Async fixture record source returned no iterator")
+    if not claim_iterator_once(iterator):
+        raise _error("PROVIDER_ITERATOR_REUSED", "An async fixture iterator may be consumed once")
+    try:
+        step = getattr(_type_of(iterator), "__anext__", None)
+    except Exception as error:
+        raise _error(
+            "PROVIDER_INVALID_FIXTURE", "Async fixture iterator next() could not be inspected"
+        ) from error
+    if not callable(step):
+        raise _error("PROVIDER_INVALID_FIXTURE", "Async fixture iterator must expose next()")
+    typed: AsyncIterator[object] = iterator
+    return RacedIterator(typed, signal)
+
+
+def _parse_records(
+    records: tuple[JsonValue, ...],
+    parser: _ResponseParser,
+    stream: EventStream[ModelChunk, ModelResponse],
+    signal: AbortSignal,
+) -> ModelResponse:
+    push = stream.push
+    for index, record in enumerate(records):
+        _check(signal)
+        chunk = parser.feed(record, index)
+        if chunk is not None:
+            _check(signal)
+            push(chunk)
+    return parser.finish(len(records), signal)
+
+
+async def _parse_source(
+    source: RacedIterator[object],
+    parser: _ResponseParser,
+    stream: EventStream[ModelChunk, ModelResponse],
+    signal: AbortSignal,
+) -> ModelResponse:
+    index = 0
+    while True:
+        _check(signal)
+        try:
+            item = await source.next()
+        except StopAsyncIteration:
+            break
+        except Exception as error:
+            if signal_aborted(signal):
+                raise abort_exception(signal_reason(signal)) from None
+            if _is_owned(error):
+                raise
+            raise _error("PROVIDER_INVALID_FIXTURE", _SOURCE_FAILED) from error
+        _check(signal)
+        try:
+            record = freeze_json(item)
+        except JsonValueError as error:
+            raise _error(
+                "PROVIDER_INVALID_EVENT",
+                f"Transport record[{index}] could not be inspected safely",
+                record_index=index,
+            ) from error
+        chunk = parser.feed(record, index)
+        if chunk is not None:
+            _check(signal)
+            stream.push(chunk)
+        index += 1
+    return parser.finish(index, signal)
+
+
+_STOP_REASONS: Final[dict[object, StopReason]] = {"stop": "stop", "tool_call": "toolCall"}
+_USAGE_ALIASES: Final = (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens"))
+
+
+class _ResponseParser:
+    """The state of one response being parsed: start ID, content so far, terminal."""
+
+    __slots__ = ("content", "request_id", "response_id", "terminal", "tool_call_ids")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self.response_id: str | None = None
+        self.content: list[AssistantBlock] = []
+        self.tool_call_ids: set[str] = set()
+        self.terminal: ModelResponse | None = None
+
+    def feed(self, record: JsonValue, index: int) -> ModelChunk | None:
+        """Advance the state by one record; returns the chunk to emit, if any."""
+        if _type_of(record) is not JsonObject:
+            raise _error(
+                "PROVIDER_INVALID_EVENT",
+                f"Transport record[{index}] must be an object",
+                record_index=index,
+            )
+        fields: JsonObject = record  # pyright: ignore[reportAssignmentType]
+        kind = fields.get("type")
+        if not is_non_empty(kind):
+            raise _error(
+                "PROVIDER_INVALID_EVENT",
+                "Transport record type must be a string",
+                record_index=index,
+            )
+        if self.terminal is not None:
+            if kind == "response_end":
+                raise _error(
+                    "PROVIDER_DUPLICATE_TERMINAL",
+                    "Fixture response contains more than one response_end record",
+                    record_index=index,
+                )
+            raise _error(
+                "PROVIDER_INVALID_TERMINAL",
+                f'Transport record "{kind}" appears after response_end',
+                record_index=index,
+            )
+        if kind == "text_delta":
+            self._require_start(kind, index)
+            text = fields.get("text")
+            if _type_of(text) is not str:
+                raise _invalid("text_delta.text must be a string", index)
+            self.content.append(TextBlock(text=text))
+            return TextDeltaChunk(request_id=self.request_id, delta=text)
+        if kind == "tool_call":
+            self._require_start(kind, index)
+            return self._tool_call(fields, index)
+        if kind == "response_start":
+            self._start(fields, index)
+            return None
+        if kind == "response_end":
+            self._require_start(kind, index)
+            self._end(fields, index)
+            return None
+        if kind == "transport_error":
+            code = fields.get("code")
+            message = fields.get("message")
+            if not is_non_empty(code) or not is_non_empty(message):
+                raise _invalid("transport_error code and message must be non-empty strings", index)
+            raise _error(
+                "PROVIDER_TRANSPORT_ERROR", message, record_index=index, provider_code=code
+            )
+        raise _error(
+            "PROVIDER_UNKNOWN_EVENT",
+            f'Unknown provider transport record type "{kind}"',
+            record_index=index,
+        )
+
+    def _require_start(self, kind: str, index: int) -> None:
+        if self.response_id is None:
+            raise _error(
+                "PROVIDER_MISSING_START",
+                f'Transport record "{kind}" appeared before response_start',
+                record_index=index,
+            )
+
+    def _start(self, fields: JsonObject, index: int) -> None:
+        if self.response_id is not None:
+            raise _error(
+                "PROVIDER_DUPLICATE_START",
+                "Fixture response contains more than one response_start record",
+                record_index=index,
+            )
+        response_id = fields.get("responseId")
+        if not is_non_empty(response_id):
+            raise _invalid("response_start.responseId must be a non-empty string", index)
+        if fields.get("role") != "assistant":
+            raise _invalid('response_start.role must be "assistant"', index)
+        self.response_id = response_id
+
+    def _tool_call(self, fields: JsonObject, index: int) -> ToolCallChunk:
+        call_id = fields.get("id")
+        if not is_non_empty(call_id):
+            raise _invalid("tool_call.id must be a non-empty string", index)
+        name = fields.get("name")
+        if not is_non_empty(name):
+            raise _invalid("tool_call.name must be a non-empty string", index)
+        arguments = fields.get("arguments")
+        if _type_of(arguments) is not JsonObject:
+            raise _invalid("tool_call.arguments must be a non-null JSON object", index)
+        if call_id in self.tool_call_ids:
+            raise _invalid(f'Tool-call ID "{call_id}" must be unique within a response', index)
+        self.tool_call_ids.add(call_id)
+        call = ToolCall(id=call_id, name=name, arguments=arguments)
+        self.content.append(call)
+        return ToolCallChunk(request_id=self.request_id, tool_call=call)
+
+    def _end(self, fields: JsonObject, index: int) -> None:
+        response_id = fields.get("responseId")
+        if not is_non_empty(response_id):
+            raise _invalid("response_end.responseId must be a non-empty string", index)
+        if response_id != self.response_id:
+            raise _error(
+                "PROVIDER_RESPONSE_MISMATCH",
+                f'response_end ID "{response_id}" does not match response_start ID '
+                f'"{self.response_id}"',
+                record_index=index,
+            )
+        stop_reason = _STOP_REASONS.get(fields.get("stopReason", _MISSING))
+        if stop_reason is None:
+            raise _invalid('response_end.stopReason must be "stop" or "tool_call"', index)
+        usage = _usage(fields.get("usage", _MISSING), index)
+        has_calls = bool(self.tool_call_ids)
+        if stop_reason == "toolCall" and not has_calls:
+            raise _error(
+                "PROVIDER_INVALID_TERMINAL",
+                "A tool_call terminal must contain at least one Tool call",
+                record_index=index,
+            )
+        if stop_reason == "stop" and has_calls:
+            raise _error(
+                "PROVIDER_INVALID_TERMINAL",
+                "A stop terminal must not contain Tool calls",
+                record_index=index,
+            )
+        self.terminal = ModelResponse(
+            id=response_id,
+            request_id=self.request_id,
+            message=AssistantMessage(id=f"message-{response_id}", content=tuple(self.content)),
+            stop_reason=stop_reason,
+            usage=usage,
+        )
+
+    def finish(self, record_count: int, signal: AbortSignal) -> ModelResponse:
+        """The terminal response once the records ran out."""
+        terminal = self.terminal
+        if terminal is None:
+            raise _error(
+                "PROVIDER_MISSING_TERMINAL",
+                "Fixture response ended without a response_end record",
+                record_index=record_count,
+            )
+        _check(signal)
+        return terminal
+
+
+def _usage(value: object, index: int) -> ModelUsage:
+    if _type_of(value) is not JsonObject:
+        raise _invalid("response_end.usage must be an object", index)
+    usage: JsonObject = value  # pyright: ignore[reportAssignmentType]
+    counts: list[object] = []
+    for camel, snake in _USAGE_ALIASES:
+        if camel in usage and snake in usage:
+            raise _invalid("response_end.usage must not mix duplicate token fields", index)
+        counts.append(usage[camel] if camel in usage else usage.get(snake, _MISSING))
+    for count in counts:
+        if _type_of(count) is not int or not 0 <= count <= MAX_SAFE_INTEGER:  # pyright: ignore[reportOperatorIssue]
+            raise _invalid(
+                "response_end.usage token counts must be non-negative safe integers", index
+            )
+    return ModelUsage(input_tokens=counts[0], output_tokens=counts[1])  # pyright: ignore[reportArgumentType]
+
+
+def _invalid(message: str, index: int) -> FixtureProviderError:
+    return _error("PROVIDER_INVALID_EVENT", message, record_index=index)
