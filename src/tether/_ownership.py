@@ -1,10 +1,13 @@
-"""The process-wide registry of iterators already consumed by a model call.
+"""Process-wide identity registries: consumed iterators and trusted error instances.
 
 A response iterator (a scripted generator, an async fixture record source) may feed exactly
 one model call. Both ``ScriptedModel`` and ``FixtureProviderAdapter`` claim iterators here, so
 an iterator consumed by one call can never feed another, across instances and across the two
-classes. Identity is what counts: an iterator's own ``__eq__``/``__hash__`` are never called.
-The registry survives ``importlib.reload`` of this module.
+classes. The same identity registry records which error instances tether itself created, so
+a look-alike (or a replayed instance built without the constructor) is never trusted.
+
+Identity is what counts: an object's own ``__eq__``/``__hash__`` are never called. The
+registries survive ``importlib.reload`` of this module.
 """
 
 from __future__ import annotations
@@ -12,34 +15,40 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-__all__ = ["claim_iterator_once"]
+__all__ = ["IdentitySet", "claim_iterator_once", "trusted_errors"]
 
 _UNCLAIMABLE = (type(None), bool, int, float, complex, str, bytes)
 
 
-class _Registry:
+class IdentitySet:
+    """A set of live objects compared by identity. Entries vanish when their object dies;
+    objects that cannot be weakly referenced are kept alive, so their ids are never reused."""
+
     __slots__ = ("_strong", "_weak")
 
     def __init__(self) -> None:
         self._weak: dict[int, weakref.ref[Any]] = {}
         self._strong: dict[int, object] = {}
 
-    def claim(self, iterator: object) -> bool:
-        if type(iterator) in _UNCLAIMABLE:
+    def __contains__(self, item: object) -> bool:
+        key = id(item)
+        reference = self._weak.get(key)
+        if reference is not None and reference() is item:
+            return True
+        return self._strong.get(key) is item
+
+    def add(self, item: object) -> bool:
+        """Add ``item``; ``False`` if it was already present."""
+        if item in self:
             return False
-        key = id(iterator)
-        existing = self._weak.get(key)
-        if existing is not None and existing() is iterator:
-            return False
-        if self._strong.get(key) is iterator:
-            return False
+        key = id(item)
         try:
-            self._weak[key] = weakref.ref(iterator, self._forget_callback(key))
-        except TypeError:  # not weak-referenceable: keep it alive so its id is never reused
-            self._strong[key] = iterator
+            self._weak[key] = weakref.ref(item, self._forget(key))
+        except TypeError:
+            self._strong[key] = item
         return True
 
-    def _forget_callback(self, key: int) -> Any:
+    def _forget(self, key: int) -> Any:
         weak = self._weak
 
         def forget(reference: weakref.ref[Any]) -> None:
@@ -49,9 +58,17 @@ class _Registry:
         return forget
 
 
-_REGISTRY: _Registry = globals().get("_REGISTRY") or _Registry()
+_CLAIMED: IdentitySet = globals().get("_CLAIMED") or IdentitySet()
+_TRUSTED_ERRORS: IdentitySet = globals().get("_TRUSTED_ERRORS") or IdentitySet()
 
 
 def claim_iterator_once(iterator: object) -> bool:
     """Record ``iterator`` as consumed; ``False`` if it was claimed before or cannot be."""
-    return _REGISTRY.claim(iterator)
+    if type(iterator) in _UNCLAIMABLE:
+        return False
+    return _CLAIMED.add(iterator)
+
+
+def trusted_errors() -> IdentitySet:
+    """The errors tether created itself (``FixtureProviderError``, ``NonRecoverableToolError``)."""
+    return _TRUSTED_ERRORS

@@ -27,6 +27,7 @@ from tether.abort import AbortSignal, abort_exception
 
 __all__ = [
     "RacedIterator",
+    "check_signal",
     "close_quietly",
     "neutralize",
     "observe",
@@ -55,6 +56,12 @@ def signal_aborted(signal: AbortSignal) -> bool:
 def signal_reason(signal: AbortSignal) -> object:
     """The signal's abort reason, read through the class."""
     return _reason_slot.__get__(signal, AbortSignal)
+
+
+def check_signal(signal: AbortSignal) -> None:
+    """Raise the abort reason if ``signal`` is aborted (hardened ``throw_if_aborted``)."""
+    if _aborted_slot.__get__(signal, AbortSignal):
+        raise abort_exception(_reason_slot.__get__(signal, AbortSignal))
 
 
 def observe(future: asyncio.Future[Any]) -> None:

@@ -81,7 +81,8 @@ def read_field(source: Any, key: str) -> Any:
         return MISSING
 
 
-def _is_mapping(value: object) -> bool:
+def is_mapping(value: object) -> bool:
+    """An exact ``dict`` or any ``Mapping`` (untrusted: read it with ``read_field``)."""
     return _type_of(value) is dict or isinstance(value, Mapping)
 
 
@@ -123,7 +124,7 @@ def _assistant_block(block: Any, index: int) -> AssistantBlock:
     if kind is TextBlock or kind is ToolCall:
         return block
     prefix = f"assistantMessage: content[{index}]"
-    if not _is_mapping(block):
+    if not is_mapping(block):
         raise TypeError(f"{prefix} must be an object")
     block_type = read_field(block, "type")
     if block_type == "text" and _type_of(block_type) is str:
@@ -192,7 +193,7 @@ def parse_message(value: object) -> Message:
         return value
     if type(value) is ToolResultMessage:
         return value
-    if not _is_mapping(value):
+    if not is_mapping(value):
         raise TypeError("parse_message: message must be an object")
     role = read_field(value, "role")
     if role == "user" and _type_of(role) is str:
@@ -380,7 +381,7 @@ def _inspect_entry(
         if duplicate is not None:
             found.append(duplicate)
         return
-    if not _is_mapping(entry):
+    if not is_mapping(entry):
         found.append(
             _diagnostic("INVALID_MESSAGE", index, "Transcript entry must be a message object")
         )
@@ -439,7 +440,7 @@ def _inspect_block(
         return
     call_id: Any = MISSING
     try:
-        if not _is_mapping(block):
+        if not is_mapping(block):
             found.append(
                 _diagnostic(
                     "INVALID_MESSAGE", index, f"Assistant content[{position}] must be an object"

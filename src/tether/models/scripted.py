@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
-from tether._race import RacedIterator, signal_aborted, signal_reason
+from tether._race import RacedIterator, check_signal, signal_aborted, signal_reason
 from tether._text import is_non_empty
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject
@@ -179,12 +179,12 @@ async def _run_turn(
     active = request.id
     response: ModelResponse | None = None
     while True:
-        _check(signal)
+        check_signal(signal)
         try:
             item = await source.next()
         except StopAsyncIteration:
             break
-        _check(signal)
+        check_signal(signal)
         if response is not None:
             raise ScriptedModelError(
                 "SCRIPT_INVALID_RESPONSE",
@@ -208,13 +208,8 @@ async def _run_turn(
         raise ScriptedModelError(
             "SCRIPT_INVALID_RESPONSE", "A scripted response iterator ended without a ModelResponse"
         )
-    _check(signal)
+    check_signal(signal)
     return response
-
-
-def _check(signal: AbortSignal) -> None:
-    if signal_aborted(signal):
-        raise abort_exception(signal_reason(signal))
 
 
 def _checked_response(response: ModelResponse, active: str) -> ModelResponse:

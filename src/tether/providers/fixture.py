@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from os import PathLike
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
-from tether._ownership import claim_iterator_once
-from tether._race import RacedIterator, signal_aborted, signal_reason
+from tether._ownership import claim_iterator_once, trusted_errors
+from tether._race import RacedIterator, check_signal, signal_aborted, signal_reason
 from tether._text import is_non_empty
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json
@@ -66,7 +65,7 @@ FixtureProviderErrorCode: TypeAlias = Literal[
 
 _type_of: Callable[[object], type[Any]] = type
 
-_OWNED: weakref.WeakSet[FixtureProviderError] = weakref.WeakSet()
+_OWNED = trusted_errors()
 
 
 class FixtureProviderError(TetherError):
@@ -182,7 +181,7 @@ class FixtureProviderAdapter:
     ) -> None:
         source: RacedIterator[object] | None = None
         try:
-            _check(signal)
+            check_signal(signal)
             if not self._queue:
                 raise _error(
                     "PROVIDER_EXHAUSTED", f'No fixture response remains for request "{request_id}"'
@@ -205,11 +204,6 @@ class FixtureProviderAdapter:
 
 
 _TASKS: set[asyncio.Task[None]] = set()
-
-
-def _check(signal: AbortSignal) -> None:
-    if signal_aborted(signal):
-        raise abort_exception(signal_reason(signal))
 
 
 class _Missing:
@@ -291,10 +285,10 @@ def _parse_records(
 ) -> ModelResponse:
     push = stream.push
     for index, record in enumerate(records):
-        _check(signal)
+        check_signal(signal)
         chunk = parser.feed(record, index)
         if chunk is not None:
-            _check(signal)
+            check_signal(signal)
             push(chunk)
     return parser.finish(len(records), signal)
 
@@ -307,7 +301,7 @@ async def _parse_source(
 ) -> ModelResponse:
     index = 0
     while True:
-        _check(signal)
+        check_signal(signal)
         try:
             item = await source.next()
         except StopAsyncIteration:
@@ -318,7 +312,7 @@ async def _parse_source(
             if _is_owned(error):
                 raise
             raise _error("PROVIDER_INVALID_FIXTURE", _SOURCE_FAILED) from error
-        _check(signal)
+        check_signal(signal)
         try:
             record = freeze_json(item)
         except JsonValueError as error:
@@ -329,7 +323,7 @@ async def _parse_source(
             ) from error
         chunk = parser.feed(record, index)
         if chunk is not None:
-            _check(signal)
+            check_signal(signal)
             stream.push(chunk)
         index += 1
     return parser.finish(index, signal)
@@ -494,7 +488,7 @@ class _ResponseParser:
                 "Fixture response ended without a response_end record",
                 record_index=record_count,
             )
-        _check(signal)
+        check_signal(signal)
         return terminal
 
 

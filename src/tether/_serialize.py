@@ -1,0 +1,313 @@
+"""The bounded, deterministic serializer that turns tool output into result content.
+
+The same value always gives the same string, byte for byte the workshop's: keys sorted by
+UTF-16 code units, no spaces, control characters and lone surrogates escaped as ``\\u00XX``,
+numbers formatted as ECMAScript ``Number#toString`` does (``42.0`` -> ``42``, ``1e21`` ->
+``1e+21``), ``-0`` -> ``0``, non-finite numbers -> ``null``, integers beyond 2**53 - 1 quoted
+as ``"<digits>n"``. Only plain data is accepted: ``None``, ``bool``, ``int``, ``float``,
+``str``, exact ``list``/``tuple``, exact ``dict`` with ``str`` keys and ``JsonObject``;
+functions become ``"[Function]"``, the ``UNDEFINED`` sentinel ``"[Undefined]"``, a container
+already on the current path ``"[Circular]"``. Anything else raises ``SerializationError``.
+
+Output is bounded: at most ``TOOL_OUTPUT_CAP_CHARACTERS`` code points including the
+truncation marker, and budgets on depth, visited values, collection entries and string code
+points; exceeding any of them truncates the output (the prefix that fits, then the marker).
+Collections are inspected lazily, so a huge dict never gets fully enumerated or sorted.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+from collections.abc import Callable
+from typing import Any, Final
+
+from tether._text import code_points
+from tether.jsonvalue import JsonObject
+
+__all__ = [
+    "TOOL_OUTPUT_CAP_CHARACTERS",
+    "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
+    "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
+    "TOOL_SERIALIZATION_MAX_DEPTH",
+    "TOOL_SERIALIZATION_MAX_NODES",
+    "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
+    "TOOL_TRUNCATION_MARKER",
+    "UNDEFINED",
+    "SerializationError",
+    "format_number",
+    "serialize_output",
+]
+
+TOOL_OUTPUT_CAP_CHARACTERS: Final = 4096
+TOOL_TRUNCATION_MARKER: Final = "\n[Tool output truncated]"
+TOOL_SERIALIZATION_MAX_DEPTH: Final = 32
+TOOL_SERIALIZATION_MAX_NODES: Final = 128
+TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES: Final = 256
+TOOL_SERIALIZATION_MAX_STRING_CHARACTERS: Final = 4096
+TOOL_SERIALIZATION_MAX_BIGINT_BITS: Final = 4096
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+_KEEP: Final = TOOL_OUTPUT_CAP_CHARACTERS - len(TOOL_TRUNCATION_MARKER)
+
+_type_of: Callable[[object], type[Any]] = type
+
+
+class _Undefined:
+    """JavaScript's ``undefined``, for outputs that need to say "no value" distinctly."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+
+UNDEFINED: Final = _Undefined()
+
+
+class SerializationError(Exception):
+    """The output holds a value that is not plain data."""
+
+
+class _Truncate(Exception):
+    """Internal: a budget ran out; the output ends here."""
+
+
+_ESCAPES: Final[dict[int, str]] = {code: f"\\u{code:04x}" for code in range(0x20)}
+_ESCAPES[ord('"')] = '\\"'
+_ESCAPES[ord("\\")] = "\\\\"
+
+
+def escape_string(text: str) -> str:
+    """The quoted JSON string the workshop writes for ``text``."""
+    escaped = text.translate(_ESCAPES)
+    try:
+        escaped.encode("utf-8")
+    except UnicodeEncodeError:
+        escaped = _escape_surrogates(escaped)
+    return f'"{escaped}"'
+
+
+def _escape_surrogates(text: str) -> str:
+    parts: list[str] = []
+    index = 0
+    length = len(text)
+    while index < length:
+        char = text[index]
+        point = ord(char)
+        if (
+            0xD800 <= point <= 0xDBFF
+            and index + 1 < length
+            and 0xDC00 <= ord(text[index + 1]) <= 0xDFFF
+        ):
+            low = ord(text[index + 1])
+            parts.append(chr(0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00)))
+            index += 2
+            continue
+        parts.append(f"\\u{point:04x}" if 0xD800 <= point <= 0xDFFF else char)
+        index += 1
+    return "".join(parts)
+
+
+def format_number(value: float) -> str:
+    """ECMAScript ``Number#toString`` for a finite float (``-0`` gives ``"0"``)."""
+    if value == 0:
+        return "0"
+    if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return str(int(value))  # exact, and below 2**53 also the shortest digits
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent_text = repr(abs(value)).partition("e")
+    exponent = int(exponent_text) if exponent_text else 0
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    # value = 0.digits * 10**point_position, with point_position counted from the digit start
+    leading_zeros = len(whole + fraction) - len((whole + fraction).lstrip("0"))
+    position = len(whole) + exponent - leading_zeros
+    digits = digits.rstrip("0") or "0"
+    count = len(digits)
+    if count <= position <= 21:
+        text = digits + "0" * (position - count)
+    elif 0 < position <= 21:
+        text = f"{digits[:position]}.{digits[position:]}"
+    elif -6 < position <= 0:
+        text = "0." + "0" * -position + digits
+    else:
+        power = position - 1
+        mark = "+" if power >= 0 else "-"
+        head = digits if count == 1 else f"{digits[0]}.{digits[1:]}"
+        text = f"{head}e{mark}{abs(power)}"
+    return sign + text
+
+
+class _Writer:
+    __slots__ = ("active", "depth", "entries", "nodes", "parts", "size", "strings")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.nodes = 0
+        self.entries = 0
+        self.strings = 0
+        self.depth = 0
+        self.active: set[int] = set()
+
+    def write(self, text: str) -> None:
+        count, _ = code_points(text)
+        room = TOOL_OUTPUT_CAP_CHARACTERS - self.size
+        if count > room:
+            self.parts.append(_prefix(text, room))
+            self.size = TOOL_OUTPUT_CAP_CHARACTERS
+            raise _Truncate
+        self.parts.append(text)
+        self.size += count
+
+    def string(self, text: str) -> None:
+        count, _ = code_points(text)
+        room = TOOL_SERIALIZATION_MAX_STRING_CHARACTERS - self.strings
+        if count > room:
+            self.strings = TOOL_SERIALIZATION_MAX_STRING_CHARACTERS
+            self.write(escape_string(_prefix(text, room))[:-1])
+            raise _Truncate
+        self.strings += count
+        self.write(escape_string(text))
+
+    def value(self, value: Any) -> None:
+        self.nodes += 1
+        if self.nodes > TOOL_SERIALIZATION_MAX_NODES:
+            raise _Truncate
+        kind = _type_of(value)
+        if kind is str:
+            self.string(value)
+        elif value is None:
+            self.write("null")
+        elif kind is bool:
+            self.write("true" if value else "false")
+        elif kind is int:
+            self.integer(value)
+        elif kind is float:
+            self.write(format_number(value) if math.isfinite(value) else "null")
+        elif kind is dict or kind is JsonObject:
+            self.container(value, self.mapping)
+        elif kind is list or kind is tuple:
+            self.container(value, self.array)
+        elif value is UNDEFINED:
+            self.write('"[Undefined]"')
+        elif _is_function(kind):
+            self.write('"[Function]"')
+        elif issubclass(kind, list | tuple):
+            raise SerializationError("Tool output arrays must use a plain prototype")
+        else:
+            raise SerializationError("Tool output objects must be plain or have a null prototype")
+
+    def integer(self, value: int) -> None:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            self.write(str(value))
+            return
+        if value.bit_length() >= TOOL_SERIALIZATION_MAX_BIGINT_BITS:
+            raise _Truncate
+        self.string(f"{value}n")
+
+    def container(self, value: Any, body: Callable[[Any], None]) -> None:
+        marker = id(value)
+        if marker in self.active:
+            self.write('"[Circular]"')
+            return
+        if self.depth >= TOOL_SERIALIZATION_MAX_DEPTH:
+            raise _Truncate
+        self.active.add(marker)
+        self.depth += 1
+        try:
+            body(value)
+        finally:
+            self.depth -= 1
+            self.active.discard(marker)
+
+    def mapping(self, value: Any) -> None:
+        keys: list[str] = []
+        for key in value:
+            self.entries += 1
+            if self.entries > TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES:
+                raise _Truncate
+            if _type_of(key) is not str:
+                raise SerializationError("Tool output object keys must be strings")
+            keys.append(key)
+        keys.sort(key=_utf16_order)
+        self.write("{")
+        for position, key in enumerate(keys):
+            if position:
+                self.write(",")
+            self.string(key)
+            self.write(":")
+            self.value(value[key])
+        self.write("}")
+
+    def array(self, value: Any) -> None:
+        self.write("[")
+        for position, item in enumerate(value):
+            self.entries += 1
+            if self.entries > TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES:
+                raise _Truncate
+            if position:
+                self.write(",")
+            self.value(item)
+        self.write("]")
+
+
+_FUNCTION_TYPES: Final = frozenset(
+    {
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        types.BuiltinMethodType,
+        types.MethodWrapperType,
+        types.WrapperDescriptorType,
+        types.MethodDescriptorType,
+        functools.partial,
+    }
+)
+
+
+def _is_function(kind: type[Any]) -> bool:
+    """Functions, methods and classes: what JavaScript would call a function."""
+    return kind in _FUNCTION_TYPES or issubclass(kind, type)
+
+
+def _utf16_order(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _prefix(text: str, count: int) -> str:
+    """The first ``count`` code points of ``text`` under the workshop's counting rule."""
+    if count <= 0:
+        return ""
+    if code_points(text)[0] <= count:
+        return text
+    taken = 0
+    index = 0
+    previous_high = False
+    while index < len(text):
+        point = ord(text[index])
+        completes_pair = previous_high and 0xDC00 <= point <= 0xDFFF
+        if not completes_pair:
+            if taken == count:
+                break
+            taken += 1
+        previous_high = 0xD800 <= point <= 0xDBFF and not completes_pair
+        index += 1
+    return text[:index]
+
+
+def serialize_output(value: object) -> str:
+    """Serialize a tool's output into bounded result content (see the module docstring).
+
+    Raises ``SerializationError`` for values that are not plain data.
+    """
+    writer = _Writer()
+    try:
+        writer.value(value)
+    except _Truncate:
+        return _prefix("".join(writer.parts), _KEEP) + TOOL_TRUNCATION_MARKER
+    except RecursionError as error:
+        raise SerializationError("Tool output could not be serialized safely") from error
+    return "".join(writer.parts)

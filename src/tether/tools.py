@@ -1,0 +1,465 @@
+"""Checkpoint 06: the tool contract. Tools validate before any effect and fail in bounded,
+linked, machine-readable ways.
+
+* ``define_tool`` snapshots a definition; ``ToolRegistry`` registers definitions all or
+  nothing and never lets two tools share a name.
+* ``execute_tool_call`` runs one call in a fixed order: abort check, find the tool, validate
+  the arguments synchronously, execute, serialize the output, with abort checks between the
+  phases. Every ordinary failure becomes an ``is_error`` result whose content is
+  ``{"error":{"code":...,"message":...}}`` with one of five codes (``TOOL_NOT_FOUND``,
+  ``TOOL_VALIDATION_FAILED``, ``TOOL_ARGUMENTS_INVALID``, ``TOOL_EXECUTION_FAILED``,
+  ``TOOL_OUTPUT_SERIALIZATION_FAILED``); every result has ID ``tool-result-<callId>`` and
+  links to its call. Cancellation is never a result: the abort reason is raised, even while
+  ``execute`` is blocked. A ``NonRecoverableToolError`` that tether created is raised too, so
+  it can stop a run; a look-alike cannot.
+* ``@tool`` (see ``tether.tooldef``) builds a definition from an annotated ``async def``.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
+
+from tether._errors import TetherError
+from tether._ownership import trusted_errors
+from tether._race import check_signal, neutralize, race
+from tether._serialize import (
+    TOOL_OUTPUT_CAP_CHARACTERS,
+    TOOL_SERIALIZATION_MAX_BIGINT_BITS,
+    TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,
+    TOOL_SERIALIZATION_MAX_DEPTH,
+    TOOL_SERIALIZATION_MAX_NODES,
+    TOOL_SERIALIZATION_MAX_STRING_CHARACTERS,
+    TOOL_TRUNCATION_MARKER,
+    UNDEFINED,
+    serialize_output,
+)
+from tether._text import is_non_empty
+from tether.abort import AbortSignal
+from tether.jsonvalue import JsonObject
+from tether.messages import (
+    MISSING,
+    is_mapping,
+    read_field,
+    snapshot_arguments,
+    tool_result_message,
+)
+from tether.protocol import (
+    Invalid,
+    ToolCall,
+    ToolExecutionContext,
+    ToolResultMessage,
+    ToolValidation,
+    Valid,
+)
+
+__all__ = [
+    "TOOL_OUTPUT_CAP_CHARACTERS",
+    "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
+    "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
+    "TOOL_SERIALIZATION_MAX_DEPTH",
+    "TOOL_SERIALIZATION_MAX_NODES",
+    "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
+    "TOOL_TRUNCATION_MARKER",
+    "UNDEFINED",
+    "NonRecoverableToolError",
+    "ToolContractError",
+    "ToolContractErrorCode",
+    "ToolDefinition",
+    "ToolRegistry",
+    "ToolResultErrorCode",
+    "define_tool",
+    "execute_tool_call",
+]
+
+InputT = TypeVar("InputT")
+OutputT = TypeVar("OutputT")
+
+ToolContractErrorCode: TypeAlias = Literal[
+    "INVALID_TOOL_DEFINITION", "INVALID_TOOL_BATCH", "DUPLICATE_TOOL_NAME", "INVALID_TOOL_CALL"
+]
+ToolResultErrorCode: TypeAlias = Literal[
+    "TOOL_NOT_FOUND",
+    "TOOL_ARGUMENTS_INVALID",
+    "TOOL_VALIDATION_FAILED",
+    "TOOL_EXECUTION_FAILED",
+    "TOOL_OUTPUT_SERIALIZATION_FAILED",
+]
+
+_type_of: Callable[[object], type[Any]] = type
+_TRUSTED = trusted_errors()
+
+
+class ToolContractError(TetherError):
+    """A tool definition, batch or call broke the contract (not a tool failure)."""
+
+    def __init__(self, code: ToolContractErrorCode, message: str) -> None:
+        super().__init__(code, message)
+
+
+class NonRecoverableToolError(TetherError):
+    """Raise from a tool for an invariant or programmer failure that must stop the run.
+
+    ``code == "NON_RECOVERABLE_TOOL_ERROR"`` and ``non_recoverable is True``. Only instances
+    made by this constructor (subclasses included) are honoured; anything else that looks
+    like one is an ordinary tool failure.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("NON_RECOVERABLE_TOOL_ERROR", message)
+        _TRUSTED.add(self)
+
+    @property
+    def non_recoverable(self) -> Literal[True]:
+        """Always ``True``."""
+        return True
+
+
+def _is_non_recoverable(error: BaseException) -> bool:
+    return isinstance(error, NonRecoverableToolError) and error in _TRUSTED
+
+
+# --- definitions and the registry ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDefinition(Generic[InputT, OutputT]):
+    """A registered tool: the frozen snapshot of a definition.
+
+    ``validate`` must accept any object and return ``Valid(value=...)`` or
+    ``Invalid(error=...)`` synchronously; ``execute`` receives only a validated value.
+    ``parameters`` is an optional JSON Schema describing the arguments (``@tool`` fills it).
+    """
+
+    name: str
+    description: str
+    validate: Callable[[object], ToolValidation[InputT]]
+    execute: Callable[[InputT, ToolExecutionContext], Coroutine[Any, Any, OutputT]]
+    parameters: JsonObject | None = None
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    validate: Callable[[object], ToolValidation[InputT]],
+    execute: Callable[[InputT, ToolExecutionContext], Coroutine[Any, Any, OutputT]],
+    parameters: Mapping[str, object] | None = None,
+) -> ToolDefinition[InputT, OutputT]:
+    """Check and freeze a tool definition (``ToolContractError`` ``INVALID_TOOL_DEFINITION``)."""
+    return _definition(
+        {
+            "name": name,
+            "description": description,
+            "validate": validate,
+            "execute": execute,
+            "parameters": parameters,
+        }
+    )
+
+
+_FIELDS: Final = ("name", "description", "validate", "execute")
+
+
+def _definition(source: object) -> ToolDefinition[Any, Any]:
+    """Snapshot an untrusted definition: each field read once, then checked."""
+    if _type_of(source) is ToolDefinition:
+        return source  # pyright: ignore[reportReturnType]
+    if source is None or _type_of(source) in (bool, int, float, str, bytes):
+        raise ToolContractError("INVALID_TOOL_DEFINITION", "Tool definition must be an object")
+    values: dict[str, Any] = {}
+    for key in (*_FIELDS, "parameters"):
+        values[key] = _read_definition_field(source, key, required=key != "parameters")
+    name = values["name"]
+    if not is_non_empty(name):
+        raise ToolContractError("INVALID_TOOL_DEFINITION", "Tool name must be a non-empty string")
+    if not is_non_empty(values["description"]):
+        raise ToolContractError(
+            "INVALID_TOOL_DEFINITION", f'Tool "{name}" description must be a non-empty string'
+        )
+    for key in ("validate", "execute"):
+        if not callable(values[key]):
+            raise ToolContractError(
+                "INVALID_TOOL_DEFINITION", f'Tool "{name}" {key} must be a function'
+            )
+    parameters = values["parameters"]
+    if parameters is not None and parameters is not MISSING:
+        try:
+            parameters = snapshot_arguments(parameters, f'Tool "{name}" parameters')
+        except TypeError as error:
+            raise ToolContractError("INVALID_TOOL_DEFINITION", str(error)) from error
+    else:
+        parameters = None
+    return ToolDefinition(
+        name=name,
+        description=values["description"],
+        validate=values["validate"],
+        execute=values["execute"],
+        parameters=parameters,
+    )
+
+
+def _read_definition_field(source: object, key: str, *, required: bool) -> Any:
+    try:
+        value = read_field(source, key) if is_mapping(source) else getattr(source, key, MISSING)
+    except Exception as error:
+        raise ToolContractError(
+            "INVALID_TOOL_DEFINITION", f"Tool definition {key} could not be read"
+        ) from error
+    if value is MISSING and required:
+        raise ToolContractError(
+            "INVALID_TOOL_DEFINITION", f"Tool definition must have an own {key} field"
+        )
+    return value
+
+
+class ToolRegistry:
+    """Tools by name. Registration is atomic: a failing batch leaves the registry unchanged.
+
+    ``ToolRegistry(definitions)`` registers a batch; definitions may be ``ToolDefinition``
+    values or any object (or mapping) with ``name``, ``description``, ``validate`` and
+    ``execute``, each read once.
+    """
+
+    __slots__ = ("_tools",)
+
+    def __init__(self, definitions: Iterable[object] = ()) -> None:
+        self._tools: dict[str, ToolDefinition[Any, Any]] = {}
+        self.register_many(definitions)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Tool names in registration order."""
+        return tuple(self._tools)
+
+    def get(self, name: str) -> ToolDefinition[Any, Any] | None:
+        """The tool named ``name``, or ``None``."""
+        return self._tools.get(name)
+
+    def snapshot(self) -> ToolRegistry:
+        """An independent registry with the same tools; later registrations stay apart."""
+        copy = ToolRegistry.__new__(ToolRegistry)
+        copy._tools = dict(self._tools)
+        return copy
+
+    def register(self, definition: object) -> ToolDefinition[Any, Any]:
+        """Register one definition; returns its frozen snapshot."""
+        return self.register_many([definition])[0]
+
+    def register_many(self, definitions: Iterable[object]) -> tuple[ToolDefinition[Any, Any], ...]:
+        """Register a batch all or nothing; returns the frozen snapshots in order."""
+        if _type_of(definitions) not in (list, tuple):
+            raise ToolContractError("INVALID_TOOL_BATCH", "Tool definitions must be an array")
+        batch: tuple[object, ...] = tuple(definitions)
+        snapshots = tuple(_definition(definition) for definition in batch)
+        seen: set[str] = set()
+        for snapshot in snapshots:
+            if snapshot.name in seen or snapshot.name in self._tools:
+                raise ToolContractError(
+                    "DUPLICATE_TOOL_NAME", f'Tool name "{snapshot.name}" is already registered'
+                )
+            seen.add(snapshot.name)
+        for snapshot in snapshots:
+            self._tools[snapshot.name] = snapshot
+        return snapshots
+
+    def __repr__(self) -> str:
+        return f"<ToolRegistry {list(self._tools)}>"
+
+
+# --- execution ------------------------------------------------------------------------------
+
+
+class _ToolFailure(Exception):
+    """Internal: an ordinary failure that becomes an ``is_error`` result."""
+
+    def __init__(self, code: ToolResultErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code: ToolResultErrorCode = code
+        self.text = message
+
+
+async def execute_tool_call(
+    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal
+) -> ToolResultMessage:
+    """Run one tool call through the contract and return its linked result message.
+
+    Raises the abort reason when ``signal`` aborts (before or during any phase), a
+    ``NonRecoverableToolError`` created by tether when the tool raises one, and
+    ``ToolContractError`` (``INVALID_TOOL_CALL``) for a registry or call that is not usable.
+    """
+    check_signal(signal)
+    if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolContractError("INVALID_TOOL_CALL", "executeToolCall requires a ToolRegistry")
+    call = _snapshot_call(tool_call, signal)
+    try:
+        content = await _run(registry, call, signal)
+    except _ToolFailure as failure:
+        content = serialize_output({"error": {"code": failure.code, "message": failure.text}})
+        return _result(call, content, is_error=True)
+    return _result(call, content, is_error=False)
+
+
+def _result(call: ToolCall, content: str, *, is_error: bool) -> ToolResultMessage:
+    return tool_result_message(
+        id=f"tool-result-{call.id}",
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=content,
+        is_error=is_error,
+    )
+
+
+def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
+    if _type_of(tool_call) is ToolCall:
+        return tool_call  # pyright: ignore[reportReturnType]
+    try:
+        if not is_mapping(tool_call):
+            raise TypeError("tool call must be a ToolCall or a mapping")
+        if read_field(tool_call, "type") != "toolCall":
+            raise TypeError('tool call type must be "toolCall"')
+        call_id = read_field(tool_call, "id")
+        name = read_field(tool_call, "name")
+        if not is_non_empty(call_id) or not is_non_empty(name):
+            raise TypeError("tool call id and name must be non-empty strings")
+        arguments = snapshot_arguments(read_field(tool_call, "arguments"), "toolCall.arguments")
+        snapshot = ToolCall(id=call_id, name=name, arguments=arguments)
+    except Exception as error:
+        check_signal(signal)
+        raise ToolContractError(
+            "INVALID_TOOL_CALL", "Tool call could not be inspected safely"
+        ) from error
+    return snapshot
+
+
+def _message_of(error: object, fallback: str) -> str:
+    if isinstance(error, str):
+        return error if error else fallback
+    try:
+        text = str(error)
+    except Exception:
+        return fallback
+    return text if is_non_empty(text) else fallback
+
+
+def _escalate(error: BaseException, signal: AbortSignal) -> None:
+    """Cancellation and genuine non-recoverable errors are raised, never turned into results."""
+    check_signal(signal)
+    if _is_non_recoverable(error):
+        raise error
+
+
+async def _run(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> str:
+    check_signal(signal)
+    tool = registry.get(call.name)
+    if tool is None:
+        raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
+    check_signal(signal)
+    value = _validated(tool, call.arguments, signal)
+    check_signal(signal)
+    context = ToolExecutionContext(signal=signal, tool_call_id=call.id)
+    try:
+        pending = tool.execute(value, context)
+    except Exception as error:
+        _escalate(error, signal)
+        raise _ToolFailure(
+            "TOOL_EXECUTION_FAILED", _message_of(error, "Tool execution failed")
+        ) from error
+    if _is_awaitable(pending):
+        try:
+            output = await race(signal, pending)
+        except Exception as error:
+            _escalate(error, signal)
+            raise _ToolFailure(
+                "TOOL_EXECUTION_FAILED", _message_of(error, "Tool execution failed")
+            ) from error
+    else:
+        output = pending
+    check_signal(signal)
+    try:
+        content = serialize_output(output)
+    except Exception as error:
+        _escalate(error, signal)
+        raise _ToolFailure(
+            "TOOL_OUTPUT_SERIALIZATION_FAILED",
+            _message_of(error, "Tool output could not be serialized safely"),
+        ) from error
+    check_signal(signal)
+    return content
+
+
+def _is_awaitable(value: object) -> bool:
+    kind = _type_of(value)
+    if kind is types.CoroutineType:
+        return True
+    try:
+        return callable(getattr(kind, "__await__", None))
+    except Exception:  # a hostile metaclass: not something tether will await
+        return False
+
+
+def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: AbortSignal) -> Any:
+    try:
+        decision = tool.validate(arguments)
+    except Exception as error:
+        _escalate(error, signal)
+        raise _ToolFailure(
+            "TOOL_VALIDATION_FAILED", _message_of(error, "Tool validation failed")
+        ) from error
+    if _is_awaitable(decision):
+        neutralize(decision)
+        raise _ToolFailure("TOOL_VALIDATION_FAILED", "Tool validation must return synchronously")
+    check_signal(signal)
+    try:
+        accepted, payload = _interpret(decision)
+    except _ToolFailure:
+        raise
+    except Exception as error:
+        _escalate(error, signal)
+        raise _ToolFailure(
+            "TOOL_VALIDATION_FAILED",
+            _message_of(error, "Tool validation returned an invalid decision"),
+        ) from error
+    check_signal(signal)
+    if not accepted:
+        raise _ToolFailure("TOOL_ARGUMENTS_INVALID", payload)
+    return payload
+
+
+def _interpret(decision: Any) -> tuple[bool, Any]:
+    """``(True, value)`` or ``(False, error)`` from a decision; raises for a bad decision.
+
+    Besides ``Valid``/``Invalid``, a mapping ``{"ok": True, "value": v}`` or
+    ``{"ok": False, "error": "..."}`` is accepted, each field read once.
+    """
+    kind = _type_of(decision)
+    if kind is Valid:
+        return True, decision.value
+    if kind is Invalid:
+        return False, decision.error
+    if not is_mapping(decision):
+        raise _invalid_decision("Tool validation must return a decision object")
+    ok = read_field(decision, "ok")
+    if ok is True:
+        value = read_field(decision, "value")
+        if value is MISSING:
+            raise _invalid_decision("Tool validation returned an invalid decision")
+        return True, value
+    if ok is False:
+        error = read_field(decision, "error")
+        if not is_non_empty(error):
+            raise _invalid_decision("A rejected Tool validation must include a non-empty error")
+        return False, error
+    raise _invalid_decision("Tool validation ok must be a boolean")
+
+
+def _invalid_decision(message: str) -> _ToolFailure:
+    return _ToolFailure("TOOL_VALIDATION_FAILED", message)
