@@ -15,8 +15,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tether._errors import TetherError
-    from tether.abort import AbortController, AbortError, AbortSignal
+    from tether._errors import (
+        TetherError,
+    )
+    from tether.abort import (
+        AbortController,
+        AbortError,
+        AbortSignal,
+    )
+    from tether.function_tools import (
+        tool,
+    )
     from tether.jsonvalue import (
         MAX_JSON_DEPTH,
         JsonArray,
@@ -27,6 +36,21 @@ if TYPE_CHECKING:
         freeze_json,
         thaw_json,
     )
+    from tether.loop import (
+        MAX_AGENT_STEPS,
+        MAX_INITIAL_MESSAGES,
+        MAX_MODEL_BLOCKS_PER_STEP,
+        MAX_MODEL_CHUNKS_PER_STEP,
+        MAX_MODEL_TEXT_CODE_POINTS,
+        MAX_TOOL_ARGUMENT_DEPTH,
+        MAX_TOOL_ARGUMENT_ENTRIES,
+        MAX_TOOL_ARGUMENT_NODES,
+        MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
+        Model,
+        ModelStream,
+        RunFailureCode,
+        run_agent_loop,
+    )
     from tether.messages import (
         TranscriptDiagnostic,
         TranscriptDiagnosticCode,
@@ -36,6 +60,16 @@ if TYPE_CHECKING:
         tool_result_message,
         user_message,
         validate_transcript,
+    )
+    from tether.models.scripted import (
+        ResponseFactory,
+        ScriptedModel,
+        ScriptedModelError,
+        ScriptedModelErrorCode,
+        ScriptedReply,
+        ScriptedToolCall,
+        text_reply,
+        tool_call_reply,
     )
     from tether.protocol import (
         AgentEvent,
@@ -83,21 +117,56 @@ if TYPE_CHECKING:
         assert_never,
         to_json,
     )
-    from tether.stream import EventStream, EventStreamIterator, EventStreamStateError
-    from tether.trace import Prologue, PrologueResult, run_prologue
+    from tether.providers.fixture import (
+        FixtureProviderAdapter,
+        FixtureProviderError,
+        FixtureProviderErrorCode,
+    )
+    from tether.stream import (
+        EventStream,
+        EventStreamIterator,
+        EventStreamStateError,
+    )
+    from tether.tools import (
+        TOOL_OUTPUT_CAP_CHARACTERS,
+        TOOL_SERIALIZATION_MAX_BIGINT_BITS,
+        TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,
+        TOOL_SERIALIZATION_MAX_DEPTH,
+        TOOL_SERIALIZATION_MAX_NODES,
+        TOOL_SERIALIZATION_MAX_STRING_CHARACTERS,
+        TOOL_TRUNCATION_MARKER,
+        UNDEFINED,
+        NonRecoverableToolError,
+        ToolContractError,
+        ToolContractErrorCode,
+        ToolDefinition,
+        ToolRegistry,
+        ToolResultErrorCode,
+        define_tool,
+        execute_tool_call,
+    )
+    from tether.trace import (
+        Prologue,
+        PrologueResult,
+        run_prologue,
+    )
 
 __version__ = "0.1.0"
 
 _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "tether._errors": ("TetherError",),
-    "tether.abort": ("AbortController", "AbortError", "AbortSignal"),
+    "tether.abort": (
+        "AbortController",
+        "AbortError",
+        "AbortSignal",
+    ),
     "tether.jsonvalue": (
-        "MAX_JSON_DEPTH",
         "JsonArray",
         "JsonObject",
         "JsonPrimitive",
         "JsonValue",
         "JsonValueError",
+        "MAX_JSON_DEPTH",
         "freeze_json",
         "thaw_json",
     ),
@@ -147,7 +216,11 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "assert_never",
         "to_json",
     ),
-    "tether.stream": ("EventStream", "EventStreamIterator", "EventStreamStateError"),
+    "tether.stream": (
+        "EventStream",
+        "EventStreamIterator",
+        "EventStreamStateError",
+    ),
     "tether.messages": (
         "TranscriptDiagnostic",
         "TranscriptDiagnosticCode",
@@ -158,14 +231,84 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "user_message",
         "validate_transcript",
     ),
-    "tether.trace": ("Prologue", "PrologueResult", "run_prologue"),
+    "tether.models.scripted": (
+        "ResponseFactory",
+        "ScriptedModel",
+        "ScriptedModelError",
+        "ScriptedModelErrorCode",
+        "ScriptedReply",
+        "ScriptedToolCall",
+        "text_reply",
+        "tool_call_reply",
+    ),
+    "tether.providers.fixture": (
+        "FixtureProviderAdapter",
+        "FixtureProviderError",
+        "FixtureProviderErrorCode",
+    ),
+    "tether.tools": (
+        "NonRecoverableToolError",
+        "TOOL_OUTPUT_CAP_CHARACTERS",
+        "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
+        "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
+        "TOOL_SERIALIZATION_MAX_DEPTH",
+        "TOOL_SERIALIZATION_MAX_NODES",
+        "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
+        "TOOL_TRUNCATION_MARKER",
+        "ToolContractError",
+        "ToolContractErrorCode",
+        "ToolDefinition",
+        "ToolRegistry",
+        "ToolResultErrorCode",
+        "UNDEFINED",
+        "define_tool",
+        "execute_tool_call",
+    ),
+    "tether.function_tools": ("tool",),
+    "tether.loop": (
+        "MAX_AGENT_STEPS",
+        "MAX_INITIAL_MESSAGES",
+        "MAX_MODEL_BLOCKS_PER_STEP",
+        "MAX_MODEL_CHUNKS_PER_STEP",
+        "MAX_MODEL_TEXT_CODE_POINTS",
+        "MAX_TOOL_ARGUMENT_DEPTH",
+        "MAX_TOOL_ARGUMENT_ENTRIES",
+        "MAX_TOOL_ARGUMENT_NODES",
+        "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
+        "Model",
+        "ModelStream",
+        "RunFailureCode",
+        "run_agent_loop",
+    ),
+    "tether.trace": (
+        "Prologue",
+        "PrologueResult",
+        "run_prologue",
+    ),
 }
 _EXPORTS: dict[str, str] = {
     name: module for module, names in _MODULE_EXPORTS.items() for name in names
 }
 
 __all__ = [
+    "MAX_AGENT_STEPS",
+    "MAX_INITIAL_MESSAGES",
     "MAX_JSON_DEPTH",
+    "MAX_MODEL_BLOCKS_PER_STEP",
+    "MAX_MODEL_CHUNKS_PER_STEP",
+    "MAX_MODEL_TEXT_CODE_POINTS",
+    "MAX_TOOL_ARGUMENT_DEPTH",
+    "MAX_TOOL_ARGUMENT_ENTRIES",
+    "MAX_TOOL_ARGUMENT_NODES",
+    "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
+    "TOOL_OUTPUT_CAP_CHARACTERS",
+    "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
+    "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
+    "TOOL_SERIALIZATION_MAX_DEPTH",
+    "TOOL_SERIALIZATION_MAX_NODES",
+    "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
+    "TOOL_TRUNCATION_MARKER",
+    "UNDEFINED",
     "AbortController",
     "AbortError",
     "AbortSignal",
@@ -179,6 +322,9 @@ __all__ = [
     "EventStreamIterator",
     "EventStreamStateError",
     "FailedRunResult",
+    "FixtureProviderAdapter",
+    "FixtureProviderError",
+    "FixtureProviderErrorCode",
     "Invalid",
     "JsonArray",
     "JsonObject",
@@ -190,6 +336,7 @@ __all__ = [
     "MessageAcceptedEvent",
     "MessageAcceptedPayload",
     "MessageId",
+    "Model",
     "ModelChunk",
     "ModelChunkEvent",
     "ModelChunkPayload",
@@ -197,14 +344,23 @@ __all__ = [
     "ModelRequestId",
     "ModelResponse",
     "ModelResponseId",
+    "ModelStream",
     "ModelUsage",
+    "NonRecoverableToolError",
     "Prologue",
     "PrologueResult",
+    "ResponseFactory",
     "RunError",
+    "RunFailureCode",
     "RunFinishedEvent",
     "RunFinishedPayload",
     "RunResult",
     "RunStatus",
+    "ScriptedModel",
+    "ScriptedModelError",
+    "ScriptedModelErrorCode",
+    "ScriptedReply",
+    "ScriptedToolCall",
     "StopReason",
     "TetherError",
     "TextBlock",
@@ -213,9 +369,14 @@ __all__ = [
     "ToolCall",
     "ToolCallChunk",
     "ToolCallId",
+    "ToolContractError",
+    "ToolContractErrorCode",
+    "ToolDefinition",
     "ToolExecutionContext",
     "ToolFinishedEvent",
     "ToolFinishedPayload",
+    "ToolRegistry",
+    "ToolResultErrorCode",
     "ToolResultMessage",
     "ToolStartedEvent",
     "ToolStartedPayload",
@@ -226,12 +387,18 @@ __all__ = [
     "Valid",
     "assert_never",
     "assistant_message",
+    "define_tool",
+    "execute_tool_call",
     "freeze_json",
     "parse_message",
+    "run_agent_loop",
     "run_prologue",
     "text_from_assistant",
+    "text_reply",
     "thaw_json",
     "to_json",
+    "tool",
+    "tool_call_reply",
     "tool_result_message",
     "user_message",
     "validate_transcript",
