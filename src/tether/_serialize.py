@@ -17,13 +17,12 @@ Collections are inspected lazily, so a huge dict never gets fully enumerated or 
 
 from __future__ import annotations
 
-import functools
 import math
-import types
 from collections.abc import Callable
 from typing import Any, Final
 
 from tether._text import code_points
+from tether._types import type_of
 from tether.jsonvalue import JsonObject
 
 __all__ = [
@@ -50,8 +49,6 @@ TOOL_SERIALIZATION_MAX_BIGINT_BITS: Final = 4096
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 _KEEP: Final = TOOL_OUTPUT_CAP_CHARACTERS - len(TOOL_TRUNCATION_MARKER)
-
-_type_of: Callable[[object], type[Any]] = type
 
 
 class _Undefined:
@@ -176,7 +173,7 @@ class _Writer:
         self.nodes += 1
         if self.nodes > TOOL_SERIALIZATION_MAX_NODES:
             raise _Truncate
-        kind = _type_of(value)
+        kind = type_of(value)
         if kind is str:
             self.string(value)
         elif value is None:
@@ -193,7 +190,7 @@ class _Writer:
             self.container(value, self.array)
         elif value is UNDEFINED:
             self.write('"[Undefined]"')
-        elif _is_function(kind):
+        elif _is_function(value):
             self.write('"[Function]"')
         elif issubclass(kind, list | tuple):
             raise SerializationError("Tool output arrays must use a plain prototype")
@@ -204,7 +201,7 @@ class _Writer:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             self.write(str(value))
             return
-        if value.bit_length() >= TOOL_SERIALIZATION_MAX_BIGINT_BITS:
+        if value.bit_length() > TOOL_SERIALIZATION_MAX_BIGINT_BITS:  # |value| >= 2**4096
             raise _Truncate
         self.string(f"{value}n")
 
@@ -213,7 +210,7 @@ class _Writer:
         if marker in self.active:
             self.write('"[Circular]"')
             return
-        if self.depth >= TOOL_SERIALIZATION_MAX_DEPTH:
+        if self.depth > TOOL_SERIALIZATION_MAX_DEPTH:  # the root container is depth 0
             raise _Truncate
         self.active.add(marker)
         self.depth += 1
@@ -224,16 +221,16 @@ class _Writer:
             self.active.discard(marker)
 
     def mapping(self, value: Any) -> None:
+        self.write("{")
         keys: list[str] = []
         for key in value:
             self.entries += 1
             if self.entries > TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES:
                 raise _Truncate
-            if _type_of(key) is not str:
+            if type_of(key) is not str:
                 raise SerializationError("Tool output object keys must be strings")
             keys.append(key)
         keys.sort(key=_utf16_order)
-        self.write("{")
         for position, key in enumerate(keys):
             if position:
                 self.write(",")
@@ -254,23 +251,9 @@ class _Writer:
         self.write("]")
 
 
-_FUNCTION_TYPES: Final = frozenset(
-    {
-        types.FunctionType,
-        types.BuiltinFunctionType,
-        types.MethodType,
-        types.BuiltinMethodType,
-        types.MethodWrapperType,
-        types.WrapperDescriptorType,
-        types.MethodDescriptorType,
-        functools.partial,
-    }
-)
-
-
-def _is_function(kind: type[Any]) -> bool:
-    """Functions, methods and classes: what JavaScript would call a function."""
-    return kind in _FUNCTION_TYPES or issubclass(kind, type)
+def _is_function(value: object) -> bool:
+    """Anything callable (functions, methods, classes): what JavaScript calls a function."""
+    return callable(value)
 
 
 def _utf16_order(key: str) -> bytes:

@@ -37,7 +37,7 @@ import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union, overload
 
-from tether.jsonvalue import JsonObject, JsonValue, thaw_json
+from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
 from tether.tools import ToolDefinition, define_tool
 
@@ -135,9 +135,13 @@ def _build(
     }
 
     def validate(arguments: object) -> ToolValidation[dict[str, Any]]:
-        if type(arguments) is not JsonObject:
+        try:
+            frozen = freeze_json(arguments, path="arguments")
+        except JsonValueError as error:
+            return Invalid(error=str(error))
+        if type(frozen) is not JsonObject:
             return Invalid(error="arguments must be a JSON object")
-        values: JsonObject = arguments
+        values: JsonObject = frozen
         unexpected = [key for key in values if key not in checks]
         if unexpected:
             return Invalid(error=f"unexpected argument {unexpected[0]!r}")
@@ -214,6 +218,8 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 def _field_for(annotation: Any, where: str) -> _Field:
     origin = typing.get_origin(annotation)
     arguments = typing.get_args(annotation)
+    if origin is typing.Required or origin is typing.NotRequired:
+        return _field_for(arguments[0], where)
     if origin is typing.Annotated:
         inner = _field_for(arguments[0], where)
         notes = [note for note in arguments[1:] if isinstance(note, str)]
@@ -371,6 +377,12 @@ def _typed_dict(annotation: Any, where: str) -> _Field:
     hints = typing.get_type_hints(annotation, include_extras=True)
     fields = {key: _field_for(hint, f"{where} field {key!r}") for key, hint in hints.items()}
     required: set[str] = set(annotation.__required_keys__)
+    for key, hint in hints.items():  # string annotations hide the wrappers from the class
+        origin = typing.get_origin(hint)
+        if origin is typing.NotRequired:
+            required.discard(key)
+        elif origin is typing.Required:
+            required.add(key)
     return _object(fields, required, dict)
 
 

@@ -11,13 +11,11 @@ Keys such as ``"__proto__"`` or ``"__class__"`` are ordinary keys.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, Final, Literal, TypeAlias, final
 
 from tether._errors import TetherError
-
-_type_of: Callable[[object], type[Any]] = type
-"""``type(x)`` typed so pyright does not narrow ``x``; the exact class, never ``x.__class__``."""
+from tether._types import type_of
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -215,7 +213,7 @@ def freeze_json(value: object, *, path: str = "value") -> JsonValue:
 
 
 def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:
-    kind = _type_of(value)
+    kind = type_of(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
     if kind is float:

@@ -29,6 +29,7 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
+from tether._producer import fail_producer, start_producer
 from tether._race import (
     RacedIterator,
     check_signal,
@@ -38,6 +39,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import code_points, is_non_empty
+from tether._types import type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.messages import (
@@ -128,7 +130,6 @@ RunFailureCode: TypeAlias = Literal[
     "AGENT_RUNTIME_FAILED",
 ]
 
-_type_of: Callable[[object], type[Any]] = type
 _snapshot_registry = ToolRegistry.snapshot
 
 
@@ -196,13 +197,13 @@ def run_agent_loop(
     ``request_sequence_start`` is the number of requests an owning lifecycle already made, so
     request IDs continue (``request-NNN`` = start + step).
     """
-    if _type_of(max_steps) is not int or not 1 <= max_steps <= MAX_SAFE_INTEGER:
+    if type_of(max_steps) is not int or not 1 <= max_steps <= MAX_SAFE_INTEGER:
         raise TypeError("maxSteps must be a positive safe integer")
     if max_steps > MAX_AGENT_STEPS:
         raise TypeError(f"maxSteps must not exceed {MAX_AGENT_STEPS}")
     start = 0 if request_sequence_start is None else request_sequence_start
     if (
-        _type_of(start) is not int
+        type_of(start) is not int
         or not 0 <= start < MAX_AGENT_STEPS
         or start + max_steps > MAX_AGENT_STEPS
     ):
@@ -210,7 +211,7 @@ def run_agent_loop(
             "requestSequenceStart must be a non-negative safe integer whose requested steps do "
             f"not exceed {MAX_AGENT_STEPS}"
         )
-    if _type_of(model) in (type(None), bool, int, float, str, bytes):
+    if type_of(model) in (type(None), bool, int, float, str, bytes):
         raise TypeError("model must implement the Model contract")
     try:
         open_stream = model.stream
@@ -237,17 +238,12 @@ def run_agent_loop(
         _settle(stream, 0, _failed(transcript, "INVALID_TRANSCRIPT", diagnostics[0].message))
         return stream
     run = _Run(stream, transcript, open_stream, registry, max_steps, start, signal)
-    task = asyncio.get_running_loop().create_task(run.drive())
-    _TASKS.add(task)
-    task.add_done_callback(_TASKS.discard)
+    start_producer(run.drive())
     return stream
 
 
-_TASKS: set[asyncio.Task[None]] = set()
-
-
 def _snapshot_transcript(messages: object) -> tuple[Message, ...]:
-    kind = _type_of(messages)
+    kind = type_of(messages)
     if kind is not list and kind is not tuple:
         raise TypeError("messages must be an array")
     entries: tuple[Any, ...] = tuple(messages)  # pyright: ignore[reportArgumentType]
@@ -255,7 +251,7 @@ def _snapshot_transcript(messages: object) -> tuple[Message, ...]:
         raise TypeError(f"messages.length must not exceed {MAX_INITIAL_MESSAGES}")
     snapshot: list[Message] = []
     for index, entry in enumerate(entries):
-        entry_type = _type_of(entry)
+        entry_type = type_of(entry)
         if entry_type is UserMessage or entry_type is ToolResultMessage:
             snapshot.append(entry)
             continue
@@ -266,7 +262,7 @@ def _snapshot_transcript(messages: object) -> tuple[Message, ...]:
         if not is_mapping(entry):
             raise TypeError(f"messages[{index}] has an unsupported role")
         role = read_field(entry, "role")
-        if role not in ("user", "assistant", "toolResult") or _type_of(role) is not str:
+        if role not in ("user", "assistant", "toolResult") or type_of(role) is not str:
             raise TypeError(f"messages[{index}] has an unsupported role")
         if role == "assistant":
             content = read_field(entry, "content")
@@ -282,7 +278,7 @@ def _snapshot_transcript(messages: object) -> tuple[Message, ...]:
 
 def _check_assistant_bounds(content: object) -> None:
     """Block count, text per message and tool-argument budgets, before materializing."""
-    kind = _type_of(content)
+    kind = type_of(content)
     if kind is not list and kind is not tuple:
         return  # the constructor reports the shape
     blocks: tuple[Any, ...] = tuple(content)  # pyright: ignore[reportArgumentType]
@@ -293,7 +289,7 @@ def _check_assistant_bounds(content: object) -> None:
     total = 0
     pending_high = False
     for block in blocks:
-        block_type = _type_of(block)
+        block_type = type_of(block)
         if block_type is TextBlock:
             count, pending_high = code_points(block.text, pending_high)
         elif block_type is ToolCall:
@@ -307,7 +303,7 @@ def _check_assistant_bounds(content: object) -> None:
                 _check_argument_bounds(read_field(block, "arguments"))
                 continue
             text = read_field(block, "text") if block_kind == "text" else ""
-            if _type_of(text) is not str:
+            if type_of(text) is not str:
                 continue
             count, pending_high = code_points(text, pending_high)
         else:
@@ -321,7 +317,7 @@ def _check_assistant_bounds(content: object) -> None:
 
 def _check_argument_bounds(arguments: object) -> None:
     """Walk tool arguments iteratively against the depth, node, entry and string budgets."""
-    kind = _type_of(arguments)
+    kind = type_of(arguments)
     if kind is not JsonObject and kind is not dict:
         raise _ModelProtocolError("Tool-call arguments must be a JSON object")
     nodes = 0
@@ -339,7 +335,7 @@ def _check_argument_bounds(arguments: object) -> None:
             raise _ModelProtocolError(
                 f"Tool-call arguments exceed {MAX_TOOL_ARGUMENT_NODES} JSON values"
             )
-        value_type = _type_of(value)
+        value_type = type_of(value)
         if value is None or value_type is bool or value_type is int:
             continue
         if value_type is float:
@@ -371,7 +367,7 @@ def _check_argument_bounds(arguments: object) -> None:
                 entries += 1
                 if entries > MAX_TOOL_ARGUMENT_ENTRIES:
                     break
-                if _type_of(key) is not str:
+                if type_of(key) is not str:
                     raise _ModelProtocolError("Tool-call argument keys must be strings")
                 strings += code_points(key)[0]
                 children.append(item)
@@ -457,8 +453,8 @@ class _Run:
         except Exception as error:
             result = self.terminal(error)
         except BaseException as error:
-            self.stream.fail(error)
-            raise
+            fail_producer(self.stream, error)
+            return
         _settle(self.stream, self.sequence, result)
 
     def terminal(self, error: BaseException | None, *, cancelled: bool = False) -> RunResult:
@@ -570,8 +566,8 @@ class _Run:
             ) from error
         stream = _model_stream(opened)
         try:
-            iterator: Any = _type_of(stream).__aiter__(stream)
-            if not callable(getattr(_type_of(iterator), "__anext__", None)):
+            iterator: Any = type_of(stream).__aiter__(stream)
+            if not callable(getattr(type_of(iterator), "__anext__", None)):
                 raise TypeError("not an async iterator")
         except Exception as error:
             raise _ModelProtocolError("Model stream iterator must expose __anext__()") from error
@@ -660,7 +656,7 @@ def _joined(text: str) -> str:
 
 
 def _is_awaitable(value: object) -> bool:
-    kind = _type_of(value)
+    kind = type_of(value)
     if kind is types.CoroutineType:
         return True
     try:
@@ -670,10 +666,10 @@ def _is_awaitable(value: object) -> bool:
 
 
 def _model_stream(opened: object) -> ModelStream:
-    if _type_of(opened) is EventStream:
+    if type_of(opened) is EventStream:
         return opened  # pyright: ignore[reportReturnType]
     try:
-        iterable = callable(getattr(_type_of(opened), "__aiter__", None))
+        iterable = callable(getattr(type_of(opened), "__aiter__", None))
     except Exception:
         iterable = False
     if iterable:
@@ -683,7 +679,7 @@ def _model_stream(opened: object) -> ModelStream:
 
 
 def _snapshot_chunk(item: object, active: str) -> ModelChunk:
-    kind = _type_of(item)
+    kind = type_of(item)
     try:
         if kind is TextDeltaChunk or kind is ToolCallChunk:
             chunk: ModelChunk = item  # pyright: ignore[reportAssignmentType]
@@ -707,18 +703,18 @@ def _chunk_from_mapping(item: object) -> ModelChunk:
     if chunk_type == "textDelta":
         request_id = read_field(item, "requestId")
         delta = read_field(item, "delta")
-        if not is_non_empty(request_id) or _type_of(delta) is not str:
+        if not is_non_empty(request_id) or type_of(delta) is not str:
             raise _ModelProtocolError("Model text chunk is invalid")
         return TextDeltaChunk(request_id=request_id, delta=delta)
     if chunk_type == "toolCall":
         request_id = read_field(item, "requestId")
         raw_call = read_field(item, "toolCall")
         if not is_non_empty(request_id) or (
-            _type_of(raw_call) is not ToolCall and not is_mapping(raw_call)
+            type_of(raw_call) is not ToolCall and not is_mapping(raw_call)
         ):
             raise _ModelProtocolError("Model Tool-call chunk is invalid")
         try:
-            if _type_of(raw_call) is not ToolCall:
+            if type_of(raw_call) is not ToolCall:
                 _check_argument_bounds(read_field(raw_call, "arguments"))
             block = assistant_message(id="chunk", content=[raw_call]).content[0]
         except _ModelProtocolError:
@@ -732,7 +728,7 @@ def _chunk_from_mapping(item: object) -> ModelChunk:
 
 def _snapshot_response(raw: object, active: str) -> ModelResponse:
     try:
-        if _type_of(raw) is ModelResponse:
+        if type_of(raw) is ModelResponse:
             response: ModelResponse = raw  # pyright: ignore[reportAssignmentType]
             _check_assistant_bounds(response.message.content)
         elif is_mapping(raw):
@@ -757,7 +753,7 @@ def _snapshot_response(raw: object, active: str) -> ModelResponse:
 
 def _response_from_mapping(raw: object) -> ModelResponse:
     message = read_field(raw, "message")
-    if _type_of(message) is AssistantMessage:
+    if type_of(message) is AssistantMessage:
         _check_assistant_bounds(message.content)
         assistant: AssistantMessage = message
     else:
@@ -767,7 +763,7 @@ def _response_from_mapping(raw: object) -> ModelResponse:
         _check_assistant_bounds(content)
         assistant = assistant_message(id=read_field(message, "id"), content=content)
     usage = read_field(raw, "usage")
-    if _type_of(usage) is not ModelUsage:
+    if type_of(usage) is not ModelUsage:
         if not is_mapping(usage):
             raise _ModelProtocolError("Model response usage must be an object")
         usage = ModelUsage(
@@ -815,9 +811,9 @@ def _check_agreement(chunks: list[ModelChunk], message: AssistantMessage) -> Non
     if len(streamed) != len(final):
         raise _ModelProtocolError("Streamed chunks do not match the final message")
     for left, right in zip(streamed, final, strict=True):
-        if _type_of(left) is not _type_of(right):
+        if type_of(left) is not type_of(right):
             raise _ModelProtocolError("Streamed chunk order does not match the final message")
-        if _type_of(left) is str:
+        if type_of(left) is str:
             if _joined(left) != _joined(right):  # pyright: ignore[reportArgumentType]
                 raise _ModelProtocolError("Streamed text does not match the final message")
         elif not _same_call(left, right):  # pyright: ignore[reportArgumentType]
@@ -834,9 +830,9 @@ def _same_call(left: ToolCall, right: ToolCall) -> bool:
 
 def _same_json(left: object, right: object) -> bool:
     """Deep JSON equality where ``True`` is not ``1`` and ``0.0`` is not ``-0.0``."""
-    left_type = _type_of(left)
-    if left_type is not _type_of(right) and not (
-        left_type in (int, float) and _type_of(right) in (int, float)
+    left_type = type_of(left)
+    if left_type is not type_of(right) and not (
+        left_type in (int, float) and type_of(right) in (int, float)
     ):
         return False
     if left_type is JsonObject:
@@ -851,6 +847,6 @@ def _same_json(left: object, right: object) -> bool:
         return len(left_items) == len(right_items) and all(
             _same_json(a, b) for a, b in zip(left_items, right_items, strict=True)
         )
-    if left_type is float or _type_of(right) is float:
+    if left_type is float or type_of(right) is float:
         return left == right and math.copysign(1, left) == math.copysign(1, right)  # pyright: ignore[reportArgumentType]
     return left == right

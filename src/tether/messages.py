@@ -16,11 +16,12 @@ becomes that entry's diagnostic and the other entries are still checked.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._text import is_non_empty
+from tether._types import type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 from tether.protocol import (
     AssistantBlock,
@@ -56,8 +57,6 @@ TranscriptDiagnosticCode: TypeAlias = Literal[
     "INVALID_TOOL_ARGUMENTS",
 ]
 
-_type_of: Callable[[object], type[Any]] = type
-
 
 class _Missing:
     """An absent field, as opposed to a field whose value is ``None``."""
@@ -73,7 +72,7 @@ MISSING: Final = _Missing()
 
 def read_field(source: Any, key: str) -> Any:
     """Read ``source[key]`` exactly once; ``MISSING`` when absent. Other errors propagate."""
-    if _type_of(source) is dict:
+    if type_of(source) is dict:
         return source.get(key, MISSING)
     try:
         return source[key]
@@ -81,13 +80,16 @@ def read_field(source: Any, key: str) -> Any:
         return MISSING
 
 
-def is_mapping(value: object) -> bool:
-    """An exact ``dict`` or any ``Mapping`` (untrusted: read it with ``read_field``)."""
-    return _type_of(value) is dict or isinstance(value, Mapping)
+def is_mapping(value: Any) -> bool:
+    """A JSON-shaped object: an exact ``dict`` whose keys are all ``str`` (so a lookup never
+    compares a caller's key object), or any other ``Mapping``, read with ``read_field``."""
+    if type_of(value) is dict:
+        return all(type_of(key) is str for key in value)
+    return isinstance(value, Mapping)
 
 
 def _is_array(value: object) -> bool:
-    kind = _type_of(value)
+    kind = type_of(value)
     return kind is list or kind is tuple
 
 
@@ -120,19 +122,19 @@ def assistant_message(*, id: object, content: object) -> AssistantMessage:
 
 
 def _assistant_block(block: Any, index: int) -> AssistantBlock:
-    kind = _type_of(block)
+    kind = type_of(block)
     if kind is TextBlock or kind is ToolCall:
         return block
     prefix = f"assistantMessage: content[{index}]"
     if not is_mapping(block):
         raise TypeError(f"{prefix} must be an object")
     block_type = read_field(block, "type")
-    if block_type == "text" and _type_of(block_type) is str:
+    if block_type == "text" and type_of(block_type) is str:
         text = read_field(block, "text")
-        if _type_of(text) is not str:
+        if type_of(text) is not str:
             raise TypeError(f"{prefix}.text must be a string")
         return TextBlock(text=text)
-    if block_type == "toolCall" and _type_of(block_type) is str:
+    if block_type == "toolCall" and type_of(block_type) is str:
         call_id = read_field(block, "id")
         if not is_non_empty(call_id):
             raise TypeError(f"{prefix}.id must be a non-empty string")
@@ -148,7 +150,7 @@ def snapshot_arguments(value: object, path: str) -> JsonObject:
     """Deep-freeze tool-call arguments: a JSON object (not null, not an array)."""
     if type(value) is JsonObject:
         return value
-    if _type_of(value) is not dict:
+    if type_of(value) is not dict:
         raise TypeError(f"{path} must be a non-null object and not an array")
     frozen = freeze_json(value, path=path)
     assert type(frozen) is JsonObject
@@ -196,11 +198,11 @@ def parse_message(value: object) -> Message:
     if not is_mapping(value):
         raise TypeError("parse_message: message must be an object")
     role = read_field(value, "role")
-    if role == "user" and _type_of(role) is str:
+    if role == "user" and type_of(role) is str:
         return user_message(id=read_field(value, "id"), content=read_field(value, "content"))
-    if role == "assistant" and _type_of(role) is str:
+    if role == "assistant" and type_of(role) is str:
         return assistant_message(id=read_field(value, "id"), content=read_field(value, "content"))
-    if role == "toolResult" and _type_of(role) is str:
+    if role == "toolResult" and type_of(role) is str:
         is_error = read_field(value, "isError")
         return tool_result_message(
             id=read_field(value, "id"),
@@ -214,7 +216,7 @@ def parse_message(value: object) -> Message:
 
 def text_from_assistant(message: AssistantMessage) -> str:
     """The text blocks of ``message`` joined in order; tool-call blocks contribute nothing."""
-    if _type_of(message) is not AssistantMessage:
+    if type_of(message) is not AssistantMessage:
         raise TypeError("textFromAssistant: message must be an assistant message")
     return "".join([block.text for block in message.content if block.type == "text"])
 
@@ -337,7 +339,7 @@ def validate_transcript(transcript: object) -> tuple[TranscriptDiagnostic, ...]:
 
     An empty tuple means the transcript is valid.
     """
-    kind = _type_of(transcript)
+    kind = type_of(transcript)
     if kind is not list and kind is not tuple:
         return (_diagnostic("INVALID_TRANSCRIPT", -1, "Transcript must be an array"),)
     try:
@@ -366,7 +368,7 @@ def _diagnostic(code: TranscriptDiagnosticCode, index: int, message: str) -> Tra
 def _inspect_entry(
     entry: Any, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
 ) -> None:
-    kind = _type_of(entry)
+    kind = type_of(entry)
     if kind is UserMessage:
         return
     if kind is AssistantMessage:
@@ -387,14 +389,14 @@ def _inspect_entry(
         )
         return
     role = read_field(entry, "role")
-    if _type_of(role) is not str:
+    if type_of(role) is not str:
         found.append(_diagnostic("INVALID_MESSAGE", index, "Message role must be a string"))
         return
     if not is_non_empty(read_field(entry, "id")):
         found.append(_diagnostic("INVALID_MESSAGE", index, "Message ID must be a non-empty string"))
         return
     if role == "user":
-        if _type_of(read_field(entry, "content")) is not str:
+        if type_of(read_field(entry, "content")) is not str:
             found.append(
                 _diagnostic("INVALID_MESSAGE", index, "User message content must be a string")
             )
@@ -430,7 +432,7 @@ def _inspect_assistant(
 def _inspect_block(
     block: Any, position: int, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
 ) -> None:
-    kind = _type_of(block)
+    kind = type_of(block)
     if kind is TextBlock:
         return
     if kind is ToolCall:
@@ -448,8 +450,8 @@ def _inspect_block(
             )
             return
         block_type = read_field(block, "type")
-        if block_type == "text" and _type_of(block_type) is str:
-            if _type_of(read_field(block, "text")) is not str:
+        if block_type == "text" and type_of(block_type) is str:
+            if type_of(read_field(block, "text")) is not str:
                 found.append(
                     _diagnostic(
                         "INVALID_MESSAGE",
@@ -458,7 +460,7 @@ def _inspect_block(
                     )
                 )
             return
-        if block_type != "toolCall" or _type_of(block_type) is not str:
+        if block_type != "toolCall" or type_of(block_type) is not str:
             found.append(
                 _diagnostic(
                     "INVALID_MESSAGE",
@@ -504,7 +506,7 @@ def _inspect_block(
 
 
 def _is_json_object(value: object) -> bool:
-    kind = _type_of(value)
+    kind = type_of(value)
     if kind is JsonObject:
         return True
     if kind is not dict:
@@ -531,9 +533,9 @@ def _inspect_result(
             problem = _diagnostic(
                 "EMPTY_TOOL_NAME", index, "Tool result name must be a non-empty string"
             )
-        elif _type_of(read_field(entry, "content")) is not str:
+        elif type_of(read_field(entry, "content")) is not str:
             problem = _diagnostic("INVALID_MESSAGE", index, "Tool result content must be a string")
-        elif _type_of(read_field(entry, "isError")) is not bool:
+        elif type_of(read_field(entry, "isError")) is not bool:
             problem = _diagnostic("INVALID_MESSAGE", index, "Tool result isError must be a boolean")
         else:
             problem = None

@@ -16,16 +16,13 @@ content) belong to the layers above; untrusted, JSON-shaped input enters through
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Generic, Literal, Never, NoReturn, Protocol, TypeAlias, TypeVar
 
 from tether._text import is_non_empty
+from tether._types import type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject, thaw_json
-
-_type_of: Callable[[object], type[Any]] = type
-"""``type(x)`` typed so pyright does not narrow ``x``; the exact class, never ``x.__class__``."""
 
 __all__ = [
     "AgentEvent",
@@ -112,7 +109,7 @@ def _check_literal(owner: str, field: str, value: object, expected: str) -> None
 
 
 def _check_messages(owner: str, value: Any) -> None:
-    kind = _type_of(value)
+    kind = type_of(value)
     if kind is not tuple or not _MESSAGE_TYPES.issuperset(map(type, value)):
         _fail(owner, "messages", "must be a tuple of messages")
 
@@ -180,7 +177,7 @@ class AssistantMessage:
         _check_id("AssistantMessage", "id", self.id)
         _check_literal("AssistantMessage", "role", self.role, "assistant")
         content: Any = self.content
-        kind = _type_of(content)
+        kind = type_of(content)
         if kind is not tuple or not _BLOCK_TYPES.issuperset(map(type, content)):
             _fail("AssistantMessage", "content", "must be a tuple of TextBlock or ToolCall")
 

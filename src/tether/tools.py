@@ -37,6 +37,7 @@ from tether._serialize import (
     serialize_output,
 )
 from tether._text import is_non_empty
+from tether._types import type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.messages import (
@@ -88,7 +89,6 @@ ToolResultErrorCode: TypeAlias = Literal[
     "TOOL_OUTPUT_SERIALIZATION_FAILED",
 ]
 
-_type_of: Callable[[object], type[Any]] = type
 _TRUSTED = trusted_errors()
 
 
@@ -165,9 +165,9 @@ _FIELDS: Final = ("name", "description", "validate", "execute")
 
 def _definition(source: object) -> ToolDefinition[Any, Any]:
     """Snapshot an untrusted definition: each field read once, then checked."""
-    if _type_of(source) is ToolDefinition:
+    if type_of(source) is ToolDefinition:
         return source  # pyright: ignore[reportReturnType]
-    if source is None or _type_of(source) in (bool, int, float, str, bytes):
+    if source is None or type_of(source) in (bool, int, float, str, bytes):
         raise ToolContractError("INVALID_TOOL_DEFINITION", "Tool definition must be an object")
     values: dict[str, Any] = {}
     for key in (*_FIELDS, "parameters"):
@@ -256,7 +256,7 @@ class ToolRegistry:
 
     def register_many(self, definitions: Iterable[object]) -> tuple[ToolDefinition[Any, Any], ...]:
         """Register a batch all or nothing; returns the frozen snapshots in order."""
-        if _type_of(definitions) not in (list, tuple):
+        if type_of(definitions) not in (list, tuple):
             raise ToolContractError("INVALID_TOOL_BATCH", "Tool definitions must be an array")
         batch: tuple[object, ...] = tuple(definitions)
         snapshots = tuple(_definition(definition) for definition in batch)
@@ -319,7 +319,7 @@ def _result(call: ToolCall, content: str, *, is_error: bool) -> ToolResultMessag
 
 
 def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
-    if _type_of(tool_call) is ToolCall:
+    if type_of(tool_call) is ToolCall:
         return tool_call  # pyright: ignore[reportReturnType]
     try:
         if not is_mapping(tool_call):
@@ -397,7 +397,7 @@ async def _run(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> s
 
 
 def _is_awaitable(value: object) -> bool:
-    kind = _type_of(value)
+    kind = type_of(value)
     if kind is types.CoroutineType:
         return True
     try:
@@ -416,6 +416,7 @@ def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: Ab
         ) from error
     if _is_awaitable(decision):
         neutralize(decision)
+        check_signal(signal)
         raise _ToolFailure("TOOL_VALIDATION_FAILED", "Tool validation must return synchronously")
     check_signal(signal)
     try:
@@ -440,7 +441,7 @@ def _interpret(decision: Any) -> tuple[bool, Any]:
     Besides ``Valid``/``Invalid``, a mapping ``{"ok": True, "value": v}`` or
     ``{"ok": False, "error": "..."}`` is accepted, each field read once.
     """
-    kind = _type_of(decision)
+    kind = type_of(decision)
     if kind is Valid:
         return True, decision.value
     if kind is Invalid:

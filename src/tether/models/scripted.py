@@ -18,7 +18,6 @@ common factories, so a test needs no hand-written generator::
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,8 +25,10 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
-from tether._race import RacedIterator, check_signal, signal_aborted, signal_reason
+from tether._producer import fail_producer, start_producer
+from tether._race import RacedIterator, check_signal, neutralize, signal_aborted, signal_reason
 from tether._text import is_non_empty
+from tether._types import type_of
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject
 from tether.messages import snapshot_arguments
@@ -74,9 +75,6 @@ class ScriptedModelError(TetherError):
 
     def __init__(self, code: ScriptedModelErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-
-_TASKS: set[asyncio.Task[None]] = set()
 
 
 class ScriptedModel:
@@ -130,9 +128,7 @@ class ScriptedModel:
         self._requests.append(request)
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
-        task = asyncio.get_running_loop().create_task(self._produce(stream, request, signal))
-        _TASKS.add(task)
-        task.add_done_callback(_TASKS.discard)
+        start_producer(self._produce(stream, request, signal))
         return stream
 
     async def _produce(
@@ -151,7 +147,8 @@ class ScriptedModel:
                 )
             factory = self._queue.popleft()
             iterator: Any = factory(request, signal)
-            if not callable(getattr(iterator, "__anext__", None)):
+            if not callable(getattr(type_of(iterator), "__anext__", None)):
+                neutralize(iterator)
                 raise TypeError("A scripted response factory must return an async iterator")
             if not claim_iterator_once(iterator):
                 raise ScriptedModelError(
@@ -163,9 +160,7 @@ class ScriptedModel:
         except BaseException as error:
             if source is not None:
                 source.close()
-            stream.fail(error)
-            if not isinstance(error, Exception):
-                raise
+            fail_producer(stream, error)
             return
         stream.finish(response)
 

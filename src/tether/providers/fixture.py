@@ -17,17 +17,24 @@ errors raised by a source itself, even a ``FixtureProviderError`` it made, becom
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from os import PathLike
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once, trusted_errors
-from tether._race import RacedIterator, check_signal, signal_aborted, signal_reason
+from tether._producer import fail_producer, start_producer
+from tether._race import (
+    RacedIterator,
+    check_signal,
+    close_quietly,
+    signal_aborted,
+    signal_reason,
+)
 from tether._text import is_non_empty
+from tether._types import type_of
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json
 from tether.protocol import (
@@ -63,7 +70,6 @@ FixtureProviderErrorCode: TypeAlias = Literal[
     "PROVIDER_TRANSPORT_ERROR",
 ]
 
-_type_of: Callable[[object], type[Any]] = type
 
 _OWNED = trusted_errors()
 
@@ -114,7 +120,7 @@ def _error(
 
 
 def _is_owned(error: BaseException) -> bool:
-    return _type_of(error) is FixtureProviderError and error in _OWNED
+    return type_of(error) is FixtureProviderError and error in _OWNED
 
 
 _INVALID_FIXTURE: Final = "Fixture could not be inspected safely"
@@ -165,15 +171,13 @@ class FixtureProviderAdapter:
         self, request: ModelRequest, signal: AbortSignal
     ) -> EventStream[ModelChunk, ModelResponse]:
         """Replay the next fixture response for ``request`` as chunks and a response."""
-        if _type_of(request) is not ModelRequest:
+        if type_of(request) is not ModelRequest:
             raise TypeError("request must be a ModelRequest")
         if not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("signal must be an AbortSignal")
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
-        task = asyncio.get_running_loop().create_task(self._produce(stream, request.id, signal))
-        _TASKS.add(task)
-        task.add_done_callback(_TASKS.discard)
+        start_producer(self._produce(stream, request.id, signal))
         return stream
 
     async def _produce(
@@ -188,7 +192,7 @@ class FixtureProviderAdapter:
                 )
             records = self._queue.popleft()
             parser = _ResponseParser(request_id)
-            if _type_of(records) is tuple:
+            if type_of(records) is tuple:
                 response = _parse_records(records, parser, stream, signal)  # pyright: ignore[reportArgumentType]
             else:
                 source = _open_source(records, signal)
@@ -196,14 +200,9 @@ class FixtureProviderAdapter:
         except BaseException as error:
             if source is not None:
                 source.close()
-            stream.fail(error)
-            if not isinstance(error, Exception):
-                raise
+            fail_producer(stream, error)
             return
         stream.finish(response)
-
-
-_TASKS: set[asyncio.Task[None]] = set()
 
 
 class _Missing:
@@ -216,25 +215,39 @@ _MISSING: Final = _Missing()
 # --- construction ---------------------------------------------------------------------------
 
 
+def _fields(value: object, path: str, names: tuple[str, ...]) -> dict[str, Any]:
+    """The named fields of an exact ``dict`` with only ``str`` keys, each read once.
+
+    Keys are checked before any lookup, so a caller's key object is never compared.
+    """
+    if type_of(value) is not dict:
+        raise TypeError(f"{path} must be a JSON object")
+    document: dict[Any, Any] = value  # pyright: ignore[reportAssignmentType]
+    found: dict[str, Any] = {}
+    for key, item in document.items():
+        if type_of(key) is not str:
+            raise TypeError(f"{path} must have only string keys")
+        if key in names:
+            found[key] = item
+    return found
+
+
 def _snapshot_fixture(fixture: object) -> list[object]:
-    if _type_of(fixture) is not dict:
-        raise TypeError("fixture must be a JSON object")
-    document: dict[str, Any] = fixture  # pyright: ignore[reportAssignmentType]
+    document = _fields(fixture, "fixture", ("schemaVersion", "responses"))
     version = document.get("schemaVersion")
-    if _type_of(version) is not int or version != 1:
+    if type_of(version) is not int or version != 1:
         raise ValueError("fixture.schemaVersion must be 1")
     responses = document.get("responses")
-    if _type_of(responses) is not list:
+    if type_of(responses) is not list:
         raise TypeError("fixture.responses must be an array")
     queue: list[object] = []
     entries: list[Any] = responses  # pyright: ignore[reportAssignmentType]
     for index, response in enumerate(tuple(entries)):
-        if _type_of(response) is not dict:
-            raise TypeError(f"fixture.responses[{index}] must be an object")
-        records = response.get("records", _MISSING)
+        path = f"fixture.responses[{index}]"
+        records = _fields(response, path, ("records",)).get("records", _MISSING)
         if records is _MISSING:
-            raise TypeError(f"fixture.responses[{index}].records is missing")
-        if _type_of(records) is list:
+            raise TypeError(f"{path}.records is missing")
+        if type_of(records) is list:
             frozen = freeze_json(records, path=f"fixture.responses[{index}].records")
             queue.append(frozen)
         elif _is_async_source(records):
@@ -245,7 +258,7 @@ def _snapshot_fixture(fixture: object) -> list[object]:
 
 
 def _is_async_source(value: object) -> bool:
-    kind = _type_of(value)
+    kind = type_of(value)
     if kind in (dict, list, tuple, str, bytes):
         return False
     return callable(getattr(kind, "__aiter__", None))
@@ -256,22 +269,24 @@ def _is_async_source(value: object) -> bool:
 
 def _open_source(records: object, signal: AbortSignal) -> RacedIterator[object]:
     try:
-        iterator: Any = _type_of(records).__aiter__(records)
+        iterator: Any = type_of(records).__aiter__(records)
     except Exception as error:
         raise _error(
             "PROVIDER_INVALID_FIXTURE", "Async fixture record source could not be opened"
         ) from error
-    if iterator is None or _type_of(iterator) in (bool, int, float, str, bytes):
+    if iterator is None or type_of(iterator) in (bool, int, float, str, bytes):
         raise _error("PROVIDER_INVALID_FIXTURE", "Async fixture record source returned no iterator")
     if not claim_iterator_once(iterator):
         raise _error("PROVIDER_ITERATOR_REUSED", "An async fixture iterator may be consumed once")
     try:
-        step = getattr(_type_of(iterator), "__anext__", None)
+        step = getattr(type_of(iterator), "__anext__", None)
     except Exception as error:
+        close_quietly(iterator)
         raise _error(
             "PROVIDER_INVALID_FIXTURE", "Async fixture iterator next() could not be inspected"
         ) from error
     if not callable(step):
+        close_quietly(iterator)
         raise _error("PROVIDER_INVALID_FIXTURE", "Async fixture iterator must expose next()")
     typed: AsyncIterator[object] = iterator
     return RacedIterator(typed, signal)
@@ -347,7 +362,7 @@ class _ResponseParser:
 
     def feed(self, record: JsonValue, index: int) -> ModelChunk | None:
         """Advance the state by one record; returns the chunk to emit, if any."""
-        if _type_of(record) is not JsonObject:
+        if type_of(record) is not JsonObject:
             raise _error(
                 "PROVIDER_INVALID_EVENT",
                 f"Transport record[{index}] must be an object",
@@ -376,7 +391,7 @@ class _ResponseParser:
         if kind == "text_delta":
             self._require_start(kind, index)
             text = fields.get("text")
-            if _type_of(text) is not str:
+            if type_of(text) is not str:
                 raise _invalid("text_delta.text must be a string", index)
             self.content.append(TextBlock(text=text))
             return TextDeltaChunk(request_id=self.request_id, delta=text)
@@ -434,7 +449,7 @@ class _ResponseParser:
         if not is_non_empty(name):
             raise _invalid("tool_call.name must be a non-empty string", index)
         arguments = fields.get("arguments")
-        if _type_of(arguments) is not JsonObject:
+        if type_of(arguments) is not JsonObject:
             raise _invalid("tool_call.arguments must be a non-null JSON object", index)
         if call_id in self.tool_call_ids:
             raise _invalid(f'Tool-call ID "{call_id}" must be unique within a response', index)
@@ -493,7 +508,7 @@ class _ResponseParser:
 
 
 def _usage(value: object, index: int) -> ModelUsage:
-    if _type_of(value) is not JsonObject:
+    if type_of(value) is not JsonObject:
         raise _invalid("response_end.usage must be an object", index)
     usage: JsonObject = value  # pyright: ignore[reportAssignmentType]
     counts: list[object] = []
@@ -502,7 +517,7 @@ def _usage(value: object, index: int) -> ModelUsage:
             raise _invalid("response_end.usage must not mix duplicate token fields", index)
         counts.append(usage[camel] if camel in usage else usage.get(snake, _MISSING))
     for count in counts:
-        if _type_of(count) is not int or not 0 <= count <= MAX_SAFE_INTEGER:  # pyright: ignore[reportOperatorIssue]
+        if type_of(count) is not int or not 0 <= count <= MAX_SAFE_INTEGER:  # pyright: ignore[reportOperatorIssue]
             raise _invalid(
                 "response_end.usage token counts must be non-negative safe integers", index
             )
