@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 from tether.abort import AbortSignal, abort_exception
 
 __all__ = [
+    "NotAwaitableError",
     "RacedIterator",
     "check_signal",
     "close_quietly",
@@ -121,7 +122,7 @@ def race(
             continue
         future: asyncio.Future[Any] = yielded
         future._asyncio_future_blocking = False
-        if not future.done():
+        if not future.done() and not signal_aborted(signal):  # the step itself may have aborted
             wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
             def ready(_: object = None, wake: asyncio.Future[None] = wake) -> None:
@@ -150,11 +151,19 @@ def race(
             raise abort_exception(signal_reason(signal)) from None
 
 
+class NotAwaitableError(TypeError):
+    """``race()`` was given something that cannot be awaited."""
+
+
 def _steps_of(awaitable: Awaitable[Any]) -> Any:
     """The object to send into: a coroutine itself, or what ``__await__`` returns."""
     if type(awaitable) is _COROUTINE:
         return awaitable
-    return awaitable.__await__()
+    try:
+        method = type(awaitable).__await__
+    except AttributeError:
+        raise NotAwaitableError(f"{type(awaitable).__name__} object can't be awaited") from None
+    return method(awaitable)
 
 
 def _abandon(

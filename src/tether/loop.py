@@ -31,6 +31,7 @@ from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from tether._producer import fail_producer, start_producer
 from tether._race import (
+    NotAwaitableError,
     RacedIterator,
     check_signal,
     neutralize,
@@ -603,6 +604,8 @@ class _Run:
                 item = await source.next()
             except StopAsyncIteration:
                 return chunks
+            except NotAwaitableError as error:
+                raise _ModelProtocolError("Model iterator step must be awaitable") from error
             except Exception as error:
                 check_signal(signal)
                 raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
@@ -627,20 +630,22 @@ class _Run:
             )
 
 
+_CANCELLED_FALLBACK: Final = "The run was cancelled"
+
+
 def _reason_text(reason: object, error: BaseException | None) -> str:
-    for candidate in (reason, error):
-        if candidate is None:
-            continue
-        if isinstance(candidate, str):
-            if candidate:
-                return candidate
-            continue
-        text = _message_of(getattr(candidate, "message", None), "")
-        if not text and isinstance(candidate, BaseException):
-            text = _message_of(candidate, "")
-        if text:
-            return text
-    return "The run was cancelled"
+    """The text of ``reason`` (or of ``error`` when there is no reason): a non-empty string
+    as it is, an exception's message, another object's non-empty ``message`` attribute."""
+    candidate = error if reason is None else reason
+    if isinstance(candidate, str):
+        return candidate if is_non_empty(candidate) else _CANCELLED_FALLBACK
+    if isinstance(candidate, BaseException):
+        return _message_of(candidate, _CANCELLED_FALLBACK)
+    try:
+        message = getattr(candidate, "message", None)
+    except Exception:
+        return _CANCELLED_FALLBACK
+    return message if is_non_empty(message) else _CANCELLED_FALLBACK
 
 
 def _joined(text: str) -> str:
