@@ -126,6 +126,15 @@ def _assistant_block(block: Any, index: int) -> AssistantBlock:
     if kind is TextBlock or kind is ToolCall:
         return block
     prefix = f"assistantMessage: content[{index}]"
+    try:
+        return _block_from_mapping(block, prefix)
+    except TypeError:
+        raise
+    except Exception as error:  # a hostile mapping: its reads are not to be trusted
+        raise TypeError(f"{prefix} could not be inspected safely") from error
+
+
+def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
     if not is_mapping(block):
         raise TypeError(f"{prefix} must be an object")
     block_type = read_field(block, "type")
@@ -195,6 +204,15 @@ def parse_message(value: object) -> Message:
         return value
     if type(value) is ToolResultMessage:
         return value
+    try:
+        return _message_from_mapping(value)
+    except TypeError:
+        raise
+    except Exception as error:  # a hostile mapping: its reads are not to be trusted
+        raise TypeError("parse_message: message could not be inspected safely") from error
+
+
+def _message_from_mapping(value: Any) -> Message:
     if not is_mapping(value):
         raise TypeError("parse_message: message must be an object")
     role = read_field(value, "role")
@@ -339,12 +357,10 @@ def validate_transcript(transcript: object) -> tuple[TranscriptDiagnostic, ...]:
 
     An empty tuple means the transcript is valid.
     """
-    kind = type_of(transcript)
-    if kind is not list and kind is not tuple:
+    entries = _transcript_entries(transcript)
+    if entries is None:
         return (_diagnostic("INVALID_TRANSCRIPT", -1, "Transcript must be an array"),)
-    try:
-        entries: tuple[object, ...] = tuple(transcript)  # pyright: ignore[reportArgumentType]
-    except Exception:
+    if entries is MISSING:
         return (_diagnostic("INVALID_TRANSCRIPT", -1, "Transcript could not be inspected safely"),)
     found: list[TranscriptDiagnostic] = []
     links = TranscriptLinks()
@@ -359,6 +375,21 @@ def validate_transcript(transcript: object) -> tuple[TranscriptDiagnostic, ...]:
             )
     found.extend(links.diagnostics())
     return tuple(found)
+
+
+def _transcript_entries(transcript: Any) -> Any:
+    """The entries of a list or tuple; ``None`` for anything else; ``MISSING`` when a list
+    or tuple subclass fails while its length or items are read (once each, by index)."""
+    kind = type_of(transcript)
+    if kind is list or kind is tuple:
+        return tuple(transcript)
+    if not issubclass(kind, list | tuple):
+        return None
+    try:
+        length = len(transcript)
+        return tuple(transcript[index] for index in range(length))
+    except Exception:
+        return MISSING
 
 
 def _diagnostic(code: TranscriptDiagnosticCode, index: int, message: str) -> TranscriptDiagnostic:
