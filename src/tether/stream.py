@@ -60,9 +60,18 @@ class EventStream(Generic[E, R]):
     >>> # async for event in stream: ...   then   await stream.result  -> 1
     """
 
-    __slots__ = ("_active", "_buffer", "_outcome", "_result", "_result_waiters", "_state")
+    __slots__ = (
+        "_active",
+        "_buffer",
+        "_outcome",
+        "_result",
+        "_result_waiters",
+        "_state",
+        "_waiters",
+    )
 
     _buffer: deque[E]
+    _waiters: deque[asyncio.Future[Any]]
     _state: int
     _outcome: Any
     _active: EventStreamIterator[E] | None
@@ -71,6 +80,7 @@ class EventStream(Generic[E, R]):
 
     def __init__(self) -> None:
         self._buffer = deque()
+        self._waiters = deque()  # reads of the active iterator waiting for an event
         self._state = _OPEN
         self._outcome = None
         self._active = None
@@ -95,14 +105,12 @@ class EventStream(Generic[E, R]):
         """Deliver ``event`` to the oldest waiting read, or buffer it."""
         if self._state:
             raise self._terminal_error()
-        active = self._active
-        if active is not None:
-            waiters = active._waiters
-            while waiters:
-                waiter = waiters.popleft()
-                if not waiter.done():
-                    waiter.set_result(event)
-                    return
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(event)
+                return
         self._buffer.append(event)
 
     def finish(self, result: R) -> None:
@@ -126,7 +134,7 @@ class EventStream(Generic[E, R]):
         self._outcome = error
         self._release_result_waiters()
         active = self._active
-        if active is not None and not self._buffer and active._waiters:
+        if active is not None and not self._buffer and self._waiters:
             active._close(_RAISE)
 
     def __aiter__(self) -> EventStreamIterator[E]:
@@ -182,23 +190,25 @@ class _Result(Generic[R]):
 class EventStreamIterator(AsyncIterator[E]):
     """The one active reader of an ``EventStream``. ``aclose()`` releases the stream."""
 
-    __slots__ = ("_closed", "_stream", "_waiters")
+    __slots__ = ("_buffer", "_closed", "_stream")
 
     def __init__(self, stream: EventStream[E, Any]) -> None:
         self._stream = stream
-        self._waiters: deque[asyncio.Future[Any]] = deque()
+        # The stream's buffer, read directly on the hot path; a closed iterator reads an
+        # empty one of its own so it never takes events meant for the next consumer.
+        self._buffer: deque[E] = stream._buffer
         self._closed = False
 
     def __aiter__(self) -> EventStreamIterator[E]:
         return self
 
     async def __anext__(self) -> E:
+        buffer = self._buffer
+        if buffer:
+            return buffer.popleft()
         if self._closed:
             raise StopAsyncIteration
         stream = self._stream
-        buffer = stream._buffer
-        if buffer:
-            return buffer.popleft()
         state = stream._state
         if state:
             self._close(_DONE if state == _FINISHED else _RAISE)
@@ -206,7 +216,7 @@ class EventStreamIterator(AsyncIterator[E]):
                 raise StopAsyncIteration
             raise stream._outcome
         waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        stream._waiters.append(waiter)
         try:
             value = await waiter
         except asyncio.CancelledError:
@@ -225,19 +235,21 @@ class EventStreamIterator(AsyncIterator[E]):
 
     def _close(self, outcome: object) -> None:
         self._closed = True
+        self._buffer = deque[E]()
         stream = self._stream
         if stream._active is self:
             stream._active = None
-        waiters = self._waiters
-        while waiters:
-            waiter = waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(outcome)
+            waiters = stream._waiters
+            while waiters:
+                waiter = waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(outcome)
 
     def _forget(self, waiter: asyncio.Future[Any]) -> None:
         """A waiting read was cancelled. If an event already reached it, keep that event."""
-        if waiter in self._waiters:
-            self._waiters.remove(waiter)
+        waiters = self._stream._waiters
+        if waiter in waiters:
+            waiters.remove(waiter)
         elif waiter.done() and not waiter.cancelled():
             value = waiter.result()
             if value is not _DONE and value is not _RAISE:
