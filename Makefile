@@ -44,13 +44,29 @@ format: $(VENV)/.dev-installed
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# Property-based tests with many more examples, plus the 10,000-run memory soak.
+fuzz: $(VENV)/.dev-installed
+	HYPOTHESIS_PROFILE=fuzz PYTHONASYNCIODEBUG=1 PYTHONDEVMODE=1 $(BIN)/python -m pytest -q \
+	  -m "hypothesis or soak" --hypothesis-show-statistics -s
+
+# Side-by-side benchmarks against the peers, in their own venv (never tether dependencies).
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: requirements/bench.txt pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check --quiet install --require-hashes -r requirements/bench.txt
+	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check --quiet install --no-deps --no-build-isolation -e .
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python benchmarks/run_all.py
+
 # Regenerate the lock files (needs network to the package index).
 lock:
 	$(PYTHON) -m venv $(VENV)/lock-tool
 	$(VENV)/lock-tool/bin/python -m pip install --quiet uv
-	cd requirements && for f in build dev; do \
+	cd requirements && for f in build dev bench; do \
 	  ../$(VENV)/lock-tool/bin/uv pip compile --quiet --python-version 3.11 --generate-hashes \
 	    --no-header $$f.in -o $$f.txt; done
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(BENCH_VENV)

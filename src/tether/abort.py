@@ -89,12 +89,13 @@ class AbortSignal:
     def add_listener(self, callback: Listener) -> Callable[[], None]:
         """Call ``callback()`` once when the signal aborts; returns a function that removes it.
 
-        A listener added after the abort is never called (check ``aborted`` first), matching
-        the web platform. An exception raised by a listener is reported to the running event
-        loop's exception handler and does not stop the other listeners.
+        A listener added after the abort is never called (check ``aborted`` first), and one
+        removed before its turn never runs, matching the web platform. An exception raised by
+        a listener is reported to the running event loop's exception handler and does not stop
+        the other listeners.
         """
         listeners = self._listeners
-        if listeners is None:
+        if listeners is None or self._aborted:
             return _noop
         token = self._next_token
         self._next_token = token + 1
@@ -131,15 +132,19 @@ class AbortSignal:
         self._reason = AbortError() if reason is None else reason
         self._aborted = True
         listeners = self._listeners
-        self._listeners = None
         if not listeners:
+            self._listeners = None
             return
         failures: list[Exception] = []
-        for callback in listeners.values():
+        for token in list(listeners):
+            callback = listeners.pop(token, None)
+            if callback is None:  # removed by an earlier listener
+                continue
             try:
                 callback()
             except Exception as error:  # one bad listener must not silence the others
                 failures.append(error)
+        self._listeners = None
         if failures:
             _report_listener_failures(failures)
 

@@ -223,7 +223,7 @@ def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:
     if kind is JsonObject:
         return value
     if kind is dict or kind is list or kind is tuple:
-        if depth >= MAX_JSON_DEPTH:
+        if depth > MAX_JSON_DEPTH:  # the root container is depth 0
             raise _Rejected("depth")
         marker = id(value)
         if marker in active:

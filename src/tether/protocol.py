@@ -104,7 +104,7 @@ def _check_str(owner: str, field: str, value: object) -> None:
 
 
 def _check_literal(owner: str, field: str, value: object, expected: str) -> None:
-    if value != expected or type(value) is not str:
+    if type(value) is not str or value != expected:
         _fail(owner, field, f"must be {expected!r}")
 
 
@@ -286,7 +286,7 @@ class ModelResponse:
         _check_id("ModelResponse", "request_id", self.request_id)
         if type(self.message) is not AssistantMessage:
             _fail("ModelResponse", "message", "must be an AssistantMessage")
-        if self.stop_reason not in ("stop", "toolCall") or type(self.stop_reason) is not str:
+        if type(self.stop_reason) is not str or self.stop_reason not in ("stop", "toolCall"):
             _fail("ModelResponse", "stop_reason", "must be 'stop' or 'toolCall'")
         if type(self.usage) is not ModelUsage:
             _fail("ModelResponse", "usage", "must be a ModelUsage")

@@ -1,0 +1,318 @@
+"""Guards on the public interface: the ``tether`` namespace, docstrings, dataclass shape,
+error codes, and how much ``import tether`` costs."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import tether
+from tether import protocol
+from tether._errors import TetherError
+from tether.abort import AbortController, AbortError
+from tether.jsonvalue import JsonObject, JsonValueError
+
+MODULE_EXPORTS: dict[str, tuple[str, ...]] = tether._MODULE_EXPORTS  # pyright: ignore[reportPrivateUsage]
+
+
+def _exported() -> list[tuple[str, str]]:
+    """(module, name) for every name the package root re-exports."""
+    return [(module, name) for module, names in MODULE_EXPORTS.items() for name in names]
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    """The order ruff's RUF022 keeps ``__all__`` in: CONSTANTS, then Classes, then functions."""
+    if len(name) > 1 and name.isupper():
+        return (0, name)
+    if name[:1].isupper():
+        return (1, name)
+    return (2, name)
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(name)
+
+
+# --- the package namespace ----------------------------------------------------------------
+
+
+def test_dunder_all_is_sorted_and_unique() -> None:
+    names = list(tether.__all__)
+    assert len(names) == len(set(names))
+    assert names == sorted(names, key=_isort_key)
+
+
+def test_dunder_all_is_exactly_what_the_module_table_exports() -> None:
+    assert sorted(tether.__all__) == sorted(name for _, name in _exported())
+
+
+def test_no_name_is_exported_by_two_modules() -> None:
+    names = [name for _, name in _exported()]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("module_name", list(MODULE_EXPORTS))
+def test_every_module_in_the_table_lists_its_exports_in_its_own_all(module_name: str) -> None:
+    module_all: list[str] = list(getattr(_module(module_name), "__all__"))  # noqa: B009
+    assert set(MODULE_EXPORTS[module_name]) <= set(module_all)
+    assert module_all == sorted(module_all, key=_isort_key)
+
+
+@pytest.mark.parametrize("module_name", list(MODULE_EXPORTS))
+def test_every_public_name_of_a_module_is_importable_from_tether(module_name: str) -> None:
+    module_all = set(getattr(_module(module_name), "__all__"))  # noqa: B009
+    assert module_all == set(MODULE_EXPORTS[module_name])
+    assert module_all <= set(tether.__all__)
+
+
+@pytest.mark.parametrize(("module_name", "name"), _exported())
+def test_every_name_resolves_to_the_object_in_its_module(module_name: str, name: str) -> None:
+    assert getattr(tether, name) is getattr(_module(module_name), name)
+
+
+def test_star_import_yields_exactly_dunder_all() -> None:
+    namespace: dict[str, Any] = {}
+    exec("from tether import *", namespace)
+    del namespace["__builtins__"]
+    assert sorted(namespace) == sorted(tether.__all__)
+
+
+def test_dir_lists_every_export() -> None:
+    assert set(tether.__all__) <= set(dir(tether))
+
+
+def test_unknown_attributes_raise_attribute_error() -> None:
+    missing = "no_such_name"
+    with pytest.raises(AttributeError, match=missing):
+        getattr(tether, missing)
+
+
+def test_private_helpers_are_not_exported() -> None:
+    assert not [name for name in tether.__all__ if name.startswith("_")]
+
+
+# --- docstrings -----------------------------------------------------------------------------
+
+
+def _public_callables() -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for name in tether.__all__:
+        value = getattr(tether, name)
+        defined_here = getattr(value, "__module__", "").startswith("tether")
+        if defined_here and (inspect.isclass(value) or inspect.isfunction(value)):
+            found.append((name, value))  # ID aliases such as MessageId = str are skipped
+    return found
+
+
+@pytest.mark.parametrize(("name", "value"), _public_callables())
+def test_every_public_class_and_function_has_its_own_docstring(name: str, value: Any) -> None:
+    doc = value.__doc__
+    assert doc is not None
+    assert doc.strip()
+    # a dataclass without a docstring gets its signature as __doc__: that does not count
+    assert not doc.startswith(f"{value.__name__}(")
+
+
+def _public_members() -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for name, cls in _public_callables():
+        # typing.Protocol members are interface stubs, documented by the protocol's docstring
+        if not inspect.isclass(cls) or getattr(cls, "_is_protocol", False):
+            continue
+        for member_name, member in vars(cls).items():
+            if member_name.startswith("_"):
+                continue
+            if inspect.isfunction(member) or isinstance(member, property | classmethod):
+                found.append((f"{name}.{member_name}", getattr(cls, member_name)))
+    return found
+
+
+@pytest.mark.parametrize(("qualified_name", "member"), _public_members())
+def test_every_public_method_and_property_is_documented(qualified_name: str, member: Any) -> None:
+    doc = inspect.getdoc(member)
+    assert doc, qualified_name
+
+
+@pytest.mark.parametrize("module_name", ["tether", *MODULE_EXPORTS])
+def test_every_module_has_a_docstring(module_name: str) -> None:
+    doc = _module(module_name).__doc__
+    assert doc
+    assert doc.strip()
+
+
+# --- protocol dataclasses -------------------------------------------------------------------
+
+
+def _instances() -> dict[type, object]:
+    """One instance of each public protocol dataclass (keyed by class)."""
+    user = protocol.UserMessage(id="m", content="hi")
+    tool_call = protocol.ToolCall(id="c", name="n", arguments=JsonObject({"a": [1]}))
+    tool_result = protocol.ToolResultMessage(
+        id="r", tool_call_id="c", tool_name="n", content="", is_error=False
+    )
+    assistant = protocol.AssistantMessage(id="a", content=(protocol.TextBlock(text="t"), tool_call))
+    chunk = protocol.TextDeltaChunk(request_id="q", delta="d")
+    completed = protocol.CompletedRunResult(messages=(user,), final_text="t")
+    run_error = protocol.RunError(code="C", message="m")
+    values: list[object] = [
+        user,
+        tool_call,
+        tool_result,
+        assistant,
+        chunk,
+        completed,
+        run_error,
+        protocol.TextBlock(text="t"),
+        protocol.ModelRequest(id="q", messages=(user,)),
+        protocol.ToolCallChunk(request_id="q", tool_call=tool_call),
+        protocol.ModelUsage(input_tokens=1, output_tokens=2),
+        protocol.ModelResponse(
+            id="p",
+            request_id="q",
+            message=assistant,
+            stop_reason="toolCall",
+            usage=protocol.ModelUsage(input_tokens=1, output_tokens=2),
+        ),
+        protocol.Valid(value=1),
+        protocol.Invalid(error="e"),
+        protocol.ToolExecutionContext(signal=AbortController().signal, tool_call_id="c"),
+        protocol.CancelledRunResult(messages=(), reason="r"),
+        protocol.MaxStepsRunResult(messages=(), max_steps=2),
+        protocol.FailedRunResult(messages=(), error=run_error),
+        protocol.MessageAcceptedPayload(message=user),
+        protocol.ModelChunkPayload(chunk=chunk),
+        protocol.ToolStartedPayload(tool_call=tool_call),
+        protocol.ToolFinishedPayload(message=tool_result),
+        protocol.RunFinishedPayload(result=completed),
+        protocol.MessageAcceptedEvent(
+            sequence=0, payload=protocol.MessageAcceptedPayload(message=user)
+        ),
+        protocol.ModelChunkEvent(sequence=1, payload=protocol.ModelChunkPayload(chunk=chunk)),
+        protocol.ToolStartedEvent(
+            sequence=2, payload=protocol.ToolStartedPayload(tool_call=tool_call)
+        ),
+        protocol.ToolFinishedEvent(
+            sequence=3, payload=protocol.ToolFinishedPayload(message=tool_result)
+        ),
+        protocol.RunFinishedEvent(
+            sequence=4, payload=protocol.RunFinishedPayload(result=completed)
+        ),
+    ]
+    return {type(value): value for value in values}
+
+
+def _protocol_dataclasses() -> list[type]:
+    return [
+        value
+        for name in protocol.__all__
+        if dataclasses.is_dataclass(value := getattr(protocol, name)) and isinstance(value, type)
+    ]
+
+
+def test_every_public_protocol_dataclass_is_covered() -> None:
+    assert set(_instances()) == set(_protocol_dataclasses())
+
+
+@pytest.mark.parametrize("cls", _protocol_dataclasses(), ids=lambda cls: cls.__name__)
+def test_protocol_dataclasses_are_frozen(cls: type) -> None:
+    instance = _instances()[cls]
+    for field in dataclasses.fields(cls):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(instance, field.name, getattr(instance, field.name))
+
+
+@pytest.mark.parametrize("cls", _protocol_dataclasses(), ids=lambda cls: cls.__name__)
+def test_protocol_dataclasses_are_slotted(cls: type) -> None:
+    assert "__slots__" in vars(cls)
+    assert set(vars(cls)["__slots__"]) == {field.name for field in dataclasses.fields(cls)}
+    assert not hasattr(_instances()[cls], "__dict__")
+
+
+@pytest.mark.parametrize("cls", _protocol_dataclasses(), ids=lambda cls: cls.__name__)
+def test_protocol_dataclasses_are_keyword_only(cls: type) -> None:
+    assert all(field.kw_only for field in dataclasses.fields(cls))
+    instance = _instances()[cls]
+    values = [getattr(instance, field.name) for field in dataclasses.fields(cls)]
+    with pytest.raises(TypeError):
+        cls(*values)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+def _public_error_classes() -> list[type]:
+    return [
+        value
+        for name in tether.__all__
+        if isinstance(value := getattr(tether, name), type) and issubclass(value, BaseException)
+    ]
+
+
+def test_the_foundation_errors_are_public() -> None:
+    assert {TetherError, AbortError, JsonValueError} <= set(_public_error_classes())
+
+
+@pytest.mark.parametrize("cls", _public_error_classes(), ids=lambda cls: cls.__name__)
+def test_every_error_class_has_read_only_code_and_name_properties(cls: type) -> None:
+    assert issubclass(cls, TetherError)
+    for attribute in ("code", "name"):
+        descriptor = inspect.getattr_static(cls, attribute)
+        assert isinstance(descriptor, property), attribute
+        assert descriptor.fset is None, attribute
+
+
+@pytest.mark.parametrize(
+    "error",
+    [TetherError("SOME_CODE", "message"), AbortError(), JsonValueError("value.a", "value")],
+    ids=lambda error: type(error).__name__,
+)
+def test_foundation_error_instances_keep_their_code_and_name(error: TetherError) -> None:
+    code = error.code
+    assert re.fullmatch(r"[A-Z][A-Z_]*", code)
+    assert error.name == type(error).__name__
+    for attribute in ("code", "name"):
+        with pytest.raises(AttributeError):
+            setattr(error, attribute, "OTHER")
+    assert (error.code, error.name) == (code, type(error).__name__)
+
+
+# --- import weight --------------------------------------------------------------------------
+
+_PROBE = """
+import json, sys
+import tether
+after_import = sorted(
+    name for name in sys.modules if name == "asyncio" or name.startswith("tether")
+)
+for name in ("ToolCall", "RunResult", "to_json", "JsonObject", "freeze_json", "AbortController"):
+    getattr(tether, name)
+after_protocol = "asyncio" in sys.modules
+print(json.dumps({"after_import": after_import, "after_protocol": after_protocol}))
+"""
+
+
+@pytest.mark.slow
+def test_import_tether_does_not_import_asyncio() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    assert "asyncio" not in report["after_import"]
+    assert report["after_import"] == ["tether"]  # submodules load on first use
+    assert report["after_protocol"] is False

@@ -1,0 +1,45 @@
+"""The README's Python example runs and prints what the README says it does."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_python_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_has_exactly_the_two_setup_commands() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = re.search(r"```sh\n(.*?)```", text, flags=re.S)
+    assert setup is not None
+    commands = [line.split("#")[0].strip() for line in setup.group(1).splitlines()]
+    assert [command for command in commands if command] == ["make run", "make check"]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "make check" in ci
+
+
+@pytest.mark.slow
+def test_readme_python_example_runs_the_fixture_round_trip() -> None:
+    (example,) = readme_python_blocks()
+    completed = subprocess.run(
+        [sys.executable, "-c", example],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert lines[0] == "0 message.accepted"
+    assert lines[-2] == "5 run.finished"
+    assert lines[-1] == "completed The sum is 42."
