@@ -849,9 +849,29 @@ async def test_cancellation_sweep_aborting_at_every_await_point(
     assert any(": chunk " in label for label in covered)
 
 
+def waiting_turns() -> list[ResponseFactory]:
+    """The sweep's replies from a model that waits for each turn, as a network provider does.
+
+    A model answering from memory may finish a whole run before the consumer reads its first
+    event; one that waits gives the consumer a turn per step, and so a chance to abort.
+    """
+
+    def waiting(reply: ScriptedReply) -> ResponseFactory:
+        async def factory(
+            request: ModelRequest, signal: AbortSignal
+        ) -> AsyncIterator[ModelChunk | ModelResponse]:
+            await asyncio.sleep(0)
+            async for item in reply(request, signal):
+                yield item
+
+        return factory
+
+    return [waiting(reply) for reply in SWEEP_REPLIES]
+
+
 async def test_cancellation_sweep_aborting_after_each_event_the_consumer_sees() -> None:
     reference_events, reference = await drain(
-        start(ScriptedModel(list(SWEEP_REPLIES)), AbortController().signal, tools=plain_add())
+        start(ScriptedModel(waiting_turns()), AbortController().signal, tools=plain_add())
     )
     assert reference.status == "completed"
     reference_shapes = [event_shape(event) for event in reference_events[:-1]]
@@ -859,7 +879,7 @@ async def test_cancellation_sweep_aborting_after_each_event_the_consumer_sees() 
 
     for index in range(len(reference_events) - 1):
         controller = AbortController()
-        stream = start(ScriptedModel(list(SWEEP_REPLIES)), controller.signal, tools=plain_add())
+        stream = start(ScriptedModel(waiting_turns()), controller.signal, tools=plain_add())
         events: list[AgentEvent] = []
         settled_first = False
         async for event in stream:

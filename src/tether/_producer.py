@@ -1,7 +1,12 @@
-"""Background producers: the tasks that fill a model's or a run's ``EventStream``.
+"""Producers: the coroutines that fill a model's or a run's ``EventStream``.
 
 A producer settles its stream itself; its task only needs to stay alive (the event loop keeps
 weak references to tasks) and must never end with an exception nobody retrieves.
+
+``start_producer`` starts a task. ``start_producer_eagerly`` first runs the producer inline
+up to its first suspension, as an eager task would: a deterministic model whose reply is plain
+data fills and settles its stream before ``stream()`` returns, with no task and no event-loop
+round trip; only a producer that really waits continues on a task.
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
+from tether._race import resume
 from tether.stream import EventStream
 
-__all__ = ["fail_producer", "start_producer"]
+__all__ = ["fail_producer", "start_producer", "start_producer_eagerly"]
 
 _RUNNING: set[asyncio.Task[None]] = set()
 
@@ -22,6 +28,17 @@ def start_producer(work: Coroutine[Any, Any, None]) -> None:
     task = asyncio.get_running_loop().create_task(work)
     _RUNNING.add(task)
     task.add_done_callback(_RUNNING.discard)
+
+
+def start_producer_eagerly(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` now until it first suspends; continue it on a task only if it does."""
+    try:
+        yielded = work.send(None)
+    except StopIteration:
+        return
+    except asyncio.CancelledError:
+        return  # the producer already failed its stream with it; it is not the caller's
+    start_producer(resume(work, yielded))
 
 
 def fail_producer(stream: EventStream[Any, Any], error: BaseException) -> None:

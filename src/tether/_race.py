@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Gener
 from typing import Any, Generic, TypeVar
 
 from tether.abort import AbortSignal, abort_exception
+from tether.stream import EventStreamIterator
 
 __all__ = [
     "NotAwaitableError",
@@ -33,12 +34,14 @@ __all__ = [
     "neutralize",
     "observe",
     "race",
+    "resume",
     "signal_aborted",
     "signal_reason",
     "start_cleanup",
 ]
 
 T = TypeVar("T")
+D = TypeVar("D")
 _COROUTINE: type[Any] = types.CoroutineType
 
 _aborted_slot = AbortSignal.__dict__["_aborted"]
@@ -183,7 +186,7 @@ def _abandon(
         if on_abandoned is not None:
             on_abandoned(True)
 
-    _in_background(_finish(step, yielded), settled)
+    _in_background(resume(step, yielded), settled)
     if on_abandoned is not None:
         on_abandoned(False)
 
@@ -217,7 +220,7 @@ def start_cleanup(awaitable: object) -> None:
         yielded = step.send(None)
     except (Exception, asyncio.CancelledError):
         return
-    _in_background(_finish(step, yielded), None)
+    _in_background(resume(step, yielded), None)
 
 
 def close_quietly(iterator: object) -> None:
@@ -251,6 +254,21 @@ class RacedIterator(Generic[T]):
         self._busy = False
         self._close_requested = False
 
+    def poll(self, default: D) -> T | D:
+        """An item that is ready without waiting, else ``default``.
+
+        Only tether's own ``EventStream`` iterators are polled (nothing untrusted runs); any
+        other iterator always needs ``next()``.
+        """
+        iterator = self._iterator
+        if type(iterator) is not EventStreamIterator:
+            return default
+        try:
+            return iterator.poll(default)  # pyright: ignore[reportUnknownVariableType]
+        except BaseException:
+            self._finished = True
+            raise
+
     async def next(self) -> T:
         """The next item; ``StopAsyncIteration`` at the end; the abort reason on abort."""
         try:
@@ -281,7 +299,8 @@ class RacedIterator(Generic[T]):
             close_quietly(self._iterator)
 
 
-async def _finish(step: Any, yielded: Any) -> Any:
+async def resume(step: Any, yielded: Any) -> Any:
+    """Finish an awaitable that already ran up to ``yielded``, as a coroutine for a task."""
     return await _continue(step, yielded)
 
 

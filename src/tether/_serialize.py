@@ -49,6 +49,8 @@ TOOL_SERIALIZATION_MAX_BIGINT_BITS: Final = 4096
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 _KEEP: Final = TOOL_OUTPUT_CAP_CHARACTERS - len(TOOL_TRUNCATION_MARKER)
+_SHORT_STRING: Final = TOOL_OUTPUT_CAP_CHARACTERS // 6 - 2
+"""An ASCII string this short cannot exceed the cap even if every character is escaped."""
 
 
 class _Undefined:
@@ -281,11 +283,16 @@ def _prefix(text: str, count: int) -> str:
     return text[:index]
 
 
-def serialize_output(value: object) -> str:
+def serialize_output(value: Any) -> str:
     """Serialize a tool's output into bounded result content (see the module docstring).
 
     Raises ``SerializationError`` for values that are not plain data.
     """
+    kind = type_of(value)
+    if kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return str(value)
+    if kind is str and len(value) <= _SHORT_STRING and value.isascii():
+        return escape_string(value)
     writer = _Writer()
     try:
         writer.value(value)

@@ -20,9 +20,14 @@ JS_WHITESPACE: Final = (
 )
 
 
+_WHITESPACE_SET: Final = frozenset(JS_WHITESPACE)
+
+
 def is_non_empty(value: object) -> TypeGuard[str]:
     """True for an exact ``str`` that is not blank under JavaScript ``trim()``."""
-    return type(value) is str and bool(value) and bool(value.strip(JS_WHITESPACE))
+    if type(value) is not str or not value:
+        return False
+    return value[0] not in _WHITESPACE_SET or bool(value.strip(JS_WHITESPACE))
 
 
 def code_points(text: str, pending_high: bool = False) -> tuple[int, bool]:

@@ -19,6 +19,10 @@ Only complete messages are ever kept: an interrupted stream leaves no partial as
 message and an interrupted tool no fabricated result. ``run.finished`` is always the last
 event. A ``Model`` is anything whose ``stream(request, signal)`` returns async-iterable chunks
 with an awaitable ``result`` (``ScriptedModel`` and ``FixtureProviderAdapter`` are models).
+
+A run hands control back to the event loop whenever its model or a tool waits. A model that
+answers from memory (a scripted reply) and tools that never wait let a run go from step to step
+without a round trip through the event loop; the abort checks still happen at every boundary.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
+from tether import _trusted as trusted
 from tether._producer import fail_producer, start_producer
 from tether._race import (
     NotAwaitableError,
@@ -60,27 +65,17 @@ from tether.protocol import (
     FailedRunResult,
     MaxStepsRunResult,
     Message,
-    MessageAcceptedEvent,
-    MessageAcceptedPayload,
     ModelChunk,
-    ModelChunkEvent,
-    ModelChunkPayload,
     ModelRequest,
     ModelResponse,
     ModelUsage,
     RunError,
-    RunFinishedEvent,
-    RunFinishedPayload,
     RunResult,
     TextBlock,
     TextDeltaChunk,
     ToolCall,
     ToolCallChunk,
-    ToolFinishedEvent,
-    ToolFinishedPayload,
     ToolResultMessage,
-    ToolStartedEvent,
-    ToolStartedPayload,
     UserMessage,
 )
 from tether.stream import EventStream
@@ -277,8 +272,12 @@ def _snapshot_transcript(messages: object) -> tuple[Message, ...]:
 # --- bounds ---------------------------------------------------------------------------------
 
 
-def _check_assistant_bounds(content: object) -> None:
-    """Block count, text per message and tool-argument budgets, before materializing."""
+def _check_assistant_bounds(content: object, checked: set[int] | None = None) -> None:
+    """Block count, text per message and tool-argument budgets, before materializing.
+
+    ``checked`` holds the identities of tool calls whose arguments were already checked
+    (streamed chunks carrying the very same immutable object).
+    """
     kind = type_of(content)
     if kind is not list and kind is not tuple:
         return  # the constructor reports the shape
@@ -295,7 +294,8 @@ def _check_assistant_bounds(content: object) -> None:
             count, pending_high = code_points(block.text, pending_high)
         elif block_type is ToolCall:
             pending_high = False
-            _check_argument_bounds(block.arguments)
+            if checked is None or id(block) not in checked:
+                _check_argument_bounds(block.arguments)
             continue
         elif is_mapping(block):
             block_kind = read_field(block, "type")
@@ -319,7 +319,10 @@ def _check_assistant_bounds(content: object) -> None:
 def _check_argument_bounds(arguments: object) -> None:
     """Walk tool arguments iteratively against the depth, node, entry and string budgets."""
     kind = type_of(arguments)
-    if kind is not JsonObject and kind is not dict:
+    if kind is JsonObject:
+        _check_frozen_argument_bounds(arguments)
+        return
+    if kind is not dict:
         raise _ModelProtocolError("Tool-call arguments must be a JSON object")
     nodes = 0
     entries = 0
@@ -387,6 +390,48 @@ def _check_argument_bounds(arguments: object) -> None:
         stack.extend((child, depth + 1, False) for child in reversed(children))
 
 
+def _check_frozen_argument_bounds(arguments: Any) -> None:
+    """The same budgets for frozen arguments: keys are ``str``, numbers finite and nothing
+    can be cyclic, so only sizes are counted, one container at a time."""
+    nodes = 1
+    entries = 0
+    strings = 0
+    stack: list[tuple[Any, int]] = [(arguments, 0)]
+    while stack:
+        container, depth = stack.pop()
+        entries += len(container)
+        nodes += len(container)
+        if entries > MAX_TOOL_ARGUMENT_ENTRIES:
+            raise _ModelProtocolError(
+                f"Tool-call arguments exceed {MAX_TOOL_ARGUMENT_ENTRIES} entries"
+            )
+        if nodes > MAX_TOOL_ARGUMENT_NODES:
+            raise _ModelProtocolError(
+                f"Tool-call arguments exceed {MAX_TOOL_ARGUMENT_NODES} JSON values"
+            )
+        if type_of(container) is JsonObject:
+            for key in container:
+                strings += len(key) if key.isascii() else code_points(key)[0]
+            values = container.values()
+        else:
+            values = container
+        for value in values:
+            value_type = type_of(value)
+            if value_type is str:
+                strings += len(value) if value.isascii() else code_points(value)[0]
+            elif value_type is JsonObject or value_type is tuple:
+                if depth >= MAX_TOOL_ARGUMENT_DEPTH:
+                    raise _ModelProtocolError(
+                        f"Tool-call arguments nest deeper than {MAX_TOOL_ARGUMENT_DEPTH}"
+                    )
+                stack.append((value, depth + 1))
+        if strings > MAX_TOOL_ARGUMENT_STRING_CODE_POINTS:
+            raise _ModelProtocolError(
+                "Tool-call arguments exceed "
+                f"{MAX_TOOL_ARGUMENT_STRING_CODE_POINTS} string code points"
+            )
+
+
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -395,7 +440,7 @@ def _failed(messages: Sequence[Message], code: RunFailureCode, message: str) -> 
 
 
 def _settle(stream: EventStream[AgentEvent, RunResult], sequence: int, result: RunResult) -> None:
-    stream.push(RunFinishedEvent(sequence=sequence, payload=RunFinishedPayload(result=result)))
+    stream.push(trusted.run_finished_event(sequence, result))
     stream.finish(result)
 
 
@@ -480,33 +525,32 @@ class _Run:
         signal = self.signal
         check_signal(signal)
         for message in self.transcript:
-            check_signal(signal)
-            self.emit(
-                MessageAcceptedEvent(
-                    sequence=self.sequence, payload=MessageAcceptedPayload(message=message)
-                )
-            )
+            self.emit(trusted.message_accepted_event(self.sequence, message))
+        registry = self.registry
         for step in range(1, self.max_steps + 1):
             check_signal(signal)
-            request = ModelRequest(
-                id=f"request-{self.start + step:03d}", messages=tuple(self.transcript)
-            )
+            request_id = f"request-{self.start + step:03d}"
+            request = trusted.model_request(request_id, tuple(self.transcript))
             response = await self.model_turn(request)
-            check_signal(signal)
             message = response.message
             self.extend(message)
             if response.stop_reason == "stop":
-                result = CompletedRunResult(
-                    messages=tuple(self.transcript),
-                    final_text=_joined(text_from_assistant(message)),
-                )
-                check_signal(signal)
-                return result
+                final_text = _joined(text_from_assistant(message))
+                return CompletedRunResult(messages=tuple(self.transcript), final_text=final_text)
             for block in message.content:
-                if block.type == "toolCall":
-                    await self.run_tool(block)
-            if step == self.max_steps:
+                if block.type != "toolCall":
+                    continue
                 check_signal(signal)
+                self.emit(trusted.tool_started_event(self.sequence, block))
+                try:
+                    result = await execute_tool_call(registry, block, signal)
+                except Exception as error:
+                    check_signal(signal)
+                    raise _ToolPhaseFailure(_message_of(error, "Tool execution failed")) from error
+                check_signal(signal)
+                self.transcript.append(result)
+                self.emit(trusted.tool_finished_event(self.sequence, result))
+            if step == self.max_steps:
                 return MaxStepsRunResult(messages=tuple(self.transcript), max_steps=self.max_steps)
         raise AssertionError("unreachable: the last step always returns")  # pragma: no cover
 
@@ -536,28 +580,9 @@ class _Run:
         self.call_ids.update(new_ids)
         self.transcript.append(message)
 
-    async def run_tool(self, call: ToolCall) -> None:
-        signal = self.signal
-        check_signal(signal)
-        self.emit(
-            ToolStartedEvent(sequence=self.sequence, payload=ToolStartedPayload(tool_call=call))
-        )
-        check_signal(signal)
-        try:
-            result = await execute_tool_call(self.registry, call, signal)
-        except Exception as error:
-            check_signal(signal)
-            raise _ToolPhaseFailure(_message_of(error, "Tool execution failed")) from error
-        check_signal(signal)
-        self.transcript.append(result)
-        self.emit(
-            ToolFinishedEvent(sequence=self.sequence, payload=ToolFinishedPayload(message=result))
-        )
-
     async def model_turn(self, request: ModelRequest) -> ModelResponse:
         """One model invocation: open, stream and check chunks, then check the response."""
         signal = self.signal
-        check_signal(signal)
         try:
             opened = self.open_stream(request, signal)
         except Exception as error:
@@ -577,31 +602,27 @@ class _Run:
             chunks = await self.stream_chunks(source, request.id)
         finally:
             source.close()
-        try:
-            pending = stream.result
-        except Exception as error:
-            raise _ModelProtocolError("Model stream result is not accessible") from error
-        if not _is_awaitable(pending):
-            raise _ModelProtocolError("Model stream result must be awaitable")
-        try:
-            raw = await race(signal, pending)
-        except Exception as error:
-            check_signal(signal)
-            raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
+        raw = _settled_response(stream, signal)
+        if raw is _PENDING:
+            raw = await _awaited_response(stream, signal)
         check_signal(signal)
-        response = _snapshot_response(raw, request.id)
+        streamed_calls = {id(chunk.tool_call) for chunk in chunks if chunk.type == "toolCall"}
+        response = _snapshot_response(raw, request.id, streamed_calls)
         _check_agreement(chunks, response.message)
         return response
 
     async def stream_chunks(self, source: RacedIterator[object], active: str) -> list[ModelChunk]:
+        """Check and emit each chunk as it arrives; returns the accepted chunks in order."""
         signal = self.signal
         chunks: list[ModelChunk] = []
         text = 0
         pending_high = False
         while True:
-            check_signal(signal)
             try:
-                item = await source.next()
+                item = source.poll(_PENDING)  # tether's own streams: no await when ready
+                if item is _PENDING:
+                    check_signal(signal)
+                    item = await source.next()
             except StopAsyncIteration:
                 return chunks
             except NotAwaitableError as error:
@@ -623,11 +644,40 @@ class _Run:
                     )
             else:
                 pending_high = False
-            check_signal(signal)
+            if chunk is not item:  # a mapping was read: caller code ran since the last check
+                check_signal(signal)
             chunks.append(chunk)
-            self.emit(
-                ModelChunkEvent(sequence=self.sequence, payload=ModelChunkPayload(chunk=chunk))
-            )
+            self.emit(trusted.model_chunk_event(self.sequence, chunk))
+
+
+_PENDING: Final = object()
+
+
+def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:
+    """The response of a settled ``EventStream`` without awaiting, else ``_PENDING``."""
+    if type_of(stream) is not EventStream:
+        return _PENDING
+    settled: EventStream[Any, Any] = stream  # pyright: ignore[reportAssignmentType]
+    try:
+        return settled.result_nowait(_PENDING)
+    except Exception as error:
+        check_signal(signal)
+        raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
+
+
+async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
+    """The model's terminal response, read from ``stream.result`` at this moment."""
+    try:
+        pending = stream.result
+    except Exception as error:
+        raise _ModelProtocolError("Model stream result is not accessible") from error
+    if not _is_awaitable(pending):
+        raise _ModelProtocolError("Model stream result must be awaitable")
+    try:
+        return await race(signal, pending)
+    except Exception as error:
+        check_signal(signal)
+        raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
 
 
 _CANCELLED_FALLBACK: Final = "The run was cancelled"
@@ -731,11 +781,11 @@ def _chunk_from_mapping(item: object) -> ModelChunk:
     raise _ModelProtocolError("Model chunk has an unsupported type")
 
 
-def _snapshot_response(raw: object, active: str) -> ModelResponse:
+def _snapshot_response(raw: object, active: str, checked: set[int]) -> ModelResponse:
     try:
         if type_of(raw) is ModelResponse:
             response: ModelResponse = raw  # pyright: ignore[reportAssignmentType]
-            _check_assistant_bounds(response.message.content)
+            _check_assistant_bounds(response.message.content, checked)
         elif is_mapping(raw):
             response = _response_from_mapping(raw)
         else:
@@ -826,6 +876,8 @@ def _check_agreement(chunks: list[ModelChunk], message: AssistantMessage) -> Non
 
 
 def _same_call(left: ToolCall, right: ToolCall) -> bool:
+    if left is right:
+        return True
     return (
         left.id == right.id
         and left.name == right.name

@@ -35,6 +35,7 @@ __all__ = ["EventStream", "EventStreamIterator", "EventStreamStateError"]
 
 E = TypeVar("E")
 R = TypeVar("R")
+D = TypeVar("D")
 
 _OPEN: Final = 0
 _FINISHED: Final = 1
@@ -137,6 +138,15 @@ class EventStream(Generic[E, R]):
         if active is not None and not self._buffer and self._waiters:
             active._close(_RAISE)
 
+    def result_nowait(self, default: D) -> R | D:
+        """The result if the stream finished (raises the error if it failed), else ``default``."""
+        state = self._state
+        if state == _FINISHED:
+            return self._outcome
+        if state == _FAILED:
+            raise self._outcome
+        return default
+
     def __aiter__(self) -> EventStreamIterator[E]:
         if self._active is not None:
             raise EventStreamStateError("EventStream supports a single consumer at a time")
@@ -201,6 +211,24 @@ class EventStreamIterator(AsyncIterator[E]):
 
     def __aiter__(self) -> EventStreamIterator[E]:
         return self
+
+    def poll(self, default: D) -> E | D:
+        """The next event without waiting: a buffered event, else ``default`` while the stream
+        is open. Once the stream has ended and its events are read, raises what ``__anext__``
+        raises (``StopAsyncIteration`` or the failure)."""
+        buffer = self._buffer
+        if buffer:
+            return buffer.popleft()
+        if self._closed:
+            raise StopAsyncIteration
+        stream = self._stream
+        state = stream._state
+        if not state:
+            return default
+        self._close(_DONE if state == _FINISHED else _RAISE)
+        if state == _FINISHED:
+            raise StopAsyncIteration
+        raise stream._outcome
 
     async def __anext__(self) -> E:
         buffer = self._buffer

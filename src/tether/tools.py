@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
 
+from tether import _trusted as trusted
 from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import check_signal, neutralize, race
@@ -45,7 +46,6 @@ from tether.messages import (
     is_mapping,
     read_field,
     snapshot_arguments,
-    tool_result_message,
 )
 from tether.protocol import (
     Invalid,
@@ -301,7 +301,19 @@ async def execute_tool_call(
         raise ToolContractError("INVALID_TOOL_CALL", "executeToolCall requires a ToolRegistry")
     call = _snapshot_call(tool_call, signal)
     try:
-        content = await _run(registry, call, signal)
+        pending: Any = _start(registry, call, signal)
+        if _is_awaitable(pending):
+            try:
+                output = await race(signal, pending)
+            except Exception as error:
+                _escalate(error, signal)
+                raise _ToolFailure(
+                    "TOOL_EXECUTION_FAILED", _message_of(error, "Tool execution failed")
+                ) from error
+        else:
+            output: Any = pending
+        check_signal(signal)
+        content = _serialized(output, signal)
     except _ToolFailure as failure:
         content = serialize_output({"error": {"code": failure.code, "message": failure.text}})
         return _result(call, content, is_error=True)
@@ -309,13 +321,7 @@ async def execute_tool_call(
 
 
 def _result(call: ToolCall, content: str, *, is_error: bool) -> ToolResultMessage:
-    return tool_result_message(
-        id=f"tool-result-{call.id}",
-        tool_call_id=call.id,
-        tool_name=call.name,
-        content=content,
-        is_error=is_error,
-    )
+    return trusted.tool_result(call, content, is_error)
 
 
 def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
@@ -357,33 +363,23 @@ def _escalate(error: BaseException, signal: AbortSignal) -> None:
         raise error
 
 
-async def _run(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> str:
-    check_signal(signal)
+def _start(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> Any:
+    """Find, validate and start the tool; returns what ``execute`` returned."""
     tool = registry.get(call.name)
     if tool is None:
         raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
-    check_signal(signal)
     value = _validated(tool, call.arguments, signal)
-    check_signal(signal)
-    context = ToolExecutionContext(signal=signal, tool_call_id=call.id)
+    context = trusted.execution_context(signal, call.id)
     try:
-        pending = tool.execute(value, context)
+        return tool.execute(value, context)
     except Exception as error:
         _escalate(error, signal)
         raise _ToolFailure(
             "TOOL_EXECUTION_FAILED", _message_of(error, "Tool execution failed")
         ) from error
-    if _is_awaitable(pending):
-        try:
-            output = await race(signal, pending)
-        except Exception as error:
-            _escalate(error, signal)
-            raise _ToolFailure(
-                "TOOL_EXECUTION_FAILED", _message_of(error, "Tool execution failed")
-            ) from error
-    else:
-        output = pending
-    check_signal(signal)
+
+
+def _serialized(output: object, signal: AbortSignal) -> str:
     try:
         content = serialize_output(output)
     except Exception as error:
@@ -392,7 +388,7 @@ async def _run(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> s
             "TOOL_OUTPUT_SERIALIZATION_FAILED",
             _message_of(error, "Tool output could not be serialized safely"),
         ) from error
-    check_signal(signal)
+    check_signal(signal)  # cancellation during output inspection wins
     return content
 
 

@@ -23,9 +23,10 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from tether import _trusted as trusted
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
-from tether._producer import fail_producer, start_producer
+from tether._producer import fail_producer, start_producer_eagerly
 from tether._race import RacedIterator, check_signal, neutralize, signal_aborted, signal_reason
 from tether._text import is_non_empty
 from tether._types import type_of
@@ -34,12 +35,11 @@ from tether.jsonvalue import JsonObject
 from tether.messages import snapshot_arguments
 from tether.protocol import (
     AssistantBlock,
-    AssistantMessage,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ModelUsage,
-    TextBlock,
+    StopReason,
     TextDeltaChunk,
     ToolCall,
     ToolCallChunk,
@@ -128,7 +128,7 @@ class ScriptedModel:
         self._requests.append(request)
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
-        start_producer(self._produce(stream, request, signal))
+        start_producer_eagerly(self._produce(stream, request, signal))
         return stream
 
     async def _produce(
@@ -145,7 +145,10 @@ class ScriptedModel:
                 raise ScriptedModelError(
                     "SCRIPT_EXHAUSTED", f'No scripted response remains for request "{request.id}"'
                 )
-            factory = self._queue.popleft()
+            factory: Any = self._queue.popleft()
+            if type(factory) is ScriptedReply:  # plain data: no iterator to drive or to trust
+                stream_reply(factory, request, stream)
+                return
             iterator: Any = factory(request, signal)
             if not callable(getattr(type_of(iterator), "__anext__", None)):
                 neutralize(iterator)
@@ -263,7 +266,7 @@ class ScriptedToolCall:
     def build(self, request: ModelRequest, position: int) -> ToolCall:
         """The protocol tool call this spec stands for in ``request``."""
         call_id = self.id if self.id is not None else f"call-{request.id}-{position}"
-        return ToolCall(id=call_id, name=self.name, arguments=self.arguments)
+        return trusted.tool_call(call_id, self.name, self.arguments)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -310,22 +313,35 @@ class ScriptedReply:
 
     def _response(self, request: ModelRequest, calls: tuple[ToolCall, ...]) -> ModelResponse:
         response_id = self.response_id or f"response-{request.id}"
-        blocks: tuple[AssistantBlock, ...] = (*(TextBlock(text=part) for part in self.text), *calls)
-        return ModelResponse(
-            id=response_id,
-            request_id=request.id,
-            message=AssistantMessage(id=f"message-{response_id}", content=blocks),
-            stop_reason="toolCall" if calls else "stop",
-            usage=self.usage,
-        )
+        blocks: tuple[AssistantBlock, ...] = (*map(trusted.text_block, self.text), *calls)
+        message = trusted.assistant_message(f"message-{response_id}", blocks)
+        stop_reason: StopReason = "toolCall" if calls else "stop"
+        return trusted.model_response(response_id, request.id, message, stop_reason, self.usage)
+
+    def _chunks(
+        self, request: ModelRequest, calls: tuple[ToolCall, ...]
+    ) -> list[ModelChunk | ModelResponse]:
+        request_id = request.id
+        items: list[ModelChunk | ModelResponse] = [
+            trusted.text_delta_chunk(request_id, part) for part in self.text
+        ]
+        items.extend(trusted.tool_call_chunk(request_id, call) for call in calls)
+        items.append(self._response(request, calls))
+        return items
 
     async def _turn(self, request: ModelRequest) -> AsyncIterator[ModelChunk | ModelResponse]:
-        for part in self.text:
-            yield TextDeltaChunk(request_id=request.id, delta=part)
-        calls = self._calls(request)
-        for call in calls:
-            yield ToolCallChunk(request_id=request.id, tool_call=call)
-        yield self._response(request, calls)
+        for item in self._chunks(request, self._calls(request)):
+            yield item
+
+
+def stream_reply(
+    reply: ScriptedReply, request: ModelRequest, stream: EventStream[ModelChunk, ModelResponse]
+) -> None:
+    """Play a plain-data reply straight into ``stream``: its chunks, then its response."""
+    *chunks, response = reply._chunks(request, reply._calls(request))  # pyright: ignore[reportPrivateUsage]
+    for chunk in chunks:
+        stream.push(chunk)  # pyright: ignore[reportArgumentType]
+    stream.finish(response)  # pyright: ignore[reportArgumentType]
 
 
 def text_reply(

@@ -25,7 +25,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once, trusted_errors
-from tether._producer import fail_producer, start_producer
+from tether._producer import fail_producer, start_producer_eagerly
 from tether._race import (
     RacedIterator,
     check_signal,
@@ -177,7 +177,7 @@ class FixtureProviderAdapter:
             raise TypeError("signal must be an AbortSignal")
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
-        start_producer(self._produce(stream, request.id, signal))
+        start_producer_eagerly(self._produce(stream, request.id, signal))
         return stream
 
     async def _produce(
