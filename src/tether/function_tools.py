@@ -134,6 +134,8 @@ def _build(
         "additionalProperties": False,
     }
 
+    names = checks.keys()
+
     def validate(arguments: object) -> ToolValidation[dict[str, Any]]:
         try:
             frozen = freeze_json(arguments, path="arguments")
@@ -142,9 +144,9 @@ def _build(
         if type(frozen) is not JsonObject:
             return Invalid(error="arguments must be a JSON object")
         values: JsonObject = frozen
-        unexpected = [key for key in values if key not in checks]
-        if unexpected:
-            return Invalid(error=f"unexpected argument {unexpected[0]!r}")
+        if not values.keys() <= names:
+            unexpected = next(key for key in values if key not in checks)
+            return Invalid(error=f"unexpected argument {unexpected!r}")
         result: dict[str, Any] = {}
         try:
             for key, field in checks.items():
@@ -158,10 +160,10 @@ def _build(
             return Invalid(error=str(problem))
         return Valid(value=result)
 
-    async def execute(arguments: dict[str, Any], context: ToolExecutionContext) -> R:
+    def execute(arguments: dict[str, Any], context: ToolExecutionContext) -> Coroutine[Any, Any, R]:
         if context_name is None:
-            return await function(**arguments)
-        return await function(**arguments, **{context_name: context})
+            return function(**arguments)
+        return function(**arguments, **{context_name: context})
 
     return define_tool(
         name=name or function.__name__,

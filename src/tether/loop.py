@@ -59,6 +59,7 @@ from tether.messages import (
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AgentEvent,
+    AssistantBlock,
     AssistantMessage,
     CancelledRunResult,
     CompletedRunResult,
@@ -598,8 +599,44 @@ class _Run:
         except Exception as error:
             raise _ModelProtocolError("Model stream iterator must expose __anext__()") from error
         source: RacedIterator[object] = RacedIterator(iterator, signal)
+        active = request.id
+        chunks: list[ModelChunk] = []
+        text = 0
+        pending_high = False
         try:
-            chunks = await self.stream_chunks(source, request.id)
+            while True:
+                try:
+                    item = source.poll(_PENDING)  # tether's own streams: no await when ready
+                    if item is _PENDING:
+                        check_signal(signal)
+                        item = await source.next()
+                except StopAsyncIteration:
+                    break
+                except NotAwaitableError as error:
+                    raise _ModelProtocolError("Model iterator step must be awaitable") from error
+                except Exception as error:
+                    check_signal(signal)
+                    raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
+                check_signal(signal)
+                if len(chunks) >= MAX_MODEL_CHUNKS_PER_STEP:
+                    raise _ModelProtocolError(
+                        f"Model turn exceeded {MAX_MODEL_CHUNKS_PER_STEP} chunks"
+                    )
+                chunk = _snapshot_chunk(item, active)
+                if chunk.type == "textDelta":
+                    count, pending_high = code_points(chunk.delta, pending_high)
+                    text += count
+                    if text > MAX_MODEL_TEXT_CODE_POINTS:
+                        raise _ModelProtocolError(
+                            f"Model turn exceeded {MAX_MODEL_TEXT_CODE_POINTS} streamed text "
+                            "code points"
+                        )
+                else:
+                    pending_high = False
+                if chunk is not item:  # a mapping was read: caller code ran since the last check
+                    check_signal(signal)
+                chunks.append(chunk)
+                self.emit(trusted.model_chunk_event(self.sequence, chunk))
         finally:
             source.close()
         raw = _settled_response(stream, signal)
@@ -607,47 +644,9 @@ class _Run:
             raw = await _awaited_response(stream, signal)
         check_signal(signal)
         streamed_calls = {id(chunk.tool_call) for chunk in chunks if chunk.type == "toolCall"}
-        response = _snapshot_response(raw, request.id, streamed_calls)
+        response = _snapshot_response(raw, active, streamed_calls)
         _check_agreement(chunks, response.message)
         return response
-
-    async def stream_chunks(self, source: RacedIterator[object], active: str) -> list[ModelChunk]:
-        """Check and emit each chunk as it arrives; returns the accepted chunks in order."""
-        signal = self.signal
-        chunks: list[ModelChunk] = []
-        text = 0
-        pending_high = False
-        while True:
-            try:
-                item = source.poll(_PENDING)  # tether's own streams: no await when ready
-                if item is _PENDING:
-                    check_signal(signal)
-                    item = await source.next()
-            except StopAsyncIteration:
-                return chunks
-            except NotAwaitableError as error:
-                raise _ModelProtocolError("Model iterator step must be awaitable") from error
-            except Exception as error:
-                check_signal(signal)
-                raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
-            check_signal(signal)
-            if len(chunks) >= MAX_MODEL_CHUNKS_PER_STEP:
-                raise _ModelProtocolError(f"Model turn exceeded {MAX_MODEL_CHUNKS_PER_STEP} chunks")
-            chunk = _snapshot_chunk(item, active)
-            if chunk.type == "textDelta":
-                count, pending_high = code_points(chunk.delta, pending_high)
-                text += count
-                if text > MAX_MODEL_TEXT_CODE_POINTS:
-                    raise _ModelProtocolError(
-                        f"Model turn exceeded {MAX_MODEL_TEXT_CODE_POINTS} streamed text "
-                        "code points"
-                    )
-            else:
-                pending_high = False
-            if chunk is not item:  # a mapping was read: caller code ran since the last check
-                check_signal(signal)
-            chunks.append(chunk)
-            self.emit(trusted.model_chunk_event(self.sequence, chunk))
 
 
 _PENDING: Final = object()
@@ -856,6 +855,8 @@ def _segments(blocks: Sequence[TextBlock | ToolCall]) -> list[_Segment]:
 
 def _check_agreement(chunks: list[ModelChunk], message: AssistantMessage) -> None:
     """Everything in the final message must have been streamed, in the same order."""
+    if _streamed_verbatim(chunks, message.content):
+        return
     streamed = _segments(
         [
             TextBlock(text=chunk.delta) if chunk.type == "textDelta" else chunk.tool_call
@@ -873,6 +874,20 @@ def _check_agreement(chunks: list[ModelChunk], message: AssistantMessage) -> Non
                 raise _ModelProtocolError("Streamed text does not match the final message")
         elif not _same_call(left, right):  # pyright: ignore[reportArgumentType]
             raise _ModelProtocolError("Streamed Tool call does not match the final message")
+
+
+def _streamed_verbatim(chunks: list[ModelChunk], content: tuple[AssistantBlock, ...]) -> bool:
+    """True when each block is exactly one chunk: the same tool-call object, or a text block
+    whose text is the delta. Such a turn agrees without coalescing anything."""
+    if len(chunks) != len(content):
+        return False
+    for chunk, block in zip(chunks, content, strict=True):
+        if chunk.type == "toolCall":
+            if chunk.tool_call is not block:
+                return False
+        elif block.type != "text" or block.text != chunk.delta:
+            return False
+    return True
 
 
 def _same_call(left: ToolCall, right: ToolCall) -> bool:

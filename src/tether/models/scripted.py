@@ -128,6 +128,10 @@ class ScriptedModel:
         self._requests.append(request)
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
+        queue = self._queue
+        if queue and type(queue[0]) is ScriptedReply and not signal_aborted(signal):
+            stream_reply(queue.popleft(), request, stream)  # pyright: ignore[reportArgumentType]
+            return stream
         start_producer_eagerly(self._produce(stream, request, signal))
         return stream
 
