@@ -111,7 +111,7 @@ def make_tether_runner(runner: asyncio.Runner) -> Contender:
     signal = AbortController().signal
 
     async def consume_all(text: str) -> int:
-        adapter = FixtureProviderAdapter(json.loads(text))
+        adapter = FixtureProviderAdapter.from_json(text)
         handled = 0
         for _ in range(adapter.pending_response_count):
             stream = adapter.stream(request, signal)

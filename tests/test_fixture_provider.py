@@ -1754,3 +1754,71 @@ async def test_round_trip_works_with_sockets_disabled(monkeypatch: pytest.Monkey
     await assert_round_trip(FixtureProviderAdapter(copy.deepcopy(load_bundled())))
 
     assert attempts == []
+
+
+# --- from_json: the adapter parses (and owns) the text -----------------------------------------
+
+
+async def test_from_json_round_trip_matches_the_dict_constructor() -> None:
+    text = FIXTURE_PATH.read_text(encoding="utf-8")
+    from_text = FixtureProviderAdapter.from_json(text)
+    from_dict = FixtureProviderAdapter(json.loads(text))
+    signal = AbortController().signal
+    for number in (1, 2):
+        request = ModelRequest(id=f"request-00{number}", messages=())
+        left = from_text.stream(request, signal)
+        right = from_dict.stream(request, signal)
+        assert [chunk async for chunk in left] == [chunk async for chunk in right]
+        assert await left.result == await right.result
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        '{"schemaVersion": 1, "responses": [{"records": [NaN]}]}',
+        '{"schemaVersion": 1, "responses": [{"records": [Infinity]}]}',
+        '{"schemaVersion": 2, "responses": []}',
+        '{"schemaVersion": 1, "responses": {}}',
+        "[" * 100_000,
+    ],
+)
+def test_from_json_rejects_bad_text_as_an_invalid_fixture(text: str) -> None:
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_json(text)
+    assert caught.value.code == "PROVIDER_INVALID_FIXTURE"
+    assert str(caught.value) == "Fixture could not be inspected safely"
+
+
+async def test_from_json_checks_tool_arguments_when_the_record_is_streamed() -> None:
+    deep: object = 0
+    for _ in range(200):
+        deep = [deep]
+    records = [
+        {"type": "response_start", "responseId": "r", "role": "assistant"},
+        {"type": "tool_call", "id": "c", "name": "add", "arguments": {"nested": deep}},
+        {
+            "type": "response_end",
+            "responseId": "r",
+            "stopReason": "tool_call",
+            "usage": {"inputTokens": 1, "outputTokens": 1},
+        },
+    ]
+    text = json.dumps({"schemaVersion": 1, "responses": [{"records": records}]})
+    adapter = FixtureProviderAdapter.from_json(text)
+    stream = adapter.stream(ModelRequest(id="request-001", messages=()), AbortController().signal)
+    with pytest.raises(FixtureProviderError) as caught:
+        await stream.result
+    assert caught.value.code == "PROVIDER_INVALID_EVENT"
+    assert caught.value.record_index == 1
+
+
+async def test_from_json_arguments_are_frozen_json_objects() -> None:
+    text = FIXTURE_PATH.read_text(encoding="utf-8")
+    adapter = FixtureProviderAdapter.from_json(text.encode("utf-8"))
+    stream = adapter.stream(ModelRequest(id="request-001", messages=()), AbortController().signal)
+    response = await stream.result
+    (call,) = response.message.content
+    assert isinstance(call, ToolCall)
+    assert type(call.arguments) is JsonObject
+    assert call.arguments == {"left": 20, "right": 22}

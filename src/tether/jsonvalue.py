@@ -150,6 +150,7 @@ JsonArray: TypeAlias = tuple[JsonValue, ...]
 """An immutable JSON array."""
 
 _set_data = JsonObject.__dict__["_data"].__set__
+_get_data = JsonObject.__dict__["_data"].__get__
 _set_hash = JsonObject.__dict__["_hash"].__set__
 _new_object = object.__new__
 
@@ -245,11 +246,17 @@ def _looks_like_container(kind: type) -> bool:
         return False
 
 
+_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
 def _freeze_dict(source: dict[Any, Any], depth: int, active: set[int]) -> JsonObject:
     frozen: dict[str, JsonValue] = {}
     for key, item in source.items():
         if type(key) is not str:
             raise _Rejected("key")
+        if type(item) in _SCALARS:  # the common case, without a call
+            frozen[key] = item
+            continue
         try:
             frozen[key] = _freeze(item, depth, active)
         except _Rejected as rejected:
@@ -263,12 +270,20 @@ def _freeze_sequence(
 ) -> tuple[JsonValue, ...]:
     frozen: list[JsonValue] = []
     for index, item in enumerate(source):
+        if type(item) in _SCALARS:
+            frozen.append(item)
+            continue
         try:
             frozen.append(_freeze(item, depth, active))
         except _Rejected as rejected:
             rejected.segments.append(f"[{index}]")
             raise
     return tuple(frozen)
+
+
+def entries(value: JsonObject) -> dict[str, JsonValue]:
+    """The dict inside a ``JsonObject``, for tether's own readers. Never mutate it."""
+    return _get_data(value)
 
 
 def thaw_json(value: JsonValue) -> Any:

@@ -43,6 +43,7 @@ _FAILED: Final = 2
 
 # What a waiting read receives instead of an event when the iterator closes.
 _DONE: Final = object()
+_NO_EVENTS: Final[deque[Any]] = deque(maxlen=0)  # what a closed iterator reads: always empty
 _RAISE: Final = object()
 
 
@@ -263,7 +264,7 @@ class EventStreamIterator(AsyncIterator[E]):
 
     def _close(self, outcome: object) -> None:
         self._closed = True
-        self._buffer = deque[E]()
+        self._buffer = _NO_EVENTS
         stream = self._stream
         if stream._active is self:
             stream._active = None

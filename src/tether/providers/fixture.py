@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from os import PathLike
 from typing import Any, Final, Literal, TypeAlias
 
+from tether import _trusted as trusted
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once, trusted_errors
 from tether._producer import fail_producer, start_producer_eagerly
@@ -36,19 +37,15 @@ from tether._race import (
 from tether._text import is_non_empty
 from tether._types import type_of
 from tether.abort import AbortSignal, abort_exception
-from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json
+from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, entries, freeze_json
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
-    AssistantMessage,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ModelUsage,
     StopReason,
-    TextBlock,
-    TextDeltaChunk,
-    ToolCall,
     ToolCallChunk,
 )
 from tether.stream import EventStream
@@ -152,10 +149,28 @@ class FixtureProviderAdapter:
         """Load a fixture from a JSON file (``PROVIDER_INVALID_FIXTURE`` if unreadable)."""
         try:
             with open(path, encoding="utf-8") as handle:
-                fixture = json.load(handle)
-        except (OSError, ValueError, RecursionError) as error:
+                text = handle.read()
+        except (OSError, ValueError) as error:
             raise _error("PROVIDER_INVALID_FIXTURE", _INVALID_FIXTURE) from error
-        return cls(fixture)
+        return cls.from_json(text)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> FixtureProviderAdapter:
+        """Load a fixture from JSON text (``PROVIDER_INVALID_FIXTURE`` if it is not valid).
+
+        The parsed records belong to the adapter alone, so they need no further copy; each
+        record is inspected when a call streams it, exactly as a snapshot record is.
+        ``NaN`` and ``Infinity`` literals are rejected.
+        """
+        try:
+            fixture = json.loads(text, parse_constant=_reject_constant)
+            queue = _snapshot_fixture(fixture, owned=True)
+        except (ValueError, TypeError, RecursionError) as error:
+            raise _error("PROVIDER_INVALID_FIXTURE", _INVALID_FIXTURE) from error
+        adapter = cls.__new__(cls)
+        adapter._queue = deque(queue)
+        adapter._call_count = 0
+        return adapter
 
     @property
     def call_count(self) -> int:
@@ -194,6 +209,9 @@ class FixtureProviderAdapter:
             parser = _ResponseParser(request_id)
             if type_of(records) is tuple:
                 response = _parse_records(records, parser, stream, signal)  # pyright: ignore[reportArgumentType]
+            elif type_of(records) is _OwnedRecords:
+                owned: _OwnedRecords = records  # pyright: ignore[reportAssignmentType]
+                response = _parse_records(owned.records, parser, stream, signal)
             else:
                 source = _open_source(records, signal)
                 response = await _parse_source(source, parser, stream, signal)
@@ -232,7 +250,20 @@ def _fields(value: object, path: str, names: tuple[str, ...]) -> dict[str, Any]:
     return found
 
 
-def _snapshot_fixture(fixture: object) -> list[object]:
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class _OwnedRecords:
+    """Records parsed from JSON text by the adapter itself: plain, private, never shared."""
+
+    __slots__ = ("records",)
+
+    def __init__(self, records: list[Any]) -> None:
+        self.records = records
+
+
+def _snapshot_fixture(fixture: object, *, owned: bool = False) -> list[object]:
     document = _fields(fixture, "fixture", ("schemaVersion", "responses"))
     version = document.get("schemaVersion")
     if type_of(version) is not int or version != 1:
@@ -247,7 +278,9 @@ def _snapshot_fixture(fixture: object) -> list[object]:
         records = _fields(response, path, ("records",)).get("records", _MISSING)
         if records is _MISSING:
             raise TypeError(f"{path}.records is missing")
-        if type_of(records) is list:
+        if type_of(records) is list and owned:
+            queue.append(_OwnedRecords(records))
+        elif type_of(records) is list:
             frozen = freeze_json(records, path=f"fixture.responses[{index}].records")
             queue.append(frozen)
         elif _is_async_source(records):
@@ -293,17 +326,19 @@ def _open_source(records: object, signal: AbortSignal) -> RacedIterator[object]:
 
 
 def _parse_records(
-    records: tuple[JsonValue, ...],
+    records: tuple[JsonValue, ...] | list[Any],
     parser: _ResponseParser,
     stream: EventStream[ModelChunk, ModelResponse],
     signal: AbortSignal,
 ) -> ModelResponse:
+    # The records are the adapter's own data and parsing them runs no caller code, so the
+    # signal cannot change while this loop runs: checking before and after covers it.
+    check_signal(signal)
     push = stream.push
+    feed = parser.feed
     for index, record in enumerate(records):
-        check_signal(signal)
-        chunk = parser.feed(record, index)
+        chunk = feed(record, index)
         if chunk is not None:
-            check_signal(signal)
             push(chunk)
     return parser.finish(len(records), signal)
 
@@ -360,16 +395,28 @@ class _ResponseParser:
         self.tool_call_ids: set[str] = set()
         self.terminal: ModelResponse | None = None
 
-    def feed(self, record: JsonValue, index: int) -> ModelChunk | None:
-        """Advance the state by one record; returns the chunk to emit, if any."""
-        if type_of(record) is not JsonObject:
+    def feed(self, record: Any, index: int) -> ModelChunk | None:
+        """Advance the state by one record; returns the chunk to emit, if any.
+
+        A record is a snapshot ``JsonObject``, or a plain ``dict`` the adapter parsed itself.
+        """
+        record_type = type_of(record)
+        if record_type is dict:
+            fields: dict[str, Any] = record
+        elif record_type is JsonObject:
+            fields = entries(record)
+        else:
             raise _error(
                 "PROVIDER_INVALID_EVENT",
                 f"Transport record[{index}] must be an object",
                 record_index=index,
             )
-        fields: JsonObject = record  # pyright: ignore[reportAssignmentType]
         kind = fields.get("type")
+        if kind == "text_delta" and self.response_id is not None and self.terminal is None:
+            text: Any = fields.get("text")  # the common record, checked without detours
+            if type_of(text) is str:
+                self.content.append(trusted.text_block(text))
+                return trusted.text_delta_chunk(self.request_id, text)
         if not is_non_empty(kind):
             raise _error(
                 "PROVIDER_INVALID_EVENT",
@@ -393,8 +440,8 @@ class _ResponseParser:
             text = fields.get("text")
             if type_of(text) is not str:
                 raise _invalid("text_delta.text must be a string", index)
-            self.content.append(TextBlock(text=text))
-            return TextDeltaChunk(request_id=self.request_id, delta=text)
+            self.content.append(trusted.text_block(text))
+            return trusted.text_delta_chunk(self.request_id, text)
         if kind == "tool_call":
             self._require_start(kind, index)
             return self._tool_call(fields, index)
@@ -427,7 +474,7 @@ class _ResponseParser:
                 record_index=index,
             )
 
-    def _start(self, fields: JsonObject, index: int) -> None:
+    def _start(self, fields: dict[str, Any], index: int) -> None:
         if self.response_id is not None:
             raise _error(
                 "PROVIDER_DUPLICATE_START",
@@ -441,7 +488,7 @@ class _ResponseParser:
             raise _invalid('response_start.role must be "assistant"', index)
         self.response_id = response_id
 
-    def _tool_call(self, fields: JsonObject, index: int) -> ToolCallChunk:
+    def _tool_call(self, fields: dict[str, Any], index: int) -> ToolCallChunk:
         call_id = fields.get("id")
         if not is_non_empty(call_id):
             raise _invalid("tool_call.id must be a non-empty string", index)
@@ -449,16 +496,23 @@ class _ResponseParser:
         if not is_non_empty(name):
             raise _invalid("tool_call.name must be a non-empty string", index)
         arguments = fields.get("arguments")
+        if type_of(arguments) is dict:  # parsed by the adapter: freeze (and check) it now
+            try:
+                arguments = freeze_json(arguments)
+            except JsonValueError as error:
+                raise _invalid(
+                    "tool_call.arguments must be a non-null JSON object", index
+                ) from error
         if type_of(arguments) is not JsonObject:
             raise _invalid("tool_call.arguments must be a non-null JSON object", index)
         if call_id in self.tool_call_ids:
             raise _invalid(f'Tool-call ID "{call_id}" must be unique within a response', index)
         self.tool_call_ids.add(call_id)
-        call = ToolCall(id=call_id, name=name, arguments=arguments)
+        call = trusted.tool_call(call_id, name, arguments)  # pyright: ignore[reportArgumentType]
         self.content.append(call)
-        return ToolCallChunk(request_id=self.request_id, tool_call=call)
+        return trusted.tool_call_chunk(self.request_id, call)
 
-    def _end(self, fields: JsonObject, index: int) -> None:
+    def _end(self, fields: dict[str, Any], index: int) -> None:
         response_id = fields.get("responseId")
         if not is_non_empty(response_id):
             raise _invalid("response_end.responseId must be a non-empty string", index)
@@ -486,12 +540,9 @@ class _ResponseParser:
                 "A stop terminal must not contain Tool calls",
                 record_index=index,
             )
-        self.terminal = ModelResponse(
-            id=response_id,
-            request_id=self.request_id,
-            message=AssistantMessage(id=f"message-{response_id}", content=tuple(self.content)),
-            stop_reason=stop_reason,
-            usage=usage,
+        message = trusted.assistant_message(f"message-{response_id}", tuple(self.content))
+        self.terminal = trusted.model_response(
+            response_id, self.request_id, message, stop_reason, usage
         )
 
     def finish(self, record_count: int, signal: AbortSignal) -> ModelResponse:
@@ -507,10 +558,14 @@ class _ResponseParser:
         return terminal
 
 
-def _usage(value: object, index: int) -> ModelUsage:
-    if type_of(value) is not JsonObject:
+def _usage(value: Any, index: int) -> ModelUsage:
+    value_type = type_of(value)
+    if value_type is JsonObject:
+        usage: dict[str, Any] = entries(value)
+    elif value_type is dict:
+        usage = value
+    else:
         raise _invalid("response_end.usage must be an object", index)
-    usage: JsonObject = value  # pyright: ignore[reportAssignmentType]
     counts: list[object] = []
     for camel, snake in _USAGE_ALIASES:
         if camel in usage and snake in usage:
