@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 TURNS = 32
@@ -164,10 +165,12 @@ def pydantic_ai_runner() -> Runner | None:
 
 def openai_agents_runner() -> Runner | None:
     try:
-        from agents import Agent, Runner, function_tool
+        from agents import Agent, Runner, function_tool, set_tracing_disabled
         from agents.testing import ScriptedModel, assistant_message, function_call
     except ImportError:
         return None
+
+    set_tracing_disabled(True)  # offline: no trace export, as for the other contenders
 
     @function_tool
     async def add(left: int, right: int) -> int:
@@ -218,6 +221,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--json-out", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else 7
     runners: dict[str, Runner] = {"floor": floor_run, "tether": tether_runner()}
@@ -240,6 +244,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name, value in medians.items():
         if name != "tether":
             report["ratios"][f"tether/{name}"] = tether / value
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, indent=2), encoding="utf-8")
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import platform
 import statistics
 import sys
@@ -218,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small N and 3 rounds")
     parser.add_argument("--events", type=int, help="events per batch run (default 200000)")
     parser.add_argument("--rounds", type=int, help="rounds per contender (default 9)")
+    parser.add_argument("--json-out", help="also write the medians (ns/event) as JSON here")
     options = parser.parse_args(argv)
     batch_n: int = options.events or (20_000 if options.quick else 200_000)
     interleaved_n = max(batch_n // 4, 1_000)
@@ -236,7 +238,17 @@ def main(argv: list[str] | None = None) -> int:
 
     report("batch: push all, then consume", batch_n, batch, "async generator")
     report("interleaved: one event per loop turn", interleaved_n, interleaved, "async gen + future")
+    if options.json_out:
+        figures = {
+            "batch": {"events": batch_n, "cpu_ns": _medians(batch)},
+            "interleaved": {"events": interleaved_n, "cpu_ns": _medians(interleaved)},
+        }
+        Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return 0
+
+
+def _medians(samples: dict[str, list[Sample]]) -> dict[str, float]:
+    return {name: statistics.median(s.cpu for s in runs) for name, runs in samples.items()}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,131 @@
+"""Scale: thousands of concurrent 8-step agent runs on one event loop.
+
+Each run is 7 tool turns and a final text answer (8 model steps). The tool awaits once per
+call, as real I/O would, so every run gives way to the others and all of them are in flight
+at the same time. Each size runs in its own process (peak RSS is per process): the figures are
+wall time, peak RSS, and the RSS the runs added over the process before it started them. The
+report compares 10,000 runs with 1,000: linear growth means the 10x size costs about 10x.
+
+    python benchmarks/bench_scale.py [--quick] [--json-out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TOOL_TURNS = 7
+SIZES = (1_000, 2_500, 5_000, 10_000)
+
+
+def _peak_rss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+async def _runs(count: int) -> dict[str, Any]:
+    from tether import (
+        AbortController,
+        ScriptedModel,
+        ToolRegistry,
+        run_agent_loop,
+        text_reply,
+        tool,
+        tool_call_reply,
+        user_message,
+    )
+
+    @tool
+    async def add(left: int, right: int) -> int:
+        """Add two integers, after one turn of the event loop (as I/O would)."""
+        await asyncio.sleep(0)
+        return left + right
+
+    registry = ToolRegistry([add])
+    replies = [tool_call_reply(("add", {"left": n, "right": 1})) for n in range(TOOL_TURNS)]
+    replies.append(text_reply("done"))
+    prompt = [user_message(id="user-001", content="go")]
+
+    async def one() -> str:
+        stream = run_agent_loop(
+            messages=prompt,
+            model=ScriptedModel(replies),
+            tools=registry,
+            max_steps=TOOL_TURNS + 1,
+            signal=AbortController().signal,
+        )
+        async for _ in stream:
+            pass
+        return (await stream.result).status
+
+    await one()  # warm up
+    before = _peak_rss_kib()
+    started = time.perf_counter()
+    statuses = await asyncio.gather(*(one() for _ in range(count)))
+    wall = time.perf_counter() - started
+    if set(statuses) != {"completed"}:
+        raise SystemExit(f"unexpected statuses: {set(statuses)}")
+    peak = _peak_rss_kib()
+    return {
+        "runs": count,
+        "wall_s": wall,
+        "peak_rss_mib": peak / 1024,
+        "added_rss_mib": (peak - before) / 1024,
+    }
+
+
+def _child(count: int) -> None:
+    print(json.dumps(asyncio.run(_runs(count))))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 1,000 and 10,000 only")
+    parser.add_argument("--json-out", help="also write the figures as JSON here")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    if options.child:
+        _child(options.child)
+        return {}
+    sizes = (SIZES[0], SIZES[-1]) if options.quick else SIZES
+    rows: list[dict[str, Any]] = []
+    print(f"scale: concurrent {TOOL_TURNS + 1}-step runs on one event loop (one process per size)")
+    print(f"  {'runs':>7} {'wall s':>8} {'us/run':>8} {'peak RSS MiB':>13} {'added MiB':>10}")
+    for size in sizes:
+        completed = subprocess.run(
+            [sys.executable, __file__, "--child", str(size)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        row = json.loads(completed.stdout)
+        rows.append(row)
+        print(
+            f"  {size:>7,} {row['wall_s']:>8.2f} {row['wall_s'] / size * 1e6:>8.0f} "
+            f"{row['peak_rss_mib']:>13.1f} {row['added_rss_mib']:>10.1f}"
+        )
+    small, large = rows[0], rows[-1]
+    factor = large["runs"] / small["runs"]
+    growth = {
+        "size_factor": factor,
+        "wall_factor": large["wall_s"] / small["wall_s"],
+        "added_rss_factor": large["added_rss_mib"] / max(small["added_rss_mib"], 1e-9),
+    }
+    print(
+        f"  {small['runs']:,} -> {large['runs']:,} runs ({factor:.0f}x): wall "
+        f"{growth['wall_factor']:.1f}x, added RSS {growth['added_rss_factor']:.1f}x"
+    )
+    figures = {"rows": rows, "growth": growth}
+    if options.json_out:
+        Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Run every benchmark side by side and write ``benchmarks/results.md``.
+
+Each benchmark runs as its own process on this machine, with its baselines and peers in the
+same run; the report keeps medians and ratios, never single times, and checks each figure
+against the project's goals. ``make bench`` runs this in the benchmark venv, where the peers
+(pydantic-ai, openai-agents, pydantic) are installed from requirements/bench.txt.
+
+    python benchmarks/run_all.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BENCHES = ("bench_loop", "bench_stream", "bench_boundary", "bench_import", "bench_scale")
+
+
+def run_bench(name: str, quick: bool) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / f"{name}.json"
+        command = [sys.executable, str(HERE / f"{name}.py"), "--json-out", str(out)]
+        if quick:
+            command.append("--quick")
+        env = {**os.environ, "PYTHONASYNCIODEBUG": "", "PYTHONDEVMODE": ""}
+        subprocess.run(command, check=True, env=env)
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def render(figures: dict[str, Any], quick: bool) -> str:
+    loop = figures["bench_loop"]
+    stream = figures["bench_stream"]
+    boundary = figures["bench_boundary"]
+    imports = figures["bench_import"]
+    scale = figures["bench_scale"]
+    steps = loop["us_per_step"]
+    ratios = loop["ratios"]
+    peers = [name for name in ("pydantic-ai", "openai-agents") if name in steps]
+    lines = [
+        "# tether benchmarks",
+        "",
+        f"- date: {datetime.date.today().isoformat()}",
+        f"- machine: {machine()}",
+        f"- Python: {platform.python_implementation()} {platform.python_version()}",
+        f"- mode: {'quick' if quick else 'full'} (`make bench`); medians of interleaved rounds,"
+        " CPU time unless noted; the machines are shared and noisy, so read ratios, not times",
+        "",
+        "## Loop overhead (32 tool turns + 1 text turn, fully offline)",
+        "",
+        "| contender | µs per model step | tether / contender |",
+        "|---|---:|---:|",
+    ]
+    for name, value in steps.items():
+        ratio = "1.000" if name == "tether" else f"{ratios[f'tether/{name}']:.3f}"
+        lines.append(f"| {name} | {value:,.1f} | {ratio} |")
+    fastest_peer = min((steps[name] for name in peers), default=None)
+    lines.append("")
+    if fastest_peer is not None:
+        ok = steps["tether"] <= fastest_peer / 10
+        lines.append(
+            f"Goal ≤ 1/10 of the faster peer: tether/peer = {steps['tether'] / fastest_peer:.3f}"
+            f" — {verdict(ok)}."
+        )
+    else:
+        lines.append("Peers not installed: run `make bench` (it installs them in .venv-bench).")
+    floor_ratio = ratios["tether/floor"]
+    lines += [
+        f"Goal ≤ 3x the bare-asyncio floor: tether/floor = {floor_ratio:.2f} — "
+        f"{verdict(floor_ratio <= 3)}.",
+        "",
+        "## EventStream (ns per event, CPU)",
+        "",
+        "| scenario | contender | ns/event | EventStream / contender |",
+        "|---|---|---:|---:|",
+    ]
+    for scenario in ("batch", "interleaved"):
+        values = stream[scenario]["cpu_ns"]
+        for name, value in values.items():
+            ratio = values["EventStream"] / value
+            lines.append(f"| {scenario} | {name} | {value:,.1f} | {ratio:.2f} |")
+    batch = stream["batch"]["cpu_ns"]
+    stream_ratio = batch["EventStream"] / batch["async generator"]
+    lines += [
+        "",
+        f"Goal ≤ 2x the bare async generator (batch): {stream_ratio:.2f} — "
+        f"{verdict(stream_ratio <= 2)}.",
+        "",
+        f"## Provider boundary ({boundary['records']:,} records, records per CPU second)",
+        "",
+        "| contender | records/s | tether / contender |",
+        "|---|---:|---:|",
+    ]
+    rates = boundary["records_per_second"]
+    for name, value in rates.items():
+        lines.append(f"| {name} | {value:,.0f} | {rates['tether'] / value:.3f} |")
+    json_ratio = rates["tether"] / rates["baseline"]
+    lines += [
+        "",
+        "`tether` parses the JSON text itself (`FixtureProviderAdapter.from_json`); "
+        "`tether (dict)` deep-snapshots an already parsed dict (the constructor).",
+        "",
+        f"Goal within 3x of json.loads + dict access (throughput ratio ≥ 0.333): "
+        f"{json_ratio:.3f} — {verdict(json_ratio >= 1 / 3)}.",
+    ]
+    if "pydantic" in rates:
+        pydantic_ratio = rates["tether"] / rates["pydantic"]
+        lines.append(
+            f"Goal faster than pydantic (ratio > 1): {pydantic_ratio:.3f} — "
+            f"{verdict(pydantic_ratio > 1)}."
+        )
+    lines += [
+        "",
+        "## Import (fresh processes, wall time)",
+        "",
+        "| statement | ms | x `python -c pass` | ms above |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, row in imports.items():
+        lines.append(
+            f"| `{label}` | {row['ms']:.1f} | {row['ratio']:.2f} | {row['above_ms']:+.1f} |"
+        )
+    above = imports["import tether"]["above_ms"]
+    everything = imports["tether (all layers)"]["above_ms"]
+    lines += [
+        "",
+        f"Goal `import tether` ≤ 50 ms above `python -c pass`: {above:+.1f} ms — "
+        f"{verdict(above <= 50)}. Loading every layer (asyncio included) costs {everything:+.1f}"
+        " ms.",
+        "",
+        "## Scale (concurrent 8-step runs on one event loop, wall time)",
+        "",
+        "| runs | wall s | µs per run | peak RSS MiB | RSS added by the runs MiB |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for row in scale["rows"]:
+        per_run = row["wall_s"] / row["runs"] * 1e6
+        lines.append(
+            f"| {row['runs']:,} | {row['wall_s']:.2f} | {per_run:,.0f} | "
+            f"{row['peak_rss_mib']:.1f} | {row['added_rss_mib']:.1f} |"
+        )
+    growth = scale["growth"]
+    lines += [
+        "",
+        f"From {scale['rows'][0]['runs']:,} to {scale['rows'][-1]['runs']:,} runs "
+        f"({growth['size_factor']:.0f}x): wall {growth['wall_factor']:.1f}x, RSS added by the "
+        f"runs {growth['added_rss_factor']:.1f}x. Goal memory linear in concurrent runs: "
+        f"{verdict(growth['added_rss_factor'] <= growth['size_factor'] * 1.25)}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="quick variants of every bench")
+    options = parser.parse_args(argv)
+    figures = {name: run_bench(name, options.quick) for name in BENCHES}
+    report = render(figures, options.quick)
+    (HERE / "results.md").write_text(report, encoding="utf-8")
+    print()
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
