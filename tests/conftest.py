@@ -18,7 +18,7 @@ from hypothesis import settings
 from support import run_async
 
 settings.register_profile("default", max_examples=100, deadline=None)
-settings.register_profile("fuzz", max_examples=20_000, deadline=None)
+settings.register_profile("fuzz", max_examples=2_000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from support import run_async
 from tether import (
     AbortController,
     AbortSignal,
@@ -94,6 +93,11 @@ async def one_run(kind: int, registry: ToolRegistry) -> RunResult:
     return await run.result
 
 
+async def pending_tasks() -> int:
+    current = asyncio.current_task()
+    return sum(1 for task in asyncio.all_tasks() if task is not current)
+
+
 async def soak() -> list[int]:
     registry = ToolRegistry([add, wait_forever])
     per_batch = RUNS // BATCHES
@@ -111,11 +115,15 @@ async def soak() -> list[int]:
 
 
 def test_memory_stays_flat_over_ten_thousand_runs() -> None:
+    # Debug mode off: it keeps creation tracebacks and slows every step; memory is the subject.
     tracemalloc.start()
     try:
-        samples = run_async(soak)
+        with asyncio.Runner(debug=False) as runner:
+            samples = runner.run(soak())
+            leftovers = runner.run(pending_tasks())
     finally:
         tracemalloc.stop()
+    assert leftovers == 0
     baseline = max(samples[1:3])
     final = max(samples[-2:])
     growth = final - baseline

@@ -9,12 +9,11 @@ Every public name is importable from ``tether``. Submodules load on first use, s
 ``import tether`` stays cheap.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing would cost more than tether
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from tether._errors import (
         TetherError,
     )
@@ -429,10 +428,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tether' has no attribute {name!r}")
+    from importlib import import_module
+
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value

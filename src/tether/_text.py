@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final, TypeGuard
 
-__all__ = ["JS_WHITESPACE", "code_points", "is_non_empty"]
+__all__ = ["JS_WHITESPACE", "code_points", "is_non_empty", "message_of"]
 
 JS_WHITESPACE: Final = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
@@ -56,3 +56,15 @@ def code_points(text: str, pending_high: bool = False) -> tuple[int, bool]:
         else:
             previous_high = 0xD800 <= point <= 0xDBFF
     return count, previous_high
+
+
+def message_of(error: object, fallback: str) -> str:
+    """The text to report for a failure: a non-empty string as it is, else ``str(error)``
+    when that is not blank (and does not itself fail), else ``fallback``."""
+    if isinstance(error, str):
+        return error or fallback
+    try:
+        text = str(error)
+    except Exception:
+        return fallback
+    return text if is_non_empty(text) else fallback

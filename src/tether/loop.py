@@ -44,7 +44,7 @@ from tether._race import (
     signal_aborted,
     signal_reason,
 )
-from tether._text import code_points, is_non_empty
+from tether._text import code_points, is_non_empty, message_of
 from tether._types import type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
@@ -167,16 +167,6 @@ class _SignalAccessError(_RunFailure):
     code = "SIGNAL_ACCESS_FAILED"
 
 
-def _message_of(error: object, fallback: str) -> str:
-    if isinstance(error, str):
-        return error or fallback
-    try:
-        text = str(error)
-    except Exception:
-        return fallback
-    return text if is_non_empty(text) else fallback
-
-
 # --- options and starting state ------------------------------------------------------------
 
 
@@ -227,7 +217,7 @@ def run_agent_loop(
         transcript = _snapshot_transcript(messages)
     except Exception as error:
         _settle(
-            stream, 0, _failed((), "INVALID_TRANSCRIPT", _message_of(error, "Invalid transcript"))
+            stream, 0, _failed((), "INVALID_TRANSCRIPT", message_of(error, "Invalid transcript"))
         )
         return stream
     diagnostics = validate_transcript(transcript)
@@ -519,7 +509,7 @@ class _Run:
         if isinstance(error, _RunFailure):
             return _failed(messages, error.code, str(error))
         return _failed(
-            messages, "AGENT_RUNTIME_FAILED", _message_of(error, "Agent Loop execution failed")
+            messages, "AGENT_RUNTIME_FAILED", message_of(error, "Agent Loop execution failed")
         )
 
     async def steps(self) -> RunResult:
@@ -547,7 +537,7 @@ class _Run:
                     result = await execute_tool_call(registry, block, signal)
                 except Exception as error:
                     check_signal(signal)
-                    raise _ToolPhaseFailure(_message_of(error, "Tool execution failed")) from error
+                    raise _ToolPhaseFailure(message_of(error, "Tool execution failed")) from error
                 check_signal(signal)
                 self.transcript.append(result)
                 self.emit(trusted.tool_finished_event(self.sequence, result))
@@ -589,7 +579,7 @@ class _Run:
         except Exception as error:
             check_signal(signal)
             raise _ModelStreamFailure(
-                _message_of(error, "Model stream could not be opened")
+                message_of(error, "Model stream could not be opened")
             ) from error
         stream = _model_stream(opened)
         try:
@@ -616,7 +606,7 @@ class _Run:
                     raise _ModelProtocolError("Model iterator step must be awaitable") from error
                 except Exception as error:
                     check_signal(signal)
-                    raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
+                    raise _ModelStreamFailure(message_of(error, "Model stream failed")) from error
                 check_signal(signal)
                 if len(chunks) >= MAX_MODEL_CHUNKS_PER_STEP:
                     raise _ModelProtocolError(
@@ -661,7 +651,7 @@ def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:
         return settled.result_nowait(_PENDING)
     except Exception as error:
         check_signal(signal)
-        raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
+        raise _ModelStreamFailure(message_of(error, "Model stream failed")) from error
 
 
 async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
@@ -676,7 +666,7 @@ async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
         return await race(signal, pending)
     except Exception as error:
         check_signal(signal)
-        raise _ModelStreamFailure(_message_of(error, "Model stream failed")) from error
+        raise _ModelStreamFailure(message_of(error, "Model stream failed")) from error
 
 
 _CANCELLED_FALLBACK: Final = "The run was cancelled"
@@ -689,7 +679,7 @@ def _reason_text(reason: object, error: BaseException | None) -> str:
     if isinstance(candidate, str):
         return candidate if is_non_empty(candidate) else _CANCELLED_FALLBACK
     if isinstance(candidate, BaseException):
-        return _message_of(candidate, _CANCELLED_FALLBACK)
+        return message_of(candidate, _CANCELLED_FALLBACK)
     try:
         message = getattr(candidate, "message", None)
     except Exception:
@@ -793,7 +783,7 @@ def _snapshot_response(raw: object, active: str, checked: set[int]) -> ModelResp
         raise
     except Exception as error:
         raise _ModelProtocolError(
-            f"Model response is invalid: {_message_of(error, 'could not be inspected')}"
+            f"Model response is invalid: {message_of(error, 'could not be inspected')}"
         ) from error
     if response.request_id != active:
         raise _ModelProtocolError(f'Model response requestId must equal active request "{active}"')

@@ -66,6 +66,7 @@ class EventStream(Generic[E, R]):
         "_active",
         "_buffer",
         "_outcome",
+        "_ready",
         "_result",
         "_result_waiters",
         "_state",
@@ -83,6 +84,7 @@ class EventStream(Generic[E, R]):
     def __init__(self) -> None:
         self._buffer = deque()
         self._waiters = deque()  # reads of the active iterator waiting for an event
+        self._ready = True  # open with no waiting read: ``push`` only appends
         self._state = _OPEN
         self._outcome = None
         self._active = None
@@ -105,6 +107,9 @@ class EventStream(Generic[E, R]):
 
     def push(self, event: E) -> None:
         """Deliver ``event`` to the oldest waiting read, or buffer it."""
+        if self._ready:
+            self._buffer.append(event)
+            return
         if self._state:
             raise self._terminal_error()
         waiters = self._waiters
@@ -112,7 +117,9 @@ class EventStream(Generic[E, R]):
             waiter = waiters.popleft()
             if not waiter.done():
                 waiter.set_result(event)
+                self._ready = not waiters
                 return
+        self._ready = True
         self._buffer.append(event)
 
     def finish(self, result: R) -> None:
@@ -120,6 +127,7 @@ class EventStream(Generic[E, R]):
         if self._state:
             raise self._terminal_error()
         self._state = _FINISHED
+        self._ready = False
         self._outcome = result
         self._release_result_waiters()
         active = self._active
@@ -133,6 +141,7 @@ class EventStream(Generic[E, R]):
         if self._state:
             raise self._terminal_error()
         self._state = _FAILED
+        self._ready = False
         self._outcome = error
         self._release_result_waiters()
         active = self._active
@@ -246,6 +255,7 @@ class EventStreamIterator(AsyncIterator[E]):
             raise stream._outcome
         waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         stream._waiters.append(waiter)
+        stream._ready = False
         try:
             value = await waiter
         except asyncio.CancelledError:
@@ -273,12 +283,15 @@ class EventStreamIterator(AsyncIterator[E]):
                 waiter = waiters.popleft()
                 if not waiter.done():
                     waiter.set_result(outcome)
+            stream._ready = not stream._state
 
     def _forget(self, waiter: asyncio.Future[Any]) -> None:
         """A waiting read was cancelled. If an event already reached it, keep that event."""
-        waiters = self._stream._waiters
+        stream = self._stream
+        waiters = stream._waiters
         if waiter in waiters:
             waiters.remove(waiter)
+            stream._ready = not waiters and not stream._state
         elif waiter.done() and not waiter.cancelled():
             value = waiter.result()
             if value is not _DONE and value is not _RAISE:

@@ -37,7 +37,7 @@ from tether._serialize import (
     UNDEFINED,
     serialize_output,
 )
-from tether._text import is_non_empty
+from tether._text import is_non_empty, message_of
 from tether._types import type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
@@ -308,7 +308,7 @@ async def execute_tool_call(
             except Exception as error:
                 _escalate(error, signal)
                 raise _ToolFailure(
-                    "TOOL_EXECUTION_FAILED", _message_of(error, "Tool execution failed")
+                    "TOOL_EXECUTION_FAILED", message_of(error, "Tool execution failed")
                 ) from error
         else:
             output: Any = pending
@@ -346,16 +346,6 @@ def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
     return snapshot
 
 
-def _message_of(error: object, fallback: str) -> str:
-    if isinstance(error, str):
-        return error if error else fallback
-    try:
-        text = str(error)
-    except Exception:
-        return fallback
-    return text if is_non_empty(text) else fallback
-
-
 def _escalate(error: BaseException, signal: AbortSignal) -> None:
     """Cancellation and genuine non-recoverable errors are raised, never turned into results."""
     check_signal(signal)
@@ -375,7 +365,7 @@ def _start(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> Any:
     except Exception as error:
         _escalate(error, signal)
         raise _ToolFailure(
-            "TOOL_EXECUTION_FAILED", _message_of(error, "Tool execution failed")
+            "TOOL_EXECUTION_FAILED", message_of(error, "Tool execution failed")
         ) from error
 
 
@@ -386,7 +376,7 @@ def _serialized(output: object, signal: AbortSignal) -> str:
         _escalate(error, signal)
         raise _ToolFailure(
             "TOOL_OUTPUT_SERIALIZATION_FAILED",
-            _message_of(error, "Tool output could not be serialized safely"),
+            message_of(error, "Tool output could not be serialized safely"),
         ) from error
     check_signal(signal)  # cancellation during output inspection wins
     return content
@@ -408,7 +398,7 @@ def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: Ab
     except Exception as error:
         _escalate(error, signal)
         raise _ToolFailure(
-            "TOOL_VALIDATION_FAILED", _message_of(error, "Tool validation failed")
+            "TOOL_VALIDATION_FAILED", message_of(error, "Tool validation failed")
         ) from error
     if _is_awaitable(decision):
         neutralize(decision)
@@ -423,7 +413,7 @@ def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: Ab
         _escalate(error, signal)
         raise _ToolFailure(
             "TOOL_VALIDATION_FAILED",
-            _message_of(error, "Tool validation returned an invalid decision"),
+            message_of(error, "Tool validation returned an invalid decision"),
         ) from error
     check_signal(signal)
     if not accepted:
