@@ -249,7 +249,7 @@ def _snapshot_transcript(messages: object) -> tuple[Message, ...]:
         if not is_mapping(entry):
             raise TypeError(f"messages[{index}] has an unsupported role")
         role = read_field(entry, "role")
-        if role not in ("user", "assistant", "toolResult") or type_of(role) is not str:
+        if type_of(role) is not str or role not in ("user", "assistant", "toolResult"):
             raise TypeError(f"messages[{index}] has an unsupported role")
         if role == "assistant":
             content = read_field(entry, "content")
