@@ -290,6 +290,8 @@ def _check_assistant_bounds(content: object, checked: set[int] | None = None) ->
             continue
         elif is_mapping(block):
             block_kind = read_field(block, "type")
+            if type_of(block_kind) is not str:
+                continue  # the constructor reports the shape
             if block_kind == "toolCall":
                 pending_high = False
                 _check_argument_bounds(read_field(block, "arguments"))
@@ -744,6 +746,8 @@ def _snapshot_chunk(item: object, active: str) -> ModelChunk:
 
 def _chunk_from_mapping(item: object) -> ModelChunk:
     chunk_type = read_field(item, "type")
+    if type_of(chunk_type) is not str:
+        raise _ModelProtocolError("Model chunk has an unsupported type")
     if chunk_type == "textDelta":
         request_id = read_field(item, "requestId")
         delta = read_field(item, "delta")

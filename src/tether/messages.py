@@ -138,12 +138,12 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
     if not is_mapping(block):
         raise TypeError(f"{prefix} must be an object")
     block_type = read_field(block, "type")
-    if block_type == "text" and type_of(block_type) is str:
+    if type_of(block_type) is str and block_type == "text":
         text = read_field(block, "text")
         if type_of(text) is not str:
             raise TypeError(f"{prefix}.text must be a string")
         return TextBlock(text=text)
-    if block_type == "toolCall" and type_of(block_type) is str:
+    if type_of(block_type) is str and block_type == "toolCall":
         call_id = read_field(block, "id")
         if not is_non_empty(call_id):
             raise TypeError(f"{prefix}.id must be a non-empty string")
@@ -216,11 +216,11 @@ def _message_from_mapping(value: Any) -> Message:
     if not is_mapping(value):
         raise TypeError("parse_message: message must be an object")
     role = read_field(value, "role")
-    if role == "user" and type_of(role) is str:
+    if type_of(role) is str and role == "user":
         return user_message(id=read_field(value, "id"), content=read_field(value, "content"))
-    if role == "assistant" and type_of(role) is str:
+    if type_of(role) is str and role == "assistant":
         return assistant_message(id=read_field(value, "id"), content=read_field(value, "content"))
-    if role == "toolResult" and type_of(role) is str:
+    if type_of(role) is str and role == "toolResult":
         is_error = read_field(value, "isError")
         return tool_result_message(
             id=read_field(value, "id"),
@@ -481,7 +481,7 @@ def _inspect_block(
             )
             return
         block_type = read_field(block, "type")
-        if block_type == "text" and type_of(block_type) is str:
+        if type_of(block_type) is str and block_type == "text":
             if type_of(read_field(block, "text")) is not str:
                 found.append(
                     _diagnostic(
@@ -491,7 +491,7 @@ def _inspect_block(
                     )
                 )
             return
-        if block_type != "toolCall" or type_of(block_type) is not str:
+        if type_of(block_type) is not str or block_type != "toolCall":
             found.append(
                 _diagnostic(
                     "INVALID_MESSAGE",

@@ -330,7 +330,8 @@ def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
     try:
         if not is_mapping(tool_call):
             raise TypeError("tool call must be a ToolCall or a mapping")
-        if read_field(tool_call, "type") != "toolCall":
+        call_type = read_field(tool_call, "type")
+        if type_of(call_type) is not str or call_type != "toolCall":
             raise TypeError('tool call type must be "toolCall"')
         call_id = read_field(tool_call, "id")
         name = read_field(tool_call, "name")
