@@ -138,7 +138,7 @@ def _build(
 
     def validate(arguments: object) -> ToolValidation[dict[str, Any]]:
         try:
-            frozen = freeze_json(arguments, path="arguments")
+            frozen = arguments if type(arguments) is JsonObject else freeze_json(arguments)
         except JsonValueError as error:
             return Invalid(error=str(error))
         if type(frozen) is not JsonObject:

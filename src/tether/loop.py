@@ -520,6 +520,7 @@ class _Run:
         for message in self.transcript:
             self.emit(trusted.message_accepted_event(self.sequence, message))
         registry = self.registry
+        push = self.stream.push
         for step in range(1, self.max_steps + 1):
             check_signal(signal)
             request_id = f"request-{self.start + step:03d}"
@@ -534,7 +535,8 @@ class _Run:
                 if block.type != "toolCall":
                     continue
                 check_signal(signal)
-                self.emit(trusted.tool_started_event(self.sequence, block))
+                push(trusted.tool_started_event(self.sequence, block))
+                self.sequence += 1
                 try:
                     result = await execute_tool_call(registry, block, signal)
                 except Exception as error:
@@ -542,7 +544,8 @@ class _Run:
                     raise _ToolPhaseFailure(message_of(error, "Tool execution failed")) from error
                 check_signal(signal)
                 self.transcript.append(result)
-                self.emit(trusted.tool_finished_event(self.sequence, result))
+                push(trusted.tool_finished_event(self.sequence, result))
+                self.sequence += 1
             if step == self.max_steps:
                 return MaxStepsRunResult(messages=tuple(self.transcript), max_steps=self.max_steps)
         raise AssertionError("unreachable: the last step always returns")  # pragma: no cover

@@ -395,17 +395,22 @@ def _is_awaitable(value: object) -> bool:
 
 def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: AbortSignal) -> Any:
     try:
-        decision = tool.validate(arguments)
+        decision: Any = tool.validate(arguments)
     except Exception as error:
         _escalate(error, signal)
         raise _ToolFailure(
             "TOOL_VALIDATION_FAILED", message_of(error, "Tool validation failed")
         ) from error
-    if _is_awaitable(decision):
+    kind = type_of(decision)
+    if kind is not Valid and kind is not Invalid and _is_awaitable(decision):
         neutralize(decision)
         check_signal(signal)
         raise _ToolFailure("TOOL_VALIDATION_FAILED", "Tool validation must return synchronously")
     check_signal(signal)
+    if kind is Valid:  # the common decisions: nothing more of the caller's runs to read them
+        return decision.value
+    if kind is Invalid:
+        raise _ToolFailure("TOOL_ARGUMENTS_INVALID", decision.error)
     try:
         accepted, payload = _interpret(decision)
     except _ToolFailure:
