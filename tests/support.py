@@ -7,6 +7,8 @@ import gc
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from tether import EventStream
+
 
 class LoopProblems(AssertionError):
     """An async test left tasks running or triggered the loop's exception handler."""
@@ -37,3 +39,31 @@ async def _checked(test: Callable[..., Coroutine[Any, Any, Any]], kwargs: dict[s
         await asyncio.gather(*leftovers, return_exceptions=True)
         raise LoopProblems(f"test left {len(leftovers)} task(s) pending: {leftovers!r}")
     return outcome
+
+
+async def turns(count: int = 5) -> None:
+    """Let the event loop run ``count`` times (zero-second yields, never a timed sleep)."""
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
+async def settle(stream: EventStream[Any, Any], turns: int = 20) -> None:
+    """Fail (rather than hang) unless the stream settles within a few loop turns."""
+    for _ in range(turns):
+        if stream.settled:
+            return
+        await asyncio.sleep(0)
+    assert stream.settled, "the stream did not settle"
+
+
+class Impostor:
+    """A non-``str`` key that hashes like a real field name and claims to equal anything."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return True

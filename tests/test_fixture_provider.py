@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 import tether.providers.fixture as fixture_module
+from support import Impostor, settle, turns
 from tether import (
     AbortController,
     AbortError,
@@ -195,20 +196,6 @@ def assert_invalid_fixture(fixture: object) -> None:
     with pytest.raises(FixtureProviderError) as caught:
         FixtureProviderAdapter(fixture)
     assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
-
-
-async def settle(stream: ModelStream, turns: int = 20) -> None:
-    """Fail (rather than hang) unless the stream settles within a few loop turns."""
-    for _ in range(turns):
-        if stream.settled:
-            return
-        await asyncio.sleep(0)
-    assert stream.settled, "the stream did not settle"
-
-
-async def turns(count: int = 5) -> None:
-    for _ in range(count):
-        await asyncio.sleep(0)
 
 
 # --- the bundled fixture round trip ---------------------------------------------------------
@@ -554,19 +541,6 @@ INVALID_FIXTURES: list[tuple[str, Callable[[], object]]] = [
 )
 def test_malformed_fixtures_are_rejected_as_invalid_fixture(make: Callable[[], object]) -> None:
     assert_invalid_fixture(make())
-
-
-class Impostor:
-    """A non-``str`` key that hashes like a real field name and claims to equal it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __eq__(self, other: object) -> bool:
-        return True
 
 
 class RaisingKey:

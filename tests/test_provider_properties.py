@@ -24,7 +24,7 @@ from typing import Any, TypeGuard
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from support import run_async
+from support import Impostor, run_async
 from tether import (
     AbortController,
     FixtureProviderAdapter,
@@ -425,19 +425,6 @@ class ExplodingMapping(CustomMapping):
 
     def __len__(self) -> int:
         raise RuntimeError("exploded")
-
-
-class Impostor:
-    """Hashes like a field name and claims equality with everything."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __eq__(self, other: object) -> bool:
-        return True
 
 
 class RaisingKey:

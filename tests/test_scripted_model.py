@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pytest
 
+from support import settle, turns
 from tether import (
     AbortController,
     AbortError,
@@ -168,20 +169,6 @@ def assert_scripted_error(error: BaseException, code: str, message: str | None =
     assert error.name == "ScriptedModelError"
     if message is not None:
         assert str(error) == message
-
-
-async def settle(stream: ModelStream, turns: int = 20) -> None:
-    """Fail (rather than hang) unless the stream settles within a few loop turns."""
-    for _ in range(turns):
-        if stream.settled:
-            return
-        await asyncio.sleep(0)
-    assert stream.settled, "the stream did not settle"
-
-
-async def turns(count: int = 5) -> None:
-    for _ in range(count):
-        await asyncio.sleep(0)
 
 
 # --- FIFO queue, counters, requests -----------------------------------------------------------
