@@ -192,6 +192,10 @@ class FixtureProviderAdapter:
             raise TypeError("signal must be an AbortSignal")
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
+        queue = self._queue
+        if queue and type_of(queue[0]) in _RECORD_LISTS and not signal_aborted(signal):
+            _replay(queue.popleft(), request.id, stream, signal)  # data only: nothing to await
+            return stream
         start_producer_eagerly(self._produce(stream, request.id, signal))
         return stream
 
@@ -206,15 +210,12 @@ class FixtureProviderAdapter:
                     "PROVIDER_EXHAUSTED", f'No fixture response remains for request "{request_id}"'
                 )
             records = self._queue.popleft()
+            if type_of(records) in _RECORD_LISTS:
+                _replay(records, request_id, stream, signal)
+                return
+            source = _open_source(records, signal)
             parser = _ResponseParser(request_id)
-            if type_of(records) is tuple:
-                response = _parse_records(records, parser, stream, signal)  # pyright: ignore[reportArgumentType]
-            elif type_of(records) is _OwnedRecords:
-                owned: _OwnedRecords = records  # pyright: ignore[reportAssignmentType]
-                response = _parse_records(owned.records, parser, stream, signal)
-            else:
-                source = _open_source(records, signal)
-                response = await _parse_source(source, parser, stream, signal)
+            response = await _parse_source(source, parser, stream, signal)
         except BaseException as error:
             if source is not None:
                 source.close()
@@ -250,6 +251,22 @@ def _fields(value: object, path: str, names: tuple[str, ...]) -> dict[str, Any]:
     return found
 
 
+def _replay(
+    records: Any,
+    request_id: str,
+    stream: EventStream[ModelChunk, ModelResponse],
+    signal: AbortSignal,
+) -> None:
+    """Parse a list of records (a snapshot or the adapter's own) straight into ``stream``."""
+    listed: Any = records.records if type_of(records) is _OwnedRecords else records
+    try:
+        response = _parse_records(listed, _ResponseParser(request_id), stream, signal)
+    except Exception as error:
+        stream.fail(error)
+        return
+    stream.finish(response)
+
+
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -261,6 +278,10 @@ class _OwnedRecords:
 
     def __init__(self, records: list[Any]) -> None:
         self.records = records
+
+
+_RECORD_LISTS: Final = (tuple, _OwnedRecords)
+"""Queue entries that are data: a snapshot tuple of records, or records the adapter owns."""
 
 
 def _snapshot_fixture(fixture: object, *, owned: bool = False) -> list[object]:
