@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
-from tether import EventStream
+from tether import EventStream, ModelChunk, ModelResponse
 
 
 class LoopProblems(AssertionError):
@@ -67,3 +68,51 @@ class Impostor:
 
     def __eq__(self, other: object) -> bool:
         return True
+
+
+ModelStream = EventStream[ModelChunk, ModelResponse]
+
+
+@dataclass
+class Outcome:
+    """What a model stream delivered: its chunks, then a response or an error."""
+
+    chunks: list[ModelChunk]
+    response: ModelResponse | None
+    error: BaseException | None
+
+
+async def result_failure(stream: ModelStream, error: BaseException) -> BaseException:
+    """Await ``result`` after iteration failed with ``error``; it must raise that same object."""
+    failure: BaseException | None = None
+    try:
+        await stream.result
+    except BaseException as again:
+        failure = again
+    assert failure is not None, "result succeeded although iteration failed"
+    assert failure is error, "iteration and result failed with different objects"
+    return error
+
+
+async def consume(stream: ModelStream) -> Outcome:
+    """Read every chunk, then the result; a failure must reach both the same way."""
+    chunks: list[ModelChunk] = []
+    try:
+        async for chunk in stream:
+            chunks.append(chunk)
+    except BaseException as error:
+        return Outcome(chunks, None, await result_failure(stream, error))
+    return Outcome(chunks, await stream.result, None)
+
+
+async def succeed(stream: ModelStream) -> tuple[list[ModelChunk], ModelResponse]:
+    outcome = await consume(stream)
+    assert outcome.error is None, f"stream failed: {outcome.error!r}"
+    assert outcome.response is not None
+    return outcome.chunks, outcome.response
+
+
+async def fail(stream: ModelStream) -> tuple[list[ModelChunk], BaseException]:
+    outcome = await consume(stream)
+    assert outcome.error is not None, f"stream succeeded: {outcome.response!r}"
+    return outcome.chunks, outcome.error

@@ -27,18 +27,16 @@ from typing import Any
 import pytest
 
 import tether.providers.fixture as fixture_module
-from support import Impostor, settle, turns
+from support import Impostor, Outcome, consume, fail, settle, succeed, turns
 from tether import (
     AbortController,
     AbortError,
     AbortSignal,
-    EventStream,
     FixtureProviderAdapter,
     FixtureProviderError,
     JsonObject,
     ModelChunk,
     ModelRequest,
-    ModelResponse,
     ModelUsage,
     TextBlock,
     TextDeltaChunk,
@@ -52,7 +50,6 @@ INVALID_FIXTURE = "Fixture could not be inspected safely"
 SOURCE_FAILED = "Async fixture record source failed"
 MAX_SAFE_INTEGER = 2**53 - 1
 
-ModelStream = EventStream[ModelChunk, ModelResponse]
 Record = dict[str, Any]
 
 
@@ -127,48 +124,6 @@ def aborted_signal(reason: object = None) -> AbortSignal:
     controller = AbortController()
     controller.abort(reason)
     return controller.signal
-
-
-@dataclass
-class Outcome:
-    chunks: list[ModelChunk]
-    response: ModelResponse | None
-    error: BaseException | None
-
-
-async def result_failure(stream: ModelStream, error: BaseException) -> BaseException:
-    """Await ``result`` after iteration failed with ``error``; it must raise that same object."""
-    failure: BaseException | None = None
-    try:
-        await stream.result
-    except BaseException as again:
-        failure = again
-    assert failure is not None, "result succeeded although iteration failed"
-    assert failure is error, "iteration and result failed with different objects"
-    return error
-
-
-async def consume(stream: ModelStream) -> Outcome:
-    chunks: list[ModelChunk] = []
-    try:
-        async for chunk in stream:
-            chunks.append(chunk)
-    except BaseException as error:
-        return Outcome(chunks, None, await result_failure(stream, error))
-    return Outcome(chunks, await stream.result, None)
-
-
-async def succeed(stream: ModelStream) -> tuple[list[ModelChunk], ModelResponse]:
-    outcome = await consume(stream)
-    assert outcome.error is None, f"stream failed: {outcome.error!r}"
-    assert outcome.response is not None
-    return outcome.chunks, outcome.response
-
-
-async def fail(stream: ModelStream) -> tuple[list[ModelChunk], BaseException]:
-    outcome = await consume(stream)
-    assert outcome.error is not None, f"stream succeeded: {outcome.response!r}"
-    return outcome.chunks, outcome.error
 
 
 async def run_records(records: object) -> Outcome:

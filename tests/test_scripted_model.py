@@ -15,13 +15,12 @@ from typing import Any, Literal
 
 import pytest
 
-from support import settle, turns
+from support import fail, settle, succeed, turns
 from tether import (
     AbortController,
     AbortError,
     AbortSignal,
     AssistantMessage,
-    EventStream,
     FixtureProviderAdapter,
     FixtureProviderError,
     JsonObject,
@@ -44,7 +43,6 @@ from tether import (
 )
 
 Item = ModelChunk | ModelResponse
-ModelStream = EventStream[ModelChunk, ModelResponse]
 
 REQUEST_ID = "request-001"
 
@@ -118,49 +116,6 @@ def returning(value: object) -> ResponseFactory:
         return value
 
     return factory
-
-
-@dataclass
-class Outcome:
-    chunks: list[ModelChunk]
-    response: ModelResponse | None
-    error: BaseException | None
-
-
-async def consume(stream: ModelStream) -> Outcome:
-    """Iterate to the end, then await ``result``; both must agree on a failure's identity."""
-    chunks: list[ModelChunk] = []
-    try:
-        async for chunk in stream:
-            chunks.append(chunk)
-    except BaseException as error:
-        return Outcome(chunks, None, await result_failure(stream, error))
-    return Outcome(chunks, await stream.result, None)
-
-
-async def result_failure(stream: ModelStream, error: BaseException) -> BaseException:
-    """Await ``result`` after iteration failed with ``error``; it must raise that same object."""
-    failure: BaseException | None = None
-    try:
-        await stream.result
-    except BaseException as again:
-        failure = again
-    assert failure is not None, "result succeeded although iteration failed"
-    assert failure is error, "iteration and result failed with different objects"
-    return error
-
-
-async def succeed(stream: ModelStream) -> tuple[list[ModelChunk], ModelResponse]:
-    outcome = await consume(stream)
-    assert outcome.error is None, f"stream failed: {outcome.error!r}"
-    assert outcome.response is not None
-    return outcome.chunks, outcome.response
-
-
-async def fail(stream: ModelStream) -> tuple[list[ModelChunk], BaseException]:
-    outcome = await consume(stream)
-    assert outcome.error is not None, f"stream succeeded: {outcome.response!r}"
-    return outcome.chunks, outcome.error
 
 
 def assert_scripted_error(error: BaseException, code: str, message: str | None = None) -> None:

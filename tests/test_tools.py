@@ -1451,44 +1451,39 @@ async def test_abort_wins_over_a_non_recoverable_error() -> None:
 # --- cancellation -------------------------------------------------------------------------------
 
 
-async def test_abort_during_validation_raises_and_execute_is_not_called() -> None:
+def _accepting(value: object) -> object:
+    return Valid(value=value)
+
+
+def _raising(value: object) -> object:
+    raise ValueError("validator failed too")
+
+
+def _deciding(decision: object) -> Callable[[object], object]:
+    return lambda value: decision
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        _accepting,
+        _deciding(Invalid(error="rejected")),
+        _deciding({"ok": "maybe"}),
+        _deciding(42),
+        _deciding({"ok": False, "error": "no"}),
+        _raising,
+    ],
+    ids=["Valid", "Invalid", "bad ok", "not a decision", "mapping rejection", "raises"],
+)
+async def test_abort_during_validation_wins_and_execute_is_not_called(
+    outcome: Callable[[object], object],
+) -> None:
     controller = AbortController()
     reason = RuntimeError("stop during validation")
 
     def validate(value: object) -> object:
         controller.abort(reason)
-        return Valid(value=value)
-
-    with pytest.raises(RuntimeError) as caught:
-        await run_tool(validate, never_called, signal=controller.signal)
-    assert caught.value is reason
-
-
-@pytest.mark.parametrize(
-    "decision",
-    [Invalid(error="rejected"), {"ok": "maybe"}, 42, {"ok": False, "error": "no"}],
-    ids=["Invalid", "bad ok", "not a decision", "mapping rejection"],
-)
-async def test_abort_during_validation_wins_over_any_decision(decision: object) -> None:
-    controller = AbortController()
-    reason = RuntimeError("stop")
-
-    def validate(value: object) -> object:
-        controller.abort(reason)
-        return decision
-
-    with pytest.raises(RuntimeError) as caught:
-        await run_tool(validate, never_called, signal=controller.signal)
-    assert caught.value is reason
-
-
-async def test_abort_during_validation_wins_over_a_validator_error() -> None:
-    controller = AbortController()
-    reason = RuntimeError("stop")
-
-    def validate(value: object) -> object:
-        controller.abort(reason)
-        raise ValueError("validator failed too")
+        return outcome(value)
 
     with pytest.raises(RuntimeError) as caught:
         await run_tool(validate, never_called, signal=controller.signal)
