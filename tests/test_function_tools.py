@@ -1,4 +1,4 @@
-"""``@tool`` (``tether.function_tools``): a typed tool from an annotated ``async def``.
+"""``@tool`` (``tether.tools.function``): a typed tool from an annotated ``async def``.
 
 Decoration derives the name, the description (docstring summary), a JSON Schema with
 per-argument descriptions (Google-style ``Args:``), and a validator that accepts exactly what
@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Un
 import pytest
 
 from tether.abort import AbortController
-from tether.function_tools import tool
+from tether.tools.function import tool
 from tether.jsonvalue import JsonObject, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolCall, ToolExecutionContext, Valid
 from tether.tools import (

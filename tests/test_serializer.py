@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tether._serialize import SerializationError, format_number, serialize_output
+from tether.tools.serialize import SerializationError, format_number, serialize_output
 from tether._text import code_points
 from tether.jsonvalue import JsonObject, freeze_json
 from tether.tools import (

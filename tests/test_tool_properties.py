@@ -19,7 +19,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from support import run_async
-from tether._serialize import SerializationError, format_number, serialize_output
+from tether.tools.serialize import SerializationError, format_number, serialize_output
 from tether._text import code_points
 from tether.abort import AbortController
 from tether.jsonvalue import JsonObject

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import pytest
 
-from tether._serialize import serialize_output
+from tether.tools.serialize import serialize_output
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.protocol import Invalid, ToolCall, ToolExecutionContext, ToolResultMessage, Valid

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tether.cli import main
+from tether.cli.main import main
 from tether.jsonvalue import JsonObject
 from tether.trace import Prologue, run_prologue
 
@@ -182,7 +182,7 @@ def test_cli_rejects_a_missing_or_unknown_command(
 @pytest.mark.slow
 def test_python_dash_m_tether_cli_trace_exits_zero() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "tether.cli", "trace"],
+        [sys.executable, "-m", "tether.cli.main", "trace"],
         capture_output=True,
         text=True,
         check=False,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         AbortError,
         AbortSignal,
     )
-    from tether.function_tools import (
+    from tether.tools.function import (
         tool,
     )
     from tether.jsonvalue import (
@@ -271,7 +271,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "define_tool",
         "execute_tool_call",
     ),
-    "tether.function_tools": ("tool",),
+    "tether.tools.function": ("tool",),
     "tether.loop": (
         "MAX_AGENT_STEPS",
         "MAX_INITIAL_MESSAGES",

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from os import PathLike
 from typing import Any, Final, Literal, TypeAlias
 
-from tether import _trusted as trusted
+from tether.protocol import _trusted as trusted
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once, trusted_errors
 from tether._producer import fail_producer, start_producer_eagerly

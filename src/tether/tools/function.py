@@ -39,7 +39,7 @@ from typing import Any, Literal, TypeVar, Union, overload
 
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
-from tether.tools import ToolDefinition, define_tool
+from tether.tools.contract import ToolDefinition, define_tool
 
 __all__ = ["tool"]
 

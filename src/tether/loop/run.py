@@ -33,7 +33,7 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
-from tether import _trusted as trusted
+from tether.protocol import _trusted as trusted
 from tether._producer import fail_producer, start_producer
 from tether._race import (
     NotAwaitableError,

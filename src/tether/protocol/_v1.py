@@ -63,6 +63,7 @@ __all__ = [
     "ToolFinishedPayload",
     "ToolResultMessage",
     "ToolStartedEvent",
+    "ToolSpec",
     "ToolStartedPayload",
     "ToolValidation",
     "UserMessage",
@@ -290,6 +291,21 @@ class ModelResponse:
             _fail("ModelResponse", "stop_reason", "must be 'stop' or 'toolCall'")
         if type(self.usage) is not ModelUsage:
             _fail("ModelResponse", "usage", "must be a ModelUsage")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """What a model is told about one tool: its name, description and JSON Schema."""
+
+    name: str
+    description: str
+    parameters: JsonObject
+
+    def __post_init__(self) -> None:
+        _check_id("ToolSpec", "name", self.name)
+        _check_str("ToolSpec", "description", self.description)
+        if type(self.parameters) is not JsonObject:
+            _fail("ToolSpec", "parameters", "must be a JsonObject")
 
 
 # --- tools ----------------------------------------------------------------------------------

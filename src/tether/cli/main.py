@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tether.abort import AbortController, AbortSignal
-from tether.function_tools import tool
+from tether.tools.function import tool
 from tether.loop import MAX_AGENT_STEPS, Model, ModelStream, run_agent_loop
 from tether.messages import user_message
 from tether.protocol import (

@@ -22,11 +22,11 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
 
-from tether import _trusted as trusted
+from tether.protocol import _trusted as trusted
 from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import check_signal, neutralize, race
-from tether._serialize import (
+from tether.tools.serialize import (
     TOOL_OUTPUT_CAP_CHARACTERS,
     TOOL_SERIALIZATION_MAX_BIGINT_BITS,
     TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,

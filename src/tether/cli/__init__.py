@@ -1,0 +1,1 @@
+"""The ``tether`` command. ``main`` (in ``tether.cli.main``) parses the arguments."""
