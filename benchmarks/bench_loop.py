@@ -123,6 +123,69 @@ def tether_runner() -> Runner:
     return run
 
 
+def tether_factory_runner() -> Runner:
+    """The same workload with async-generator response factories built from the public
+    constructors, as a user's own test double would be written."""
+    from tether import (
+        AssistantMessage,
+        ModelRequest,
+        ModelResponse,
+        ModelUsage,
+        ScriptedModel,
+        TextBlock,
+        TextDeltaChunk,
+        ToolCall,
+        ToolCallChunk,
+        ToolRegistry,
+        UserMessage,
+        run_agent_loop,
+        tool,
+    )
+
+    @tool
+    async def add(left: int, right: int) -> int:
+        """Add two integers."""
+        return left + right
+
+    registry = ToolRegistry([add])
+    usage = ModelUsage(input_tokens=0, output_tokens=0)
+    prompt = [UserMessage(id="user-001", content="go")]
+
+    def call_turn(n: int) -> Any:
+        async def turn(request: ModelRequest, signal: object) -> AsyncIterator[Any]:
+            call = ToolCall(id=f"call-{n}", name="add", arguments={"left": n, "right": 1})
+            yield ToolCallChunk(request_id=request.id, tool_call=call)
+            message = AssistantMessage(id=f"message-{n}", content=(call,))
+            yield ModelResponse(
+                id=f"r-{n}",
+                request_id=request.id,
+                message=message,
+                stop_reason="toolCall",
+                usage=usage,
+            )
+
+        return turn
+
+    async def text_turn(request: ModelRequest, signal: object) -> AsyncIterator[Any]:
+        yield TextDeltaChunk(request_id=request.id, delta="done")
+        message = AssistantMessage(id="message-final", content=(TextBlock(text="done"),))
+        yield ModelResponse(
+            id="r-final", request_id=request.id, message=message, stop_reason="stop", usage=usage
+        )
+
+    async def run() -> str:
+        factories: list[Any] = [call_turn(n) for n in range(TURNS)]
+        factories.append(text_turn)
+        stream = run_agent_loop(
+            messages=prompt, model=ScriptedModel(factories), tools=registry, max_steps=64
+        )
+        async for _ in stream:
+            pass
+        return (await stream.result).status
+
+    return run
+
+
 # --- pydantic-ai -----------------------------------------------------------------------------
 
 
@@ -224,8 +287,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json-out", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else 7
-    runners: dict[str, Runner] = {"floor": floor_run, "tether": tether_runner()}
-    runs = {"floor": 400, "tether": 60}
+    runners: dict[str, Runner] = {
+        "floor": floor_run,
+        "tether": tether_runner(),
+        "tether-factories": tether_factory_runner(),
+    }
+    runs = {"floor": 400, "tether": 60, "tether-factories": 60}
     for name, factory, count in (
         ("pydantic-ai", pydantic_ai_runner, 3),
         ("openai-agents", openai_agents_runner, 3),
@@ -242,8 +309,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     tether = medians["tether"]
     report: dict[str, Any] = {"us_per_step": medians, "ratios": {}}
     for name, value in medians.items():
-        if name != "tether":
+        if name not in ("tether", "tether-factories"):
             report["ratios"][f"tether/{name}"] = tether / value
+    report["ratios"]["tether-factories/floor"] = medians["tether-factories"] / medians["floor"]
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=2), encoding="utf-8")
     if args.json:

@@ -162,6 +162,15 @@ def test_a_missing_fixture_exits_2_with_provider_invalid_fixture(tmp_path: Path)
     assert completed.stdout == ""
 
 
+def test_an_empty_fixture_path_is_a_usage_error() -> None:
+    completed = tether("run", "--fixture", "")
+
+    assert completed.returncode == 2
+    assert "--fixture" in completed.stderr
+    assert "usage" in completed.stderr.lower()
+    assert completed.stdout == ""
+
+
 def test_a_fixture_that_is_not_json_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text("{not json", encoding="utf-8")

@@ -18,6 +18,8 @@ import inspect
 import json
 import math
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -1751,3 +1753,232 @@ async def test_from_json_arguments_are_frozen_json_objects() -> None:
     assert isinstance(call, ToolCall)
     assert type(call.arguments) is JsonObject
     assert call.arguments == {"left": 20, "right": 22}
+
+
+# --- loading: what a path is, size and count caps, one text encoding --------------------------
+
+MAX_FIXTURE_BYTES = 16 * 1024 * 1024
+MAX_FIXTURE_RESPONSES = 10_000
+MAX_FIXTURE_RECORDS_PER_RESPONSE = 100_000
+SMALL_FIXTURE = json.dumps(document([start(), text("é \ud800 😀"), end()]))
+"""A small valid fixture, pure ASCII: its text holds a lone surrogate as a JSON escape."""
+
+
+def test_the_loading_caps_are_documented_module_constants() -> None:
+    assert fixture_module.MAX_FIXTURE_BYTES == MAX_FIXTURE_BYTES
+    assert fixture_module.MAX_FIXTURE_RESPONSES == MAX_FIXTURE_RESPONSES
+    assert fixture_module.MAX_FIXTURE_RECORDS_PER_RESPONSE == MAX_FIXTURE_RECORDS_PER_RESPONSE
+    documented = fixture_module.__doc__ or ""
+    for name in ("MAX_FIXTURE_BYTES", "MAX_FIXTURE_RESPONSES", "MAX_FIXTURE_RECORDS_PER_RESPONSE"):
+        assert name in documented
+
+
+@pytest.mark.parametrize("path", [None, 1.5, b"fixture.json", ["fixture.json"], object()], ids=repr)
+def test_from_path_takes_only_str_or_path_like(path: object) -> None:
+    with pytest.raises(TypeError, match=r"str or os\.PathLike"):
+        FixtureProviderAdapter.from_path(path)  # pyright: ignore[reportArgumentType]
+
+
+FILE_DESCRIPTOR_PROBE = """
+import json, os, sys
+from tether import FixtureProviderAdapter
+outcomes = {}
+for value in (True, False, 0, 1, 2):
+    try:
+        FixtureProviderAdapter.from_path(value)
+    except TypeError as error:
+        outcomes[repr(value)] = "TypeError"
+    except Exception as error:
+        outcomes[repr(value)] = f"{type(error).__name__} {getattr(error, 'code', '')}"
+    else:
+        outcomes[repr(value)] = "loaded"
+for fd in (0, 1, 2):
+    os.fstat(fd)  # still open
+sys.stdout.write(json.dumps(outcomes))
+"""
+
+
+@pytest.mark.slow
+def test_from_path_never_opens_a_file_descriptor_given_as_a_bool_or_int() -> None:
+    # In a subprocess: before the fix, from_path(True) read and then closed this very stdout.
+    completed = subprocess.run(
+        [sys.executable, "-c", FILE_DESCRIPTOR_PROBE],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout) == dict.fromkeys(
+        ["True", "False", "0", "1", "2"], "TypeError"
+    )
+
+
+def padded(size: int) -> bytes:
+    """A valid fixture of exactly ``size`` bytes (JSON padded with trailing spaces)."""
+    body = SMALL_FIXTURE.encode("utf-8")
+    return body + b" " * (size - len(body))
+
+
+def test_from_path_accepts_a_fixture_of_exactly_the_size_cap(tmp_path: Path) -> None:
+    path = tmp_path / "fixture.json"
+    path.write_bytes(padded(MAX_FIXTURE_BYTES))
+
+    assert FixtureProviderAdapter.from_path(path).pending_response_count == 1
+
+
+def test_from_path_rejects_a_fixture_one_byte_over_the_size_cap(tmp_path: Path) -> None:
+    path = tmp_path / "fixture.json"
+    path.write_bytes(padded(MAX_FIXTURE_BYTES + 1))
+
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_path(path)
+
+    assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
+    assert "MAX_FIXTURE_BYTES" in str(caught.value.__cause__)
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["str", "bytes"])
+def test_from_json_applies_the_same_size_cap(as_bytes: bool) -> None:
+    at_cap, over_cap = padded(MAX_FIXTURE_BYTES), padded(MAX_FIXTURE_BYTES + 1)
+
+    accepted = FixtureProviderAdapter.from_json(at_cap if as_bytes else at_cap.decode())
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_json(over_cap if as_bytes else over_cap.decode())
+
+    assert accepted.pending_response_count == 1
+    assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
+
+
+def test_a_str_is_measured_by_its_utf8_length() -> None:
+    wide_text = "é" * (MAX_FIXTURE_BYTES // 2 + 1)  # 2 bytes each in UTF-8
+    wide = json.dumps(document([start(), text(wide_text), end()]), ensure_ascii=False)
+    assert len(wide) < MAX_FIXTURE_BYTES < len(wide.encode("utf-8"))
+
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_json(wide)
+
+    assert caught.value.code == "PROVIDER_INVALID_FIXTURE"
+
+
+EMPTY_RECORD: Record = {}
+NO_RECORDS: list[Record] = []
+
+
+def many_records(count: int) -> list[Record]:
+    """``count`` records making one valid response: start, text deltas, end."""
+    return [start(), *[text("x")] * (count - 2), end()]
+
+
+async def test_a_response_of_exactly_the_record_cap_is_accepted() -> None:
+    records = many_records(MAX_FIXTURE_RECORDS_PER_RESPONSE)
+    adapter = FixtureProviderAdapter.from_json(json.dumps(document(records)))
+
+    response = await adapter.stream(make_request(), live_signal()).result
+
+    assert len(response.message.content) == MAX_FIXTURE_RECORDS_PER_RESPONSE - 2
+
+
+def test_a_response_over_the_record_cap_is_an_invalid_fixture() -> None:
+    text_form = json.dumps(document(many_records(MAX_FIXTURE_RECORDS_PER_RESPONSE + 1)))
+
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_json(text_form)
+
+    assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
+    assert "MAX_FIXTURE_RECORDS_PER_RESPONSE" in str(caught.value.__cause__)
+
+
+def test_a_million_record_response_fails_at_construction_without_being_snapshotted() -> None:
+    # One shared record object a million times: before the cap every one was deep-copied,
+    # and later replayed in full before the loop's 1,024-chunk limit could apply.
+    assert_invalid_fixture(document(many_records(1_000_000)))
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_json(json.dumps(document([EMPTY_RECORD] * 1_000_000)))
+    assert caught.value.code == "PROVIDER_INVALID_FIXTURE"
+
+
+def test_the_response_cap_applies_to_dicts_and_text() -> None:
+    at_cap = document(*[NO_RECORDS] * MAX_FIXTURE_RESPONSES)
+    over_cap = document(*[NO_RECORDS] * (MAX_FIXTURE_RESPONSES + 1))
+
+    assert FixtureProviderAdapter(at_cap).pending_response_count == MAX_FIXTURE_RESPONSES
+    assert (
+        FixtureProviderAdapter.from_json(json.dumps(at_cap)).pending_response_count
+        == MAX_FIXTURE_RESPONSES
+    )
+    assert_invalid_fixture(over_cap)
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_json(json.dumps(over_cap))
+    assert "MAX_FIXTURE_RESPONSES" in str(caught.value.__cause__)
+
+
+def load_via(entry: str, data: bytes, tmp_path: Path) -> FixtureProviderAdapter:
+    """Load ``data`` through one entry point (a ``str`` is decoded leniently so that
+    every byte sequence has a text form to hand to ``from_json(str)``)."""
+    if entry == "from_path":
+        path = tmp_path / "fixture.json"
+        path.write_bytes(data)
+        return FixtureProviderAdapter.from_path(path)
+    if entry == "from_json(bytes)":
+        return FixtureProviderAdapter.from_json(data)
+    return FixtureProviderAdapter.from_json(data.decode("utf-8", "surrogatepass"))
+
+
+ENTRY_POINTS = ["from_path", "from_json(bytes)", "from_json(str)"]
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_every_entry_point_accepts_utf8_without_a_bom(entry: str, tmp_path: Path) -> None:
+    adapter = load_via(entry, SMALL_FIXTURE.encode("utf-8"), tmp_path)
+
+    assert adapter.pending_response_count == 1
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_every_entry_point_rejects_a_utf8_bom(entry: str, tmp_path: Path) -> None:
+    with pytest.raises(FixtureProviderError) as caught:
+        load_via(entry, SMALL_FIXTURE.encode("utf-8-sig"), tmp_path)
+
+    assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le"])
+@pytest.mark.parametrize("entry", ["from_path", "from_json(bytes)"])
+def test_byte_entry_points_reject_utf16_and_utf32(
+    entry: str, encoding: str, tmp_path: Path
+) -> None:
+    with pytest.raises(FixtureProviderError) as caught:
+        load_via(entry, SMALL_FIXTURE.encode(encoding), tmp_path)
+
+    assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_every_entry_point_rejects_a_lone_surrogate_that_is_not_an_escape(
+    entry: str, tmp_path: Path
+) -> None:
+    # "\\ud800" spelled as a JSON escape is fine (SMALL_FIXTURE has one); the code point
+    # itself is not text UTF-8 can carry, so no entry point accepts it.
+    raw = json.dumps(document([start(), text("\ud800"), end()]), ensure_ascii=False)
+
+    with pytest.raises(FixtureProviderError) as caught:
+        load_via(entry, raw.encode("utf-8", "surrogatepass"), tmp_path)
+
+    assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
+
+
+def test_from_json_takes_a_bytearray_like_bytes() -> None:
+    adapter = FixtureProviderAdapter.from_json(bytearray(SMALL_FIXTURE.encode("utf-8")))
+
+    assert adapter.pending_response_count == 1
+
+
+@pytest.mark.parametrize("text_form", [42, None, memoryview(b"{}")], ids=repr)
+def test_from_json_text_must_be_str_or_bytes(text_form: object) -> None:
+    with pytest.raises(FixtureProviderError) as caught:
+        FixtureProviderAdapter.from_json(text_form)  # pyright: ignore[reportArgumentType]
+
+    assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)

@@ -1,10 +1,11 @@
-"""``@tool`` (``tether.tools.function``): a typed tool from an annotated ``async def``.
+"""``@tool`` (``tether.tools.function``): a typed tool from an annotated function.
 
 Decoration derives the name, the description (docstring summary), a JSON Schema with
-per-argument descriptions (Google-style ``Args:``), and a validator that accepts exactly what
-the schema describes. Unsupported functions fail at decoration time with ``TypeError``; the
-result is an ordinary ``ToolDefinition`` that runs through ``ToolRegistry`` and
-``execute_tool_call``.
+per-argument descriptions (Google-style ``Args:``) and defaults, and a validator that accepts
+exactly what the schema describes. Unsupported functions fail at decoration time with
+``TypeError``; the result is a ``ToolDefinition`` (a ``FunctionTool``) that runs through
+``ToolRegistry`` and ``execute_tool_call``. Sync functions, enums, ``.fn``, recursive types
+and output limits are covered in ``test_tools_v2.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Un
 import pytest
 
 from tether.abort import AbortController
-from tether.tools.function import tool
 from tether.jsonvalue import JsonObject, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolCall, ToolExecutionContext, Valid
 from tether.tools import (
@@ -28,6 +28,7 @@ from tether.tools import (
     ToolRegistry,
     execute_tool_call,
 )
+from tether.tools.function import tool
 
 # --- module-level types (annotations are resolved against module globals) ----------------------
 
@@ -153,7 +154,7 @@ BOX_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "width": {"type": "integer"},
-        "label": {"type": "string"},
+        "label": {"type": "string", "default": "box"},
         "tags": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["width"],
@@ -200,8 +201,8 @@ SCHEMAS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("sequence", {"type": "array", "items": {"type": "integer"}}),
-    ("limit", {"type": "integer"}),
-    ("suffix", {"anyOf": [{"type": "string"}, {"type": "null"}]}),
+    ("limit", {"type": "integer", "default": 10}),
+    ("suffix", {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}),
 ]
 
 
@@ -294,8 +295,9 @@ def test_argument_descriptions_come_from_the_args_section() -> None:
     assert properties["recursive"] == {
         "type": "boolean",
         "description": "Whether to descend into subdirectories.",
+        "default": False,
     }
-    assert properties["depth"] == {"type": "integer"}
+    assert properties["depth"] == {"type": "integer", "default": 1}
 
 
 def test_sections_after_args_do_not_leak_into_argument_descriptions() -> None:
@@ -371,7 +373,7 @@ def test_context_name_is_not_an_accepted_argument() -> None:
 
 
 async def test_context_is_injected_on_execution() -> None:
-    assert await call_tool(whoami, {"prefix": "id="}, call_id="call-77") == (False, '"id=call-77"')
+    assert await call_tool(whoami, {"prefix": "id="}, call_id="call-77") == (False, "id=call-77")
     assert await call_tool(maybe_context, {}) == (False, "true")
 
 
@@ -575,11 +577,6 @@ def test_validator_accepts_a_plain_json_dict() -> None:
 # --- decoration-time errors ---------------------------------------------------------------------
 
 
-def _sync_function(value: int) -> int:
-    """Not async."""
-    return value
-
-
 async def _var_positional(*values: int) -> int:
     """Star args."""
     return 0
@@ -637,7 +634,6 @@ async def _nested_unsupported(value: list[set[int]]) -> None:
 
 
 DECORATION_ERRORS: list[tuple[str, Callable[..., Any]]] = [
-    ("sync function", _sync_function),
     ("*args", _var_positional),
     ("**kwargs", _var_keyword),
     ("missing annotation", _unannotated),
@@ -664,15 +660,27 @@ def test_unsupported_functions_fail_at_decoration_time(function: Callable[..., A
     assert "@tool" in str(caught.value)
 
 
+def test_a_sync_function_is_accepted_at_decoration_time() -> None:
+    def double(value: int) -> int:
+        """Double a number."""
+        return value * 2
+
+    definition = tool(double)
+    assert definition.name == "double"
+    assert schema_of(definition)["required"] == ["value"]
+    assert valid_value(definition, {"value": 2}) == {"value": 2}
+
+
 def test_unsupported_annotation_error_names_the_parameter() -> None:
     with pytest.raises(TypeError) as caught:
         tool(_set_param)
     assert "values" in str(caught.value)
 
 
-def test_sync_lambda_fails_at_decoration_time() -> None:
-    with pytest.raises(TypeError):
+def test_undocumented_lambda_fails_at_decoration_time() -> None:
+    with pytest.raises(TypeError) as caught:
         tool(cast(Any, lambda: None))
+    assert "description" in str(caught.value)
 
 
 def test_typed_dict_with_not_required_field() -> None:
@@ -731,7 +739,7 @@ async def test_function_receives_converted_structures() -> None:
         return "ok"
 
     result = await call_tool(take, {"box": {"width": 5}, "points": [{"x": 1, "y": 2}]})
-    assert result == (False, '"ok"')
+    assert result == (False, "ok")
     assert received == [Box(width=5), [{"x": 1, "y": 2.0}]]
 
 
@@ -806,4 +814,4 @@ async def test_several_decorated_tools_share_one_registry() -> None:
     assert registry.names == ("add", "documented", "whoami")
     call = ToolCall(id="x", name="documented", arguments=JsonObject({"path": "/srv"}))
     result = await execute_tool_call(registry, call, AbortController().signal)
-    assert result.content == '"/srv"'
+    assert result.content == "/srv"

@@ -535,7 +535,7 @@ async def test_an_abort_while_the_response_is_inspected_wins_over_its_protocol_e
         "id": "r",
         "requestId": "request-001",
         "message": {"id": "m", "role": "assistant", "content": []},
-        "stopReason": "length",
+        "stopReason": "weird",
         "usage": {"inputTokens": 0, "outputTokens": 0},
     }
     opened = ItemsStream([], AbortingMapping(raw, controller))
@@ -736,7 +736,7 @@ def gated_turn(points: Checkpoints, turn: int, reply: ScriptedReply) -> Response
             await points.reach(f"turn {turn}: chunk {position}")
             if block.type == "text":
                 yield TextDeltaChunk(request_id=request.id, delta=block.text)
-            else:
+            elif block.type == "toolCall":
                 yield ToolCallChunk(request_id=request.id, tool_call=block)
         await points.reach(f"turn {turn}: response")
         yield final

@@ -706,7 +706,9 @@ async def test_4097_starting_messages_are_an_invalid_transcript_with_no_messages
 
     events, result = await run(model, messages=starting)
 
-    failed = assert_failed(result, "INVALID_TRANSCRIPT", "messages.length must not exceed 4096")
+    failed = assert_failed(
+        result, "INVALID_TRANSCRIPT", "messages must not hold more than 4096 messages"
+    )
     assert failed.messages == ()
     assert [event.type for event in events] == ["run.finished"]
     assert model.call_count == 0
@@ -728,38 +730,37 @@ async def test_64_steps_are_allowed_and_end_with_max_steps() -> None:
     assert model.pending_response_count == 1
 
 
-async def test_a_request_sequence_start_leaves_room_only_for_the_remaining_steps() -> None:
+async def test_a_request_sequence_start_continues_the_numbering_past_the_workshop_cap() -> None:
+    # v2: no lifetime cap on request numbering (the workshop capped start + steps at 64).
     model = ScriptedModel([tool_call_reply(("probe", {})) for _ in range(4)])
     stream = run_agent_loop(
         messages=[USER],
         model=model,
         tools=ToolRegistry([probe_tool([])]),
         max_steps=4,
-        signal=AbortController().signal,
-        request_sequence_start=60,
+        request_sequence_start=62,
     )
     _ = [event async for event in stream]
 
     assert (await stream.result).status == "maxSteps"
     assert [request.id for request in model.requests] == [
-        "request-061",
-        "request-062",
         "request-063",
         "request-064",
+        "request-065",
+        "request-066",
     ]
-    with pytest.raises(TypeError, match=r"^requestSequenceStart must be"):
+    with pytest.raises(TypeError, match=r"^request_sequence_start must be"):
         run_agent_loop(
             messages=[USER],
             model=ScriptedModel([]),
             tools=ToolRegistry(),
             max_steps=5,
-            signal=AbortController().signal,
-            request_sequence_start=60,
+            request_sequence_start=-1,
         )
 
 
 def test_more_than_64_steps_cannot_be_requested() -> None:
-    with pytest.raises(TypeError, match=r"^maxSteps must not exceed 64$"):
+    with pytest.raises(TypeError, match=r"^max_steps must not exceed 64 "):
         run_agent_loop(
             messages=[USER],
             model=ScriptedModel([]),

@@ -40,13 +40,17 @@ from tether.protocol import (
     StopReason,
     TextBlock,
     TextDeltaChunk,
+    ThinkingBlock,
+    ThinkingDeltaChunk,
     Tool,
     ToolCall,
     ToolCallChunk,
+    ToolCallDeltaChunk,
     ToolExecutionContext,
     ToolFinishedEvent,
     ToolFinishedPayload,
     ToolResultMessage,
+    ToolSpec,
     ToolStartedEvent,
     ToolStartedPayload,
     ToolValidation,
@@ -94,10 +98,20 @@ STARTED_EVENT = ToolStartedEvent(sequence=2, payload=ToolStartedPayload(tool_cal
 FINISHED_EVENT = ToolFinishedEvent(sequence=3, payload=ToolFinishedPayload(message=TOOL_RESULT))
 RUN_FINISHED_EVENT = RunFinishedEvent(sequence=4, payload=RunFinishedPayload(result=COMPLETED))
 VALID = Valid(value=42)
+THINKING = ThinkingBlock(text="Add them.", signature="sig")
+TOOL_SPEC = ToolSpec(name="add", description="Add two integers.", parameters=JsonObject())
+THINKING_CHUNK = ThinkingDeltaChunk(request_id="request-001", delta="Add")
+TOOL_DELTA_CHUNK = ToolCallDeltaChunk(
+    request_id="request-001", index=0, id="call-add-001", name="add", arguments_delta="{"
+)
 INVALID = Invalid(error="left must be a number")
 
 SAMPLES: dict[str, object] = {
     "TextBlock": TEXT,
+    "ThinkingBlock": THINKING,
+    "ToolSpec": TOOL_SPEC,
+    "ThinkingDeltaChunk": THINKING_CHUNK,
+    "ToolCallDeltaChunk": TOOL_DELTA_CHUNK,
     "ToolCall": TOOL_CALL,
     "UserMessage": USER,
     "AssistantMessage": ASSISTANT,
@@ -136,7 +150,7 @@ def _protocol_dataclasses() -> set[str]:
         name
         for name, value in vars(protocol).items()
         if isinstance(value, type)
-        and value.__module__ == protocol.__name__
+        and value.__module__.startswith(f"{protocol.__name__}.")
         and hasattr(value, "__dataclass_fields__")
     }
 
@@ -223,7 +237,7 @@ def test_exact_discriminant_strings() -> None:
 
 def test_literal_aliases_list_exactly_the_closed_sets() -> None:
     assert get_args(RunStatus) == ("completed", "cancelled", "maxSteps", "failed")
-    assert get_args(StopReason) == ("stop", "toolCall")
+    assert get_args(StopReason) == ("stop", "toolCall", "length", "refusal")
     assert get_args(AgentEventType) == (
         "message.accepted",
         "model.chunk",
@@ -315,6 +329,10 @@ def test_nested_run_error_cannot_be_rewritten() -> None:
 
 VALID_KWARGS: dict[type, dict[str, Any]] = {
     TextBlock: {"text": "t"},
+    ThinkingBlock: {"text": "t", "signature": "s", "redacted": False},
+    ToolSpec: {"name": "n", "description": "", "parameters": JsonObject()},
+    ThinkingDeltaChunk: {"request_id": "r", "delta": ""},
+    ToolCallDeltaChunk: {"request_id": "r", "index": 0, "id": None, "name": None},
     ToolCall: {"id": "c", "name": "n", "arguments": JsonObject()},
     UserMessage: {"id": "m", "content": "c"},
     AssistantMessage: {"id": "m", "content": (TEXT, TOOL_CALL)},
@@ -376,14 +394,27 @@ INVALID_FIELDS: list[tuple[type, str, object]] = [
     (ToolCall, "id", ""),
     (ToolCall, "id", 7),
     (ToolCall, "name", ""),
-    (ToolCall, "arguments", {"left": 1}),
     (ToolCall, "arguments", None),
+    (ToolCall, "arguments", {1, 2}),
+    (ThinkingBlock, "text", None),
+    (ThinkingBlock, "signature", 7),
+    (ThinkingBlock, "redacted", 1),
+    (ToolSpec, "name", ""),
+    (ToolSpec, "parameters", None),
+    (ModelRequest, "system", 7),
+    (ModelRequest, "tools", (TEXT,)),
+    (ThinkingDeltaChunk, "delta", None),
+    (ToolCallDeltaChunk, "index", -1),
+    (ToolCallDeltaChunk, "id", ""),
+    (ToolCallDeltaChunk, "arguments_delta", None),
+    (ModelUsage, "cache_read_tokens", -1),
+    (ModelResponse, "model", 7),
+    (CompletedRunResult, "usage", None),
     (UserMessage, "id", ""),
     (UserMessage, "id", None),
     (UserMessage, "role", "assistant"),
     (UserMessage, "content", 1),
     (AssistantMessage, "role", "user"),
-    (AssistantMessage, "content", [TEXT]),
     (AssistantMessage, "content", TEXT),
     (AssistantMessage, "content", (USER,)),
     (AssistantMessage, "content", ({"type": "text", "text": "x"},)),
@@ -394,7 +425,6 @@ INVALID_FIELDS: list[tuple[type, str, object]] = [
     (ToolResultMessage, "is_error", 0),
     (ToolResultMessage, "is_error", "false"),
     (ModelRequest, "id", ""),
-    (ModelRequest, "messages", [USER]),
     (ModelRequest, "messages", (TEXT,)),
     (TextDeltaChunk, "type", "text"),
     (TextDeltaChunk, "request_id", ""),
@@ -412,8 +442,8 @@ INVALID_FIELDS: list[tuple[type, str, object]] = [
     (ModelResponse, "id", ""),
     (ModelResponse, "request_id", ""),
     (ModelResponse, "message", USER),
-    (ModelResponse, "stop_reason", "length"),
     (ModelResponse, "stop_reason", "tool_call"),
+    (ModelResponse, "stop_reason", "max_tokens"),
     (ModelResponse, "stop_reason", None),
     (ModelResponse, "usage", {"input_tokens": 1, "output_tokens": 1}),
     (Valid, "ok", False),
@@ -425,7 +455,6 @@ INVALID_FIELDS: list[tuple[type, str, object]] = [
     (RunError, "code", ""),
     (RunError, "message", None),
     (CompletedRunResult, "status", "running"),
-    (CompletedRunResult, "messages", [USER]),
     (CompletedRunResult, "messages", (TEXT,)),
     (CompletedRunResult, "final_text", None),
     (CancelledRunResult, "status", "completed"),
@@ -572,6 +601,33 @@ COMPLETED_JSON = {"status": "completed", "messages": [USER_JSON], "finalText": "
 
 TO_JSON_CASES: list[tuple[str, object, object]] = [
     ("TextBlock", TEXT, TEXT_JSON),
+    (
+        "ThinkingBlock",
+        THINKING,
+        {"type": "thinking", "text": "Add them.", "signature": "sig"},
+    ),
+    (
+        "ToolSpec",
+        TOOL_SPEC,
+        {"name": "add", "description": "Add two integers.", "parameters": {}},
+    ),
+    (
+        "ThinkingDeltaChunk",
+        THINKING_CHUNK,
+        {"type": "thinkingDelta", "requestId": "request-001", "delta": "Add"},
+    ),
+    (
+        "ToolCallDeltaChunk",
+        TOOL_DELTA_CHUNK,
+        {
+            "type": "toolCallDelta",
+            "requestId": "request-001",
+            "index": 0,
+            "id": "call-add-001",
+            "name": "add",
+            "argumentsDelta": "{",
+        },
+    ),
     ("ToolCall", TOOL_CALL, TOOL_CALL_JSON),
     ("UserMessage", USER, USER_JSON),
     ("AssistantMessage", ASSISTANT, ASSISTANT_JSON),

@@ -109,6 +109,7 @@ def assert_protocol_outcome(outcome: Outcome) -> None:
     expected_blocks = tuple(
         TextBlock(text=chunk.delta) if isinstance(chunk, TextDeltaChunk) else chunk.tool_call
         for chunk in outcome.chunks
+        if isinstance(chunk, TextDeltaChunk | ToolCallChunk)
     )
     assert response.message.content == expected_blocks
     has_calls = any(isinstance(block, ToolCall) for block in expected_blocks)

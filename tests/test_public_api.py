@@ -207,6 +207,10 @@ def _instances() -> dict[type, object]:
         protocol.RunFinishedEvent(
             sequence=4, payload=protocol.RunFinishedPayload(result=completed)
         ),
+        protocol.ThinkingBlock(text="t"),
+        protocol.ToolSpec(name="n", description="d", parameters=JsonObject()),
+        protocol.ThinkingDeltaChunk(request_id="q", delta="d"),
+        protocol.ToolCallDeltaChunk(request_id="q", index=0),
     ]
     return {type(value): value for value in values}
 
@@ -316,3 +320,13 @@ def test_import_tether_does_not_import_asyncio() -> None:
     assert "asyncio" not in report["after_import"]
     assert report["after_import"] == ["tether"]  # submodules load on first use
     assert report["after_protocol"] is False
+
+
+@pytest.mark.slow
+def test_the_package_root_is_generated_from_the_modules() -> None:
+    # src/tether/__init__.py is written by scripts/generate_init.py (make exports).
+    script = os.path.join(os.path.dirname(__file__), "..", "scripts", "generate_init.py")
+    completed = subprocess.run(
+        [sys.executable, script, "--check"], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr

@@ -41,5 +41,8 @@ def test_readme_python_example_runs_the_fixture_round_trip() -> None:
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
     assert lines[0] == "0 message.accepted"
-    assert lines[-2] == "5 run.finished"
-    assert lines[-1] == "completed The sum is 42."
+    assert lines[-3] == "5 run.finished"
+    assert lines[-2] == "completed The sum is 42."
+    assert lines[-1] == (
+        "ModelUsage(input_tokens=32, output_tokens=14, cache_read_tokens=0, cache_write_tokens=0)"
+    )

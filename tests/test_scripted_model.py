@@ -1011,14 +1011,21 @@ def test_scripted_tool_call_rejects_invalid_fields(kwargs: dict[str, Any]) -> No
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"text": ["a"]},
         {"text": ("a", 1)},
-        {"tool_calls": [ScriptedToolCall(name="add")]},
+        {"text": "abc"},
         {"tool_calls": ("add",)},
+        {"stop_reason": "stop", "tool_calls": (ScriptedToolCall(name="add"),)},
         {"response_id": ""},
         {"usage": {"input_tokens": 1, "output_tokens": 1}},
     ],
-    ids=["text-list", "text-non-str", "calls-list", "calls-str", "empty-response-id", "dict-usage"],
+    ids=[
+        "text-non-str",
+        "text-str",
+        "calls-str",
+        "stop-with-calls",
+        "empty-response-id",
+        "dict-usage",
+    ],
 )
 def test_scripted_reply_rejects_invalid_fields(kwargs: dict[str, Any]) -> None:
     with pytest.raises(TypeError):

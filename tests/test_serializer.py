@@ -3,7 +3,8 @@
 Exact output for every value kind (ECMAScript number formatting, JSON escaping with
 ``\\u00XX``, UTF-16 key order), the plain-data boundary (``SerializationError`` for anything
 else), cycles, and each truncation budget: the output cap, depth, nodes, collection entries,
-string code points and big integers.
+string code points and big integers; the same rules under a custom ``cap``, and ``cap_text``
+for text sent as it is.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tether.tools.serialize import SerializationError, format_number, serialize_output
 from tether._text import code_points
 from tether.jsonvalue import JsonObject, freeze_json
 from tether.tools import (
@@ -37,6 +37,7 @@ from tether.tools import (
     TOOL_TRUNCATION_MARKER,
     UNDEFINED,
 )
+from tether.tools.serialize import SerializationError, cap_text, format_number, serialize_output
 
 MARKER = "\n[Tool output truncated]"
 KEEP = 4096 - 24
@@ -757,3 +758,135 @@ def test_output_is_valid_json_when_not_truncated() -> None:
     value = {"s": "\x00\n\ud800", "n": [1, 2.5, 1e21, None], "o": {"t": True}}
     parsed: Any = json.loads(serialize_output(value))
     assert parsed == {"n": [1, 2.5, 1e21, None], "o": {"t": True}, "s": "\x00\n\ud800"}
+
+
+# --- a custom cap ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cap", [24, 25, 100, 4095, 4097, 10_000])
+def test_custom_cap_exactly_fits_and_one_more_truncates(cap: int) -> None:
+    fits = ["a" * (cap - 4)]  # 2 brackets + 2 quotes
+    assert serialize_output(fits, cap=cap) == reference_json(fits)
+    if cap - 3 > TOOL_SERIALIZATION_MAX_STRING_CHARACTERS:
+        return  # the string budget, not the cap, would cut a longer string
+    over = ["a" * (cap - 3)]
+    output = serialize_output(over, cap=cap)
+    assert output == reference_json(over)[: cap - len(MARKER)] + MARKER
+    assert len(output) == cap
+
+
+def test_the_smallest_cap_truncates_to_the_marker_alone() -> None:
+    assert serialize_output(["ab"] * 10, cap=len(MARKER)) == MARKER
+    assert serialize_output("x" * 23, cap=len(MARKER)) == MARKER
+    assert serialize_output("x" * 22, cap=len(MARKER)) == '"' + "x" * 22 + '"'
+
+
+def test_the_default_cap_is_the_workshop_cap() -> None:
+    value = {"items": [f"entry-{index:03}" * 6 for index in range(100)]}
+    assert serialize_output(value) == serialize_output(value, cap=TOOL_OUTPUT_CAP_CHARACTERS)
+    assert len(serialize_output(value)) == TOOL_OUTPUT_CAP_CHARACTERS
+
+
+def test_a_larger_cap_raises_the_string_budget_with_it() -> None:
+    value = "a" * 10_000
+    assert serialize_output(value, cap=10_002) == f'"{value}"'
+    output = serialize_output("a" * 1_000_000, cap=10_002)
+    assert output == '"' + "a" * (10_002 - 1 - len(MARKER)) + MARKER
+    assert code_points(output)[0] == 10_002
+
+
+def test_a_larger_cap_keeps_the_node_entry_depth_and_big_integer_budgets() -> None:
+    cap = 1_000_000
+    nodes = list(range(TOOL_SERIALIZATION_MAX_NODES))  # 129 values
+    assert serialize_output(nodes, cap=cap).endswith(MARKER)
+    entries = _keys(TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES + 1)
+    assert serialize_output(entries, cap=cap) == "{" + MARKER
+    assert serialize_output(nested_lists(TOOL_SERIALIZATION_MAX_DEPTH + 2), cap=cap).endswith(
+        MARKER
+    )
+    assert serialize_output(2**4096, cap=cap) == MARKER
+
+
+def test_a_larger_cap_lets_longer_output_through_untruncated() -> None:
+    value = ["a" * 4000, "b" * 4000, "c" * 4000]
+    assert len(reference_json(value)) > TOOL_OUTPUT_CAP_CHARACTERS
+    assert serialize_output(value, cap=20_000) == reference_json(value)
+
+
+def test_short_ascii_fast_path_agrees_with_the_writer_under_small_caps() -> None:
+    for cap in (24, 30, 60):
+        for text in ("", "abc", "a" * 20, "\n" * 3, '"' * 10, "a\tb" * 5):
+            output = serialize_output(text, cap=cap)
+            assert code_points(output)[0] <= cap
+            full = serialize_output(text)
+            assert output == full or output == full[: cap - len(MARKER)] + MARKER
+
+
+def test_custom_cap_counts_astral_characters_as_one_code_point() -> None:
+    value = ["😀" * 100] * 3
+    output = serialize_output(value, cap=100)
+    assert output == reference_json(value)[: 100 - len(MARKER)] + MARKER
+    assert code_points(output)[0] == 100
+
+
+# --- cap_text: text sent as it is -----------------------------------------------------------------
+
+
+def test_cap_text_returns_text_that_fits_unchanged() -> None:
+    assert cap_text("a\nb") == "a\nb"
+    assert cap_text("") == ""
+    text = "x" * TOOL_OUTPUT_CAP_CHARACTERS
+    assert cap_text(text) is text
+
+
+def test_cap_text_never_escapes_or_quotes() -> None:
+    text = 'say "hi"\\ \x00\ud800 \u2028'
+    assert cap_text(text) == text
+
+
+def test_cap_text_one_code_point_over_cuts_to_exactly_the_cap() -> None:
+    text = "y" * (TOOL_OUTPUT_CAP_CHARACTERS + 1)
+    output = cap_text(text)
+    assert output == "y" * KEEP + MARKER
+    assert len(output) == TOOL_OUTPUT_CAP_CHARACTERS
+
+
+@pytest.mark.parametrize("cap", [24, 25, 50, 4096])
+def test_cap_text_with_a_custom_cap(cap: int) -> None:
+    assert cap_text("z" * cap, cap) == "z" * cap
+    assert cap_text("z" * (cap + 1), cap) == "z" * (cap - len(MARKER)) + MARKER
+
+
+def test_cap_text_counts_a_pair_written_as_two_code_points_as_one() -> None:
+    pair = "\ud83d\ude00"
+    text = pair * 30  # 60 Python code points, 30 by the workshop's count
+    assert cap_text(text, 30) == text
+    output = cap_text(text, 29)
+    assert output == pair * (29 - len(MARKER)) + MARKER
+    assert code_points(output)[0] == 29
+
+
+def test_cap_text_never_splits_a_pair_written_as_two_code_points() -> None:
+    text = "a" + "\ud83d\ude00" * 40
+    output = cap_text(text, 30)
+    head = output.removesuffix(MARKER)
+    assert head == "a" + "\ud83d\ude00" * 5
+    assert code_points(head)[0] == 30 - len(MARKER)
+
+
+def test_cap_text_counts_lone_surrogates_as_one() -> None:
+    text = "\ud83d" * 30
+    assert cap_text(text, 30) == text
+    assert cap_text(text, 29) == "\ud83d" * 5 + MARKER
+
+
+def test_cap_text_marker_inside_text_is_not_special() -> None:
+    assert cap_text(MARKER) == MARKER
+    output = cap_text(MARKER * 200)
+    assert output.endswith(MARKER)
+    assert code_points(output)[0] == TOOL_OUTPUT_CAP_CHARACTERS
+
+
+def test_cap_text_of_a_huge_text_is_fast_and_exact() -> None:
+    output = cap_text("é" * 10_000_000)
+    assert output == "é" * KEEP + MARKER

@@ -5,7 +5,8 @@ lone surrogates, cycles, oversized collections, deep nesting), the serializer ei
 the same bounded string every time, with the truncation marker exactly once at the end when
 it truncates, or raises ``SerializationError``; nothing else. Through ``execute_tool_call`` the
 same values always give a linked result within the cap, an error only for
-``TOOL_OUTPUT_SERIALIZATION_FAILED``.
+``TOOL_OUTPUT_SERIALIZATION_FAILED``; an exact ``str`` is sent as it is when it fits the cap,
+else as its longest fitting prefix and the marker, exactly the cap long (any cap).
 """
 
 from __future__ import annotations
@@ -19,12 +20,18 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from support import run_async
-from tether.tools.serialize import SerializationError, format_number, serialize_output
 from tether._text import code_points
 from tether.abort import AbortController
 from tether.jsonvalue import JsonObject
 from tether.protocol import ToolCall, ToolExecutionContext, Valid
 from tether.tools import UNDEFINED, ToolRegistry, execute_tool_call
+from tether.tools.contract import TOOL_OUTPUT_LIMIT_MIN
+from tether.tools.serialize import (
+    SerializationError,
+    cap_text,
+    format_number,
+    serialize_output,
+)
 
 MARKER = "\n[Tool output truncated]"
 CAP = 4096
@@ -307,7 +314,7 @@ def accept(arguments: object) -> Valid[object]:
     return Valid(value=arguments)
 
 
-def _run_with_outputs(values: list[Any]) -> list[tuple[bool, str]]:
+def _run_with_outputs(values: list[Any], output_limit: int | None = None) -> list[tuple[bool, str]]:
     """Run one tool per value on one harness loop; each returns its value as output."""
 
     async def scenario() -> list[tuple[bool, str]]:
@@ -318,9 +325,15 @@ def _run_with_outputs(values: list[Any]) -> list[tuple[bool, str]]:
                 await asyncio.sleep(0)
                 return value
 
-            registry = ToolRegistry(
-                [{"name": "emit", "description": "Emits", "validate": accept, "execute": execute}]
-            )
+            definition: dict[str, object] = {
+                "name": "emit",
+                "description": "Emits",
+                "validate": accept,
+                "execute": execute,
+            }
+            if output_limit is not None:
+                definition["output_limit"] = output_limit
+            registry = ToolRegistry([definition])
             call = ToolCall(id=f"call-{index}", name="emit", arguments=JsonObject({}))
             result = await execute_tool_call(registry, call, AbortController().signal)
             assert result.id == f"tool-result-call-{index}"
@@ -345,5 +358,95 @@ def test_any_tool_output_gives_a_bounded_linked_result(values: list[Any]) -> Non
             except SerializationError:
                 continue
             raise AssertionError("an error result for output the serializer accepts")
+        if type(value) is str:  # text is sent as it is, only capped
+            assert content == cap_text(value)
+            continue
         assert content == serialize_output(value)
         _check_bounded(content)
+
+
+# --- text output ---------------------------------------------------------------------------------
+
+
+def _joined(head: str, tail: str) -> str:
+    return head + tail
+
+
+_CAPS: st.SearchStrategy[int] = st.one_of(
+    st.integers(TOOL_OUTPUT_LIMIT_MIN, 200), st.just(CAP), st.integers(TOOL_OUTPUT_LIMIT_MIN, 9000)
+)
+_LONG_TEXT: st.SearchStrategy[str] = st.one_of(
+    _TEXT,
+    st.builds(
+        _repeat, st.sampled_from(["x", "😀", "\ud83d\ude00", "\ud83d", "é"]), st.integers(0, 300)
+    ),
+    st.builds(
+        _joined,
+        st.text(_CHARACTERS, max_size=200),
+        st.text(st.sampled_from(["\ud83d", "\ude00", "a"]), max_size=60),
+    ),
+)
+
+
+def _check_capped(text: str, content: str, cap: int) -> None:
+    """The text-output rule: the text itself if it fits, else prefix + marker, exactly ``cap``."""
+    length = code_points(text)[0]
+    if length <= cap:
+        assert content == text
+        return
+    assert content.endswith(MARKER)
+    head = content[: -len(MARKER)]
+    assert text.startswith(head)
+    assert code_points(content)[0] == cap
+    assert code_points(head)[0] == cap - len(MARKER)
+    rest = text[len(head) :]
+    # The cut never separates the halves of a surrogate pair written as two code points.
+    assert not (head and "\ud800" <= head[-1] <= "\udbff" and "\udc00" <= rest[0] <= "\udfff")
+
+
+@given(_LONG_TEXT, _CAPS)
+def test_cap_text_keeps_text_within_the_cap_or_cuts_it_to_exactly_the_cap(
+    text: str, cap: int
+) -> None:
+    _check_capped(text, cap_text(text, cap), cap)
+
+
+@given(_LONG_TEXT)
+def test_cap_text_with_the_default_cap_agrees_with_the_workshop_cap(text: str) -> None:
+    assert cap_text(text) == cap_text(text, CAP)
+    _check_capped(text, cap_text(text), CAP)
+
+
+@given(st.lists(_LONG_TEXT, min_size=1, max_size=3), _CAPS)
+def test_text_output_is_sent_as_it_is_within_the_tool_output_limit(
+    texts: list[str], cap: int
+) -> None:
+    for text, (is_error, content) in zip(texts, _run_with_outputs(texts, cap), strict=True):
+        assert is_error is False
+        _check_capped(text, content, cap)
+
+
+@given(st.lists(ANY_VALUES, min_size=1, max_size=3), _CAPS)
+def test_any_output_respects_the_tool_output_limit(values: list[Any], cap: int) -> None:
+    for value, (is_error, content) in zip(values, _run_with_outputs(values, cap), strict=True):
+        if is_error:
+            assert code_points(content)[0] <= CAP  # error results keep the workshop's cap
+            assert json.loads(content)["error"]["code"] == "TOOL_OUTPUT_SERIALIZATION_FAILED"
+            continue
+        assert code_points(content)[0] <= cap
+        expected = cap_text(value, cap) if type(value) is str else serialize_output(value, cap=cap)
+        assert content == expected
+
+
+@given(JSON_VALUES, _CAPS)
+def test_a_larger_or_smaller_cap_only_moves_the_cut(value: Any, cap: int) -> None:
+    """Under any cap the output is the uncapped output itself or a prefix of it plus the marker."""
+    full = serialize_output(value, cap=10**9)
+    output = serialize_output(value, cap=cap)
+    assert code_points(output)[0] <= cap
+    if output == full:
+        return
+    assert output.endswith(MARKER)
+    head = output[: -len(MARKER)]
+    assert full.startswith(head)
+    assert code_points(output)[0] == cap or full.endswith(MARKER)

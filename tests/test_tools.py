@@ -22,7 +22,6 @@ from typing import Any, cast
 
 import pytest
 
-from tether.tools.serialize import serialize_output
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.protocol import Invalid, ToolCall, ToolExecutionContext, ToolResultMessage, Valid
@@ -34,6 +33,7 @@ from tether.tools import (
     define_tool,
     execute_tool_call,
 )
+from tether.tools.serialize import serialize_output
 
 CALL_ID = "call-1"
 NOT_INSPECTABLE = "Tool call could not be inspected safely"
@@ -159,9 +159,12 @@ def test_define_tool_returns_the_checked_definition() -> None:
     assert tool.validate is _validate_int
     assert tool.execute is _add
     assert tool.parameters is None
+    assert tool.output_limit == 4096
 
 
-@pytest.mark.parametrize("field", ["name", "description", "validate", "execute", "parameters"])
+@pytest.mark.parametrize(
+    "field", ["name", "description", "validate", "execute", "parameters", "output_limit"]
+)
 def test_define_tool_returns_a_frozen_definition(field: str) -> None:
     tool = define_tool(name="add", description="Adds one", validate=_validate_int, execute=_add)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -721,13 +724,13 @@ async def test_non_registry_is_an_invalid_tool_call(registry: object) -> None:
     with pytest.raises(ToolContractError) as caught:
         await execute_tool_call(cast(Any, registry), tool_call(), AbortController().signal)
     assert caught.value.code == "INVALID_TOOL_CALL"
-    assert str(caught.value) == "executeToolCall requires a ToolRegistry"
+    assert str(caught.value) == "execute_tool_call requires a ToolRegistry"
 
 
 async def test_registry_is_checked_before_the_tool_call() -> None:
     with pytest.raises(ToolContractError) as caught:
         await execute_tool_call(cast(Any, None), cast(Any, 42), AbortController().signal)
-    assert str(caught.value) == "executeToolCall requires a ToolRegistry"
+    assert str(caught.value) == "execute_tool_call requires a ToolRegistry"
 
 
 class _ExplodingCall(Mapping[str, object]):
@@ -1063,7 +1066,7 @@ async def test_mapping_decision_ok_true_passes_its_value_to_execute() -> None:
 
     result = await run_tool(lambda value: {"ok": True, "value": payload}, execute)
     assert result.is_error is False
-    assert result.content == '"done"'
+    assert result.content == "done"
     assert received[0] is payload
 
 
@@ -1208,15 +1211,17 @@ async def test_execute_raising_synchronously_is_execution_failed(
 
 
 @pytest.mark.parametrize(
-    "output", [{"n": 1}, [1, "a"], "text", 3, None], ids=["dict", "list", "str", "int", "None"]
+    ("output", "content"),
+    [({"n": 1}, '{"n":1}'), ([1, "a"], '[1,"a"]'), ("text", "text"), (3, "3"), (None, "null")],
+    ids=["dict", "list", "str", "int", "None"],
 )
-async def test_execute_returning_a_plain_value_is_accepted(output: object) -> None:
+async def test_execute_returning_a_plain_value_is_accepted(output: object, content: str) -> None:
     def execute(value: object, context: ToolExecutionContext) -> object:
         return output
 
     result = await run_tool(execute=execute)
     assert result.is_error is False
-    assert result.content == serialize_output(output)
+    assert result.content == content
 
 
 async def test_execute_returning_a_resolved_future_is_awaited() -> None:
@@ -1261,7 +1266,7 @@ async def test_execute_output_is_truncated_to_the_cap() -> None:
     result = await run_tool(execute=execute)
     assert result.is_error is False
     assert len(result.content) == 4096
-    assert result.content.endswith("\n[Tool output truncated]")
+    assert result.content == "x" * 4072 + "\n[Tool output truncated]"
 
 
 async def test_long_error_message_is_bounded() -> None:
@@ -1792,5 +1797,5 @@ async def test_execute_tool_call_leaves_no_listener_behind() -> None:
         return "done"
 
     result = await run_tool(execute=execute, signal=controller.signal)
-    assert result.content == '"done"'
+    assert result.content == "done"
     assert controller.signal._listeners == {}  # pyright: ignore[reportPrivateUsage]

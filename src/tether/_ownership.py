@@ -8,6 +8,14 @@ a look-alike (or a replayed instance built without the constructor) is never tru
 
 Identity is what counts: an object's own ``__eq__``/``__hash__`` are never called. The
 registries survive ``importlib.reload`` of this module.
+
+How long a claim lasts depends on the object. One that can be weakly referenced stays claimed
+for its whole life, and the registry does not keep it alive. One that cannot (``__slots__``
+without ``__weakref__``) has to be held strongly while it is registered, or its id could be
+reused by a new object; so its consumer calls ``release_claim`` once it is done with it (the
+call ended and no abandoned step of it still runs), and from then on the object may be
+claimed again. Without the release, every such iterator, with all it refers to, would stay
+alive for good.
 """
 
 from __future__ import annotations
@@ -15,14 +23,15 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-__all__ = ["IdentitySet", "claim_iterator_once", "trusted_errors"]
+__all__ = ["IdentitySet", "claim_iterator_once", "release_claim", "trusted_errors"]
 
 _UNCLAIMABLE = (type(None), bool, int, float, complex, str, bytes)
 
 
 class IdentitySet:
     """A set of live objects compared by identity. Entries vanish when their object dies;
-    objects that cannot be weakly referenced are kept alive, so their ids are never reused."""
+    objects that cannot be weakly referenced are kept alive until ``discard``-ed, so their ids
+    are never reused while they are members."""
 
     __slots__ = ("_strong", "_weak")
 
@@ -48,6 +57,16 @@ class IdentitySet:
             self._strong[key] = item
         return True
 
+    def discard(self, item: object) -> None:
+        """Remove ``item`` if it is a member (by identity); otherwise do nothing."""
+        key = id(item)
+        if self._strong.get(key) is item:
+            del self._strong[key]
+            return
+        reference = self._weak.get(key)
+        if reference is not None and reference() is item:
+            del self._weak[key]
+
     def _forget(self, key: int) -> Any:
         weak = self._weak
 
@@ -67,6 +86,16 @@ def claim_iterator_once(iterator: object) -> bool:
     if type(iterator) in _UNCLAIMABLE:
         return False
     return _CLAIMED.add(iterator)
+
+
+def release_claim(iterator: object) -> None:
+    """The consumer is done with ``iterator``: forget its claim if the registry holds it
+    strongly (it cannot be weakly referenced; see the module docstring). A weakly held claim
+    lasts as long as its object and is kept."""
+    strong = _CLAIMED._strong  # pyright: ignore[reportPrivateUsage]
+    key = id(iterator)
+    if strong.get(key) is iterator:
+        del strong[key]
 
 
 def trusted_errors() -> IdentitySet:

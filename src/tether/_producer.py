@@ -7,6 +7,10 @@ weak references to tasks) and must never end with an exception nobody retrieves.
 up to its first suspension, as an eager task would: a deterministic model whose reply is plain
 data fills and settles its stream before ``stream()`` returns, with no task and no event-loop
 round trip; only a producer that really waits continues on a task.
+
+``fail_producer`` settles the stream before it closes the producer's source: closing runs the
+caller's ``aclose()``, and whatever that raises must neither leave the stream unsettled nor
+replace the stream's outcome.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from tether._race import resume
+from tether._race import RacedIterator, resume
 from tether.stream import EventStream
 
 __all__ = ["fail_producer", "start_producer", "start_producer_eagerly"]
@@ -41,9 +45,19 @@ def start_producer_eagerly(work: Coroutine[Any, Any, None]) -> None:
     start_producer(resume(work, yielded))
 
 
-def fail_producer(stream: EventStream[Any, Any], error: BaseException) -> None:
-    """Settle ``stream`` with ``error`` (the very object), then re-raise what must not stop
-    at the stream: task cancellation, ``KeyboardInterrupt`` and ``SystemExit``."""
+def fail_producer(
+    stream: EventStream[Any, Any], error: BaseException, source: RacedIterator[Any] | None = None
+) -> None:
+    """Settle ``stream`` with ``error`` (the very object), then close ``source`` if given, then
+    re-raise what must not stop at the stream: task cancellation, ``KeyboardInterrupt`` and
+    ``SystemExit``.
+
+    The stream is settled first, so a failing close cannot leave it unsettled; the close
+    swallows every failure but ``KeyboardInterrupt`` and ``SystemExit`` (which then propagate
+    with the stream already settled), so it cannot replace ``error`` either.
+    """
     stream.fail(error)
+    if source is not None:
+        source.close()
     if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
         raise error

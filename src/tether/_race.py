@@ -11,9 +11,17 @@ run cleanup, it finishes on a background task whose outcome is observed.
 in the background, followed by a second call with ``settled=True`` once it has. Only settled
 work (an async generator no longer running) may be closed.
 
-The driver is the inner loop of ``asyncio.Task`` in miniature: it forwards what the awaitable
-yields, and while the awaitable waits on a future it waits instead on a private future that
-either that future or the signal completes.
+The driver is the inner loop of ``asyncio.Task`` in miniature: while the awaitable waits on a
+pending future it waits instead on a private future that either that future or the signal
+completes. Whatever else the awaitable yields (a bare ``yield``, an already-done future, a
+value that is not a future) gets what a task gives it: one turn of the event loop before the
+awaitable resumes, so timers and aborts still run even if it never blocks. An abort reason that
+is a ``BaseException`` but not an ``Exception`` is raised in an ``AbortError`` (see
+``tether.abort``), also when the awaitable itself raises that very reason.
+
+Cleanup (``aclose()`` of an abandoned iterator, the rest of abandoned work) never raises into
+the code it follows: its failures are swallowed, except ``KeyboardInterrupt`` and
+``SystemExit``, which keep their meaning for the process as they do in asyncio.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, TypeVar
 
-from tether.abort import AbortSignal, abort_exception
+from tether._ownership import release_claim
+from tether.abort import AbortError, AbortSignal, abort_exception
 from tether.stream import EventStreamIterator
 
 __all__ = [
@@ -31,6 +40,7 @@ __all__ = [
     "RacedIterator",
     "check_signal",
     "close_quietly",
+    "is_raw_abort_reason",
     "neutralize",
     "observe",
     "race",
@@ -63,9 +73,24 @@ def signal_reason(signal: AbortSignal) -> object:
 
 
 def check_signal(signal: AbortSignal) -> None:
-    """Raise the abort reason if ``signal`` is aborted (hardened ``throw_if_aborted``)."""
+    """Raise the abort reason if ``signal`` is aborted (hardened ``throw_if_aborted``; a reason
+    that is not an ``Exception`` is carried by an ``AbortError``)."""
     if _aborted_slot.__get__(signal, AbortSignal):
         raise abort_exception(_reason_slot.__get__(signal, AbortSignal))
+
+
+def is_raw_abort_reason(signal: AbortSignal, error: BaseException) -> bool:
+    """Whether ``error`` is ``signal``'s abort reason and not an ``Exception``: caller code
+    re-raised the raw reason (``throw_if_aborted``). The work was aborted, not interrupted:
+    raise an ``AbortError`` carrying it, or end the run ``cancelled``.
+
+    A predicate, so that callers keep no local reference to the exception they re-raise: one
+    would tie the frame and the exception's traceback into a cycle on every exception."""
+    return (
+        not isinstance(error, Exception)
+        and _aborted_slot.__get__(signal, AbortSignal)
+        and _reason_slot.__get__(signal, AbortSignal) is error
+    )
 
 
 def observe(future: asyncio.Future[Any]) -> None:
@@ -107,51 +132,59 @@ def race(
                 yielded = step.throw(error)
         except StopIteration as stop:
             return stop.value
-        if yielded is None:  # a bare yield: give the event loop one turn
+        except BaseException as error:
+            if is_raw_abort_reason(signal, error):
+                raise AbortError(reason=error) from None
+            raise
+        future: asyncio.Future[Any] | None = None
+        if getattr(yielded, "_asyncio_future_blocking", None) is True:
+            blocking: asyncio.Future[Any] = yielded
+            future = blocking
+            blocking._asyncio_future_blocking = False
+            if not blocking.done() and not signal_aborted(signal):  # the step may have aborted
+                wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+                def ready(_: object = None, wake: asyncio.Future[None] = wake) -> None:
+                    if not wake.done():
+                        wake.set_result(None)
+
+                blocking.add_done_callback(ready)
+                remove = _add_listener(signal, ready)
+                try:
+                    yield from wake
+                except GeneratorExit:
+                    remove()
+                    blocking.remove_done_callback(ready)
+                    step.close()
+                    raise
+                except BaseException as error:  # our task was cancelled: pass it inwards
+                    remove()
+                    blocking.remove_done_callback(ready)
+                    blocking.cancel()
+                    pending = error
+                    continue
+                remove()
+                blocking.remove_done_callback(ready)
+                if not signal_aborted(signal):
+                    continue  # the future is done: resume the awaitable at once
+        elif yielded is not None:  # answered after the loop turn below, as a task answers it
+            pending = RuntimeError(f"race() got bad yield: {yielded!r}")
+        if not signal_aborted(signal):
+            # A bare yield, an already-done future or a bad yield: the awaitable did not block,
+            # so give the event loop one turn (as a task would) before resuming it. An
+            # awaitable that never blocks thus still lets timers and aborts run.
             try:
                 yield None
             except GeneratorExit:
                 step.close()
                 raise
-            except BaseException as error:
-                pending = error
-                continue
-            if signal_aborted(signal):
-                _abandon(step, None, on_abandoned)
-                raise abort_exception(signal_reason(signal)) from None
-            continue
-        if getattr(yielded, "_asyncio_future_blocking", None) is not True:
-            pending = RuntimeError(f"race() got bad yield: {yielded!r}")
-            continue
-        future: asyncio.Future[Any] = yielded
-        future._asyncio_future_blocking = False
-        if not future.done() and not signal_aborted(signal):  # the step itself may have aborted
-            wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-            def ready(_: object = None, wake: asyncio.Future[None] = wake) -> None:
-                if not wake.done():
-                    wake.set_result(None)
-
-            future.add_done_callback(ready)
-            remove = _add_listener(signal, ready)
-            try:
-                yield from wake
-            except GeneratorExit:
-                remove()
-                future.remove_done_callback(ready)
-                step.close()
-                raise
             except BaseException as error:  # our task was cancelled: pass it inwards
-                remove()
-                future.remove_done_callback(ready)
-                future.cancel()
                 pending = error
                 continue
-            remove()
-            future.remove_done_callback(ready)
-        if signal_aborted(signal):
-            _abandon(step, future, on_abandoned)
-            raise abort_exception(signal_reason(signal)) from None
+            if not signal_aborted(signal):
+                continue
+        _abandon(step, future, on_abandoned)
+        raise abort_exception(signal_reason(signal)) from None
 
 
 class NotAwaitableError(TypeError):
@@ -177,7 +210,9 @@ def _abandon(
         future.cancel()
     try:
         yielded = step.throw(asyncio.CancelledError())
-    except (Exception, asyncio.CancelledError):
+    except _PROCESS_EXITS:
+        raise
+    except BaseException:
         if on_abandoned is not None:
             on_abandoned(True)
         return
@@ -190,6 +225,9 @@ def _abandon(
     if on_abandoned is not None:
         on_abandoned(False)
 
+
+_PROCESS_EXITS = (KeyboardInterrupt, SystemExit)
+"""What cleanup lets through: the process-level exits, which asyncio itself never swallows."""
 
 _BACKGROUND: set[asyncio.Task[Any]] = set()
 """Strong references to cleanup tasks: the event loop itself keeps only weak ones."""
@@ -212,25 +250,31 @@ def start_cleanup(awaitable: object) -> None:
     """Start an awaitable that nobody will wait for (a cleanup), observing its outcome.
 
     Its first step runs now, so cleanup that does not block finishes synchronously; the rest,
-    if any, runs on a background task. Exceptions are swallowed: cleanup never replaces the
-    outcome of the work it follows.
+    if any, runs on a background task. Failures are swallowed, ``CancelledError`` and other
+    bare ``BaseException``s included: cleanup never replaces the outcome of the work it
+    follows. Only ``KeyboardInterrupt`` and ``SystemExit`` propagate.
     """
     try:
         step = _steps_of(awaitable)  # pyright: ignore[reportArgumentType]
         yielded = step.send(None)
-    except (Exception, asyncio.CancelledError):
+    except _PROCESS_EXITS:
+        raise
+    except BaseException:
         return
     _in_background(resume(step, yielded), None)
 
 
 def close_quietly(iterator: object) -> None:
-    """Request ``aclose()`` of an abandoned async iterator; never raises, never waits."""
+    """Request ``aclose()`` of an abandoned async iterator; never waits, and never raises
+    anything but ``KeyboardInterrupt`` or ``SystemExit`` (see ``start_cleanup``)."""
     try:
         closer = getattr(iterator, "aclose", None)
         if closer is None or not callable(closer):
             return
         pending = closer()
-    except Exception:
+    except _PROCESS_EXITS:
+        raise
+    except BaseException:
         return
     if pending is not None:
         start_cleanup(pending)
@@ -243,16 +287,23 @@ class RacedIterator(Generic[T]):
     ``aclose()`` unless the iterator already ended; if an abandoned step is still running in
     the background, the close waits for it to settle first (closing a running async
     generator is an error).
+
+    ``claimed=True`` says the iterator was claimed with ``claim_iterator_once``: its claim is
+    released (``release_claim``) once the iterator is done with, that is when it ended or
+    failed, or when its close was requested and no abandoned step still runs.
     """
 
-    __slots__ = ("_busy", "_close_requested", "_finished", "_iterator", "_signal")
+    __slots__ = ("_busy", "_claimed", "_close_requested", "_finished", "_iterator", "_signal")
 
-    def __init__(self, iterator: AsyncIterator[T], signal: AbortSignal) -> None:
+    def __init__(
+        self, iterator: AsyncIterator[T], signal: AbortSignal, *, claimed: bool = False
+    ) -> None:
         self._iterator = iterator
         self._signal = signal
         self._finished = False
         self._busy = False
         self._close_requested = False
+        self._claimed = claimed
 
     def poll(self, default: D) -> T | D:
         """An item that is ready without waiting, else ``default``.
@@ -265,38 +316,58 @@ class RacedIterator(Generic[T]):
             return default
         try:
             return iterator.poll(default)  # pyright: ignore[reportUnknownVariableType]
-        except BaseException:
-            self._finished = True
+        except BaseException as error:
+            self._finish()
+            if is_raw_abort_reason(self._signal, error):
+                raise AbortError(reason=error) from None
             raise
 
     async def next(self) -> T:
         """The next item; ``StopAsyncIteration`` at the end; the abort reason on abort."""
         try:
             step = self._iterator.__anext__()
-        except BaseException:
-            self._finished = True
+        except BaseException as error:
+            self._finish()
+            if is_raw_abort_reason(self._signal, error):
+                raise AbortError(reason=error) from None
             raise
         try:
             return await race(self._signal, step, self._abandoned)
         except StopAsyncIteration:
-            self._finished = True
+            self._finish()
             raise
+
+    def _finish(self) -> None:
+        """The iterator ended on its own: nothing to close, and its claim is over."""
+        self._finished = True
+        if self._claimed:
+            self._claimed = False
+            release_claim(self._iterator)
 
     def _abandoned(self, settled: bool) -> None:
         self._busy = not settled
         if settled and self._close_requested:
             self._close_requested = False
+            self._close_now()
+
+    def _close_now(self) -> None:
+        try:
             close_quietly(self._iterator)
+        finally:
+            if self._claimed:
+                self._claimed = False
+                release_claim(self._iterator)
 
     def close(self) -> None:
-        """Request cleanup of the iterator if it has not ended; idempotent."""
+        """Request cleanup of the iterator if it has not ended; idempotent. Never raises
+        anything but ``KeyboardInterrupt`` or ``SystemExit`` (see ``close_quietly``)."""
         if self._finished:
             return
         self._finished = True
         if self._busy:
             self._close_requested = True
         else:
-            close_quietly(self._iterator)
+            self._close_now()
 
 
 async def resume(step: Any, yielded: Any) -> Any:

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._text import is_non_empty
-from tether._types import type_of
+from tether._types import real_items, type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 from tether.protocol import (
     AssistantBlock,
     AssistantMessage,
     Message,
     TextBlock,
+    ThinkingBlock,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -143,6 +144,8 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         if type_of(text) is not str:
             raise TypeError(f"{prefix}.text must be a string")
         return TextBlock(text=text)
+    if type_of(block_type) is str and block_type == "thinking":
+        return _thinking_from_mapping(block, prefix)
     if type_of(block_type) is str and block_type == "toolCall":
         call_id = read_field(block, "id")
         if not is_non_empty(call_id):
@@ -152,7 +155,24 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
             raise TypeError(f"{prefix}.name must be a non-empty string")
         arguments = snapshot_arguments(read_field(block, "arguments"), f"{prefix}.arguments")
         return ToolCall(id=call_id, name=name, arguments=arguments)
-    raise TypeError(f'{prefix}.type must be "text" or "toolCall"')
+    raise TypeError(f'{prefix}.type must be "text", "thinking" or "toolCall"')
+
+
+def _thinking_from_mapping(block: Any, prefix: str) -> ThinkingBlock:
+    text = read_field(block, "text")
+    if type_of(text) is not str:
+        raise TypeError(f"{prefix}.text must be a string")
+    signature = read_field(block, "signature")
+    if signature is MISSING:
+        signature = None
+    elif signature is not None and type_of(signature) is not str:
+        raise TypeError(f"{prefix}.signature must be a string or null")
+    redacted = read_field(block, "redacted")
+    if redacted is MISSING:
+        redacted = False
+    elif type_of(redacted) is not bool:
+        raise TypeError(f"{prefix}.redacted must be a boolean")
+    return ThinkingBlock(text=text, signature=signature, redacted=redacted)
 
 
 def snapshot_arguments(value: object, path: str) -> JsonObject:
@@ -378,18 +398,15 @@ def validate_transcript(transcript: object) -> tuple[TranscriptDiagnostic, ...]:
 
 
 def _transcript_entries(transcript: Any) -> Any:
-    """The entries of a list or tuple; ``None`` for anything else; ``MISSING`` when a list
-    or tuple subclass fails while its length or items are read (once each, by index)."""
+    """The entries of a list or tuple (subclasses included); ``None`` for anything else."""
     kind = type_of(transcript)
     if kind is list or kind is tuple:
         return tuple(transcript)
     if not issubclass(kind, list | tuple):
         return None
-    try:
-        length = len(transcript)
-        return tuple(transcript[index] for index in range(length))
-    except Exception:
-        return MISSING
+    # The real contents, read from the underlying storage: a subclass's own __len__,
+    # __iter__ or __getitem__ is never called (one claiming 10**7 items costs nothing).
+    return real_items(transcript)
 
 
 def _diagnostic(code: TranscriptDiagnosticCode, index: int, message: str) -> TranscriptDiagnostic:
@@ -464,7 +481,7 @@ def _inspect_block(
     block: Any, position: int, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
 ) -> None:
     kind = type_of(block)
-    if kind is TextBlock:
+    if kind is TextBlock or kind is ThinkingBlock:
         return
     if kind is ToolCall:
         duplicate = links.add_call(block.id, block.name, index)
@@ -490,6 +507,12 @@ def _inspect_block(
                         f"Assistant content[{position}].text must be a string",
                     )
                 )
+            return
+        if type_of(block_type) is str and block_type == "thinking":
+            try:
+                _thinking_from_mapping(block, f"Assistant content[{position}]")
+            except TypeError as problem:
+                found.append(_diagnostic("INVALID_MESSAGE", index, str(problem)))
             return
         if type_of(block_type) is not str or block_type != "toolCall":
             found.append(

@@ -17,6 +17,10 @@ Rules:
   ``EventStreamStateError("EventStream supports a single consumer at a time")``.
 * ``fail(error)``: the same exception object is raised by ``await result`` and by iteration.
   A failed ``result`` that nobody awaits is never logged as an unretrieved exception.
+* ``on_abandon(callback)``: the producer learns that its consumer went away before the stream
+  settled, when the active iterator is closed with ``aclose()`` or when the last task waiting
+  on ``result`` is cancelled while no iterator is active. The callback runs once, at most.
+  (Leaving an ``async for`` with ``break`` does not close the iterator; use ``aclose()``.)
 """
 
 # The stream and its iterator are one unit and share private state.
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, Final, Generic, TypeVar
 
 from tether._errors import TetherError
@@ -63,6 +67,7 @@ class EventStream(Generic[E, R]):
     """
 
     __slots__ = (
+        "_abandon",
         "_active",
         "_buffer",
         "_outcome",
@@ -90,6 +95,7 @@ class EventStream(Generic[E, R]):
         self._active = None
         self._result_waiters = None
         self._result = None
+        self._abandon: Callable[[], object] | None = None
 
     @property
     def result(self) -> _Result[R]:
@@ -99,6 +105,17 @@ class EventStream(Generic[E, R]):
         if result is None:
             result = self._result = _Result(self)
         return result
+
+    def on_abandon(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` once if the consumer goes away before the stream settles (see
+        the module docstring); replaces an earlier callback."""
+        self._abandon = callback
+
+    def _abandoned(self) -> None:
+        callback = self._abandon
+        if callback is not None and self._state == _OPEN:
+            self._abandon = None
+            callback()
 
     @property
     def settled(self) -> bool:
@@ -199,9 +216,17 @@ class _Result(Generic[R]):
             waiters.append(waiter)
             try:
                 yield from waiter
+            except asyncio.CancelledError:
+                remaining = stream._result_waiters
+                if remaining is not None and waiter in remaining:
+                    remaining.remove(waiter)
+                if not remaining and stream._active is None:
+                    stream._abandoned()  # the consumer that awaited the result went away
+                raise
             finally:
-                if not waiter.done() and stream._result_waiters is not None:
-                    stream._result_waiters.remove(waiter)
+                remaining = stream._result_waiters
+                if not waiter.done() and remaining is not None and waiter in remaining:
+                    remaining.remove(waiter)
         if stream._state == _FINISHED:
             return stream._outcome
         raise stream._outcome
@@ -271,6 +296,7 @@ class EventStreamIterator(AsyncIterator[E]):
         """Stop reading: pending reads end, and the stream accepts a new consumer."""
         if not self._closed:
             self._close(_DONE)
+            self._stream._abandoned()
 
     def _close(self, outcome: object) -> None:
         self._closed = True

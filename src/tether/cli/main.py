@@ -3,210 +3,61 @@
 ``tether run`` runs the agent loop on a provider fixture with a built-in ``add`` tool and
 shows the run as it happens: streamed text, each tool call and its result, the final status
 and token usage. With no options it replays the bundled round-trip fixture ("What is 20 +
-22?"). ``--json`` prints one camelCase JSON event per line instead. The exit status is 0 only
-for a ``completed`` run (1 failed, 2 usage or fixture error, 3 max steps, 130 cancelled).
+22?"). ``--json`` prints one camelCase JSON event per line instead, always as valid UTF-8.
+Ctrl-C cancels the run; a second Ctrl-C quits at once (see ``tether.cli.run``). How output
+is written, and why it never fails on text it cannot encode, is in ``tether.cli.render``.
 
 ``tether trace`` prints the checkpoint-00 trace as JSON lines.
+
+Exit status (also listed by ``tether run --help``):
+
+* 0 completed: the run completed (for ``tether trace``: the trace was written);
+* 1 failed: the run failed;
+* 2 usage error, or the fixture could not be loaded (a ``PROVIDER_...`` code on stderr);
+* 3 max steps: the run stopped after ``--max-steps`` model steps;
+* 4 output failed: stdout was closed, full or otherwise unwritable (one line on stderr says
+  why; nothing when the reader of a pipe went away, as with ``tether run --json | head -1``);
+* 130 interrupted: Ctrl-C (the run was cancelled).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import os
-import signal as signals
 import sys
-from collections.abc import AsyncIterator, Generator, Sequence
-from importlib import resources
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Final
 
-from tether.abort import AbortController, AbortSignal
-from tether.tools.function import tool
-from tether.loop import MAX_AGENT_STEPS, Model, ModelStream, run_agent_loop
-from tether.messages import user_message
-from tether.protocol import (
-    AgentEvent,
-    ModelChunk,
-    ModelRequest,
-    ModelResponse,
-    RunResult,
-    assert_never,
-    to_json,
-)
-from tether.providers.fixture import FixtureProviderAdapter, FixtureProviderError
-from tether.tools import ToolRegistry
+from tether import MAX_AGENT_STEPS
+from tether.cli.render import Output, OutputError, json_line, warn
+from tether.cli.run import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE, run_command
 
-__all__ = ["main"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_OUTPUT_FAILED", "EXIT_STATUS", "EXIT_USAGE", "main"]
 
 DEFAULT_PROMPT = "What is 20 + 22?"
-EXIT_STATUS = {"completed": 0, "failed": 1, "maxSteps": 3, "cancelled": 130}
+EXIT_OUTPUT_FAILED: Final = 4
+"""Standard output could not be written."""
+
+EXIT_CODES_HELP: Final = """\
+exit status:
+  0    the run completed
+  1    the run failed
+  2    usage error, or the fixture could not be loaded
+  3    the run stopped after max steps (--max-steps)
+  4    output failed: stdout closed, full or otherwise unwritable
+  130  interrupted (Ctrl-C): the run was cancelled; a second Ctrl-C quits at once
+"""
 
 
-@tool
-async def add(left: int, right: int) -> int:
-    """Add two integers.
-
-    Args:
-        left: The first addend.
-        right: The second addend.
-    """
-    return left + right
-
-
-class _UsageMeter:
-    """Wraps a model to add up the token usage of every response the run received."""
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.turns = 0
-
-    def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream:
-        return _MeteredStream(self, self.model.stream(request, signal))
-
-
-class _MeteredStream:
-    def __init__(self, meter: _UsageMeter, inner: ModelStream) -> None:
-        self._meter = meter
-        self._inner = inner
-
-    def __aiter__(self) -> AsyncIterator[ModelChunk]:
-        return self._inner.__aiter__()
-
-    @property
-    def result(self) -> _MeteredResult:
-        return _MeteredResult(self._meter, self._inner)
-
-
-class _MeteredResult:
-    def __init__(self, meter: _UsageMeter, inner: ModelStream) -> None:
-        self._meter = meter
-        self._inner = inner
-
-    def __await__(self) -> Generator[Any, Any, ModelResponse]:
-        response = yield from self._inner.result.__await__()
-        self._meter.turns += 1
-        self._meter.input_tokens += response.usage.input_tokens
-        self._meter.output_tokens += response.usage.output_tokens
-        return response
-
-
-def _bundled_fixture() -> Path:
-    return Path(str(resources.files("tether") / "_data" / "provider-tool-roundtrip.json"))
-
-
-def _compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-class _HumanView:
-    """Writes a run for a person to read, as it happens."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.in_text = False
-
-    def show(self, event: AgentEvent) -> None:
-        match event.type:
-            case "message.accepted":
-                message = event.payload.message
-                if message.role == "user":
-                    self.line(f"user: {message.content}")
-            case "model.chunk":
-                chunk = event.payload.chunk
-                if chunk.type == "textDelta":
-                    if not self.in_text:
-                        self.out.write("assistant: ")
-                        self.in_text = True
-                    self.out.write(chunk.delta)
-                    self.out.flush()
-            case "tool.started":
-                call = event.payload.tool_call
-                self.line(f"→ {call.name}({_compact(to_json(call.arguments))})  [{call.id}]")
-            case "tool.finished":
-                result = event.payload.message
-                marker = "error" if result.is_error else "ok"
-                self.line(f"← {result.tool_name} {marker}: {result.content}")
-            case "run.finished":
-                self.end_text()
-            case _:
-                assert_never(event)
-
-    def line(self, text: str) -> None:
-        self.end_text()
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    def end_text(self) -> None:
-        if self.in_text:
-            self.out.write("\n")
-            self.in_text = False
-
-    def summary(self, result: RunResult, meter: _UsageMeter) -> None:
-        match result.status:
-            case "completed":
-                detail = "completed"
-            case "cancelled":
-                detail = f"cancelled: {result.reason}"
-            case "maxSteps":
-                detail = f"stopped after max steps ({result.max_steps})"
-            case "failed":
-                detail = f"failed [{result.error.code}]: {result.error.message}"
-            case _:
-                assert_never(result)
-        self.line(
-            f"status: {detail} · model turns: {meter.turns} · tokens: "
-            f"{meter.input_tokens} in, {meter.output_tokens} out"
-        )
-
-
-async def _run(args: argparse.Namespace, out: TextIO) -> int:
-    fixture = Path(args.fixture) if args.fixture else _bundled_fixture()
-    try:
-        provider = FixtureProviderAdapter.from_path(fixture)
-    except FixtureProviderError as error:
-        detail = f" ({error.__cause__})" if error.__cause__ else ""
-        sys.stderr.write(f"tether run: {fixture}: [{error.code}] {error}{detail}\n")
-        return 2
-    meter = _UsageMeter(provider)
-    controller = AbortController()
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # not on every platform
-        loop.add_signal_handler(signals.SIGINT, controller.abort, "Interrupted by the user")
-    view = None if args.json else _HumanView(out)
-    try:
-        stream = run_agent_loop(
-            messages=[user_message(id="user-001", content=args.prompt)],
-            model=meter,
-            tools=ToolRegistry([add]),
-            max_steps=args.max_steps,
-            signal=controller.signal,
-        )
-        async for event in stream:
-            if view is None:
-                out.write(_compact(to_json(event)) + "\n")
-                out.flush()
-            else:
-                view.show(event)
-        result = await stream.result
-    finally:
-        loop.remove_signal_handler(signals.SIGINT)
-    if view is not None:
-        view.summary(result, meter)
-    return EXIT_STATUS[result.status]
-
-
-def _print_trace(out: TextIO) -> int:
+def _print_trace(out: Output) -> int:
     from tether.trace import run_prologue
 
     prologue = run_prologue()
     for record in prologue.events:
-        out.write(_compact(record.to_json()) + "\n")
-    out.write(_compact(prologue.result.to_json()) + "\n")
+        out.write(json_line(record.to_json()))
+    out.write(json_line(prologue.result.to_json()))
     return 0
 
 
@@ -220,13 +71,30 @@ def _steps(text: str) -> int:
     return value
 
 
+def _fixture_path(text: str) -> Path:
+    if not text:  # Path("") is ".", which would be read as the current directory
+        raise argparse.ArgumentTypeError("must not be empty (omit it to use the bundled fixture)")
+    return Path(text)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tether", description="The tether agent runtime.")
+    parser = argparse.ArgumentParser(
+        prog="tether",
+        description="The tether agent runtime.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser(
-        "run", help="run the agent loop on a provider fixture with a built-in add tool"
+        "run",
+        help="run the agent loop on a provider fixture with a built-in add tool",
+        description="Run the agent loop on a provider fixture with a built-in add tool.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("--fixture", metavar="PATH", help="provider fixture (default: bundled)")
+    run.add_argument(
+        "--fixture", type=_fixture_path, metavar="PATH", help="provider fixture (default: bundled)"
+    )
     run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the user message")
     run.add_argument(
         "--max-steps", type=_steps, default=8, metavar="N", help="model steps allowed (1-64)"
@@ -238,16 +106,45 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tether`` console script; returns the process exit status."""
-    args = _parser().parse_args(argv)
-    if args.command == "trace":
-        return _print_trace(sys.stdout)
-    if args.command == "run":
-        try:
-            return asyncio.run(_run(args, sys.stdout))
-        except BrokenPipeError:  # the reader went away (`tether run --json | head`)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 1
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "trace":
+            return _writing("trace", lambda: _print_trace(Output.for_json(sys.stdout)))
+        if args.command == "run":
+            make = Output.for_json if args.json else Output.for_people
+            return _writing("run", lambda: asyncio.run(run_command(args, make(sys.stdout))))
+    except KeyboardInterrupt:  # Ctrl-C before `tether run` installed its own handler
+        return EXIT_INTERRUPTED
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
+
+
+def _writing(command: str, work: Callable[[], int]) -> int:
+    """Run ``work``; an output failure becomes one line on stderr and exit status 4."""
+    try:
+        return work()
+    except OutputError as error:
+        if not error.reader_gone:
+            warn(f"tether {command}: cannot write output: {error}")
+        _silence_stdout()
+        return EXIT_OUTPUT_FAILED
+
+
+def _silence_stdout() -> None:
+    """Point stdout's descriptor at /dev/null, so the flush at exit cannot fail once more."""
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
+        descriptor = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):
+        return
+    try:
+        os.dup2(null, descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
 
 
 if __name__ == "__main__":  # pragma: no cover

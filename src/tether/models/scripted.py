@@ -18,12 +18,12 @@ common factories, so a test needs no hand-written generator::
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
-from tether.protocol import _trusted as trusted
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
 from tether._producer import fail_producer, start_producer_eagerly
@@ -31,19 +31,20 @@ from tether._race import RacedIterator, check_signal, neutralize, signal_aborted
 from tether._text import is_non_empty
 from tether._types import type_of
 from tether.abort import AbortSignal, abort_exception
-from tether.jsonvalue import JsonObject
+from tether.jsonvalue import JsonObject, thaw_json
 from tether.messages import snapshot_arguments
 from tether.protocol import (
+    ZERO_USAGE,
     AssistantBlock,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ModelUsage,
     StopReason,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
+    ToolCallDeltaChunk,
 )
+from tether.protocol import _trusted as trusted
 from tether.stream import EventStream
 
 __all__ = [
@@ -162,12 +163,10 @@ class ScriptedModel:
                     "SCRIPT_ITERATOR_REUSED",
                     "A scripted response iterator may be consumed by only one model call",
                 )
-            source = RacedIterator(iterator, signal)
+            source = RacedIterator(iterator, signal, claimed=True)
             response = await _run_turn(source, stream, request, signal)
         except BaseException as error:
-            if source is not None:
-                source.close()
-            fail_producer(stream, error)
+            fail_producer(stream, error, source)  # settles the stream, then closes the source
             return
         stream.finish(response)
 
@@ -196,7 +195,7 @@ async def _run_turn(
         if kind is ModelResponse:
             response = _checked_response(item, active)  # pyright: ignore[reportArgumentType]
             continue
-        if kind is not TextDeltaChunk and kind is not ToolCallChunk:
+        if kind not in _CHUNK_TYPES:
             raise TypeError("A scripted chunk has an unsupported type")
         chunk: ModelChunk = item  # pyright: ignore[reportAssignmentType]
         if chunk.request_id != active:
@@ -247,7 +246,10 @@ def _checked_factories(responses: Iterable[ResponseFactory]) -> list[ResponseFac
 
 # --- plain-data replies ---------------------------------------------------------------------
 
-_ZERO_USAGE: Final = ModelUsage(input_tokens=0, output_tokens=0)
+_CHUNK_TYPES: Final = frozenset(get_args(ModelChunk))
+_STOP_REASONS: Final = frozenset(get_args(StopReason))
+
+_ZERO_USAGE: Final = ZERO_USAGE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -277,29 +279,50 @@ class ScriptedToolCall:
 class ScriptedReply:
     """A scripted turn as plain data; calling it makes the response iterator.
 
-    The turn streams each of ``text`` as a text delta, then each of ``tool_calls`` as a
-    tool-call chunk, then responds with the same content (one text block per delta, then the
-    calls). ``stop_reason`` is ``"toolCall"`` when there are tool calls, else ``"stop"``. The
-    response ID defaults to ``"response-<request id>"``; the message ID is
-    ``"message-<response id>"``.
+    The turn streams each of ``thinking`` as a thinking delta, each of ``text`` as a text
+    delta, then each of ``tool_calls`` (preceded by a ``toolCallDelta`` carrying its
+    arguments' JSON when ``tool_call_deltas`` is true) as a tool-call chunk, then responds with
+    the same content (one block per delta, then the calls). ``stop_reason`` defaults to
+    ``"toolCall"`` when there are tool calls, else ``"stop"``; ``"length"`` or ``"refusal"``
+    script a truncated or refused turn. The response ID defaults to ``"response-<request
+    id>"``; the message ID is ``"message-<response id>"``; ``model`` names the model.
     """
 
     text: tuple[str, ...] = ()
     tool_calls: tuple[ScriptedToolCall, ...] = ()
+    thinking: tuple[str, ...] = ()
     response_id: str | None = None
     usage: ModelUsage = field(default=_ZERO_USAGE)
+    stop_reason: StopReason | None = None
+    model: str | None = None
+    tool_call_deltas: bool = False
 
     def __post_init__(self) -> None:
-        if type(self.text) is not tuple or not all(type(part) is str for part in self.text):
-            raise TypeError("ScriptedReply.text must be a tuple of strings")
-        if type(self.tool_calls) is not tuple or not all(
-            type(call) is ScriptedToolCall for call in self.tool_calls
-        ):
-            raise TypeError("ScriptedReply.tool_calls must be a tuple of ScriptedToolCall")
+        for name in ("text", "thinking", "tool_calls"):
+            value: object = getattr(self, name)
+            if type(value) is list:
+                value = tuple(cast("list[object]", value))
+                object.__setattr__(self, name, value)
+            item_type = ScriptedToolCall if name == "tool_calls" else str
+            items = cast("tuple[object, ...]", value) if type(value) is tuple else None
+            if items is None or not all(type(item) is item_type for item in items):
+                raise TypeError(
+                    f"ScriptedReply.{name} must be a sequence of {item_type.__name__} values"
+                )
         if self.response_id is not None and not is_non_empty(self.response_id):
             raise TypeError("ScriptedReply.response_id must be a non-empty string or None")
         if type(self.usage) is not ModelUsage:
             raise TypeError("ScriptedReply.usage must be a ModelUsage")
+        if self.stop_reason is not None and self.stop_reason not in _STOP_REASONS:
+            raise TypeError(f"ScriptedReply.stop_reason must be one of {sorted(_STOP_REASONS)}")
+        if self.stop_reason == "stop" and self.tool_calls:
+            raise TypeError("ScriptedReply: a stop reply cannot carry tool calls")
+        if self.stop_reason == "toolCall" and not self.tool_calls:
+            raise TypeError("ScriptedReply: a toolCall reply needs at least one tool call")
+        if self.model is not None and type(self.model) is not str:
+            raise TypeError("ScriptedReply.model must be a string or None")
+        if type(self.tool_call_deltas) is not bool:
+            raise TypeError("ScriptedReply.tool_call_deltas must be a bool")
 
     def __call__(
         self, request: ModelRequest, signal: AbortSignal
@@ -317,19 +340,39 @@ class ScriptedReply:
 
     def _response(self, request: ModelRequest, calls: tuple[ToolCall, ...]) -> ModelResponse:
         response_id = self.response_id or f"response-{request.id}"
-        blocks: tuple[AssistantBlock, ...] = (*map(trusted.text_block, self.text), *calls)
+        blocks: tuple[AssistantBlock, ...] = (
+            *map(trusted.thinking_block, self.thinking),
+            *map(trusted.text_block, self.text),
+            *calls,
+        )
         message = trusted.assistant_message(f"message-{response_id}", blocks)
-        stop_reason: StopReason = "toolCall" if calls else "stop"
-        return trusted.model_response(response_id, request.id, message, stop_reason, self.usage)
+        stop_reason: StopReason = self.stop_reason or ("toolCall" if calls else "stop")
+        return trusted.model_response(
+            response_id, request.id, message, stop_reason, self.usage, self.model
+        )
 
     def _chunks(
         self, request: ModelRequest, calls: tuple[ToolCall, ...]
     ) -> list[ModelChunk | ModelResponse]:
         request_id = request.id
         items: list[ModelChunk | ModelResponse] = [
-            trusted.text_delta_chunk(request_id, part) for part in self.text
+            trusted.thinking_delta_chunk(request_id, part) for part in self.thinking
         ]
-        items.extend(trusted.tool_call_chunk(request_id, call) for call in calls)
+        items.extend(trusted.text_delta_chunk(request_id, part) for part in self.text)
+        for index, call in enumerate(calls):
+            if self.tool_call_deltas:
+                items.append(
+                    ToolCallDeltaChunk(
+                        request_id=request_id,
+                        index=index,
+                        id=call.id,
+                        name=call.name,
+                        arguments_delta=json.dumps(
+                            thaw_json(call.arguments), separators=(",", ":")
+                        ),
+                    )
+                )
+            items.append(trusted.tool_call_chunk(request_id, call))
         items.append(self._response(request, calls))
         return items
 
@@ -349,10 +392,26 @@ def stream_reply(
 
 
 def text_reply(
-    *deltas: str, response_id: str | None = None, usage: ModelUsage = _ZERO_USAGE
+    *deltas: str,
+    response_id: str | None = None,
+    usage: ModelUsage = _ZERO_USAGE,
+    thinking: tuple[str, ...] = (),
+    stop_reason: StopReason | None = None,
+    model: str | None = None,
 ) -> ScriptedReply:
-    """A turn that streams ``deltas`` and stops: ``text_reply("The sum is ", "42.")``."""
-    return ScriptedReply(text=deltas, response_id=response_id, usage=usage)
+    """A turn that streams ``deltas`` and stops: ``text_reply("The sum is ", "42.")``.
+
+    ``thinking`` streams reasoning first; ``stop_reason="length"`` or ``"refusal"`` scripts a
+    truncated or refused answer.
+    """
+    return ScriptedReply(
+        text=deltas,
+        response_id=response_id,
+        usage=usage,
+        thinking=thinking,
+        stop_reason=stop_reason,
+        model=model,
+    )
 
 
 CallSpec: TypeAlias = (

@@ -1,257 +1,176 @@
-"""Constructors for protocol values that tether assembles from parts it already trusts.
+"""Fast constructors for protocol values that tether assembles from parts it already trusts.
 
 Protocol classes check their fields when constructed, so a protocol value that exists is
-well-formed. Inside the runtime, the loop, the tools and the scripted model build many values
-from parts that are themselves protocol values or strings tether just made; checking them
-again costs more than the rest of a step. These builders fill the same slots directly and
-produce values indistinguishable from the checked constructors' output.
+well-formed. Inside the runtime, the loop, the tools and the models build many values from
+parts that are themselves protocol values or strings tether just made; checking them again
+costs more than the rest of a step. The builders here fill the slots directly.
 
-They are private on purpose: every argument must already satisfy the class's checks.
+They are generated from ``dataclasses.fields`` (``builder``): a builder names the fields it
+takes, every other field gets its declared default, and a required field that a builder does
+not take is an error at import time. So adding a field can never leave a slot unset, and
+``tests/test_protocol_v2.py`` checks every builder against the public constructor.
+
+Private on purpose: every argument must already satisfy the class's checks.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
-from tether.abort import AbortSignal
-from tether.jsonvalue import JsonObject
-from tether.protocol import (
-    AssistantBlock,
-    AssistantMessage,
-    Message,
+from tether.protocol.content import TextBlock, ThinkingBlock, ToolCall
+from tether.protocol.events import (
     MessageAcceptedEvent,
     MessageAcceptedPayload,
-    ModelChunk,
     ModelChunkEvent,
     ModelChunkPayload,
-    ModelRequest,
-    ModelResponse,
-    ModelUsage,
     RunFinishedEvent,
     RunFinishedPayload,
-    RunResult,
-    StopReason,
-    TextBlock,
-    TextDeltaChunk,
-    ToolCall,
-    ToolCallChunk,
-    ToolExecutionContext,
     ToolFinishedEvent,
     ToolFinishedPayload,
-    ToolResultMessage,
     ToolStartedEvent,
     ToolStartedPayload,
 )
+from tether.protocol.messages import AssistantMessage, ToolResultMessage
+from tether.protocol.model import (
+    ModelRequest,
+    ModelResponse,
+    TextDeltaChunk,
+    ThinkingDeltaChunk,
+    ToolCallChunk,
+)
+from tether.protocol.tools import ToolExecutionContext
 
-__all__ = [
-    "assistant_message",
-    "execution_context",
-    "message_accepted_event",
-    "model_chunk_event",
-    "model_request",
-    "model_response",
-    "run_finished_event",
-    "text_block",
-    "text_delta_chunk",
-    "tool_call",
-    "tool_call_chunk",
-    "tool_finished_event",
-    "tool_result",
-    "tool_started_event",
-]
+__all__ = ["BUILDERS", "builder"]
 
-_new = object.__new__
+BUILDERS: dict[str, tuple[type, tuple[str, ...]]] = {}
+"""Every builder of this module by name: its class and the fields it takes, for the tests."""
 
 
-def _setter(cls: type[Any], name: str) -> Any:
-    return cls.__dict__[name].__set__
+def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable[..., Any]:
+    """A function ``build(*params, *optional)`` that fills every slot of ``cls`` without checks.
 
-
-def _event_builder(event: type[Any], payload: type[Any], field: str, kind: str) -> Any:
-    set_type = _setter(event, "type")
-    set_sequence = _setter(event, "sequence")
-    set_payload = _setter(event, "payload")
-    set_field = _setter(payload, field)
-
-    def build(sequence: int, value: object) -> Any:
-        body: Any = _new(payload)
-        set_field(body, value)
-        built: Any = _new(event)
-        set_type(built, kind)
-        set_sequence(built, sequence)
-        set_payload(built, body)
-        return built
-
+    ``params`` are required positional arguments; ``optional`` ones default to the field's
+    default. Fields not named get their default (or default factory); a required field that
+    is not named raises ``TypeError`` now, not when a value is built.
+    """
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    taken = set(params) | set(optional)
+    lines: list[str] = []
+    signature = list(params)
+    for field in dataclasses.fields(cls):
+        name = field.name
+        namespace[f"set_{name}"] = cls.__dict__[name].__set__
+        has_default = field.default is not dataclasses.MISSING
+        has_factory = field.default_factory is not dataclasses.MISSING
+        if has_default:
+            namespace[f"default_{name}"] = field.default
+        if has_factory:
+            namespace[f"factory_{name}"] = field.default_factory
+        if name in params:
+            value = name
+        elif name in optional:
+            value = name
+            if has_factory:
+                signature.append(f"{name}=None")
+                value = f"factory_{name}() if {name} is None else {name}"
+            elif has_default:
+                signature.append(f"{name}=default_{name}")
+            else:
+                raise TypeError(f"{cls.__name__}.{name} is required and cannot be optional")
+        elif has_default:
+            value = f"default_{name}"
+        elif has_factory:
+            value = f"factory_{name}()"
+        else:
+            raise TypeError(f"builder for {cls.__name__} must take its required field {name!r}")
+        lines.append(f"    set_{name}(value_, {value})")
+    unknown = taken - {field.name for field in dataclasses.fields(cls)}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no fields {sorted(unknown)}")
+    source = "\n".join(
+        [
+            f"def build({', '.join(signature)}):",
+            "    value_ = new(cls)",
+            *lines,
+            "    return value_",
+        ]
+    )
+    exec(source, namespace)  # generated from the dataclass fields, see the module docstring
+    build: Callable[..., Any] = namespace["build"]
+    build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
+    BUILDERS[build.__name__] = (cls, (*params, *optional))
     return build
 
 
-_message_accepted = _event_builder(
-    MessageAcceptedEvent, MessageAcceptedPayload, "message", "message.accepted"
+text_block: Callable[[str], TextBlock] = builder(TextBlock, "text")
+thinking_block: Callable[..., ThinkingBlock] = builder(
+    ThinkingBlock, "text", optional=("signature", "redacted")
 )
-_model_chunk = _event_builder(ModelChunkEvent, ModelChunkPayload, "chunk", "model.chunk")
-_tool_started = _event_builder(ToolStartedEvent, ToolStartedPayload, "tool_call", "tool.started")
-_tool_finished = _event_builder(ToolFinishedEvent, ToolFinishedPayload, "message", "tool.finished")
-_run_finished = _event_builder(RunFinishedEvent, RunFinishedPayload, "result", "run.finished")
+tool_call: Callable[[str, str, Any], ToolCall] = builder(ToolCall, "id", "name", "arguments")
+assistant_message: Callable[[str, tuple[Any, ...]], AssistantMessage] = builder(
+    AssistantMessage, "id", "content"
+)
+_tool_result: Callable[..., ToolResultMessage] = builder(
+    ToolResultMessage, "id", "tool_call_id", "tool_name", "content", "is_error"
+)
+model_request: Callable[..., ModelRequest] = builder(
+    ModelRequest, "id", "messages", optional=("system", "tools")
+)
+model_response: Callable[..., ModelResponse] = builder(
+    ModelResponse, "id", "request_id", "message", "stop_reason", "usage", optional=("model",)
+)
+text_delta_chunk: Callable[[str, str], TextDeltaChunk] = builder(
+    TextDeltaChunk, "request_id", "delta"
+)
+thinking_delta_chunk: Callable[[str, str], ThinkingDeltaChunk] = builder(
+    ThinkingDeltaChunk, "request_id", "delta"
+)
+tool_call_chunk: Callable[[str, ToolCall], ToolCallChunk] = builder(
+    ToolCallChunk, "request_id", "tool_call"
+)
+execution_context: Callable[[Any, str], ToolExecutionContext] = builder(
+    ToolExecutionContext, "signal", "tool_call_id"
+)
 
-
-def message_accepted_event(sequence: int, message: Message) -> MessageAcceptedEvent:
-    """``message.accepted`` for a message of the run's transcript."""
-    return _message_accepted(sequence, message)
-
-
-def model_chunk_event(sequence: int, chunk: ModelChunk) -> ModelChunkEvent:
-    """``model.chunk`` for a chunk that passed the model boundary."""
-    return _model_chunk(sequence, chunk)
-
-
-def tool_started_event(sequence: int, tool_call: ToolCall) -> ToolStartedEvent:
-    """``tool.started`` for a call of an accepted assistant message."""
-    return _tool_started(sequence, tool_call)
-
-
-def tool_finished_event(sequence: int, message: ToolResultMessage) -> ToolFinishedEvent:
-    """``tool.finished`` for a result built by ``execute_tool_call``."""
-    return _tool_finished(sequence, message)
-
-
-def run_finished_event(sequence: int, result: RunResult) -> RunFinishedEvent:
-    """``run.finished`` for the run's result."""
-    return _run_finished(sequence, result)
-
-
-_set_result_id = _setter(ToolResultMessage, "id")
-_set_result_role = _setter(ToolResultMessage, "role")
-_set_result_call_id = _setter(ToolResultMessage, "tool_call_id")
-_set_result_name = _setter(ToolResultMessage, "tool_name")
-_set_result_content = _setter(ToolResultMessage, "content")
-_set_result_is_error = _setter(ToolResultMessage, "is_error")
+_message_accepted_payload = builder(MessageAcceptedPayload, "message")
+_model_chunk_payload = builder(ModelChunkPayload, "chunk")
+_tool_started_payload = builder(ToolStartedPayload, "tool_call")
+_tool_finished_payload = builder(ToolFinishedPayload, "message")
+_run_finished_payload = builder(RunFinishedPayload, "result")
+_message_accepted = builder(MessageAcceptedEvent, "sequence", "payload")
+_model_chunk = builder(ModelChunkEvent, "sequence", "payload")
+_tool_started = builder(ToolStartedEvent, "sequence", "payload")
+_tool_finished = builder(ToolFinishedEvent, "sequence", "payload")
+_run_finished = builder(RunFinishedEvent, "sequence", "payload")
 
 
 def tool_result(call: ToolCall, content: str, is_error: bool) -> ToolResultMessage:
     """The result message linked to ``call``: ID ``tool-result-<call id>``."""
-    built = _new(ToolResultMessage)
-    _set_result_id(built, f"tool-result-{call.id}")
-    _set_result_role(built, "toolResult")
-    _set_result_call_id(built, call.id)
-    _set_result_name(built, call.name)
-    _set_result_content(built, content)
-    _set_result_is_error(built, is_error)
-    return built
+    return _tool_result(f"tool-result-{call.id}", call.id, call.name, content, is_error)
 
 
-_set_request_id = _setter(ModelRequest, "id")
-_set_request_messages = _setter(ModelRequest, "messages")
+def message_accepted_event(sequence: int, message: Any) -> MessageAcceptedEvent:
+    """``message.accepted`` for a message of the run's transcript."""
+    return _message_accepted(sequence, _message_accepted_payload(message))
 
 
-def model_request(request_id: str, messages: tuple[Message, ...]) -> ModelRequest:
-    """A request over a transcript of protocol messages."""
-    built = _new(ModelRequest)
-    _set_request_id(built, request_id)
-    _set_request_messages(built, messages)
-    return built
+def model_chunk_event(sequence: int, chunk: Any) -> ModelChunkEvent:
+    """``model.chunk`` for a chunk that passed the model boundary."""
+    return _model_chunk(sequence, _model_chunk_payload(chunk))
 
 
-_set_context_signal = _setter(ToolExecutionContext, "signal")
-_set_context_call_id = _setter(ToolExecutionContext, "tool_call_id")
+def tool_started_event(sequence: int, call: ToolCall) -> ToolStartedEvent:
+    """``tool.started`` for a call of an accepted assistant message."""
+    return _tool_started(sequence, _tool_started_payload(call))
 
 
-def execution_context(signal: AbortSignal, tool_call_id: str) -> ToolExecutionContext:
-    """The context ``execute`` receives for a call of an accepted message."""
-    built = _new(ToolExecutionContext)
-    _set_context_signal(built, signal)
-    _set_context_call_id(built, tool_call_id)
-    return built
+def tool_finished_event(sequence: int, message: ToolResultMessage) -> ToolFinishedEvent:
+    """``tool.finished`` for a result built by ``execute_tool_call``."""
+    return _tool_finished(sequence, _tool_finished_payload(message))
 
 
-_set_text_type = _setter(TextBlock, "type")
-_set_text = _setter(TextBlock, "text")
-
-
-def text_block(text: str) -> TextBlock:
-    """A text block of a ``str``."""
-    built = _new(TextBlock)
-    _set_text_type(built, "text")
-    _set_text(built, text)
-    return built
-
-
-_set_delta_type = _setter(TextDeltaChunk, "type")
-_set_delta_request = _setter(TextDeltaChunk, "request_id")
-_set_delta = _setter(TextDeltaChunk, "delta")
-
-
-def text_delta_chunk(request_id: str, delta: str) -> TextDeltaChunk:
-    """A text chunk of a ``str`` for an existing request ID."""
-    built = _new(TextDeltaChunk)
-    _set_delta_type(built, "textDelta")
-    _set_delta_request(built, request_id)
-    _set_delta(built, delta)
-    return built
-
-
-_set_call_chunk_type = _setter(ToolCallChunk, "type")
-_set_call_chunk_request = _setter(ToolCallChunk, "request_id")
-_set_call_chunk_call = _setter(ToolCallChunk, "tool_call")
-
-
-def tool_call_chunk(request_id: str, tool_call: ToolCall) -> ToolCallChunk:
-    """A tool-call chunk of a protocol ``ToolCall`` for an existing request ID."""
-    built = _new(ToolCallChunk)
-    _set_call_chunk_type(built, "toolCall")
-    _set_call_chunk_request(built, request_id)
-    _set_call_chunk_call(built, tool_call)
-    return built
-
-
-_set_call_type = _setter(ToolCall, "type")
-_set_call_id = _setter(ToolCall, "id")
-_set_call_name = _setter(ToolCall, "name")
-_set_call_arguments = _setter(ToolCall, "arguments")
-
-
-def tool_call(call_id: str, name: str, arguments: JsonObject) -> ToolCall:
-    """A tool call of non-empty ID and name and frozen arguments."""
-    built = _new(ToolCall)
-    _set_call_type(built, "toolCall")
-    _set_call_id(built, call_id)
-    _set_call_name(built, name)
-    _set_call_arguments(built, arguments)
-    return built
-
-
-_set_message_id = _setter(AssistantMessage, "id")
-_set_message_role = _setter(AssistantMessage, "role")
-_set_message_content = _setter(AssistantMessage, "content")
-
-
-def assistant_message(message_id: str, content: tuple[AssistantBlock, ...]) -> AssistantMessage:
-    """An assistant message of protocol blocks under a non-empty ID."""
-    built = _new(AssistantMessage)
-    _set_message_id(built, message_id)
-    _set_message_role(built, "assistant")
-    _set_message_content(built, content)
-    return built
-
-
-_set_response_id = _setter(ModelResponse, "id")
-_set_response_request = _setter(ModelResponse, "request_id")
-_set_response_message = _setter(ModelResponse, "message")
-_set_response_stop = _setter(ModelResponse, "stop_reason")
-_set_response_usage = _setter(ModelResponse, "usage")
-
-
-def model_response(
-    response_id: str,
-    request_id: str,
-    message: AssistantMessage,
-    stop_reason: StopReason,
-    usage: ModelUsage,
-) -> ModelResponse:
-    """A response from protocol parts under non-empty IDs."""
-    built = _new(ModelResponse)
-    _set_response_id(built, response_id)
-    _set_response_request(built, request_id)
-    _set_response_message(built, message)
-    _set_response_stop(built, stop_reason)
-    _set_response_usage(built, usage)
-    return built
+def run_finished_event(sequence: int, result: Any) -> RunFinishedEvent:
+    """``run.finished`` for the run's result."""
+    return _run_finished(sequence, _run_finished_payload(result))

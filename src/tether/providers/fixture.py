@@ -13,19 +13,34 @@ by the call that consumes it, raced against the abort signal and closed quietly 
 stops early. Every failure is a ``FixtureProviderError`` with one of twelve stable codes;
 errors raised by a source itself, even a ``FixtureProviderError`` it made, become
 ``PROVIDER_INVALID_FIXTURE``. This module imports nothing that can reach a network.
+
+Loading follows one rule at every entry point: fixture text is UTF-8 JSON without a
+byte-order mark, at most ``MAX_FIXTURE_BYTES`` (16 MiB) long. ``from_path`` reads at most that
+many bytes plus one, so a file that never ends (``/dev/zero``) fails fast instead of exhausting
+memory; ``from_json(bytes)`` decodes strict UTF-8 (no UTF-16 or UTF-32 detection); a ``str``
+given to ``from_json`` is measured by its UTF-8 form and must have one, so a lone surrogate
+code point is refused (written as the JSON escape ``\\ud800`` it is fine everywhere). A
+fixture holds at most ``MAX_FIXTURE_RESPONSES`` (10,000) responses and a ``records`` list at
+most ``MAX_FIXTURE_RECORDS_PER_RESPONSE`` (100,000) records. Both are checked before any record
+is copied or parsed, so an oversized fixture fails at construction rather than being replayed
+in full when a call streams it (a replay runs without awaiting); an async record source is
+bounded by its consumer instead (the agent loop's chunk limit). Breaking any of these rules is
+``PROVIDER_INVALID_FIXTURE``. A path is a ``str`` or an ``os.PathLike``: anything else, notably
+``True`` or ``1`` (which ``open()`` would take as a file descriptor, then close), is a
+``TypeError``, like every other argument of the wrong type.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections import deque
 from collections.abc import AsyncIterator
 from os import PathLike
 from typing import Any, Final, Literal, TypeAlias
 
-from tether.protocol import _trusted as trusted
 from tether._errors import TetherError
-from tether._ownership import claim_iterator_once, trusted_errors
+from tether._ownership import claim_iterator_once, release_claim, trusted_errors
 from tether._producer import fail_producer, start_producer_eagerly
 from tether._race import (
     RacedIterator,
@@ -48,6 +63,7 @@ from tether.protocol import (
     StopReason,
     ToolCallChunk,
 )
+from tether.protocol import _trusted as trusted
 from tether.stream import EventStream
 
 __all__ = ["FixtureProviderAdapter", "FixtureProviderError", "FixtureProviderErrorCode"]
@@ -67,6 +83,14 @@ FixtureProviderErrorCode: TypeAlias = Literal[
     "PROVIDER_TRANSPORT_ERROR",
 ]
 
+
+MAX_FIXTURE_BYTES: Final = 16 * 1024 * 1024
+"""Largest fixture text, in UTF-8 bytes, that ``from_path`` and ``from_json`` accept (16 MiB)."""
+MAX_FIXTURE_RESPONSES: Final = 10_000
+"""Most responses one fixture may queue."""
+MAX_FIXTURE_RECORDS_PER_RESPONSE: Final = 100_000
+"""Most records in one response's ``records`` list: room for long recorded streams, while
+replaying one response (which happens at once, without awaiting) stays well under a second."""
 
 _OWNED = trusted_errors()
 
@@ -146,24 +170,36 @@ class FixtureProviderAdapter:
 
     @classmethod
     def from_path(cls, path: str | PathLike[str]) -> FixtureProviderAdapter:
-        """Load a fixture from a JSON file (``PROVIDER_INVALID_FIXTURE`` if unreadable)."""
+        """Load a fixture from a UTF-8 JSON file of at most ``MAX_FIXTURE_BYTES`` bytes.
+
+        ``PROVIDER_INVALID_FIXTURE`` if the file cannot be read or breaks the loading rules
+        (see the module docstring). At most ``MAX_FIXTURE_BYTES + 1`` bytes are read, so an
+        endless file fails fast. ``TypeError`` unless ``path`` is a ``str`` or an
+        ``os.PathLike``: an ``int`` or ``bool`` would otherwise open (and close) a file
+        descriptor such as stdout.
+        """
+        kind = type_of(path)
+        if not issubclass(kind, str) and not callable(getattr(kind, "__fspath__", None)):
+            raise TypeError(f"path must be a str or os.PathLike, not {kind.__name__}")
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_FIXTURE_BYTES + 1)
         except (OSError, ValueError) as error:
             raise _error("PROVIDER_INVALID_FIXTURE", _INVALID_FIXTURE) from error
-        return cls.from_json(text)
+        return cls.from_json(data)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> FixtureProviderAdapter:
-        """Load a fixture from JSON text (``PROVIDER_INVALID_FIXTURE`` if it is not valid).
+    def from_json(cls, text: str | bytes | bytearray) -> FixtureProviderAdapter:
+        """Load a fixture from JSON text: a ``str``, or UTF-8 ``bytes`` (or ``bytearray``).
 
-        The parsed records belong to the adapter alone, so they need no further copy; each
-        record is inspected when a call streams it, exactly as a snapshot record is.
-        ``NaN`` and ``Infinity`` literals are rejected.
+        ``PROVIDER_INVALID_FIXTURE`` if it is not a valid fixture or breaks the loading rules
+        (strict UTF-8, no byte-order mark, at most ``MAX_FIXTURE_BYTES``; see the module
+        docstring); ``NaN`` and ``Infinity`` literals are rejected. The parsed records belong
+        to the adapter alone, so they need no further copy; each record is inspected when a
+        call streams it, exactly as a snapshot record is.
         """
         try:
-            fixture = json.loads(text, parse_constant=_reject_constant)
+            fixture = json.loads(_fixture_text(text), parse_constant=_reject_constant)
             queue = _snapshot_fixture(fixture, owned=True)
         except (ValueError, TypeError, RecursionError) as error:
             raise _error("PROVIDER_INVALID_FIXTURE", _INVALID_FIXTURE) from error
@@ -217,9 +253,7 @@ class FixtureProviderAdapter:
             parser = _ResponseParser(request_id)
             response = await _parse_source(source, parser, stream, signal)
         except BaseException as error:
-            if source is not None:
-                source.close()
-            fail_producer(stream, error)
+            fail_producer(stream, error, source)  # settles the stream, then closes the source
             return
         stream.finish(response)
 
@@ -271,6 +305,37 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")
 
 
+_TOO_LARGE: Final = f"fixture is larger than MAX_FIXTURE_BYTES ({MAX_FIXTURE_BYTES} bytes)"
+
+
+def _fixture_text(text: object) -> str:
+    """The JSON text of a fixture given as ``str`` or UTF-8 bytes, held to the loading rules.
+
+    A ``str`` subclass is read as an exact ``str`` and bytes through a ``memoryview``, so no
+    method a subclass overrides runs. Raises ``ValueError`` (``UnicodeError`` included) or
+    ``TypeError``.
+    """
+    kind = type_of(text)
+    value: Any = text  # narrowed by ``kind`` below, not by isinstance (no caller code runs)
+    if issubclass(kind, str):
+        string: str = str.__str__(value)  # an exact str: its own methods cannot be overridden
+        if len(string) > MAX_FIXTURE_BYTES:  # every code point takes at least one byte
+            raise ValueError(_TOO_LARGE)
+        # A lone surrogate has no UTF-8 form: UnicodeEncodeError.
+        if len(codecs.utf_8_encode(string, "strict")[0]) > MAX_FIXTURE_BYTES:
+            raise ValueError(_TOO_LARGE)
+    elif issubclass(kind, bytes | bytearray):
+        with memoryview(value) as data:
+            if data.nbytes > MAX_FIXTURE_BYTES:
+                raise ValueError(_TOO_LARGE)
+            string = codecs.utf_8_decode(data, "strict", True)[0]
+    else:
+        raise TypeError(f"fixture JSON must be str or bytes, not {kind.__name__}")
+    if string.startswith("\ufeff"):
+        raise ValueError("fixture JSON must not start with a byte-order mark")
+    return string
+
+
 class _OwnedRecords:
     """Records parsed from JSON text by the adapter itself: plain, private, never shared."""
 
@@ -294,11 +359,21 @@ def _snapshot_fixture(fixture: object, *, owned: bool = False) -> list[object]:
         raise TypeError("fixture.responses must be an array")
     queue: list[object] = []
     entries: list[Any] = responses  # pyright: ignore[reportAssignmentType]
+    if len(entries) > MAX_FIXTURE_RESPONSES:
+        raise ValueError(
+            f"fixture.responses must have at most {MAX_FIXTURE_RESPONSES} entries "
+            "(MAX_FIXTURE_RESPONSES)"
+        )
     for index, response in enumerate(tuple(entries)):
         path = f"fixture.responses[{index}]"
         records = _fields(response, path, ("records",)).get("records", _MISSING)
         if records is _MISSING:
             raise TypeError(f"{path}.records is missing")
+        if type_of(records) is list and len(records) > MAX_FIXTURE_RECORDS_PER_RESPONSE:
+            raise ValueError(
+                f"{path}.records must have at most {MAX_FIXTURE_RECORDS_PER_RESPONSE} records "
+                "(MAX_FIXTURE_RECORDS_PER_RESPONSE)"
+            )
         if type_of(records) is list and owned:
             queue.append(_OwnedRecords(records))
         elif type_of(records) is list:
@@ -336,14 +411,16 @@ def _open_source(records: object, signal: AbortSignal) -> RacedIterator[object]:
         step = getattr(type_of(iterator), "__anext__", None)
     except Exception as error:
         close_quietly(iterator)
+        release_claim(iterator)
         raise _error(
             "PROVIDER_INVALID_FIXTURE", "Async fixture iterator next() could not be inspected"
         ) from error
     if not callable(step):
         close_quietly(iterator)
+        release_claim(iterator)
         raise _error("PROVIDER_INVALID_FIXTURE", "Async fixture iterator must expose next()")
     typed: AsyncIterator[object] = iterator
-    return RacedIterator(typed, signal)
+    return RacedIterator(typed, signal, claimed=True)
 
 
 def _parse_records(
@@ -529,7 +606,7 @@ class _ResponseParser:
         if call_id in self.tool_call_ids:
             raise _invalid(f'Tool-call ID "{call_id}" must be unique within a response', index)
         self.tool_call_ids.add(call_id)
-        call = trusted.tool_call(call_id, name, arguments)  # pyright: ignore[reportArgumentType]
+        call = trusted.tool_call(call_id, name, arguments)
         self.content.append(call)
         return trusted.tool_call_chunk(self.request_id, call)
 

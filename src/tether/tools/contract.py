@@ -3,40 +3,32 @@ linked, machine-readable ways.
 
 * ``define_tool`` snapshots a definition; ``ToolRegistry`` registers definitions all or
   nothing and never lets two tools share a name.
+* ``ToolRegistry.specs()`` says what a model is told about the registered tools.
 * ``execute_tool_call`` runs one call in a fixed order: abort check, find the tool, validate
-  the arguments synchronously, execute, serialize the output, with abort checks between the
-  phases. Every ordinary failure becomes an ``is_error`` result whose content is
+  the arguments synchronously, execute, turn the output into content, with abort checks
+  between the phases. Output that is an exact ``str`` is sent as it is; anything else goes
+  through the bounded serializer; either way it is capped at the tool's ``output_limit``.
+  Every ordinary failure becomes an ``is_error`` result whose content is
   ``{"error":{"code":...,"message":...}}`` with one of five codes (``TOOL_NOT_FOUND``,
   ``TOOL_VALIDATION_FAILED``, ``TOOL_ARGUMENTS_INVALID``, ``TOOL_EXECUTION_FAILED``,
   ``TOOL_OUTPUT_SERIALIZATION_FAILED``); every result has ID ``tool-result-<callId>`` and
   links to its call. Cancellation is never a result: the abort reason is raised, even while
   ``execute`` is blocked. A ``NonRecoverableToolError`` that tether created is raised too, so
   it can stop a run; a look-alike cannot.
-* ``@tool`` (see ``tether.tooldef``) builds a definition from an annotated ``async def``.
+* ``@tool`` (see ``tether.tools.function``) builds a definition from an annotated function.
 """
 
 from __future__ import annotations
 
+import contextlib
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeVar
 
-from tether.protocol import _trusted as trusted
 from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import check_signal, neutralize, race
-from tether.tools.serialize import (
-    TOOL_OUTPUT_CAP_CHARACTERS,
-    TOOL_SERIALIZATION_MAX_BIGINT_BITS,
-    TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,
-    TOOL_SERIALIZATION_MAX_DEPTH,
-    TOOL_SERIALIZATION_MAX_NODES,
-    TOOL_SERIALIZATION_MAX_STRING_CHARACTERS,
-    TOOL_TRUNCATION_MARKER,
-    UNDEFINED,
-    serialize_output,
-)
 from tether._text import is_non_empty, message_of
 from tether._types import type_of
 from tether.abort import AbortSignal
@@ -52,12 +44,27 @@ from tether.protocol import (
     ToolCall,
     ToolExecutionContext,
     ToolResultMessage,
+    ToolSpec,
     ToolValidation,
     Valid,
+)
+from tether.protocol import _trusted as trusted
+from tether.tools.serialize import (
+    TOOL_OUTPUT_CAP_CHARACTERS,
+    TOOL_SERIALIZATION_MAX_BIGINT_BITS,
+    TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,
+    TOOL_SERIALIZATION_MAX_DEPTH,
+    TOOL_SERIALIZATION_MAX_NODES,
+    TOOL_SERIALIZATION_MAX_STRING_CHARACTERS,
+    TOOL_TRUNCATION_MARKER,
+    UNDEFINED,
+    cap_text,
+    serialize_output,
 )
 
 __all__ = [
     "TOOL_OUTPUT_CAP_CHARACTERS",
+    "TOOL_OUTPUT_LIMIT_MIN",
     "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
     "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
     "TOOL_SERIALIZATION_MAX_DEPTH",
@@ -65,6 +72,7 @@ __all__ = [
     "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
     "TOOL_TRUNCATION_MARKER",
     "UNDEFINED",
+    "FunctionTool",
     "NonRecoverableToolError",
     "ToolContractError",
     "ToolContractErrorCode",
@@ -77,6 +85,8 @@ __all__ = [
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
+ReturnT = TypeVar("ReturnT")
+P = ParamSpec("P")
 
 ToolContractErrorCode: TypeAlias = Literal[
     "INVALID_TOOL_DEFINITION", "INVALID_TOOL_BATCH", "DUPLICATE_TOOL_NAME", "INVALID_TOOL_CALL"
@@ -123,6 +133,9 @@ def _is_non_recoverable(error: BaseException) -> bool:
 
 # --- definitions and the registry ------------------------------------------------------------
 
+TOOL_OUTPUT_LIMIT_MIN: Final = len(TOOL_TRUNCATION_MARKER)
+"""The smallest ``output_limit``: a truncated output must still hold the whole marker."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDefinition(Generic[InputT, OutputT]):
@@ -131,6 +144,9 @@ class ToolDefinition(Generic[InputT, OutputT]):
     ``validate`` must accept any object and return ``Valid(value=...)`` or
     ``Invalid(error=...)`` synchronously; ``execute`` receives only a validated value.
     ``parameters`` is an optional JSON Schema describing the arguments (``@tool`` fills it).
+    ``output_limit`` caps the result content of a successful call, in code points including
+    the truncation marker (the workshop's 4,096 by default); error results keep the
+    workshop's cap.
     """
 
     name: str
@@ -138,6 +154,18 @@ class ToolDefinition(Generic[InputT, OutputT]):
     validate: Callable[[object], ToolValidation[InputT]]
     execute: Callable[[InputT, ToolExecutionContext], Coroutine[Any, Any, OutputT]]
     parameters: JsonObject | None = None
+    output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionTool(ToolDefinition[dict[str, Any], OutputT], Generic[P, ReturnT, OutputT]):
+    """What ``@tool`` returns: a ``ToolDefinition`` that also keeps the decorated function.
+
+    ``fn`` is the original function, still callable with its own parameter and return types
+    (an ``async def`` gives a coroutine to await, a ``def`` its value, on the calling thread).
+    """
+
+    fn: Callable[P, ReturnT]
 
 
 def define_tool(
@@ -147,8 +175,13 @@ def define_tool(
     validate: Callable[[object], ToolValidation[InputT]],
     execute: Callable[[InputT, ToolExecutionContext], Coroutine[Any, Any, OutputT]],
     parameters: Mapping[str, object] | None = None,
+    output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
 ) -> ToolDefinition[InputT, OutputT]:
-    """Check and freeze a tool definition (``ToolContractError`` ``INVALID_TOOL_DEFINITION``)."""
+    """Check and freeze a tool definition (``ToolContractError`` ``INVALID_TOOL_DEFINITION``).
+
+    ``output_limit`` must be an ``int`` of at least ``TOOL_OUTPUT_LIMIT_MIN`` (24: the length
+    of the truncation marker, which a truncated output always ends with).
+    """
     return _definition(
         {
             "name": name,
@@ -156,22 +189,25 @@ def define_tool(
             "validate": validate,
             "execute": execute,
             "parameters": parameters,
+            "output_limit": output_limit,
         }
     )
 
 
-_FIELDS: Final = ("name", "description", "validate", "execute")
+_FIELDS: Final = ("name", "description", "validate", "execute", "parameters", "output_limit")
+_OPTIONAL: Final = frozenset({"parameters", "output_limit"})
 
 
 def _definition(source: object) -> ToolDefinition[Any, Any]:
     """Snapshot an untrusted definition: each field read once, then checked."""
-    if type_of(source) is ToolDefinition:
+    kind = type_of(source)
+    if kind is ToolDefinition or kind is FunctionTool:
         return source  # pyright: ignore[reportReturnType]
-    if source is None or type_of(source) in (bool, int, float, str, bytes):
+    if source is None or kind in (bool, int, float, str, bytes):
         raise ToolContractError("INVALID_TOOL_DEFINITION", "Tool definition must be an object")
-    values: dict[str, Any] = {}
-    for key in (*_FIELDS, "parameters"):
-        values[key] = _read_definition_field(source, key, required=key != "parameters")
+    values: dict[str, Any] = {
+        key: _read_definition_field(source, key, required=key not in _OPTIONAL) for key in _FIELDS
+    }
     name = values["name"]
     if not is_non_empty(name):
         raise ToolContractError("INVALID_TOOL_DEFINITION", "Tool name must be a non-empty string")
@@ -192,12 +228,21 @@ def _definition(source: object) -> ToolDefinition[Any, Any]:
             raise ToolContractError("INVALID_TOOL_DEFINITION", str(error)) from error
     else:
         parameters = None
+    output_limit = values["output_limit"]
+    if output_limit is MISSING:
+        output_limit = TOOL_OUTPUT_CAP_CHARACTERS
+    elif type_of(output_limit) is not int or output_limit < TOOL_OUTPUT_LIMIT_MIN:
+        raise ToolContractError(
+            "INVALID_TOOL_DEFINITION",
+            f'Tool "{name}" output_limit must be an int of at least {TOOL_OUTPUT_LIMIT_MIN}',
+        )
     return ToolDefinition(
         name=name,
         description=values["description"],
         validate=values["validate"],
         execute=values["execute"],
         parameters=parameters,
+        output_limit=output_limit,
     )
 
 
@@ -215,18 +260,32 @@ def _read_definition_field(source: object, key: str, *, required: bool) -> Any:
     return value
 
 
+_NO_PARAMETERS: Final = JsonObject({"type": "object", "properties": {}})
+"""The schema a definition without ``parameters`` is described with: no arguments."""
+
+
+def _spec(definition: ToolDefinition[Any, Any]) -> ToolSpec:
+    parameters = definition.parameters
+    return ToolSpec(
+        name=definition.name,
+        description=definition.description,
+        parameters=_NO_PARAMETERS if parameters is None else parameters,
+    )
+
+
 class ToolRegistry:
     """Tools by name. Registration is atomic: a failing batch leaves the registry unchanged.
 
     ``ToolRegistry(definitions)`` registers a batch; definitions may be ``ToolDefinition``
     values or any object (or mapping) with ``name``, ``description``, ``validate`` and
-    ``execute``, each read once.
+    ``execute`` (and optionally ``parameters`` and ``output_limit``), each read once.
     """
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_specs", "_tools")
 
     def __init__(self, definitions: Iterable[object] = ()) -> None:
         self._tools: dict[str, ToolDefinition[Any, Any]] = {}
+        self._specs: tuple[ToolSpec, ...] | None = None
         self.register_many(definitions)
 
     def __len__(self) -> int:
@@ -244,10 +303,24 @@ class ToolRegistry:
         """The tool named ``name``, or ``None``."""
         return self._tools.get(name)
 
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """What a model is told about the tools, in registration order.
+
+        Each ``ToolSpec`` has the definition's name, description and ``parameters``; a
+        definition without ``parameters`` is described as taking no arguments,
+        ``{"type": "object", "properties": {}}``. The tuple is built once and reused (also by
+        snapshots) until a registration changes the tools, so calling this every step is free.
+        """
+        specs = self._specs
+        if specs is None:
+            specs = self._specs = tuple(_spec(tool) for tool in self._tools.values())
+        return specs
+
     def snapshot(self) -> ToolRegistry:
         """An independent registry with the same tools; later registrations stay apart."""
         copy = ToolRegistry.__new__(ToolRegistry)
         copy._tools = dict(self._tools)
+        copy._specs = self._specs  # an immutable tuple: shared until either side registers
         return copy
 
     def register(self, definition: object) -> ToolDefinition[Any, Any]:
@@ -269,6 +342,8 @@ class ToolRegistry:
             seen.add(snapshot.name)
         for snapshot in snapshots:
             self._tools[snapshot.name] = snapshot
+        if snapshots:
+            self._specs = None
         return snapshots
 
     def __repr__(self) -> str:
@@ -276,6 +351,9 @@ class ToolRegistry:
 
 
 # --- execution ------------------------------------------------------------------------------
+
+
+_UNAWAITED: Final = "Tool returned an un-awaited coroutine; did you forget await?"
 
 
 class _ToolFailure(Exception):
@@ -292,17 +370,25 @@ async def execute_tool_call(
 ) -> ToolResultMessage:
     """Run one tool call through the contract and return its linked result message.
 
+    A successful call's content is the output itself when it is an exact ``str``, otherwise
+    the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An awaited
+    output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
+    becomes ``TOOL_EXECUTION_FAILED``.
+
     Raises the abort reason when ``signal`` aborts (before or during any phase), a
     ``NonRecoverableToolError`` created by tether when the tool raises one, and
     ``ToolContractError`` (``INVALID_TOOL_CALL``) for a registry or call that is not usable.
     """
     check_signal(signal)
     if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ToolContractError("INVALID_TOOL_CALL", "executeToolCall requires a ToolRegistry")
+        raise ToolContractError("INVALID_TOOL_CALL", "execute_tool_call requires a ToolRegistry")
     call = _snapshot_call(tool_call, signal)
     try:
-        pending: Any = _start(registry, call, signal)
-        if _is_awaitable(pending):
+        tool = registry.get(call.name)
+        if tool is None:
+            raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
+        pending: Any = _start(tool, call, signal)
+        if is_awaitable(pending):
             try:
                 output = await race(signal, pending)
             except Exception as error:
@@ -310,14 +396,31 @@ async def execute_tool_call(
                 raise _ToolFailure(
                     "TOOL_EXECUTION_FAILED", message_of(error, "Tool execution failed")
                 ) from error
+            if type_of(output) is types.CoroutineType:
+                _discard(output)
+                check_signal(signal)
+                raise _ToolFailure("TOOL_EXECUTION_FAILED", _UNAWAITED)
         else:
             output: Any = pending
         check_signal(signal)
-        content = _serialized(output, signal)
+        if type_of(output) is str:
+            content = cap_text(output, tool.output_limit)
+        else:
+            content = _serialized(output, tool.output_limit, signal)
     except _ToolFailure as failure:
         content = serialize_output({"error": {"code": failure.code, "message": failure.text}})
         return _result(call, content, is_error=True)
     return _result(call, content, is_error=False)
+
+
+def _discard(coroutine: Coroutine[Any, Any, Any]) -> None:
+    """Close a coroutine nobody will await, so it never warns "was never awaited".
+
+    One that never started runs nothing; a suspended one runs its ``finally`` blocks, and
+    whatever they raise is dropped: the call already failed.
+    """
+    with contextlib.suppress(Exception):
+        coroutine.close()
 
 
 def _result(call: ToolCall, content: str, *, is_error: bool) -> ToolResultMessage:
@@ -337,7 +440,7 @@ def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
         name = read_field(tool_call, "name")
         if not is_non_empty(call_id) or not is_non_empty(name):
             raise TypeError("tool call id and name must be non-empty strings")
-        arguments = snapshot_arguments(read_field(tool_call, "arguments"), "toolCall.arguments")
+        arguments = snapshot_arguments(read_field(tool_call, "arguments"), "tool_call.arguments")
         snapshot = ToolCall(id=call_id, name=name, arguments=arguments)
     except Exception as error:
         check_signal(signal)
@@ -354,11 +457,8 @@ def _escalate(error: BaseException, signal: AbortSignal) -> None:
         raise error
 
 
-def _start(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> Any:
-    """Find, validate and start the tool; returns what ``execute`` returned."""
-    tool = registry.get(call.name)
-    if tool is None:
-        raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
+def _start(tool: ToolDefinition[Any, Any], call: ToolCall, signal: AbortSignal) -> Any:
+    """Validate the arguments and start the tool; returns what ``execute`` returned."""
     value = _validated(tool, call.arguments, signal)
     context = trusted.execution_context(signal, call.id)
     try:
@@ -370,9 +470,9 @@ def _start(registry: ToolRegistry, call: ToolCall, signal: AbortSignal) -> Any:
         ) from error
 
 
-def _serialized(output: object, signal: AbortSignal) -> str:
+def _serialized(output: object, cap: int, signal: AbortSignal) -> str:
     try:
-        content = serialize_output(output)
+        content = serialize_output(output, cap=cap)
     except Exception as error:
         _escalate(error, signal)
         raise _ToolFailure(
@@ -383,13 +483,16 @@ def _serialized(output: object, signal: AbortSignal) -> str:
     return content
 
 
-def _is_awaitable(value: object) -> bool:
+def is_awaitable(value: object) -> bool:
+    """Whether tether will ``await`` ``value``: a coroutine, or anything whose class defines
+    ``__await__``. Read from the exact class, so an instance cannot fake it; a hostile
+    metaclass that fails the lookup makes it not awaitable. The one copy tether keeps."""
     kind = type_of(value)
     if kind is types.CoroutineType:
         return True
     try:
         return callable(getattr(kind, "__await__", None))
-    except Exception:  # a hostile metaclass: not something tether will await
+    except Exception:
         return False
 
 
@@ -402,7 +505,7 @@ def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: Ab
             "TOOL_VALIDATION_FAILED", message_of(error, "Tool validation failed")
         ) from error
     kind = type_of(decision)
-    if kind is not Valid and kind is not Invalid and _is_awaitable(decision):
+    if kind is not Valid and kind is not Invalid and is_awaitable(decision):
         neutralize(decision)
         check_signal(signal)
         raise _ToolFailure("TOOL_VALIDATION_FAILED", "Tool validation must return synchronously")
@@ -430,14 +533,10 @@ def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: Ab
 def _interpret(decision: Any) -> tuple[bool, Any]:
     """``(True, value)`` or ``(False, error)`` from a decision; raises for a bad decision.
 
-    Besides ``Valid``/``Invalid``, a mapping ``{"ok": True, "value": v}`` or
-    ``{"ok": False, "error": "..."}`` is accepted, each field read once.
+    Only called for decisions that are neither ``Valid`` nor ``Invalid`` (``_validated`` reads
+    those itself): a mapping ``{"ok": True, "value": v}`` or ``{"ok": False, "error": "..."}``,
+    each field read once.
     """
-    kind = type_of(decision)
-    if kind is Valid:
-        return True, decision.value
-    if kind is Invalid:
-        return False, decision.error
     if not is_mapping(decision):
         raise _invalid_decision("Tool validation must return a decision object")
     ok = read_field(decision, "ok")

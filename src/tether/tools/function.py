@@ -1,19 +1,32 @@
-"""``@tool``: a typed tool from an annotated ``async def``.
+"""``@tool``: a typed tool from an annotated function.
 
 The decorator reads the function's signature and docstring once, at decoration time, and
 derives both halves of the tool contract from them:
 
 * ``parameters``, a JSON Schema of the arguments (``properties``, ``required``,
-  ``additionalProperties: false``, descriptions from the docstring's ``Args:`` section), and
+  ``additionalProperties: false``, descriptions from the docstring's ``Args:`` section, and
+  each default as ``"default"`` when it has a JSON form), and
 * ``validate``, which accepts exactly what the schema describes and returns the keyword
-  arguments to call the function with (``Invalid`` with a readable error otherwise).
+  arguments to call the function with (``Invalid`` with a readable error otherwise); an
+  absent argument that has a default gets that default.
 
-Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Literal[...]``,
-unions (``X | None``), ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``, ``Any``/``object``
-(any JSON value, passed as plain ``dict``/``list``), ``typing.Annotated[X, "description"]``,
-``TypedDict`` classes and dataclasses (built from an object). A parameter annotated
-``ToolExecutionContext`` receives the call's context and is not part of the schema. Anything
-else is a ``TypeError`` when the function is decorated, never at call time.
+Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Literal[...]`` and
+``Enum`` classes (both an ``enum`` of their JSON values; an enum's values must be ``str`` or
+``int``, and a value validates to its member), unions (``X | None``), ``list[X]``,
+``tuple[X, ...]``, ``dict[str, X]``, ``Any``/``object`` (any JSON value, passed as plain
+``dict``/``list``), ``typing.Annotated[X, "description"]``, ``TypedDict`` classes and
+dataclasses (built from an object). A parameter annotated ``ToolExecutionContext`` receives
+the call's context and is not part of the schema. Anything else, including a dataclass or
+``TypedDict`` that contains itself (directly or through another), is a ``TypeError`` when the
+function is decorated, never at call time.
+
+An ``async def`` runs on the event loop. A plain ``def`` runs in a worker thread
+(``asyncio.to_thread``), so blocking work does not stall the loop. Cancellation cannot
+interrupt a running thread: when the run is aborted it stops waiting for the thread at once,
+the thread runs on to completion, and its result (or exception) is discarded.
+
+The result is a ``FunctionTool``: an ordinary ``ToolDefinition`` whose ``fn`` is the
+decorated function, still callable directly with its own types.
 
 ::
 
@@ -30,22 +43,24 @@ else is a ``TypeError`` when the function is decorated, never at call time.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import enum
 import math
 import types
 import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Literal, TypeVar, Union, overload
+from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar, Union, overload
 
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
-from tether.tools.contract import ToolDefinition, define_tool
+from tether.tools.contract import FunctionTool, define_tool
+from tether.tools.serialize import TOOL_OUTPUT_CAP_CHARACTERS
 
-__all__ = ["tool"]
+__all__ = ["FunctionTool", "tool"]
 
+P = ParamSpec("P")
 R = TypeVar("R")
-
-_Function = Callable[..., Coroutine[Any, Any, R]]
 
 
 class _Reject(Exception):
@@ -60,32 +75,79 @@ class _Field:
     check: Callable[[JsonValue, str], Any]
 
 
-@overload
-def tool(function: _Function[R], /) -> ToolDefinition[dict[str, Any], R]: ...
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Where:
+    """Where an annotation sits: its parameter, the path to it (``str()``), and the dataclass
+    and ``TypedDict`` classes being described around it, outermost first."""
+
+    parameter: str
+    path: str
+    active: tuple[type[Any], ...] = ()
+
+    def __str__(self) -> str:
+        return self.path
+
+    def field(self, key: str) -> _Where:
+        return _Where(self.parameter, f"{self.path} field {key!r}", self.active)
+
+    def entering(self, cls: type[Any]) -> _Where:
+        """The place inside ``cls``; a ``TypeError`` if ``cls`` is already being described."""
+        if cls in self.active:
+            raise TypeError(
+                f"@tool {self.parameter}: recursive type {cls.__name__} is not supported"
+            )
+        return _Where(self.parameter, self.path, (*self.active, cls))
+
+
+class _Decorator(Protocol):
+    """What ``tool(name=..., ...)`` returns: ``@tool`` with those options applied."""
+
+    @overload
+    def __call__(
+        self, function: Callable[P, Coroutine[Any, Any, R]], /
+    ) -> FunctionTool[P, Coroutine[Any, Any, R], R]: ...
+
+    @overload
+    def __call__(self, function: Callable[P, R], /) -> FunctionTool[P, R, R]: ...
 
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
-) -> Callable[[_Function[R]], ToolDefinition[dict[str, Any], R]]: ...
+    function: Callable[P, Coroutine[Any, Any, R]], /
+) -> FunctionTool[P, Coroutine[Any, Any, R], R]: ...
+
+
+@overload
+def tool(function: Callable[P, R], /) -> FunctionTool[P, R, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
+) -> _Decorator: ...
 
 
 def tool(
-    function: _Function[R] | None = None,
+    function: Callable[..., Any] | None = None,
     /,
     *,
     name: str | None = None,
     description: str | None = None,
-) -> (
-    ToolDefinition[dict[str, Any], R] | Callable[[_Function[R]], ToolDefinition[dict[str, Any], R]]
-):
-    """Turn an annotated ``async def`` into a ``ToolDefinition`` (see the module docstring).
+    output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
+) -> Any:
+    """Turn an annotated function into a ``FunctionTool`` (see the module docstring).
 
-    ``name`` defaults to the function's name and ``description`` to its docstring summary.
+    ``name`` defaults to the function's name and ``description`` to its docstring summary
+    (one of them must exist: ``TypeError`` otherwise). ``output_limit`` caps the result
+    content in code points, as for ``define_tool``. A plain ``def`` runs in a worker thread;
+    an abort stops waiting for it but cannot interrupt it, and its result is then discarded.
     """
 
-    def decorate(target: _Function[R]) -> ToolDefinition[dict[str, Any], R]:
-        return _build(target, name=name, description=description)
+    def decorate(target: Callable[..., Any]) -> FunctionTool[Any, Any, Any]:
+        return _build(target, name=name, description=description, output_limit=output_limit)
 
     if function is None:
         return decorate
@@ -93,40 +155,50 @@ def tool(
 
 
 def _build(
-    function: _Function[R], *, name: str | None, description: str | None
-) -> ToolDefinition[dict[str, Any], R]:
+    function: Callable[..., Any], *, name: str | None, description: str | None, output_limit: int
+) -> FunctionTool[Any, Any, Any]:
     import inspect
 
-    if not inspect.iscoroutinefunction(function):
-        raise TypeError("@tool needs an async def function")
+    if not callable(function):
+        raise TypeError("@tool needs a function")
+    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+        raise TypeError("@tool does not support generator functions")
+    is_async = inspect.iscoroutinefunction(function)
+    label: str = name or getattr(function, "__name__", "") or ""
     summary, documented = _parse_docstring(inspect.getdoc(function) or "")
-    hints = typing.get_type_hints(function, include_extras=True)
+    if not description and not summary:
+        raise TypeError(
+            f"@tool needs a description for {label!r}: give it a docstring or pass description="
+        )
+    hints = _hints(function, f"function {label!r}")
     properties: dict[str, Any] = {}
     required: list[str] = []
     checks: dict[str, _Field] = {}
     defaults: dict[str, Any] = {}
     context_name: str | None = None
     for parameter in inspect.signature(function).parameters.values():
-        label = parameter.name
+        key = parameter.name
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise TypeError(f"@tool does not support *{label} or **{label} parameters")
+            raise TypeError(f"@tool does not support *{key} or **{key} parameters")
         if parameter.kind is parameter.POSITIONAL_ONLY:
-            raise TypeError(f"@tool parameter {label!r} must not be positional-only")
-        if label not in hints:
-            raise TypeError(f"@tool parameter {label!r} needs a type annotation")
-        if _is_context(hints[label]):
-            context_name = label
+            raise TypeError(f"@tool parameter {key!r} must not be positional-only")
+        if key not in hints:
+            raise TypeError(f"@tool parameter {key!r} needs a type annotation")
+        if _is_context(hints[key]):
+            context_name = key
             continue
-        field = _field_for(hints[label], f"parameter {label!r}")
+        where = f"parameter {key!r}"
+        field = _field_for(hints[key], _Where(where, where))
         schema = dict(field.schema)
-        if label in documented and "description" not in schema:
-            schema["description"] = documented[label]
-        properties[label] = schema
-        checks[label] = field
+        if key in documented and "description" not in schema:
+            schema["description"] = documented[key]
         if parameter.default is parameter.empty:
-            required.append(label)
+            required.append(key)
         else:
-            defaults[label] = parameter.default
+            defaults[key] = parameter.default
+            _describe_default(schema, parameter.default)
+        properties[key] = schema
+        checks[key] = field
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": properties,
@@ -160,18 +232,72 @@ def _build(
             return Invalid(error=str(problem))
         return Valid(value=result)
 
-    def execute(arguments: dict[str, Any], context: ToolExecutionContext) -> Coroutine[Any, Any, R]:
-        if context_name is None:
-            return function(**arguments)
-        return function(**arguments, **{context_name: context})
+    if is_async:
 
-    return define_tool(
-        name=name or function.__name__,
+        def execute(
+            arguments: dict[str, Any], context: ToolExecutionContext
+        ) -> Coroutine[Any, Any, Any]:
+            if context_name is None:
+                return function(**arguments)
+            return function(**arguments, **{context_name: context})
+
+    else:
+
+        def execute(
+            arguments: dict[str, Any], context: ToolExecutionContext
+        ) -> Coroutine[Any, Any, Any]:
+            # The thread cannot be interrupted: an abort abandons this coroutine, which stops
+            # waiting for the thread; the thread finishes and its result is discarded.
+            if context_name is None:
+                return asyncio.to_thread(function, **arguments)
+            return asyncio.to_thread(function, **arguments, **{context_name: context})
+
+    checked = define_tool(
+        name=label,
         description=description or summary,
         validate=validate,
         execute=execute,
         parameters=parameters,
+        output_limit=output_limit,
     )
+    return FunctionTool(
+        name=checked.name,
+        description=checked.description,
+        validate=checked.validate,
+        execute=checked.execute,
+        parameters=checked.parameters,
+        output_limit=checked.output_limit,
+        fn=function,
+    )
+
+
+def _hints(target: Any, where: str) -> dict[str, Any]:
+    """``typing.get_type_hints`` with a decoration-time ``TypeError`` for a bad annotation."""
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as error:
+        raise TypeError(f"@tool cannot resolve the annotations of {where}: {error}") from error
+
+
+_NO_JSON: Final = object()
+
+
+def _json_form(value: object) -> object:
+    """The JSON value a default stands for (an enum member: its value), or ``_NO_JSON``."""
+    if isinstance(value, enum.Enum):
+        member_value: object = value.value
+        return member_value if type(member_value) in (str, int) else _NO_JSON
+    try:
+        return freeze_json(value)
+    except JsonValueError:
+        return _NO_JSON
+
+
+def _describe_default(schema: dict[str, Any], default: object) -> None:
+    """Add ``"default"`` to ``schema`` when ``default`` has a JSON form."""
+    value = _json_form(default)
+    if value is not _NO_JSON:
+        schema["default"] = value
 
 
 def _is_context(annotation: Any) -> bool:
@@ -217,7 +343,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 # --- annotations to schemas and checks -------------------------------------------------------
 
 
-def _field_for(annotation: Any, where: str) -> _Field:
+def _field_for(annotation: Any, where: _Where) -> _Field:
     origin = typing.get_origin(annotation)
     arguments = typing.get_args(annotation)
     if origin is typing.Required or origin is typing.NotRequired:
@@ -242,6 +368,8 @@ def _field_for(annotation: Any, where: str) -> _Field:
         return _Field({"type": "number"}, _number)
     if origin is Literal:
         return _literal(arguments, where)
+    if _is_enum(annotation):
+        return _enum(annotation, where)
     if origin is Union or origin is types.UnionType:
         return _union([_field_for(option, where) for option in arguments])
     if origin in (list, tuple, Sequence):
@@ -253,6 +381,10 @@ def _field_for(annotation: Any, where: str) -> _Field:
     if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
         return _dataclass(annotation, where)
     raise TypeError(f"@tool cannot describe {where} annotated {annotation!r}")
+
+
+def _is_enum(annotation: Any) -> TypeGuard[type[enum.Enum]]:
+    return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
 
 
 def _any(value: JsonValue, path: str) -> Any:
@@ -290,19 +422,46 @@ def _number(value: JsonValue, path: str) -> float:
     raise _Reject(f"{path}: expected a number")
 
 
-def _literal(options: tuple[Any, ...], where: str) -> _Field:
-    for option in options:
-        if option is not None and type(option) not in (str, int, bool):
-            raise TypeError(f"@tool cannot describe {where}: Literal values must be JSON scalars")
-    allowed = list(options)
+def _choices(options: list[tuple[JsonValue, Any]]) -> _Field:
+    """An ``enum`` of JSON values, each standing for a Python value: the first exact match
+    (same type, so ``True`` never matches ``1``) validates to its Python value."""
+    allowed = [json_value for json_value, _ in options]
 
     def check(value: JsonValue, path: str) -> Any:
-        for option in allowed:
-            if type(option) is type(value) and option == value:
-                return option
+        for json_value, chosen in options:
+            if type(json_value) is type(value) and json_value == value:
+                return chosen
         raise _Reject(f"{path}: expected one of {allowed!r}")
 
     return _Field({"enum": allowed}, check)
+
+
+def _literal(values: tuple[Any, ...], where: _Where) -> _Field:
+    options: list[tuple[JsonValue, Any]] = []
+    for value in values:
+        if isinstance(value, enum.Enum):
+            options.append((_member_value(value, where), value))
+        elif value is None or type(value) in (str, int, bool):
+            options.append((value, value))
+        else:
+            raise TypeError(f"@tool cannot describe {where}: Literal values must be JSON scalars")
+    return _choices(options)
+
+
+def _enum(annotation: type[enum.Enum], where: _Where) -> _Field:
+    members = list(annotation)
+    if not members:
+        raise TypeError(f"@tool cannot describe {where}: {annotation.__name__} has no members")
+    return _choices([(_member_value(member, where), member) for member in members])
+
+
+def _member_value(member: enum.Enum, where: _Where) -> JsonValue:
+    value: object = member.value
+    if type(value) is not str and type(value) is not int:
+        raise TypeError(
+            f"@tool cannot describe {where}: {type(member).__name__} values must be str or int"
+        )
+    return value
 
 
 def _union(fields: list[_Field]) -> _Field:
@@ -318,7 +477,7 @@ def _union(fields: list[_Field]) -> _Field:
     return _Field({"anyOf": [field.schema for field in fields]}, check)
 
 
-def _array(origin: Any, arguments: tuple[Any, ...], where: str) -> _Field:
+def _array(origin: Any, arguments: tuple[Any, ...], where: _Where) -> _Field:
     if origin is tuple and not (len(arguments) == 2 and arguments[1] is Ellipsis):
         raise TypeError(f"@tool cannot describe {where}: use tuple[X, ...] for arrays")
     item = _field_for(arguments[0], where) if arguments else _Field({}, _any)
@@ -334,7 +493,7 @@ def _array(origin: Any, arguments: tuple[Any, ...], where: str) -> _Field:
     return _Field({"type": "array", "items": item.schema}, check)
 
 
-def _mapping(arguments: tuple[Any, ...], where: str) -> _Field:
+def _mapping(arguments: tuple[Any, ...], where: _Where) -> _Field:
     if arguments and arguments[0] is not str:
         raise TypeError(f"@tool cannot describe {where}: mapping keys must be str")
     item = _field_for(arguments[1], where) if len(arguments) == 2 else _Field({}, _any)
@@ -349,7 +508,10 @@ def _mapping(arguments: tuple[Any, ...], where: str) -> _Field:
 
 
 def _object(
-    fields: dict[str, _Field], required: set[str], build: Callable[[dict[str, Any]], Any]
+    fields: dict[str, _Field],
+    required: set[str],
+    build: Callable[[dict[str, Any]], Any],
+    defaults: Mapping[str, object],
 ) -> _Field:
     def check(value: JsonValue, path: str) -> Any:
         if type(value) is not JsonObject:
@@ -366,18 +528,25 @@ def _object(
                 raise _Reject(f"{path}: missing field {key!r}")
         return build(result)
 
+    properties: dict[str, Any] = {}
+    for key, field in fields.items():
+        properties[key] = field.schema
+        if key in defaults:
+            properties[key] = dict(field.schema)
+            _describe_default(properties[key], defaults[key])
     schema = {
         "type": "object",
-        "properties": {key: field.schema for key, field in fields.items()},
+        "properties": properties,
         "required": [key for key in fields if key in required],
         "additionalProperties": False,
     }
     return _Field(schema, check)
 
 
-def _typed_dict(annotation: Any, where: str) -> _Field:
-    hints = typing.get_type_hints(annotation, include_extras=True)
-    fields = {key: _field_for(hint, f"{where} field {key!r}") for key, hint in hints.items()}
+def _typed_dict(annotation: Any, where: _Where) -> _Field:
+    inside = where.entering(annotation)
+    hints = _hints(annotation, str(where))
+    fields = {key: _field_for(hint, inside.field(key)) for key, hint in hints.items()}
     required: set[str] = set(annotation.__required_keys__)
     for key, hint in hints.items():  # string annotations hide the wrappers from the class
         origin = typing.get_origin(hint)
@@ -385,18 +554,21 @@ def _typed_dict(annotation: Any, where: str) -> _Field:
             required.discard(key)
         elif origin is typing.Required:
             required.add(key)
-    return _object(fields, required, dict)
+    return _object(fields, required, dict, {})
 
 
-def _dataclass(annotation: type[Any], where: str) -> _Field:
-    hints = typing.get_type_hints(annotation, include_extras=True)
+def _dataclass(annotation: type[Any], where: _Where) -> _Field:
+    inside = where.entering(annotation)
+    hints = _hints(annotation, str(where))
     fields: dict[str, _Field] = {}
     required: set[str] = set()
+    defaults: dict[str, object] = {}
     for item in dataclasses.fields(annotation):
         if not item.init:
             continue
-        fields[item.name] = _field_for(hints[item.name], f"{where} field {item.name!r}")
-        no_default = item.default is dataclasses.MISSING
-        if no_default and item.default_factory is dataclasses.MISSING:
+        fields[item.name] = _field_for(hints[item.name], inside.field(item.name))
+        if item.default is not dataclasses.MISSING:
+            defaults[item.name] = item.default
+        elif item.default_factory is dataclasses.MISSING:
             required.add(item.name)
-    return _object(fields, required, lambda values: annotation(**values))
+    return _object(fields, required, lambda values: annotation(**values), defaults)

@@ -9,10 +9,16 @@ as ``"<digits>n"``. Only plain data is accepted: ``None``, ``bool``, ``int``, ``
 functions become ``"[Function]"``, the ``UNDEFINED`` sentinel ``"[Undefined]"``, a container
 already on the current path ``"[Circular]"``. Anything else raises ``SerializationError``.
 
-Output is bounded: at most ``TOOL_OUTPUT_CAP_CHARACTERS`` code points including the
-truncation marker, and budgets on depth, visited values, collection entries and string code
-points; exceeding any of them truncates the output (the prefix that fits, then the marker).
-Collections are inspected lazily, so a huge dict never gets fully enumerated or sorted.
+Output is bounded: at most ``cap`` code points including the truncation marker (the
+workshop's ``TOOL_OUTPUT_CAP_CHARACTERS``, 4,096, unless a tool's ``output_limit`` says
+otherwise), and budgets on depth, visited values, collection entries and string code points;
+exceeding any of them truncates the output (the prefix that fits, then the marker). A cap
+above 4,096 raises the string budget to the cap, so strings can fill the output; the depth,
+value, entry and big-integer budgets stay as they are. Collections are inspected lazily, so a
+huge dict never gets fully enumerated or sorted.
+
+``cap_text`` applies the same cap and marker rule to text that is sent as it is (a tool that
+returns an exact ``str``), without JSON quoting.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ __all__ = [
     "TOOL_TRUNCATION_MARKER",
     "UNDEFINED",
     "SerializationError",
+    "cap_text",
     "format_number",
     "serialize_output",
 ]
@@ -48,9 +55,7 @@ TOOL_SERIALIZATION_MAX_STRING_CHARACTERS: Final = 4096
 TOOL_SERIALIZATION_MAX_BIGINT_BITS: Final = 4096
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
-_KEEP: Final = TOOL_OUTPUT_CAP_CHARACTERS - len(TOOL_TRUNCATION_MARKER)
-_SHORT_STRING: Final = TOOL_OUTPUT_CAP_CHARACTERS // 6 - 2
-"""An ASCII string this short cannot exceed the cap even if every character is escaped."""
+_MARKER_LENGTH: Final = len(TOOL_TRUNCATION_MARKER)
 
 
 class _Undefined:
@@ -140,35 +145,38 @@ def format_number(value: float) -> str:
 
 
 class _Writer:
-    __slots__ = ("active", "depth", "entries", "nodes", "parts", "size", "strings")
+    __slots__ = ("active", "cap", "depth", "entries", "nodes", "parts", "size", "string_room")
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
         self.parts: list[str] = []
         self.size = 0
         self.nodes = 0
         self.entries = 0
-        self.strings = 0
+        # Strings longer than the cap would be cut by it anyway: the budget only spares
+        # escaping them, so a cap above it raises it.
+        self.string_room = max(cap, TOOL_SERIALIZATION_MAX_STRING_CHARACTERS)
         self.depth = 0
         self.active: set[int] = set()
 
     def write(self, text: str) -> None:
         count, _ = code_points(text)
-        room = TOOL_OUTPUT_CAP_CHARACTERS - self.size
+        room = self.cap - self.size
         if count > room:
             self.parts.append(_prefix(text, room))
-            self.size = TOOL_OUTPUT_CAP_CHARACTERS
+            self.size = self.cap
             raise _Truncate
         self.parts.append(text)
         self.size += count
 
     def string(self, text: str) -> None:
         count, _ = code_points(text)
-        room = TOOL_SERIALIZATION_MAX_STRING_CHARACTERS - self.strings
+        room = self.string_room
         if count > room:
-            self.strings = TOOL_SERIALIZATION_MAX_STRING_CHARACTERS
+            self.string_room = 0
             self.write(escape_string(_prefix(text, room))[:-1])
             raise _Truncate
-        self.strings += count
+        self.string_room = room - count
         self.write(escape_string(text))
 
     def value(self, value: Any) -> None:
@@ -266,8 +274,15 @@ def _prefix(text: str, count: int) -> str:
     """The first ``count`` code points of ``text`` under the workshop's counting rule."""
     if count <= 0:
         return ""
-    if code_points(text)[0] <= count:
-        return text
+    head = text[:count]
+    if head.isascii():  # no surrogates: every character counts one
+        return head
+    try:
+        head.encode("utf-8")  # fails exactly when the head holds a surrogate code point
+    except UnicodeEncodeError:
+        pass
+    else:
+        return head
     taken = 0
     index = 0
     previous_high = False
@@ -283,21 +298,38 @@ def _prefix(text: str, count: int) -> str:
     return text[:index]
 
 
-def serialize_output(value: Any) -> str:
-    """Serialize a tool's output into bounded result content (see the module docstring).
+def serialize_output(value: Any, *, cap: int = TOOL_OUTPUT_CAP_CHARACTERS) -> str:
+    """Serialize a tool's output into result content of at most ``cap`` code points.
 
-    Raises ``SerializationError`` for values that are not plain data.
+    See the module docstring for the rules. ``cap`` includes the truncation marker, so it must
+    be at least ``len(TOOL_TRUNCATION_MARKER)``. Raises ``SerializationError`` for values that
+    are not plain data.
     """
     kind = type_of(value)
     if kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        return str(value)
-    if kind is str and len(value) <= _SHORT_STRING and value.isascii():
+        return str(value)  # at most 17 characters: within any valid cap
+    # An ASCII string fits (and is within the string budget) even if every character needs
+    # a six-character escape.
+    if kind is str and 6 * len(value) + 2 <= cap and value.isascii():
         return escape_string(value)
-    writer = _Writer()
+    writer = _Writer(cap)
     try:
         writer.value(value)
     except _Truncate:
-        return _prefix("".join(writer.parts), _KEEP) + TOOL_TRUNCATION_MARKER
+        return _prefix("".join(writer.parts), cap - _MARKER_LENGTH) + TOOL_TRUNCATION_MARKER
     except RecursionError as error:
         raise SerializationError("Tool output could not be serialized safely") from error
     return "".join(writer.parts)
+
+
+def cap_text(text: str, cap: int = TOOL_OUTPUT_CAP_CHARACTERS) -> str:
+    """``text`` as it is when it has at most ``cap`` code points, else its longest prefix that
+    leaves room for the truncation marker, then the marker: exactly ``cap`` code points.
+
+    Code points are counted as the serializer counts them (a surrogate pair written as two
+    code points counts one, and is never split). ``cap`` must be at least
+    ``len(TOOL_TRUNCATION_MARKER)``.
+    """
+    if len(text) <= cap or code_points(text)[0] <= cap:
+        return text
+    return _prefix(text, cap - _MARKER_LENGTH) + TOOL_TRUNCATION_MARKER

@@ -9,6 +9,7 @@ from tether import (
     Message,
     ModelChunk,
     RunResult,
+    StopReason,
     TextDeltaChunk,
     Tool,
     ToolExecutionContext,
@@ -50,6 +51,8 @@ def describe_block(block: AssistantBlock) -> str:
     match block.type:
         case "text":
             return block.text
+        case "thinking":
+            return block.signature or block.text
         case "toolCall":
             return block.name
         case _:
@@ -60,10 +63,28 @@ def describe_chunk(chunk: ModelChunk) -> str:
     match chunk.type:
         case "textDelta":
             return chunk.delta
+        case "thinkingDelta":
+            return chunk.delta
+        case "toolCallDelta":
+            return chunk.arguments_delta
         case "toolCall":
             return chunk.tool_call.id
         case _:
             return assert_never(chunk)
+
+
+def describe_stop(reason: StopReason) -> str:
+    match reason:
+        case "stop":
+            return "answered"
+        case "toolCall":
+            return "tools"
+        case "length":
+            return "truncated"
+        case "refusal":
+            return "refused"
+        case _:
+            return assert_never(reason)
 
 
 def describe_event(event: AgentEvent) -> str:

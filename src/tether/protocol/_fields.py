@@ -1,0 +1,355 @@
+"""Field checks derived from annotations: the one place protocol construction rules live.
+
+Every protocol dataclass derives from ``ProtocolValue``. Its ``__post_init__`` runs a checker
+compiled, on first construction, from the class's resolved type hints:
+
+* ``Literal["x"]`` fields (the discriminants) accept exactly their values;
+* ``str`` accepts an exact ``str``; ``Annotated[str, NON_EMPTY]`` also rejects blank strings
+  (JavaScript ``trim()`` rules, as every workshop ID);
+* ``int`` accepts an exact ``int`` (never ``bool``); ``COUNT`` bounds it to 0..2**53-1,
+  ``POSITIVE`` to >= 1, ``NON_NEGATIVE`` to >= 0; ``bool`` accepts an exact ``bool``;
+* ``JsonObject`` accepts a ``JsonObject`` or freezes a ``dict`` (a snapshot; the caller's
+  object is not kept);
+* ``tuple[X, ...]`` accepts a ``tuple`` or ``list`` (copied into a tuple) whose items are
+  exact instances of ``X`` (a protocol class or a union of them);
+* a protocol class or a union of them accepts exact instances; ``X | None`` also ``None``;
+* anything else (``object``, a ``TypeVar``) accepts any value.
+
+So adding a field, a block type or a union member is one edit: the checks (and the codecs in
+``codec.py`` and the fast builders in ``_trusted.py``) follow from the annotations. Errors are
+``TypeError``/``ValueError`` naming the field in snake_case with what was given:
+``ToolCall.arguments must be a JSON object (got set)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_args, get_origin
+
+from tether._text import is_non_empty
+from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
+
+__all__ = [
+    "COUNT",
+    "MAX_SAFE_INTEGER",
+    "NON_EMPTY",
+    "NON_NEGATIVE",
+    "POSITIVE",
+    "NonEmpty",
+    "ProtocolValue",
+    "describe",
+    "discriminant_of",
+    "field_hints",
+    "members_of",
+    "omitted_while_default",
+    "v2",
+]
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+
+class _Marker:
+    """A constraint carried in ``Annotated[...]`` metadata."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NON_EMPTY: Final = _Marker("NON_EMPTY")
+"""A string that is not blank under JavaScript ``trim()``."""
+COUNT: Final = _Marker("COUNT")
+"""An integer from 0 to 2**53 - 1 (a token count)."""
+POSITIVE: Final = _Marker("POSITIVE")
+"""An integer >= 1."""
+NON_NEGATIVE: Final = _Marker("NON_NEGATIVE")
+"""An integer >= 0 (an event sequence, a position)."""
+
+NonEmpty = Annotated[str, NON_EMPTY]
+"""A non-blank string: IDs, names, codes."""
+
+_Check = Callable[[object], object]
+"""Returns the value to store (the given one, or a snapshot of it); raises when invalid."""
+
+
+_V2: Final = "tether.v2"
+
+
+def v2(default: Any) -> Any:
+    """A field added by protocol v2: ``to_json`` omits it while it holds ``default``, so a
+    value built only from workshop data keeps its workshop JSON byte for byte."""
+    return dataclasses.field(default=default, metadata={_V2: True})
+
+
+def omitted_while_default(field: dataclasses.Field[Any]) -> bool:
+    """True for a v2 field (see ``v2``)."""
+    return bool(field.metadata.get(_V2))
+
+
+class ProtocolValue:
+    """Base of every protocol dataclass: construction runs the derived field checks."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        checks = _CHECKS.get(type(self))
+        if checks is None:
+            checks = _compile(type(self))
+        for name, check in checks:
+            value = getattr(self, name)
+            stored = check(value)
+            if stored is not value:
+                object.__setattr__(self, name, stored)
+
+
+_CHECKS: dict[type, tuple[tuple[str, _Check], ...]] = {}
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def field_hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of a protocol dataclass's fields (``Annotated`` kept)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        resolved = typing.get_type_hints(cls, include_extras=True)
+        hints = {field.name: resolved[field.name] for field in dataclasses.fields(cls)}
+        _HINTS[cls] = hints
+    return hints
+
+
+def _compile(cls: type) -> tuple[tuple[str, _Check], ...]:
+    owner = cls.__name__
+    checks = tuple(
+        (name, _check_for(hint, f"{owner}.{name}")) for name, hint in field_hints(cls).items()
+    )
+    _CHECKS[cls] = checks
+    return checks
+
+
+def _split(hint: Any) -> tuple[Any, tuple[object, ...]]:
+    if get_origin(hint) is Annotated:
+        base, *metadata = get_args(hint)
+        return base, tuple(metadata)
+    return hint, ()
+
+
+def members_of(hint: Any) -> tuple[Any, ...]:
+    """The members of a union (``A | B`` or ``Union[A, B]``); ``(hint,)`` for anything else."""
+    if get_origin(hint) in (Union, types.UnionType):
+        return get_args(hint)
+    return (hint,)
+
+
+def _is_protocol_class(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, ProtocolValue)
+
+
+def describe(hint: Any) -> str:
+    """How an annotation reads in an error message: ``a non-empty string``, ``a ToolCall``."""
+    base, metadata = _split(hint)
+    members = members_of(base)
+    if len(members) > 1:
+        names = [describe(member) for member in members if member is not type(None)]
+        text = _joined(names)
+        return f"{text} or None" if type(None) in members else text
+    if get_origin(base) is Literal:
+        return _joined([repr(value) for value in get_args(base)])
+    if base is str:
+        return "a non-empty string" if NON_EMPTY in metadata else "a string"
+    if base is int:
+        if COUNT in metadata:
+            return "a non-negative safe integer"
+        if POSITIVE in metadata:
+            return "a positive int"
+        return "a non-negative int" if NON_NEGATIVE in metadata else "an int"
+    if base is bool:
+        return "a bool"
+    if base is JsonObject:
+        return "a JSON object"
+    if get_origin(base) is tuple:
+        return f"a sequence of {_plural(get_args(base)[0])}"
+    if isinstance(base, type):
+        name = base.__name__
+        return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
+    return "a value"
+
+
+def _plural(hint: Any) -> str:
+    names = [member.__name__ for member in members_of(hint) if isinstance(member, type)]
+    return _joined(names) if names else "values"
+
+
+def _joined(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _got(value: object) -> str:
+    return f"(got {type(value).__name__})"
+
+
+def _check_for(hint: Any, where: str) -> _Check:
+    """The check of one field (or item) annotated ``hint``; ``where`` names it in errors."""
+    base, metadata = _split(hint)
+    expected = describe(hint)
+    members = members_of(base)
+    if len(members) > 1 and all(_is_protocol_class(member) for member in members):
+        return _exact_types(frozenset(members), where, expected)
+    if len(members) > 1:
+        optional = type(None) in members
+        rest = tuple(member for member in members if member is not type(None))
+        if optional and len(rest) == 1:
+            inner = _check_for(rest[0], where)
+            return lambda value: value if value is None else inner(value)
+        raise TypeError(f"unsupported protocol annotation {hint!r} for {where}")
+    if get_origin(base) is Literal:
+        options = get_args(base)
+        option_types = frozenset(map(type, options))  # exact: True is not 1, no str subclasses
+
+        def check_literal(value: object) -> object:
+            if type(value) not in option_types or value not in options:
+                raise TypeError(f"{where} must be {expected}")
+            return value
+
+        return check_literal
+    if base is str:
+        return _string(where, expected, NON_EMPTY in metadata)
+    if base is bool:
+
+        def check_bool(value: object) -> object:
+            if type(value) is not bool:
+                raise TypeError(f"{where} must be {expected} {_got(value)}")
+            return value
+
+        return check_bool
+    if base is int:
+        return _integer(where, expected, metadata)
+    if base is JsonObject:
+        return _json_object(where, expected)
+    if get_origin(base) is tuple:
+        return _tuple(get_args(base)[0], where, expected)
+    if _is_protocol_class(base):
+        return _exact_types(frozenset({base}), where, expected)
+    if isinstance(base, type) and base is not object:
+        cls: type = base
+
+        def check_instance(value: object) -> object:
+            if not isinstance(value, cls):
+                raise TypeError(f"{where} must be {expected} {_got(value)}")
+            return value
+
+        return check_instance
+    if base is object or base is Any or isinstance(base, TypeVar):
+        return _accept
+    raise TypeError(f"unsupported protocol annotation {hint!r} for {where}")
+
+
+def _accept(value: object) -> object:
+    return value
+
+
+def _string(where: str, expected: str, non_empty: bool) -> _Check:
+    if non_empty:
+
+        def check_non_empty(value: object) -> object:
+            if not is_non_empty(value):
+                if type(value) is str:
+                    raise TypeError(f"{where} must be {expected} (got a blank string)")
+                raise TypeError(f"{where} must be {expected} {_got(value)}")
+            return value
+
+        return check_non_empty
+
+    def check_str(value: object) -> object:
+        if type(value) is not str:
+            raise TypeError(f"{where} must be {expected} {_got(value)}")
+        return value
+
+    return check_str
+
+
+def _integer(where: str, expected: str, metadata: tuple[object, ...]) -> _Check:
+    low = (
+        1
+        if POSITIVE in metadata
+        else 0
+        if (COUNT in metadata or NON_NEGATIVE in metadata)
+        else None
+    )
+    high = MAX_SAFE_INTEGER if COUNT in metadata else None
+
+    def check_int(value: object) -> object:
+        if type(value) is not int:
+            raise TypeError(f"{where} must be {expected} {_got(value)}")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise TypeError(f"{where} must be {expected} (got {value})")
+        return value
+
+    return check_int
+
+
+def _json_object(where: str, expected: str) -> _Check:
+    def check_json(value: object) -> object:
+        if type(value) is JsonObject:
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{where} must be {expected} {_got(value)}")
+        source = _plain_dict(value)
+        try:
+            return freeze_json(source, path=where)
+        except JsonValueError as error:
+            raise TypeError(f"{where} must be {expected}: {error}") from error
+
+    return check_json
+
+
+def _plain_dict(value: Any) -> dict[Any, Any]:
+    if type(value) is dict:
+        return cast("dict[Any, Any]", value)
+    return dict(value)
+
+
+def _tuple(item_hint: Any, where: str, expected: str) -> _Check:
+    members = tuple(member for member in members_of(item_hint) if isinstance(member, type))
+    allowed = frozenset(members)
+    item_names = _plural(item_hint)
+
+    def check_items(value: object) -> object:
+        kind = type(value)
+        if kind is tuple:
+            items: tuple[object, ...] = value  # pyright: ignore[reportAssignmentType]
+        elif kind is list:
+            items = tuple(value)  # pyright: ignore[reportArgumentType]
+        else:
+            raise TypeError(f"{where} must be {expected} {_got(value)}")
+        if not allowed.issuperset(map(type, items)):
+            for position, item in enumerate(items):
+                if type(item) not in allowed:
+                    raise TypeError(f"{where}[{position}] must be {item_names} {_got(item)}")
+        return items
+
+    return check_items
+
+
+def _exact_types(allowed: frozenset[type], where: str, expected: str) -> _Check:
+    def check_type(value: object) -> object:
+        if type(value) not in allowed:
+            raise TypeError(f"{where} must be {expected} {_got(value)}")
+        return value
+
+    return check_type
+
+
+def discriminant_of(cls: type) -> tuple[str, str] | None:
+    """``(field, value)`` of the class's single-valued ``Literal`` field with a default
+    (``("type", "text")`` for ``TextBlock``), or ``None`` for a class without one."""
+    for field in dataclasses.fields(cls):
+        base, _ = _split(field_hints(cls)[field.name])
+        if get_origin(base) is Literal and len(get_args(base)) == 1:
+            return field.name, get_args(base)[0]
+    return None

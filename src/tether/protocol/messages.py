@@ -1,0 +1,67 @@
+"""Transcript messages: ``user``, ``assistant`` and ``toolResult`` (``Message``).
+
+IDs of messages built in Python may be omitted: a unique ``message-<hex>`` is generated.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from tether.protocol._fields import NonEmpty, ProtocolValue
+from tether.protocol.content import AssistantBlock
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "MessageId",
+    "ToolResultMessage",
+    "UserMessage",
+    "new_message_id",
+]
+
+MessageId: TypeAlias = str
+"""Identifies one message in a transcript."""
+
+
+def new_message_id() -> MessageId:
+    """A fresh, unique message ID: ``message-`` and 16 random hex digits."""
+    return f"message-{os.urandom(8).hex()}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage(ProtocolValue):
+    """Input from the person (or program) driving the agent."""
+
+    id: NonEmpty = field(default_factory=new_message_id)
+    role: Literal["user"] = "user"
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage(ProtocolValue):
+    """One complete model turn: its blocks in the order the model produced them.
+
+    ``content`` may be given as a list; it is stored as a tuple.
+    """
+
+    id: NonEmpty = field(default_factory=new_message_id)
+    role: Literal["assistant"] = "assistant"
+    content: tuple[AssistantBlock, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultMessage(ProtocolValue):
+    """The outcome of one tool call, linked to it by ``tool_call_id``."""
+
+    id: NonEmpty = field(default_factory=new_message_id)
+    role: Literal["toolResult"] = "toolResult"
+    tool_call_id: NonEmpty
+    tool_name: NonEmpty
+    content: str
+    is_error: bool = False
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+"""Every message a transcript can hold."""

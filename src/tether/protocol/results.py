@@ -1,0 +1,79 @@
+"""The four ways a run ends (``RunResult``) and why one failed (``RunError``).
+
+Every result carries ``messages`` (only complete messages) and ``usage``, the total of every
+model response the run accepted (zero by default; omitted from JSON while zero).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypeAlias
+
+from tether.protocol._fields import POSITIVE, NonEmpty, ProtocolValue, v2
+from tether.protocol.messages import Message
+from tether.protocol.model import ZERO_USAGE, ModelUsage
+
+__all__ = [
+    "CancelledRunResult",
+    "CompletedRunResult",
+    "FailedRunResult",
+    "MaxStepsRunResult",
+    "RunError",
+    "RunResult",
+    "RunStatus",
+]
+
+RunStatus: TypeAlias = Literal["completed", "cancelled", "maxSteps", "failed"]
+"""The four run outcomes; there is no ``running`` result."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunError(ProtocolValue):
+    """Why a run failed: a stable ``code`` and a message for people."""
+
+    code: NonEmpty
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompletedRunResult(ProtocolValue):
+    """The model answered with a ``stop`` response; ``final_text`` is that answer's text."""
+
+    status: Literal["completed"] = "completed"
+    messages: tuple[Message, ...]
+    final_text: str
+    usage: ModelUsage = v2(ZERO_USAGE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelledRunResult(ProtocolValue):
+    """The run's signal was aborted (or its consumer went away); ``reason`` says why."""
+
+    status: Literal["cancelled"] = "cancelled"
+    messages: tuple[Message, ...]
+    reason: str
+    usage: ModelUsage = v2(ZERO_USAGE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaxStepsRunResult(ProtocolValue):
+    """The step budget ran out after a tool turn; ``max_steps`` is that budget."""
+
+    status: Literal["maxSteps"] = "maxSteps"
+    messages: tuple[Message, ...]
+    max_steps: Annotated[int, POSITIVE]
+    usage: ModelUsage = v2(ZERO_USAGE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailedRunResult(ProtocolValue):
+    """The run stopped on an error with a stable code; ``messages`` holds complete messages."""
+
+    status: Literal["failed"] = "failed"
+    messages: tuple[Message, ...]
+    error: RunError
+    usage: ModelUsage = v2(ZERO_USAGE)
+
+
+RunResult: TypeAlias = CompletedRunResult | CancelledRunResult | MaxStepsRunResult | FailedRunResult
+"""Exactly one of these ends every run; match on ``status`` with ``assert_never`` last."""
