@@ -39,7 +39,9 @@ typecheck: $(VENV)/.dev-installed
 	$(BIN)/pyright
 
 test: $(VENV)/.dev-installed
+	rm -f .coverage .coverage.*
 	PYTHONASYNCIODEBUG=1 PYTHONDEVMODE=1 $(BIN)/python -m coverage run -m pytest -q
+	$(BIN)/python -m coverage combine -q
 	$(BIN)/python -m coverage report
 
 format: $(VENV)/.dev-installed

@@ -138,6 +138,7 @@ if TYPE_CHECKING:
     )
     from tether.tools import (
         TOOL_OUTPUT_CAP_CHARACTERS,
+        TOOL_OUTPUT_LIMIT_MIN,
         TOOL_SERIALIZATION_MAX_BIGINT_BITS,
         TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,
         TOOL_SERIALIZATION_MAX_DEPTH,
@@ -145,6 +146,7 @@ if TYPE_CHECKING:
         TOOL_SERIALIZATION_MAX_STRING_CHARACTERS,
         TOOL_TRUNCATION_MARKER,
         UNDEFINED,
+        FunctionTool,
         NonRecoverableToolError,
         ToolContractError,
         ToolContractErrorCode,
@@ -280,6 +282,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tether.tools": (
         "TOOL_OUTPUT_CAP_CHARACTERS",
+        "TOOL_OUTPUT_LIMIT_MIN",
         "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
         "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
         "TOOL_SERIALIZATION_MAX_DEPTH",
@@ -287,6 +290,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
         "TOOL_TRUNCATION_MARKER",
         "UNDEFINED",
+        "FunctionTool",
         "NonRecoverableToolError",
         "ToolContractError",
         "ToolContractErrorCode",
@@ -342,6 +346,7 @@ __all__ = [
     "MAX_TOOL_ARGUMENT_NODES",
     "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
     "TOOL_OUTPUT_CAP_CHARACTERS",
+    "TOOL_OUTPUT_LIMIT_MIN",
     "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
     "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
     "TOOL_SERIALIZATION_MAX_DEPTH",
@@ -368,6 +373,7 @@ __all__ = [
     "FixtureProviderAdapter",
     "FixtureProviderError",
     "FixtureProviderErrorCode",
+    "FunctionTool",
     "Invalid",
     "JsonArray",
     "JsonObject",

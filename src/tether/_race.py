@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Gener
 from typing import Any, Generic, TypeVar
 
 from tether._ownership import release_claim
-from tether.abort import AbortError, AbortSignal, abort_exception
+from tether.abort import AbortController, AbortError, AbortSignal, abort_exception
 from tether.stream import EventStreamIterator
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "RacedIterator",
     "check_signal",
     "close_quietly",
+    "follow_signal",
     "is_raw_abort_reason",
     "neutralize",
     "observe",
@@ -394,3 +395,32 @@ def _continue(step: Any, yielded: Any) -> Generator[Any, Any, Any]:
                 yielded = step.send(sent)
             except StopIteration as stop:
                 return stop.value
+
+
+def follow_signal(
+    signal: AbortSignal | None, controller: AbortController
+) -> Callable[[], None] | None:
+    """Make ``controller`` abort when the caller's ``signal`` does (with the same reason);
+    returns the function that stops following, or ``None`` when ``signal`` cannot be read.
+
+    A run (or a model stream) checks and races its own controller's signal, so the caller's
+    is read only here and in the one listener, and a long-lived caller signal keeps no
+    reference to finished work once the returned function has been called.
+    """
+    if signal is None:
+        return _nothing
+    try:
+        if signal_aborted(signal):
+            controller.abort(signal_reason(signal))
+            return _nothing
+
+        def forward() -> None:
+            controller.abort(signal_reason(signal))
+
+        return _add_listener(signal, forward)
+    except Exception:
+        return None
+
+
+def _nothing() -> None:
+    return None

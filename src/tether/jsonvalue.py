@@ -66,7 +66,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
     ``freeze_json``.
     """
 
-    __slots__ = ("_data", "_hash")
+    __slots__ = ("_data", "_hash", "_size")
     _data: dict[str, JsonValue]
     _hash: int | None
 
@@ -80,6 +80,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
             data = frozen._data
         _set_data(self, data)
         _set_hash(self, None)
+        _set_size(self, None)
 
     def __getitem__(self, key: str) -> JsonValue:
         return self._data[key]
@@ -152,7 +153,21 @@ JsonArray: TypeAlias = tuple[JsonValue, ...]
 _set_data = JsonObject.__dict__["_data"].__set__
 _get_data = JsonObject.__dict__["_data"].__get__
 _set_hash = JsonObject.__dict__["_hash"].__set__
+_set_size = JsonObject.__dict__["_size"].__set__
+_get_size = JsonObject.__dict__["_size"].__get__
 _new_object = object.__new__
+
+
+def cached_size(value: JsonObject) -> tuple[int, int, int] | None:
+    """The ``(entries, string code points, depth)`` a caller measured and stored with
+    ``store_size``, or ``None``. A ``JsonObject`` never changes, so its size never does;
+    the agent loop uses this to check a reused tool-call argument object only once."""
+    return _get_size(value, JsonObject)
+
+
+def store_size(value: JsonObject, size: tuple[int, int, int]) -> None:
+    """Remember ``value``'s measured size (see ``cached_size``)."""
+    _set_size(value, size)
 
 
 def _wrap(data: dict[str, JsonValue]) -> JsonObject:
@@ -160,6 +175,7 @@ def _wrap(data: dict[str, JsonValue]) -> JsonObject:
     obj = _new_object(JsonObject)
     _set_data(obj, data)
     _set_hash(obj, None)
+    _set_size(obj, None)
     return obj
 
 

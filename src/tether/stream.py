@@ -18,9 +18,10 @@ Rules:
 * ``fail(error)``: the same exception object is raised by ``await result`` and by iteration.
   A failed ``result`` that nobody awaits is never logged as an unretrieved exception.
 * ``on_abandon(callback)``: the producer learns that its consumer went away before the stream
-  settled, when the active iterator is closed with ``aclose()`` or when the last task waiting
-  on ``result`` is cancelled while no iterator is active. The callback runs once, at most.
-  (Leaving an ``async for`` with ``break`` does not close the iterator; use ``aclose()``.)
+  settled: the active iterator is closed with ``aclose()``, or a task waiting on the stream
+  (reading the next event, or awaiting ``result``) is cancelled and nobody else is waiting on
+  it. The callback runs once, at most. (Leaving an ``async for`` with ``break`` does not close
+  the iterator and waits on nothing; call ``aclose()``.)
 """
 
 # The stream and its iterator are one unit and share private state.
@@ -220,8 +221,8 @@ class _Result(Generic[R]):
                 remaining = stream._result_waiters
                 if remaining is not None and waiter in remaining:
                     remaining.remove(waiter)
-                if not remaining and stream._active is None:
-                    stream._abandoned()  # the consumer that awaited the result went away
+                if not remaining and not stream._waiters:
+                    stream._abandoned()  # the last consumer waiting on the stream went away
                 raise
             finally:
                 remaining = stream._result_waiters
@@ -285,6 +286,8 @@ class EventStreamIterator(AsyncIterator[E]):
             value = await waiter
         except asyncio.CancelledError:
             self._forget(waiter)
+            if not stream._waiters and not stream._result_waiters:
+                stream._abandoned()  # the reader's task was cancelled: the consumer went away
             raise
         if value is _DONE:
             raise StopAsyncIteration

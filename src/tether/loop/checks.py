@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
 from tether._text import code_points, is_non_empty, message_of
 from tether._types import real_items, type_of
-from tether.jsonvalue import JsonObject
+from tether.jsonvalue import JsonObject, cached_size, store_size
 from tether.loop.limits import RunLimits
 from tether.messages import (
     MISSING,
@@ -320,8 +320,57 @@ def check_argument_bounds(arguments: object, limits: RunLimits) -> None:
 
 
 def _check_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
-    """The same budgets for frozen arguments: keys are ``str``, numbers finite and nothing
-    can be cyclic, so only sizes are counted, one container at a time."""
+    """The same budgets for frozen arguments.
+
+    A ``JsonObject`` never changes, so its size is measured once and kept with it
+    (``jsonvalue.store_size``): a reused arguments object (a scripted reply, a retried call)
+    is then checked in constant time. Within every budget is the common case; otherwise the
+    walk below runs to report the first budget exceeded, exactly as without the cache.
+    """
+    size = cached_size(arguments)
+    if size is None:
+        size = _measure_frozen(arguments)
+        store_size(arguments, size)
+    entries, strings, depth = size
+    if (
+        entries <= limits.max_argument_entries
+        and entries + 1 <= limits.max_argument_nodes
+        and strings <= limits.max_argument_string_code_points
+        and depth <= limits.max_argument_depth
+    ):
+        return
+    _walk_frozen_argument_bounds(arguments, limits)
+    raise AssertionError("unreachable: the walk reports the exceeded budget")  # pragma: no cover
+
+
+def _measure_frozen(arguments: Any) -> tuple[int, int, int]:
+    """``(entries, string code points, deepest container depth)`` of frozen arguments."""
+    entries = 0
+    strings = 0
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(arguments, 0)]
+    while stack:
+        container, depth = stack.pop()
+        deepest = max(deepest, depth)
+        entries += len(container)
+        if type_of(container) is JsonObject:
+            for key in container:
+                strings += len(key) if key.isascii() else code_points(key)[0]
+            values = container.values()
+        else:
+            values = container
+        for value in values:
+            value_type = type_of(value)
+            if value_type is str:
+                strings += len(value) if value.isascii() else code_points(value)[0]
+            elif value_type is JsonObject or value_type is tuple:
+                stack.append((value, depth + 1))
+    return entries, strings, deepest
+
+
+def _walk_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
+    """The budgets for frozen arguments, walked one container at a time: keys are ``str``,
+    numbers finite and nothing can be cyclic, so only sizes are counted."""
     nodes = 1
     entries = 0
     strings = 0

@@ -41,6 +41,7 @@ from tether._race import (
     NotAwaitableError,
     RacedIterator,
     check_signal,
+    follow_signal,
     is_raw_abort_reason,
     neutralize,
     race,
@@ -121,7 +122,6 @@ __all__ = [
 ]
 
 _snapshot_registry = ToolRegistry.snapshot
-_add_listener = AbortSignal.add_listener
 CONSUMER_GONE: Final = "run consumer went away"
 """The abort reason's text when the consumer closed its iterator or stopped awaiting."""
 
@@ -185,7 +185,7 @@ def run_agent_loop(
         _settle(stream, 0, _failed(error.messages, "INVALID_TRANSCRIPT", str(error), ZERO_USAGE))
         return stream
     controller = AbortController()
-    detach = _follow(signal, controller)
+    detach = follow_signal(signal, controller)
     if detach is None:
         _settle(
             stream,
@@ -208,32 +208,6 @@ def run_agent_loop(
     )
     start_producer(run.drive())
     return stream
-
-
-def _follow(signal: AbortSignal | None, controller: AbortController) -> Callable[[], None] | None:
-    """Make ``controller`` abort when the caller's ``signal`` does (with the same reason);
-    returns the function that stops following, or ``None`` when the signal cannot be read.
-
-    The run checks and races its own signal, so the caller's is read only here and in the
-    listener, and a long-lived caller signal keeps no reference to a finished run.
-    """
-    if signal is None:
-        return _nothing
-    try:
-        if signal_aborted(signal):
-            controller.abort(signal_reason(signal))
-            return _nothing
-
-        def forward() -> None:
-            controller.abort(signal_reason(signal))
-
-        return _add_listener(signal, forward)
-    except Exception:
-        return None
-
-
-def _nothing() -> None:
-    return None
 
 
 # --- the run --------------------------------------------------------------------------------

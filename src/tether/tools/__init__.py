@@ -2,6 +2,8 @@
 and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``."""
 
 from tether.tools.contract import (
+    TOOL_OUTPUT_LIMIT_MIN,
+    FunctionTool,
     NonRecoverableToolError,
     ToolContractError,
     ToolContractErrorCode,
@@ -25,6 +27,7 @@ from tether.tools.serialize import (
 
 __all__ = [
     "TOOL_OUTPUT_CAP_CHARACTERS",
+    "TOOL_OUTPUT_LIMIT_MIN",
     "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
     "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
     "TOOL_SERIALIZATION_MAX_DEPTH",
@@ -32,6 +35,7 @@ __all__ = [
     "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
     "TOOL_TRUNCATION_MARKER",
     "UNDEFINED",
+    "FunctionTool",
     "NonRecoverableToolError",
     "ToolContractError",
     "ToolContractErrorCode",
