@@ -99,9 +99,11 @@ class ProtocolValue:
     __slots__ = ()
 
     def __post_init__(self) -> None:
-        checks = _CHECKS.get(type(self))
+        cls = type(self)
+        checks = _CHECKS.get(cls)
         if checks is None:
-            checks = _compile(type(self))
+            checks = _compile(cls)
+            _install_fast_checks(cls, checks)
         for name, check in checks:
             value = getattr(self, name)
             stored = check(value)
@@ -110,6 +112,92 @@ class ProtocolValue:
 
 
 _CHECKS: dict[type, tuple[tuple[str, _Check], ...]] = {}
+
+
+def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> None:
+    """Give ``cls`` its own ``__post_init__``, generated from the same checks.
+
+    The generic ``ProtocolValue.__post_init__`` calls one closure per field. The generated
+    one tests the common fields inline (``type(v) is str``, a literal's value, an exact
+    class) and calls the closure only when that test fails (to raise its message) or when
+    the field may be snapshotted (tuples, JSON objects). It is the same rule, written out;
+    ``tests/test_protocol_v2.py`` checks both paths against each other. A subclass that
+    inherits it falls back to the generic path.
+    """
+    namespace: dict[str, Any] = {
+        "cls": cls,
+        "generic": ProtocolValue.__post_init__,
+        "setattr_": object.__setattr__,
+        "is_non_empty": is_non_empty,
+        "MAX": MAX_SAFE_INTEGER,
+    }
+    lines = [
+        "def __post_init__(self):",
+        "    if type(self) is not cls:",
+        "        return generic(self)",
+    ]
+    hints = field_hints(cls)
+    for index, (name, check) in enumerate(checks):
+        namespace[f"check_{index}"] = check
+        test = _inline_test(hints[name], index, namespace)
+        lines.append(f"    v = self.{name}")
+        if test is None:
+            lines.append(f"    w = check_{index}(v)")
+            lines.append(f"    if w is not v: setattr_(self, {name!r}, w)")
+        else:
+            lines.append(f"    if not ({test}):")
+            lines.append(f"        w = check_{index}(v)")
+            lines.append(f"        if w is not v: setattr_(self, {name!r}, w)")
+    exec("\n".join(lines), namespace)  # generated from the annotations, see the docstring
+    cls.__post_init__ = namespace["__post_init__"]
+
+
+def _inline_test(hint: Any, index: int, namespace: dict[str, Any]) -> str | None:
+    """A Python expression over ``v`` that is true exactly when the field's check would
+    accept ``v`` unchanged, or ``None`` when there is no such cheap test."""
+    base, metadata = _split(hint)
+    members = members_of(base)
+    if len(members) > 1:
+        rest = [member for member in members if member is not type(None)]
+        if all(_is_protocol_class(member) for member in rest) and len(rest) == len(members):
+            namespace[f"types_{index}"] = frozenset(members)
+            return f"type(v) in types_{index}"
+        if len(rest) == 1 and len(members) == 2:
+            inner = _inline_test(rest[0], index, namespace)
+            return None if inner is None else f"v is None or ({inner})"
+        return None
+    if get_origin(base) is Literal:
+        options = get_args(base)
+        namespace[f"options_{index}"] = options
+        namespace[f"option_types_{index}"] = frozenset(map(type, options))
+        return f"type(v) in option_types_{index} and v in options_{index}"
+    if base is str:
+        return "type(v) is str and is_non_empty(v)" if NON_EMPTY in metadata else "type(v) is str"
+    if base is bool:
+        return "type(v) is bool"
+    if base is int:
+        if COUNT in metadata:
+            return "type(v) is int and 0 <= v <= MAX"
+        if POSITIVE in metadata:
+            return "type(v) is int and v >= 1"
+        if NON_NEGATIVE in metadata:
+            return "type(v) is int and v >= 0"
+        return "type(v) is int"
+    if base is JsonObject:
+        namespace["JsonObject"] = JsonObject
+        return "type(v) is JsonObject"
+    if get_origin(base) is tuple:
+        item = get_args(base)[0]
+        namespace[f"items_{index}"] = frozenset(
+            member for member in members_of(item) if isinstance(member, type)
+        )
+        return f"type(v) is tuple and items_{index}.issuperset(map(type, v))"
+    if _is_protocol_class(base):
+        namespace[f"class_{index}"] = base
+        return f"type(v) is class_{index}"
+    return None
+
+
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
