@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("bench_loop", "bench_stream", "bench_boundary", "bench_import", "bench_scale")
+BENCHES = (
+    "bench_loop",
+    "bench_stream",
+    "bench_boundary",
+    "bench_sse",
+    "bench_providers",
+    "bench_import",
+    "bench_scale",
+)
 
 
 def run_bench(name: str, quick: bool) -> dict[str, Any]:
@@ -76,7 +84,10 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         "|---|---:|---:|",
     ]
     for name, value in steps.items():
-        ratio = "1.000" if name == "tether" else f"{ratios[f'tether/{name}']:.3f}"
+        if name == "tether-factories":
+            ratio = f"{steps['tether'] / value:.3f}"
+        else:
+            ratio = "1.000" if name == "tether" else f"{ratios[f'tether/{name}']:.3f}"
         lines.append(f"| {name} | {value:,.1f} | {ratio} |")
     fastest_peer = min((steps[name] for name in peers), default=None)
     lines.append("")
@@ -89,9 +100,11 @@ def render(figures: dict[str, Any], quick: bool) -> str:
     else:
         lines.append("Peers not installed: run `make bench` (it installs them in .venv-bench).")
     floor_ratio = ratios["tether/floor"]
+    factory_ratio = ratios["tether-factories/floor"]
     lines += [
-        f"Goal ≤ 3x the bare-asyncio floor: tether/floor = {floor_ratio:.2f} — "
-        f"{verdict(floor_ratio <= 3)}.",
+        f"Goal ≤ 3x the bare-asyncio floor: tether/floor = {floor_ratio:.2f} with plain-data "
+        f"replies — {verdict(floor_ratio <= 3)}; {factory_ratio:.2f} with async-generator "
+        f"factories built from the public constructors — {verdict(factory_ratio <= 3)}.",
         "",
         "## EventStream (ns per event, CPU)",
         "",
@@ -133,7 +146,54 @@ def render(figures: dict[str, Any], quick: bool) -> str:
             f"Goal faster than pydantic (ratio > 1): {pydantic_ratio:.3f} — "
             f"{verdict(pydantic_ratio > 1)}."
         )
+    sse = figures["bench_sse"]
     lines += [
+        "",
+        f"## SSE decoder ({sse['events']:,} OpenAI-like events, {sse['bytes'] / 1e6:.2f} MB)",
+        "",
+        "| feed size | baseline MB/s | SSEDecoder MB/s | SSEDecoder / baseline CPU time |",
+        "|---|---:|---:|---:|",
+    ]
+    for size in ("1KiB", "16KiB"):
+        row = sse[size]
+        lines.append(
+            f"| {size} | {row['baseline']['mb_per_s']:,.1f} | "
+            f"{row['SSEDecoder']['mb_per_s']:,.1f} | {row['ratio']:.2f} |"
+        )
+    providers = figures["bench_providers"]
+    provider_ms = providers["ms"]
+    provider_ratios = providers["ratios"]
+    linearity = providers["linearity"]
+    lines += [
+        "",
+        "The baseline splits on blank lines and parses lines with no spec rules (no CR, BOM,"
+        " comments, caps).",
+        "",
+        f"## OpenAI stream → ModelResponse ({providers['stream']['bytes'] / 1e6:.2f} MB, "
+        f"{providers['stream']['events']:,} events, in memory)",
+        "",
+        "| contender | ms (CPU) |",
+        "|---|---:|",
+    ]
+    for name, value in provider_ms.items():
+        lines.append(f"| {name} | {value:,.1f} |")
+    floor_ratio_p = provider_ratios["tether/floor"]
+    lines += [
+        "",
+        f"Goal ≤ 2x `json.loads` of each payload alone: tether/floor = {floor_ratio_p:.2f} — "
+        f"{verdict(floor_ratio_p <= 2)}.",
+    ]
+    if "sdk/tether" in provider_ratios:
+        sdk = provider_ratios["sdk/tether"]
+        lines.append(
+            f"Goal ≥ 3x faster than the openai SDK accumulator: {sdk:.1f}x — {verdict(sdk >= 3)}."
+        )
+    per_byte = linearity["per_argument_byte"]
+    lines += [
+        f"Tool-call assembly, 10,000 vs 100 argument fragments, cost per argument byte: "
+        f"{per_byte:.2f} (goal ≤ 1.5 — {verdict(per_byte <= 1.5)}; the json.loads floor alone "
+        f"scores {linearity['floor_per_argument_byte']:.2f}, the parser adds "
+        f"{linearity['parser_us_per_fragment']:.1f} µs per fragment).",
         "",
         "## Import (fresh processes, wall time)",
         "",

@@ -30,3 +30,52 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     names = pyfuncitem._fixtureinfo.argnames  # pyright: ignore[reportPrivateUsage]
     run_async(function, **{name: pyfuncitem.funcargs[name] for name in names})
     return True
+
+
+# -- Loopback servers for the provider tests (tests/servers/) ---------------------------------
+# Appended after the harness, which is not edited; hence the late imports (E402).
+
+from collections.abc import Iterator  # noqa: E402
+from contextlib import ExitStack  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from servers.katan import KatanFactory, KatanServer, KatanStartError, run_katan  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def katan_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KatanServer]:
+    """One real llm-katan per test module, default flags: echo backend, openai+anthropic,
+    127.0.0.1, no failure injection, keys not validated (any ``Authorization: Bearer`` /
+    ``x-api-key`` is accepted).
+
+    Module-scoped because a start costs about half a second and, with no failure flags, the
+    only state it keeps (a request counter) changes no answer. Tests that need flags
+    (``--rate-limit-after``, ``--validate-keys``, ``--itl-ms``...) use ``katan_factory``.
+    If llm-katan cannot start, the test fails with its stderr (never skips).
+    """
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(run_katan(tmp_path_factory.mktemp("katan")))
+        except KatanStartError as error:
+            pytest.fail(str(error), pytrace=False)
+        yield server
+
+
+@pytest.fixture
+def katan_factory(tmp_path: Path) -> Iterator[KatanFactory]:
+    """Function-scoped: ``katan_factory("--rate-limit-after", "1")`` starts a fresh llm-katan
+    with the default flags plus these and returns its ``KatanServer``; every instance started
+    is stopped (SIGTERM, then SIGKILL) when the test ends, pass or fail."""
+    with ExitStack() as stack:
+        started: list[KatanServer] = []
+
+        def start(*extra_args: str) -> KatanServer:
+            workdir = tmp_path / f"katan-{len(started)}"
+            try:
+                server = stack.enter_context(run_katan(workdir, *extra_args))
+            except KatanStartError as error:
+                pytest.fail(str(error), pytrace=False)
+            started.append(server)
+            return server
+
+        yield start

@@ -29,7 +29,7 @@ def test_readme_has_exactly_the_two_setup_commands() -> None:
 
 @pytest.mark.slow
 def test_readme_python_example_runs_the_fixture_round_trip() -> None:
-    (example,) = readme_python_blocks()
+    (example,) = readme_python_blocks()  # the offline example; the real-model one is ``py``
     completed = subprocess.run(
         [sys.executable, "-c", example],
         cwd=ROOT,
@@ -46,3 +46,9 @@ def test_readme_python_example_runs_the_fixture_round_trip() -> None:
     assert lines[-1] == (
         "ModelUsage(input_tokens=32, output_tokens=14, cache_read_tokens=0, cache_write_tokens=0)"
     )
+
+
+def test_the_real_model_example_compiles() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```py\n(.*?)```", text, flags=re.S)
+    compile(example, "README.md", "exec")

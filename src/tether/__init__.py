@@ -126,10 +126,26 @@ if TYPE_CHECKING:
         new_message_id,
         to_json,
     )
+    from tether.providers.catalog import (
+        PRESETS,
+        ProviderPreset,
+        parse_model_spec,
+    )
+    from tether.providers.errors import (
+        MAX_ERROR_TEXT,
+        ProviderError,
+        ProviderErrorCode,
+    )
     from tether.providers.fixture import (
         FixtureProviderAdapter,
         FixtureProviderError,
         FixtureProviderErrorCode,
+    )
+    from tether.providers.openai_chat import (
+        OpenAIChatCompat,
+        OpenAIChatModel,
+        RetryPolicy,
+        Timeouts,
     )
     from tether.stream import (
         EventStream,
@@ -280,6 +296,22 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "FixtureProviderError",
         "FixtureProviderErrorCode",
     ),
+    "tether.providers.errors": (
+        "MAX_ERROR_TEXT",
+        "ProviderError",
+        "ProviderErrorCode",
+    ),
+    "tether.providers.openai_chat": (
+        "OpenAIChatCompat",
+        "OpenAIChatModel",
+        "RetryPolicy",
+        "Timeouts",
+    ),
+    "tether.providers.catalog": (
+        "PRESETS",
+        "ProviderPreset",
+        "parse_model_spec",
+    ),
     "tether.tools": (
         "TOOL_OUTPUT_CAP_CHARACTERS",
         "TOOL_OUTPUT_LIMIT_MIN",
@@ -335,6 +367,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "MAX_AGENT_STEPS",
+    "MAX_ERROR_TEXT",
     "MAX_INITIAL_MESSAGES",
     "MAX_JSON_DEPTH",
     "MAX_MODEL_BLOCKS_PER_STEP",
@@ -345,6 +378,7 @@ __all__ = [
     "MAX_TOOL_ARGUMENT_ENTRIES",
     "MAX_TOOL_ARGUMENT_NODES",
     "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
+    "PRESETS",
     "TOOL_OUTPUT_CAP_CHARACTERS",
     "TOOL_OUTPUT_LIMIT_MIN",
     "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
@@ -397,12 +431,18 @@ __all__ = [
     "ModelStreamOpenedRecord",
     "ModelUsage",
     "NonRecoverableToolError",
+    "OpenAIChatCompat",
+    "OpenAIChatModel",
     "Prologue",
     "PrologueRecord",
     "PrologueResult",
     "ProtocolJsonError",
     "ProtocolValue",
+    "ProviderError",
+    "ProviderErrorCode",
+    "ProviderPreset",
     "ResponseFactory",
+    "RetryPolicy",
     "RunError",
     "RunFailureCode",
     "RunFinishedEvent",
@@ -421,6 +461,7 @@ __all__ = [
     "TextDeltaChunk",
     "ThinkingBlock",
     "ThinkingDeltaChunk",
+    "Timeouts",
     "Tool",
     "ToolCall",
     "ToolCallChunk",
@@ -455,6 +496,7 @@ __all__ = [
     "from_json",
     "new_message_id",
     "parse_message",
+    "parse_model_spec",
     "run_agent_loop",
     "run_prologue",
     "text_from_assistant",

@@ -102,6 +102,7 @@ from tether.protocol import (
     assert_never,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers.errors import ProviderError
 from tether.stream import EventStream
 from tether.tools import ToolRegistry, execute_tool_call
 from tether.tools.contract import is_awaitable
@@ -457,7 +458,7 @@ class _Run:
                     raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
                 except Exception as error:
                     check_signal(signal)
-                    raise ModelStreamFailure(message_of(error, "Model stream failed")) from error
+                    raise ModelStreamFailure(_stream_failure_text(error)) from error
                 check_signal(signal)
                 if count >= max_chunks:
                     raise ModelProtocolError(f"Model turn exceeded {max_chunks} chunks")
@@ -502,6 +503,15 @@ _PENDING: Final = object()
 _UNCANCELLED_MODEL: Final = "Model stream raised CancelledError although nothing cancelled the run"
 
 
+def _stream_failure_text(error: Exception) -> str:
+    """What a failed model stream reports: a provider error's stable code first
+    (``"PROVIDER_RATE_LIMITED: HTTP 429: ..."``), so the run's message says which failure."""
+    text = message_of(error, "Model stream failed")
+    if isinstance(error, ProviderError):
+        return f"{error.code}: {text}"
+    return text
+
+
 def _reraise_task_cancellation(error: asyncio.CancelledError) -> None:
     """Re-raise ``error`` when the run's own task is being cancelled; a ``CancelledError``
     that untrusted code raised on its own is left to the caller to report as a failure."""
@@ -519,7 +529,7 @@ def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:
         return settled.result_nowait(_PENDING)
     except Exception as error:
         check_signal(signal)
-        raise ModelStreamFailure(message_of(error, "Model stream failed")) from error
+        raise ModelStreamFailure(_stream_failure_text(error)) from error
 
 
 async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
@@ -538,7 +548,7 @@ async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
         raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
     except Exception as error:
         check_signal(signal)
-        raise ModelStreamFailure(message_of(error, "Model stream failed")) from error
+        raise ModelStreamFailure(_stream_failure_text(error)) from error
 
 
 _CANCELLED_FALLBACK: Final = "The run was cancelled"

@@ -1,4 +1,14 @@
-"""Model providers. Only the offline fixture provider exists so far."""
+"""Model providers: the offline fixture replay (``fixture``) and the real HTTP providers.
+
+* ``fixture``: ``FixtureProviderAdapter``, the workshop's transport trust boundary;
+* ``errors``: ``ProviderError`` and its codes, for every real provider;
+* ``_http`` / ``_sse``: the shared HTTP client, retries, timeouts and SSE decoder;
+* ``openai_wire`` / ``openai_chat``: OpenAI Chat Completions (``OpenAIChatModel``);
+* ``catalog``: provider presets (base URL, key variable, quirks) by name.
+
+Importing this package loads only the fixture provider; the HTTP providers (and httpx2)
+load on first use.
+"""
 
 from tether.providers.fixture import (
     FixtureProviderAdapter,

@@ -1,0 +1,77 @@
+"""``ProviderError``: every failure of a real (HTTP) provider, with a stable code.
+
+Codes (DESIGN.md Part II "Real providers"):
+
+* ``PROVIDER_AUTH_FAILED`` (401/403), ``PROVIDER_RATE_LIMITED`` (429),
+  ``PROVIDER_OVERLOADED`` (503/529), ``PROVIDER_SERVER_ERROR`` (other 5xx),
+  ``PROVIDER_BAD_REQUEST`` (400/404/413/422 and other 4xx), ``PROVIDER_CONTEXT_OVERFLOW``
+  (a 4xx whose body says the context is too long);
+* ``PROVIDER_CONNECTION_FAILED`` (no connection), ``PROVIDER_TIMEOUT`` (connect, first byte
+  or idle gap), ``PROVIDER_STREAM_INTERRUPTED`` (connection lost or EOF before the stream's
+  end), ``PROVIDER_PROTOCOL_ERROR`` (malformed SSE or JSON, impossible order, invalid tool
+  arguments), ``PROVIDER_ERROR_EVENT`` (the vendor reported an error inside the stream).
+
+``message`` carries the vendor's error text, bounded and never the API key; ``status`` is the
+HTTP status when there was one, ``retry_after`` the server's requested delay in seconds,
+``provider_code`` the vendor's own error code or type.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias
+
+from tether._errors import TetherError
+
+__all__ = ["MAX_ERROR_TEXT", "ProviderError", "ProviderErrorCode"]
+
+ProviderErrorCode: TypeAlias = Literal[
+    "PROVIDER_AUTH_FAILED",
+    "PROVIDER_RATE_LIMITED",
+    "PROVIDER_OVERLOADED",
+    "PROVIDER_SERVER_ERROR",
+    "PROVIDER_BAD_REQUEST",
+    "PROVIDER_CONTEXT_OVERFLOW",
+    "PROVIDER_CONNECTION_FAILED",
+    "PROVIDER_TIMEOUT",
+    "PROVIDER_STREAM_INTERRUPTED",
+    "PROVIDER_PROTOCOL_ERROR",
+    "PROVIDER_ERROR_EVENT",
+]
+
+MAX_ERROR_TEXT: Final = 2000
+"""Most characters of vendor error text kept in a ``ProviderError`` message."""
+
+
+class ProviderError(TetherError):
+    """A real provider failed; ``code`` says how (see the module docstring)."""
+
+    def __init__(
+        self,
+        code: ProviderErrorCode,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        provider_code: str | None = None,
+    ) -> None:
+        if len(message) > MAX_ERROR_TEXT:
+            message = message[: MAX_ERROR_TEXT - 1] + "…"
+        super().__init__(code, message)
+        self._status = status
+        self._retry_after = retry_after
+        self._provider_code = provider_code
+
+    @property
+    def status(self) -> int | None:
+        """The HTTP status of the failed response, if there was one."""
+        return self._status
+
+    @property
+    def retry_after(self) -> float | None:
+        """The delay in seconds the server asked for (``retry-after``), if any."""
+        return self._retry_after
+
+    @property
+    def provider_code(self) -> str | None:
+        """The vendor's own error code or type, if it sent one."""
+        return self._provider_code

@@ -1,0 +1,1081 @@
+"""OpenAI Chat Completions on the wire: the request body out, the stream normalized back in.
+
+Pure data work (no I/O, no HTTP client): ``OpenAIChatModel`` sends what
+``build_chat_request`` builds and feeds each decoded SSE payload to an
+``OpenAIChatStreamParser``, which turns it into protocol chunks and, at the end, one
+``ModelResponse``. ``parse_chat_completion`` does the same for a whole ``chat.completion``
+JSON body (a server that ignored ``stream: true``).
+
+Many servers speak this API, each with its own deviations (``spec/providers.md`` §2.9). The
+rules here follow §2.4 and DESIGN.md "Real providers":
+
+* Vendor payloads are untrusted ``object`` data. Unknown fields are always ignored
+  (``obfuscation``, ``system_fingerprint``, ``x_groq``, ``timings``, ``provider``,
+  ``native_finish_reason``, ``reasoning_details``, ...); the fields we read must have the
+  documented JSON types, and our own invariants are closed sets: a payload that breaks them is
+  a ``ProviderError`` with code ``PROVIDER_PROTOCOL_ERROR``, never a ``KeyError`` or a
+  ``TypeError``.
+* A truthy top-level ``error`` (checked first, even on a chunk with ``choices``), or an SSE
+  ``event: error``, is ``PROVIDER_ERROR_EVENT``.
+* Tool calls are assembled per ``index``: ``id`` and ``name`` are set once (identical
+  repeats ignored, never concatenated), argument fragments are concatenated and parsed with
+  ``json.loads`` when the call is complete (``""`` means ``{}``; invalid JSON is an error,
+  never repaired). ``finish_reason`` and ``usage``: the last non-null value wins; usage is
+  never summed.
+* Which finish reasons and stream ends count as complete, and how vendor tool-call IDs are
+  kept or replaced, is documented on ``OpenAIChatStreamParser``; the per-server switches are
+  the fields of ``OpenAIChatCompat`` (presets in ``tether.providers.catalog``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from typing import Any, Final, Literal, NoReturn, TypeAlias
+
+from tether._text import is_non_empty
+from tether._types import type_of
+from tether.jsonvalue import (
+    JsonObject,
+    JsonValueError,
+    entries,
+    freeze_json,
+    thaw_json,
+)
+from tether.protocol import (
+    MAX_SAFE_INTEGER,
+    ZERO_USAGE,
+    AssistantBlock,
+    AssistantMessage,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    StopReason,
+    ToolCall,
+    ToolCallDeltaChunk,
+)
+from tether.protocol import _trusted as trusted
+from tether.providers.errors import ProviderError
+
+__all__ = [
+    "OpenAIChatCompat",
+    "OpenAIChatStreamParser",
+    "arguments_text",
+    "build_chat_request",
+    "parse_chat_completion",
+    "transcript_call_ids",
+]
+
+# --- per-server quirks ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAIChatCompat:
+    """How one OpenAI-compatible server deviates from OpenAI (``spec/providers.md`` §2.9, §6).
+
+    Explicit switches, never heuristics: the defaults are OpenAI's own behaviour, and each
+    field says which servers need it changed. ``tether.providers.catalog`` has presets.
+    """
+
+    system_role: Literal["system", "developer"] = "system"
+    """The role of the system-prompt message. OpenAI's reasoning models prefer
+    ``"developer"``; almost every compatible server knows only ``"system"``."""
+
+    send_stream_options: bool = True
+    """Send ``stream_options: {"include_usage": true}`` so the stream ends with usage. Mistral
+    answers 422, older Azure API versions and some gateways 400: turn it off for them (most
+    of them send usage anyway)."""
+
+    include_obfuscation: bool | None = None
+    """``stream_options.include_obfuscation``: OpenAI pads every chunk with a random
+    ``obfuscation`` string (a side-channel mitigation). ``False`` asks it to stop, saving
+    bandwidth; ``None`` sends nothing (servers other than OpenAI do not know the field). Only
+    sent together with ``stream_options``."""
+
+    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    """Which field carries ``max_output_tokens``. OpenAI deprecated ``max_tokens`` (o-series
+    models reject it); many compatible servers know only ``max_tokens``."""
+
+    send_parallel_tool_calls: bool | None = None
+    """``parallel_tool_calls`` to send with tools (``None``: leave the server's default).
+    Only sent when the request has tools: OpenAI rejects it otherwise."""
+
+    reasoning_fields: tuple[str, ...] = ("reasoning_content", "reasoning")
+    """Delta fields that carry reasoning text, in order of preference. The first one present
+    (non-null) in a delta is taken and the others are ignored, never both: OpenRouter sends
+    the same text in ``reasoning`` and ``reasoning_details``, vLLM moved from
+    ``reasoning_content`` to ``reasoning``; DeepSeek, Z.ai and llama.cpp use
+    ``reasoning_content``, Groq and OpenRouter ``reasoning``. ``()`` ignores reasoning."""
+
+    finish_reason_optional: bool = False
+    """The server never sends ``finish_reason`` (Snowflake Cortex, some OpenRouter routes):
+    end of stream without one is then a complete response, not a lost connection. Off by
+    default: a stream cut before its ``finish_reason`` is ``PROVIDER_STREAM_INTERRUPTED``."""
+
+    requires_done: bool = False
+    """Only ``data: [DONE]`` completes the stream: end of stream without it is
+    ``PROVIDER_STREAM_INTERRUPTED`` even after a ``finish_reason``. Off by default, because
+    an SSE decoder drops a final ``data: [DONE]`` that has no blank line after it, and Groq
+    ends some streams without one. Wins over ``finish_reason_optional``."""
+
+    usage_cumulative_every_chunk: bool = False
+    """Documentation only: the server repeats cumulative usage on every chunk (vLLM's
+    ``continuous_usage_stats``, some Fireworks models). Nothing changes: usage is always the
+    last non-null value, never a sum."""
+
+    def __post_init__(self) -> None:
+        _check_choice("system_role", self.system_role, ("system", "developer"))
+        _check_choice(
+            "max_tokens_field", self.max_tokens_field, ("max_completion_tokens", "max_tokens")
+        )
+        for name in (
+            "send_stream_options",
+            "finish_reason_optional",
+            "requires_done",
+            "usage_cumulative_every_chunk",
+        ):
+            if type_of(getattr(self, name)) is not bool:
+                raise TypeError(f"OpenAIChatCompat.{name} must be a bool")
+        for name in ("include_obfuscation", "send_parallel_tool_calls"):
+            value = getattr(self, name)
+            if value is not None and type_of(value) is not bool:
+                raise TypeError(f"OpenAIChatCompat.{name} must be a bool or None")
+        reasoning: object = self.reasoning_fields
+        if type_of(reasoning) is list:
+            reasoning = tuple(self.reasoning_fields)
+            object.__setattr__(self, "reasoning_fields", reasoning)
+        if type_of(reasoning) is not tuple or not all(
+            is_non_empty(name) for name in self.reasoning_fields
+        ):
+            raise TypeError("OpenAIChatCompat.reasoning_fields must be a tuple of field names")
+
+
+def _check_choice(name: str, value: object, options: tuple[str, ...]) -> None:
+    if type_of(value) is not str or value not in options:
+        expected = " or ".join(repr(option) for option in options)
+        raise ValueError(f"OpenAIChatCompat.{name} must be {expected}")
+
+
+# --- the request ------------------------------------------------------------------------------
+
+
+def build_chat_request(
+    request: ModelRequest,
+    *,
+    model: str,
+    compat: OpenAIChatCompat,
+    max_output_tokens: int | None,
+    temperature: float | None,
+    reasoning_effort: str | None,
+    stream: bool = True,
+) -> dict[str, object]:
+    """The JSON body of ``POST /chat/completions`` for ``request``.
+
+    * ``messages``: the system prompt first (when there is one and it is not empty), as a
+      ``compat.system_role`` message; then the transcript: a user message's text; an
+      assistant message's text (its text blocks joined, ``null`` when it has tool calls and no
+      text, ``""`` when it has neither, which OpenAI requires) and ``tool_calls`` with
+      ``arguments`` as compact JSON text; one ``tool`` message per tool result, linked by
+      ``tool_call_id``. Thinking blocks are never replayed: this API has no field for them.
+      A tool result's ``is_error`` has no field either; its text says what failed.
+    * ``tools`` (only when there are some): ``{"type": "function", "function": {"name",
+      "description", "parameters"}}`` (``description`` left out when empty), and
+      ``parallel_tool_calls`` when ``compat.send_parallel_tool_calls`` is set.
+    * ``stream``; with it, ``stream_options`` (``include_usage``, and ``include_obfuscation``
+      when the compat sets it) unless ``compat.send_stream_options`` is off.
+    * ``max_completion_tokens`` or ``max_tokens`` (``compat.max_tokens_field``),
+      ``temperature`` and ``reasoning_effort``, each only when given.
+
+    ``TypeError``/``ValueError`` for arguments of the wrong type or out of range.
+    """
+    if type_of(request) is not ModelRequest:
+        raise TypeError("request must be a ModelRequest")
+    if not is_non_empty(model):
+        raise TypeError("model must be a non-empty string")
+    if type_of(compat) is not OpenAIChatCompat:
+        raise TypeError("compat must be an OpenAIChatCompat")
+    if max_output_tokens is not None and (
+        type_of(max_output_tokens) is not int or max_output_tokens < 1
+    ):
+        raise ValueError("max_output_tokens must be a positive int or None")
+    if temperature is not None and (
+        type_of(temperature) not in (int, float)
+        or not math.isfinite(temperature)
+        or temperature < 0
+    ):
+        raise ValueError("temperature must be a finite non-negative number or None")
+    if reasoning_effort is not None and not is_non_empty(reasoning_effort):
+        raise ValueError("reasoning_effort must be a non-empty string or None")
+    if type_of(stream) is not bool:
+        raise TypeError("stream must be a bool")
+
+    messages: list[dict[str, object]] = []
+    if request.system:
+        messages.append({"role": compat.system_role, "content": request.system})
+    for message in request.messages:
+        if message.role == "user":
+            messages.append({"role": "user", "content": message.content})
+        elif message.role == "assistant":
+            messages.append(_assistant_message(message))
+        else:
+            messages.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+    body: dict[str, object] = {"model": model, "messages": messages}
+    if request.tools:
+        tools: list[dict[str, object]] = []
+        for spec in request.tools:
+            function: dict[str, object] = {"name": spec.name}
+            if spec.description:
+                function["description"] = spec.description
+            function["parameters"] = thaw_json(spec.parameters)
+            tools.append({"type": "function", "function": function})
+        body["tools"] = tools
+        if compat.send_parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = compat.send_parallel_tool_calls
+    body["stream"] = stream
+    if stream and compat.send_stream_options:
+        options: dict[str, object] = {"include_usage": True}
+        if compat.include_obfuscation is not None:
+            options["include_obfuscation"] = compat.include_obfuscation
+        body["stream_options"] = options
+    if max_output_tokens is not None:
+        body[compat.max_tokens_field] = max_output_tokens
+    if temperature is not None:
+        body["temperature"] = temperature
+    if reasoning_effort is not None:
+        body["reasoning_effort"] = reasoning_effort
+    return body
+
+
+def _assistant_message(message: AssistantMessage) -> dict[str, object]:
+    texts: list[str] = []
+    calls: list[dict[str, object]] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "toolCall":
+            calls.append(
+                {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": arguments_text(block)},
+                }
+            )
+    text = "".join(texts)
+    entry: dict[str, object] = {"role": "assistant", "content": text or (None if calls else "")}
+    if calls:
+        entry["tool_calls"] = calls
+    return entry
+
+
+def arguments_text(call: ToolCall) -> str:
+    """A call's arguments as compact JSON text (``{"a":1}``), as OpenAI sends them.
+
+    Non-ASCII text is kept as it is; only if the arguments hold a lone surrogate (which UTF-8
+    cannot encode) is everything written as ``\\u`` escapes instead.
+    """
+    text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"), ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"))
+    return text
+
+
+def _unfrozen(value: object) -> object:
+    """``json.dumps`` hook: a ``JsonObject`` serializes as the dict it wraps."""
+    if type_of(value) is JsonObject:
+        frozen: JsonObject = value  # pyright: ignore[reportAssignmentType]
+        return entries(frozen)
+    raise TypeError(f"{type_of(value).__name__} is not JSON")  # pragma: no cover - frozen JSON
+
+
+def transcript_call_ids(request: ModelRequest) -> frozenset[str]:
+    """Every tool-call ID the request's transcript already uses (its assistant messages' calls
+    and its tool results): the ``reserved_call_ids`` of the response's parser, so a server
+    that restarts its IDs each turn (``call_0``, ``"0"``) cannot reuse one."""
+    used: set[str] = set()
+    for message in request.messages:
+        if message.role == "assistant":
+            used.update(block.id for block in message.content if block.type == "toolCall")
+        elif message.role == "toolResult":
+            used.add(message.tool_call_id)
+    return frozenset(used)
+
+
+# --- fast constructors ------------------------------------------------------------------------
+
+_DELTA_FIELDS: Final = ("type", "request_id", "index", "id", "name", "arguments_delta")
+if tuple(field.name for field in fields(ToolCallDeltaChunk)) != _DELTA_FIELDS:  # pragma: no cover
+    raise TypeError("ToolCallDeltaChunk changed its fields: update openai_wire._tool_call_delta")
+
+
+def _setter(name: str) -> Callable[[object, object], None]:
+    descriptor: Any = ToolCallDeltaChunk.__dict__[name]  # the slot's member descriptor
+    setter: Callable[[object, object], None] = descriptor.__set__
+    return setter
+
+
+_new: Final[Callable[[type[ToolCallDeltaChunk]], ToolCallDeltaChunk]] = object.__new__
+_set_type: Final = _setter("type")
+_set_request_id: Final = _setter("request_id")
+_set_index: Final = _setter("index")
+_set_id: Final = _setter("id")
+_set_name: Final = _setter("name")
+_set_arguments_delta: Final = _setter("arguments_delta")
+
+
+def _tool_call_delta(
+    request_id: str,
+    index: int,
+    call_id: str | None,
+    name: str | None,
+    arguments_delta: str,
+    *,
+    _new: Callable[[type[ToolCallDeltaChunk]], ToolCallDeltaChunk] = _new,
+    _cls: type[ToolCallDeltaChunk] = ToolCallDeltaChunk,
+    _set_type: Callable[[object, object], None] = _set_type,
+    _set_request_id: Callable[[object, object], None] = _set_request_id,
+    _set_index: Callable[[object, object], None] = _set_index,
+    _set_id: Callable[[object, object], None] = _set_id,
+    _set_name: Callable[[object, object], None] = _set_name,
+    _set_arguments_delta: Callable[[object, object], None] = _set_arguments_delta,
+) -> ToolCallDeltaChunk:
+    """``ToolCallDeltaChunk(...)`` from parts the parser already checked, without re-running
+    the checks (one of these is built per argument fragment; the keyword-only defaults bind
+    the slot setters as locals). Every field is filled (checked against the class's fields at
+    import); the tests compare it with the constructor."""
+    chunk = _new(_cls)
+    _set_type(chunk, "toolCallDelta")
+    _set_request_id(chunk, request_id)
+    _set_index(chunk, index)
+    _set_id(chunk, call_id)
+    _set_name(chunk, name)
+    _set_arguments_delta(chunk, arguments_delta)
+    return chunk
+
+
+_text_delta: Final = trusted.text_delta_chunk
+_thinking_delta: Final = trusted.thinking_delta_chunk
+_EMPTY_ARGUMENTS: Final = JsonObject()
+
+# --- errors -----------------------------------------------------------------------------------
+
+_MAX_SHOWN: Final = 100
+"""Most characters of a vendor value quoted in an error message."""
+
+
+def _protocol(message: str) -> ProviderError:
+    return ProviderError("PROVIDER_PROTOCOL_ERROR", message)
+
+
+def _shown(value: str) -> str:
+    """A vendor string quoted in an error message, bounded."""
+    if len(value) > _MAX_SHOWN:
+        value = value[: _MAX_SHOWN - 1] + "…"
+    return json.dumps(value, ensure_ascii=False)
+
+
+_JSON_KINDS: Final[dict[type, str]] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def _kind(value: object) -> str:
+    return _JSON_KINDS.get(type_of(value), type_of(value).__name__)
+
+
+def _field_error(where: str, expected: str, value: object) -> ProviderError:
+    return _protocol(f"{where} must be {expected} (got {_kind(value)})")
+
+
+def _error_event(error: object) -> ProviderError:
+    """``PROVIDER_ERROR_EVENT`` for a vendor error object (``{"message", "type", "code"}``, a
+    bare string, or anything else truthy). ``provider_code`` is ``code``, else ``type``."""
+    message: object = None
+    code: str | None = None
+    if type_of(error) is dict:
+        fields_: dict[str, Any] = error  # pyright: ignore[reportAssignmentType]
+        message = fields_.get("message")
+        code = _code(fields_.get("code")) or _code(fields_.get("type"))
+    elif type_of(error) is str:
+        message = error
+    if is_non_empty(message):
+        text = f"The provider reported an error in the stream: {message}"
+    else:
+        text = "The provider reported an error in the stream"
+    return ProviderError("PROVIDER_ERROR_EVENT", text, provider_code=code)
+
+
+def _code(value: object) -> str | None:
+    if type_of(value) is int and -(10**18) < value < 10**18:  # pyright: ignore[reportOperatorIssue]
+        return str(value)
+    if is_non_empty(value):
+        return value[:_MAX_SHOWN]
+    return None
+
+
+def _count(fields_: dict[str, Any], name: str) -> int:
+    value = fields_.get(name)
+    if value is None:
+        return 0
+    if type_of(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise _protocol(f"usage.{name} must be a non-negative safe integer (got {_kind(value)})")
+    count: int = value
+    return count
+
+
+def _usage(value: object) -> ModelUsage:
+    """``usage`` as a ``ModelUsage``: ``cached_tokens`` (``prompt_tokens_details``, else
+    DeepSeek's ``prompt_cache_hit_tokens``) and ``cache_write_tokens`` are parts of
+    ``prompt_tokens`` (OpenAI's convention), so the uncached input is what remains."""
+    if type_of(value) is not dict:
+        raise _field_error("usage", "an object", value)
+    usage: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+    prompt = _count(usage, "prompt_tokens")
+    completion = _count(usage, "completion_tokens")
+    cached: int | None = None
+    written = 0
+    details = usage.get("prompt_tokens_details")
+    if details:
+        if type_of(details) is not dict:
+            raise _field_error("usage.prompt_tokens_details", "an object", details)
+        detail_fields: dict[str, Any] = details
+        if detail_fields.get("cached_tokens") is not None:
+            cached = _count(detail_fields, "cached_tokens")
+        written = _count(detail_fields, "cache_write_tokens")
+    if cached is None:
+        cached = _count(usage, "prompt_cache_hit_tokens")
+    if cached + written > prompt:
+        raise _protocol(
+            f"usage counts {cached + written} cached prompt tokens of only {prompt} prompt tokens"
+        )
+    return ModelUsage(
+        input_tokens=prompt - cached - written,
+        output_tokens=completion,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+    )
+
+
+class _BadArguments(Exception):
+    """Internal: why a call's argument text is not a JSON object."""
+
+
+def _parse_arguments(text: str) -> JsonObject:
+    """The arguments of a complete call: ``""`` (or only whitespace) is ``{}``; anything else
+    must be a JSON object, frozen. Raises ``_BadArguments``; nothing is ever repaired."""
+    if not text or text.isspace():
+        return _EMPTY_ARGUMENTS
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _BadArguments(f"are not valid JSON ({error.msg} at character {error.pos})") from None
+    except RecursionError:
+        raise _BadArguments("nest too deeply to be read") from None
+    except ValueError as error:  # e.g. an integer with more digits than Python converts
+        raise _BadArguments(f"are not valid JSON ({error})") from None
+    if type_of(value) is not dict:
+        raise _BadArguments(f"must be a JSON object, not {_kind(value)}")
+    try:
+        frozen = freeze_json(value, path="arguments")
+    except JsonValueError as error:
+        raise _BadArguments(f"are not plain JSON: {error}") from None
+    arguments: JsonObject = frozen  # pyright: ignore[reportAssignmentType]
+    return arguments
+
+
+def _dumps_whole(arguments: dict[str, Any]) -> str:
+    """Arguments a server sent as a JSON object instead of text, as their JSON text."""
+    try:
+        return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError) as error:
+        raise _protocol("Tool-call arguments sent as an object could not be read") from error
+
+
+# --- the stream -------------------------------------------------------------------------------
+
+_LEGACY_KEY: Final = -1
+"""The slot of a deprecated ``delta.function_call`` (vendor indexes are never negative)."""
+
+_KNOWN_FINISH: Final = frozenset(
+    {"stop", "length", "tool_calls", "content_filter", "function_call", "error"}
+)
+_TRUNCATING: Final[dict[str, StopReason]] = {"length": "length", "content_filter": "refusal"}
+
+
+class _Call:
+    """One tool call being assembled (one vendor ``index``)."""
+
+    __slots__ = ("call_id", "emitted", "name", "parts", "position", "vendor_id", "whole")
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        self.vendor_id: str | None = None
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.whole = False
+        self.emitted = False
+
+
+_Open: TypeAlias = Literal["open", "finished"]
+
+
+class OpenAIChatStreamParser:
+    """Turns one response's decoded SSE payloads into protocol chunks and a ``ModelResponse``.
+
+    ``feed(payload, event=...)`` takes each ``data`` payload after ``json.loads`` (with its SSE
+    event type) and returns the chunks it completes; the caller handles ``data: [DONE]``
+    itself by calling ``finish(done=True)``, or ``finish(done=False)`` at end of stream without
+    it. ``finish`` returns the last chunks (tool calls still pending) and the response. Any
+    malformed payload is a ``ProviderError``; after one, every call raises it again.
+
+    What it normalizes (``spec/providers.md`` §2.4):
+
+    * ``choices`` may be ``[]``, ``null`` or missing, a ``delta`` may be ``null`` (Azure
+      filter chunks, usage-only chunks); only choice ``0`` exists (tether never asks for
+      ``n > 1``, so another index is a protocol error).
+    * Text: each non-empty ``delta.content`` is a ``textDelta``. Reasoning: the first of
+      ``compat.reasoning_fields`` present in a delta is a ``thinkingDelta``. A non-empty
+      ``delta.refusal`` (OpenAI's structured-output refusal) is streamed as text and makes
+      the response a ``refusal``.
+    * Tool calls, one slot per vendor ``index`` (a missing ``index`` is accepted only when it
+      cannot be ambiguous: one entry in the delta and at most one call so far): ``id`` and
+      ``function.name`` are set once; an identical repeat is ignored (Kimi re-sends both in
+      every delta) and a different one is a protocol error; ``function.arguments`` fragments
+      are concatenated (an object sent whole is written as JSON text). Each fragment that
+      adds something is also a ``toolCallDelta`` progress chunk: ``index`` is the call's
+      position in this response, ``id``/``name`` are set in the delta where they first
+      arrive. A legacy ``delta.function_call`` is a call of its own.
+    * A call is complete at ``finish``, or earlier, when another index starts and the call
+      already has its ID and name and its (non-empty) arguments parse as a JSON object: a
+      complete JSON object cannot be continued, so parallel calls may even interleave. Then its
+      ``toolCall`` chunk is emitted: the same ``ToolCall`` object as in the final message.
+    * Tool-call IDs: a vendor ID is kept exactly unless it is empty, already used by an
+      earlier call of this response, or in ``reserved_call_ids`` (the IDs of the request's
+      transcript); then the ID is ``"<response id>-call-<position>"``, with ``-2``, ``-3``...
+      appended until it is unique.
+    * ``finish_reason`` and ``usage``: the last non-null value wins (OpenRouter sends
+      ``finish_reason`` twice; usage may ride on a chunk with choices). Usage splits cached
+      reads and cache writes out of ``prompt_tokens``; no usage at all is zero usage.
+    * The response ID is the first non-empty chunk ``id`` (``"response-<request id>"`` when
+      there is none, as on Snowflake); ``model`` is the first non-empty chunk ``model``; the
+      message ID is ``"message-<response id>"``. Content blocks follow the streamed order:
+      adjacent text (or thinking) deltas become one block, and a tool call takes its place
+      when its ``toolCall`` chunk is emitted, so the message always equals the chunks.
+
+    Stop reasons: ``length`` and ``content_filter`` win (``length`` and ``refusal``: the turn
+    was cut, so calls whose arguments are incomplete are left out, never repaired, and the
+    loop runs none of them); otherwise any tool call makes it ``toolCall`` (even with
+    ``stop`` or no finish reason: OpenAI itself says ``stop`` when ``tool_choice`` names a
+    function); ``stop`` or none is ``stop``; ``tool_calls``/``function_call`` without a call
+    is a protocol error; ``error`` is ``PROVIDER_ERROR_EVENT``; any other value is a protocol
+    error naming it.
+
+    Completeness: ``done=True`` is complete. End of stream without ``[DONE]`` is complete once
+    a ``finish_reason`` arrived (or always, with ``compat.finish_reason_optional``), and
+    otherwise ``PROVIDER_STREAM_INTERRUPTED``; with ``compat.requires_done`` it is always
+    interrupted.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_content",
+        "_failure",
+        "_finish",
+        "_finish_optional",
+        "_model",
+        "_order",
+        "_pending",
+        "_reasoning",
+        "_refused",
+        "_request_id",
+        "_requires_done",
+        "_reserved",
+        "_response_id",
+        "_run",
+        "_run_kind",
+        "_state",
+        "_usage",
+        "_used_ids",
+    )
+
+    def __init__(
+        self,
+        request_id: str,
+        *,
+        compat: OpenAIChatCompat,
+        reserved_call_ids: Iterable[str] = frozenset(),
+    ) -> None:
+        """``request_id`` (non-empty) goes into every chunk and the response;
+        ``reserved_call_ids`` are the tool-call IDs the transcript already uses
+        (``transcript_call_ids``)."""
+        if not is_non_empty(request_id):
+            raise TypeError("request_id must be a non-empty string")
+        if type_of(compat) is not OpenAIChatCompat:
+            raise TypeError("compat must be an OpenAIChatCompat")
+        reserved = frozenset(reserved_call_ids)
+        if not all(type_of(call_id) is str for call_id in reserved):
+            raise TypeError("reserved_call_ids must be strings")
+        self._request_id = request_id
+        self._reasoning = compat.reasoning_fields
+        self._finish_optional = compat.finish_reason_optional
+        self._requires_done = compat.requires_done
+        self._reserved = reserved
+        self._response_id: str | None = None
+        self._model: str | None = None
+        self._finish: str | None = None
+        self._usage: ModelUsage | None = None
+        self._refused = False
+        self._calls: dict[int, _Call] = {}
+        self._order: list[_Call] = []
+        self._pending: list[_Call] = []
+        self._used_ids: set[str] = set()
+        self._content: list[AssistantBlock] = []
+        self._run: list[str] = []
+        self._run_kind: Literal["text", "thinking"] | None = None
+        self._failure: ProviderError | None = None
+        self._state: _Open = "open"
+
+    @property
+    def response_id(self) -> str | None:
+        """The response ID seen so far (``None`` until a chunk carried one)."""
+        return self._response_id
+
+    # --- feeding ------------------------------------------------------------------------------
+
+    def feed(self, payload: object, event: str = "message") -> list[ModelChunk]:
+        """Apply one decoded ``data`` payload of SSE event type ``event``; return its chunks.
+
+        ``ProviderError``: ``PROVIDER_ERROR_EVENT`` for a vendor error (a truthy ``error``
+        field, or ``event == "error"``), ``PROVIDER_PROTOCOL_ERROR`` for a payload that breaks
+        the rules. ``RuntimeError`` after ``finish``.
+        """
+        if self._state != "open" or self._failure is not None:
+            self._raise_closed()
+        try:
+            return self._feed(payload, event)
+        except ProviderError as error:
+            self._failure = error
+            raise
+
+    def _feed(self, payload: object, event: str) -> list[ModelChunk]:
+        # One method for the chunk, its choice and its delta: this runs once per token, and
+        # each Python call saved is measurable (benchmarks/bench_providers.py).
+        if type_of(payload) is not dict:
+            raise _field_error("A stream chunk", "a JSON object", payload)
+        chunk: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+        error = chunk.get("error")
+        if error:
+            raise _error_event(error)
+        if event == "error":
+            raise _error_event(chunk)
+        if self._response_id is None:
+            response_id = chunk.get("id")
+            if is_non_empty(response_id):
+                self._response_id = response_id
+        if self._model is None:
+            model = chunk.get("model")
+            if type_of(model) is str and model:
+                self._model = model
+        out: list[ModelChunk] = []
+        choices = chunk.get("choices")
+        if choices:
+            if type_of(choices) is not list:
+                raise _field_error("choices", "an array", choices)
+            for choice in choices:
+                if type_of(choice) is not dict:
+                    raise _field_error("A choice", "an object", choice)
+                index = choice.get("index")
+                if index is not None and (type_of(index) is not int or index != 0):
+                    raise _protocol("Only choice 0 is supported (the stream has several choices)")
+                delta = choice.get("delta")
+                if delta:
+                    if type_of(delta) is not dict:
+                        raise _field_error("delta", "an object", delta)
+                    self._delta(delta, out)
+                finish = choice.get("finish_reason")
+                if finish is not None:
+                    if type_of(finish) is not str:
+                        raise _field_error("finish_reason", "a string", finish)
+                    if finish:
+                        self._finish = finish
+        usage = chunk.get("usage")
+        if usage:
+            self._usage = _usage(usage)
+        return out
+
+    def _delta(self, delta: dict[str, Any], out: list[ModelChunk]) -> None:
+        """Apply one choice's ``delta``: reasoning, text, refusal, then tool calls."""
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:  # the hot path of a long call: argument fragments
+            if type_of(tool_calls) is not list:
+                raise _field_error("delta.tool_calls", "an array", tool_calls)
+            if len(delta) != 1:  # OpenAI's fragments hold nothing else: skip the lookups
+                self._text_fields(delta, out)
+            entries_: list[Any] = tool_calls
+            count = len(entries_)
+            for entry in entries_:
+                if type_of(entry) is not dict:
+                    raise _field_error("A tool-call delta", "an object", entry)
+                index = entry.get("index")
+                if type_of(index) is int and index >= 0:
+                    key: int = index
+                elif index is None:
+                    calls = self._calls
+                    if count != 1 or len(calls) > 1:
+                        raise _protocol("A tool-call delta without an index is ambiguous here")
+                    key = next(iter(calls)) if calls else 0
+                else:
+                    raise _field_error("tool_calls[].index", "a non-negative integer", index)
+                self._fragment(key, entry.get("id"), entry.get("function"), "function", out)
+        else:
+            self._text_fields(delta, out)
+        function_call = delta.get("function_call")
+        if function_call:
+            self._fragment(_LEGACY_KEY, None, function_call, "delta.function_call", out)
+
+    def _text_fields(self, delta: dict[str, Any], out: list[ModelChunk]) -> None:
+        """A delta's reasoning (the first of ``compat.reasoning_fields`` present), text and
+        refusal, in that order."""
+        for name in self._reasoning:
+            reasoning = delta.get(name)
+            if reasoning is not None:
+                if type_of(reasoning) is not str:
+                    raise _field_error(f"delta.{name}", "a string", reasoning)
+                if reasoning:
+                    if self._run_kind != "thinking":
+                        self._start_run("thinking")
+                    self._run.append(reasoning)
+                    out.append(_thinking_delta(self._request_id, reasoning))
+                break
+        content = delta.get("content")
+        if content is not None:
+            if type_of(content) is not str:
+                raise _field_error("delta.content", "a string", content)
+            if content:
+                if self._run_kind != "text":
+                    self._start_run("text")
+                self._run.append(content)
+                out.append(_text_delta(self._request_id, content))
+        refusal = delta.get("refusal")
+        if refusal:
+            if type_of(refusal) is not str:
+                raise _field_error("delta.refusal", "a string", refusal)
+            self._refused = True
+            if self._run_kind != "text":
+                self._start_run("text")
+            self._run.append(refusal)
+            out.append(_text_delta(self._request_id, refusal))
+
+    def _fragment(
+        self, key: int, vendor_id: Any, function: Any, where: str, out: list[ModelChunk]
+    ) -> None:
+        """Apply one tool-call delta to the slot ``key``: its ``id`` and its ``function``
+        object (``name`` and an ``arguments`` fragment)."""
+        call = self._calls.get(key)
+        if call is None:
+            if self._pending:
+                self._complete_ready(out)
+            call = _Call(len(self._order))
+            self._calls[key] = call
+            self._order.append(call)
+            self._pending.append(call)
+        new_id: str | None = None
+        if vendor_id is not None and vendor_id != "":
+            if type_of(vendor_id) is not str:
+                raise _field_error("tool_calls[].id", "a string", vendor_id)
+            if call.vendor_id is None:
+                if is_non_empty(vendor_id):
+                    call.vendor_id = vendor_id
+                    new_id = self._assign_id(call, vendor_id)
+            elif vendor_id != call.vendor_id:
+                raise _protocol(
+                    f"Tool call {call.position} changed its id from {_shown(call.vendor_id)} "
+                    f"to {_shown(vendor_id)}"
+                )
+        new_name: str | None = None
+        fragment = ""
+        whole = False
+        if function is not None:
+            if type_of(function) is not dict:
+                raise _field_error(where, "an object", function)
+            fields_: dict[str, Any] = function
+            name = fields_.get("name")
+            if name is not None and name != "":
+                if type_of(name) is not str:
+                    raise _field_error(f"{where}.name", "a string", name)
+                if call.name is None:
+                    if is_non_empty(name):
+                        call.name = new_name = name
+                elif name != call.name:
+                    raise _protocol(
+                        f"Tool call {call.position} changed its name from {_shown(call.name)} "
+                        f"to {_shown(name)}"
+                    )
+            arguments = fields_.get("arguments")
+            if arguments is not None:
+                if type_of(arguments) is str:
+                    fragment = arguments
+                elif type_of(arguments) is dict:
+                    fragment = _dumps_whole(arguments)
+                    whole = True
+                else:
+                    raise _field_error(f"{where}.arguments", "a string", arguments)
+        if fragment:
+            if call.emitted or call.whole:
+                if whole or not fragment.isspace():
+                    raise _protocol(
+                        f"Tool call {call.position} received more arguments after they were "
+                        "complete"
+                    )
+                fragment = ""
+            else:
+                call.parts.append(fragment)
+                call.whole = whole
+        if new_id is not None or new_name is not None or fragment:
+            out.append(
+                _tool_call_delta(self._request_id, call.position, new_id, new_name, fragment)
+            )
+
+    def _assign_id(self, call: _Call, vendor_id: str) -> str:
+        """The ID the call will have: the vendor's, unless it is taken (then derived)."""
+        if vendor_id in self._reserved or vendor_id in self._used_ids:
+            call_id = self._derive_id(call.position)
+        else:
+            call_id = vendor_id
+            self._used_ids.add(call_id)
+        call.call_id = call_id
+        return call_id
+
+    def _derive_id(self, position: int) -> str:
+        base = f"{self._resolved_response_id()}-call-{position}"
+        call_id = base
+        suffix = 1
+        while call_id in self._reserved or call_id in self._used_ids:
+            suffix += 1
+            call_id = f"{base}-{suffix}"
+        self._used_ids.add(call_id)
+        return call_id
+
+    def _resolved_response_id(self) -> str:
+        response_id = self._response_id
+        if response_id is None:
+            response_id = self._response_id = f"response-{self._request_id}"
+        return response_id
+
+    # --- content ------------------------------------------------------------------------------
+
+    def _start_run(self, kind: Literal["text", "thinking"]) -> None:
+        self._flush_run()
+        self._run_kind = kind
+
+    def _flush_run(self) -> None:
+        """Close the current run of text or thinking deltas into one content block."""
+        kind = self._run_kind
+        if kind is not None:
+            text = "".join(self._run)
+            if kind == "text":
+                self._content.append(trusted.text_block(text))
+            else:
+                self._content.append(trusted.thinking_block(text))
+            self._run = []
+            self._run_kind = None
+
+    def _complete_ready(self, out: list[ModelChunk]) -> None:
+        """A new call starts: emit each pending call that is already complete (ID and name
+        known, arguments a whole JSON object; ``""`` is not, it may still be continued). The
+        others wait for ``finish``."""
+        for call in tuple(self._pending):
+            if call.vendor_id is None or call.name is None:
+                continue
+            text = "".join(call.parts)
+            if not text or text.isspace():  # "" may still be followed by the arguments
+                continue
+            try:
+                arguments = _parse_arguments(text)
+            except _BadArguments:
+                continue
+            self._emit(call, call.name, arguments, out)
+
+    def _emit(self, call: _Call, name: str, arguments: JsonObject, out: list[ModelChunk]) -> None:
+        call_id = call.call_id
+        if call_id is None:
+            call_id = call.call_id = self._derive_id(call.position)
+        tool_call = trusted.tool_call(call_id, name, arguments)
+        self._flush_run()
+        self._content.append(tool_call)
+        out.append(trusted.tool_call_chunk(self._request_id, tool_call))
+        call.emitted = True
+        call.parts = []
+        self._pending.remove(call)
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def finish(self, *, done: bool) -> tuple[list[ModelChunk], ModelResponse]:
+        """End of the response: ``done`` says ``data: [DONE]`` arrived. Returns the chunks of
+        the calls still pending and the ``ModelResponse`` (see the class docstring for the
+        stop reasons and when a stream counts as complete).
+
+        ``ProviderError``: ``PROVIDER_STREAM_INTERRUPTED``, ``PROVIDER_ERROR_EVENT`` (finish
+        reason ``error``), ``PROVIDER_PROTOCOL_ERROR`` (invalid arguments, a call without a
+        name, an unknown finish reason). ``RuntimeError`` when called twice.
+        """
+        if self._state != "open" or self._failure is not None:
+            self._raise_closed()
+        if type_of(done) is not bool:
+            raise TypeError("done must be a bool")
+        self._state = "finished"
+        try:
+            return self._finish_stream(done)
+        except ProviderError as error:
+            self._failure = error
+            raise
+
+    def _finish_stream(self, done: bool) -> tuple[list[ModelChunk], ModelResponse]:
+        raw = self._finish
+        if not done:
+            if self._requires_done:
+                raise ProviderError(
+                    "PROVIDER_STREAM_INTERRUPTED", "The stream ended without data: [DONE]"
+                )
+            if raw is None and not self._finish_optional:
+                raise ProviderError(
+                    "PROVIDER_STREAM_INTERRUPTED", "The stream ended before its finish_reason"
+                )
+        if raw == "error":
+            raise ProviderError(
+                "PROVIDER_ERROR_EVENT", 'The provider ended the response with finish_reason "error"'
+            )
+        if raw is not None and raw not in _KNOWN_FINISH:
+            raise _protocol(f"Unknown finish_reason {_shown(raw)}")
+        truncated = _TRUNCATING.get(raw) if raw is not None else None
+        out: list[ModelChunk] = []
+        for call in tuple(self._pending):
+            name = call.name
+            if name is None:
+                if truncated is not None:
+                    continue
+                raise _protocol(f"Tool call {call.position} ended without a name")
+            try:
+                arguments = _parse_arguments("".join(call.parts))
+            except _BadArguments as error:
+                if truncated is not None:
+                    continue
+                raise _protocol(f"Tool call {_shown(name)} arguments {error}") from None
+            self._emit(call, name, arguments, out)
+        self._flush_run()
+        content = tuple(self._content)
+        stop: StopReason
+        if truncated is not None:
+            stop = truncated
+        elif any(type_of(block) is ToolCall for block in content):
+            stop = "toolCall"
+        elif raw == "tool_calls" or raw == "function_call":
+            raise _protocol(f'finish_reason "{raw}" arrived without any tool call')
+        elif self._refused:
+            stop = "refusal"
+        else:
+            stop = "stop"
+        response_id = self._resolved_response_id()
+        message = trusted.assistant_message(f"message-{response_id}", content)
+        response = trusted.model_response(
+            response_id,
+            self._request_id,
+            message,
+            stop,
+            self._usage or ZERO_USAGE,
+            self._model,
+        )
+        return out, response
+
+    def _raise_closed(self) -> NoReturn:
+        if self._failure is not None:
+            failure = self._failure
+            raise ProviderError(
+                failure.code,  # pyright: ignore[reportArgumentType]
+                failure.message,
+                provider_code=failure.provider_code,
+            )
+        raise RuntimeError("OpenAIChatStreamParser.finish() was already called")
+
+
+# --- a whole JSON body ------------------------------------------------------------------------
+
+
+def parse_chat_completion(
+    body: object,
+    request_id: str,
+    *,
+    compat: OpenAIChatCompat,
+    reserved_call_ids: Iterable[str] = frozenset(),
+) -> tuple[list[ModelChunk], ModelResponse]:
+    """A non-streamed ``chat.completion`` body (the answer of a server that ignored
+    ``stream: true``, as llm-katan does with tools) as the chunks a stream would have given
+    (its text, reasoning and complete tool calls; no progress chunks) and the response.
+
+    The same rules as the stream: the body is one chunk whose ``message`` is the delta (each
+    tool call's ``index`` is its position), and it is complete. ``ProviderError`` for an
+    ``error`` body (``PROVIDER_ERROR_EVENT``) or a malformed one.
+    """
+    parser = OpenAIChatStreamParser(request_id, compat=compat, reserved_call_ids=reserved_call_ids)
+    if type_of(body) is not dict:
+        raise _field_error("A chat.completion body", "a JSON object", body)
+    fields_: dict[str, Any] = body  # pyright: ignore[reportAssignmentType]
+    error = fields_.get("error")
+    if error:
+        raise _error_event(error)
+    choices = fields_.get("choices")
+    if type_of(choices) is not list or not choices:
+        raise _field_error("A chat.completion body's choices", "a non-empty array", choices)
+    choice_list: list[Any] = choices
+    synthetic: list[dict[str, Any]] = []
+    for choice in choice_list:
+        if type_of(choice) is not dict:
+            raise _field_error("A choice", "an object", choice)
+        choice_fields: dict[str, Any] = choice
+        message = choice_fields.get("message")
+        delta: object = message
+        if message:
+            if type_of(message) is not dict:
+                raise _field_error("choices[].message", "an object", message)
+            message_fields: dict[str, Any] = message
+            tool_calls = message_fields.get("tool_calls")
+            if tool_calls and type_of(tool_calls) is list:
+                calls: list[Any] = tool_calls
+                delta = {
+                    **message_fields,
+                    "tool_calls": [
+                        {**call, "index": position} if type_of(call) is dict else call
+                        for position, call in enumerate(calls)
+                    ],
+                }
+        synthetic.append(
+            {
+                "index": choice_fields.get("index"),
+                "delta": delta,
+                "finish_reason": choice_fields.get("finish_reason"),
+            }
+        )
+    chunk = {
+        "id": fields_.get("id"),
+        "model": fields_.get("model"),
+        "choices": synthetic,
+        "usage": fields_.get("usage"),
+    }
+    chunks = parser.feed(chunk)
+    last, response = parser.finish(done=True)
+    kept: list[ModelChunk] = [item for item in (*chunks, *last) if item.type != "toolCallDelta"]
+    return kept, response
