@@ -16,6 +16,7 @@ from servers.katan import OPENAI_KEY, KatanFactory, KatanServer
 from servers.replay import ReplayServer, Script, json_response, sse_response
 from tether import (
     AbortController,
+    AbortError,
     CompletedRunResult,
     FailedRunResult,
     ModelUsage,
@@ -465,3 +466,30 @@ async def test_a_model_from_a_spec_uses_the_catalog_preset(monkeypatch: pytest.M
         OpenAIChatModel.from_spec("nosuch/model")
     await model.aclose()
     await local.aclose()
+
+
+async def test_closing_the_model_stream_early_closes_the_connection() -> None:
+    from tether import ModelRequest
+
+    body = _body(text_stream("a", "b", "c"))
+    async with ReplayServer() as server:
+        script = server.respond(sse_response(body, stall_after=len(body) // 2))
+        async with model_for(server) as model:
+            request = ModelRequest(id="request-001", messages=[UserMessage(content="hi")])
+            stream = model.stream(request, AbortController().signal)
+            iterator = aiter(stream)
+            async with asyncio.timeout(BOUND):
+                first = await anext(iterator)
+                await script.stalled.wait()
+            assert first.type == "textDelta"
+            closed_at_call = time.monotonic()
+            await iterator.aclose()
+            async with asyncio.timeout(BOUND):
+                (recorded,) = await server.wait_for_requests(1)
+                await recorded.connection.closed.wait()
+                with pytest.raises(AbortError):
+                    await stream.result
+        script.release.set()
+    closed_at = recorded.connection.closed_at
+    assert closed_at is not None
+    assert closed_at - closed_at_call < 0.1
