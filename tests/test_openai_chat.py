@@ -475,7 +475,7 @@ async def test_closing_the_model_stream_early_closes_the_connection() -> None:
     async with ReplayServer() as server:
         script = server.respond(sse_response(body, stall_after=len(body) // 2))
         async with model_for(server) as model:
-            request = ModelRequest(id="request-001", messages=[UserMessage(content="hi")])
+            request = ModelRequest(id="request-001", messages=(UserMessage(content="hi"),))
             stream = model.stream(request, AbortController().signal)
             iterator = aiter(stream)
             async with asyncio.timeout(BOUND):
