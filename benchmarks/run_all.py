@@ -28,6 +28,7 @@ BENCHES = (
     "bench_boundary",
     "bench_sse",
     "bench_providers",
+    "bench_anthropic",
     "bench_import",
     "bench_scale",
 )
@@ -194,6 +195,23 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         f"{per_byte:.2f} (goal ≤ 1.5 — {verdict(per_byte <= 1.5)}; the json.loads floor alone "
         f"scores {linearity['floor_per_argument_byte']:.2f}, the parser adds "
         f"{linearity['parser_us_per_fragment']:.1f} µs per fragment).",
+    ]
+    anthropic = figures["bench_anthropic"]
+    lines += [
+        "",
+        "## Anthropic stream → ModelResponse (in memory)",
+        "",
+        "| workload | tether / json.loads floor | anthropic SDK / tether |",
+        "|---|---:|---:|",
+    ]
+    for name in ("text", "tool"):
+        row = anthropic[name]["ratios"]
+        sdk_ratio = row.get("sdk/tether")
+        shown = "SDK not installed" if sdk_ratio is None else f"{sdk_ratio:.2f}"
+        lines.append(f"| {name} | {row['tether/floor']:.2f} | {shown} |")
+    lines += [
+        "",
+        "Goal ≥ 3x faster than the SDK accumulator.",
         "",
         "## Import (fresh processes, wall time)",
         "",

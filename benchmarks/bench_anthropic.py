@@ -1,0 +1,383 @@
+"""Anthropic Messages stream bytes to a ``ModelResponse``: tether next to the official SDK
+accumulator and the ``json.loads`` floor.
+
+    python benchmarks/bench_anthropic.py            # 7 rounds
+    python benchmarks/bench_anthropic.py --quick    # 3 rounds, half the sizes
+    python benchmarks/bench_anthropic.py --json     # print the figures as JSON
+
+The stream is written here in Anthropic's recorded shape (``spec/providers.md`` §3.1: an
+``event:`` line and a padded ``data:`` line per event, ``ping`` after the first block start,
+``message_start`` usage with the cache fields): a thinking block of 500 deltas and its
+``signature_delta``, a text block of 2,000 text deltas, then one ``write`` ``tool_use`` whose
+100 kB of JSON arguments (a source file with quotes, backslashes and newlines) arrive in 1,000
+``input_json_delta`` fragments (the first ``""``), ``message_delta`` and ``message_stop``.
+Everything is in memory; the body is cut into 64 KiB network chunks. Two workloads: ``text``
+(the stream without the tool call, ``end_turn``) and ``tool`` (all of it). Contenders, all on
+the same bytes:
+
+* ``tether``: ``tether.providers._sse.SSEDecoder``, ``json.loads`` of each payload and
+  ``AnthropicStreamParser``: chunks and the final ``ModelResponse`` with the call's arguments
+  parsed and frozen.
+* ``anthropic SDK``: the same decoder and ``json.loads``, then
+  ``anthropic.lib.streaming._messages.accumulate_event`` for each payload (``ping`` skipped,
+  as §5.4 says): the final ``Message`` snapshot, tool input parsed by the SDK. Skipped when
+  ``anthropic`` is not installed.
+* ``floor``: ``json.loads`` of each payload text alone (already split out of the stream).
+
+Goal: the SDK at least 3x slower than tether. Medians of CPU time (``process_time``) over
+interleaved rounds (the order alternates), with the garbage collector paused inside each timed
+region; every contender's output is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import importlib.util
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+try:
+    from tether.providers._sse import SSEDecoder
+    from tether.providers.anthropic_wire import AnthropicStreamParser
+except ImportError:  # running from a checkout without an installed tether
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from tether.providers._sse import SSEDecoder
+    from tether.providers.anthropic_wire import AnthropicStreamParser
+
+REQUEST_ID: Final = "request-001"
+NETWORK_CHUNK: Final = 64 * 1024
+SDK_MISSING: Final = "anthropic not installed (pip install anthropic): SDK contender skipped"
+
+Contender = Callable[[], tuple[int, int, int]]
+"""Runs the workload once; returns (thinking, text, argument characters) to check."""
+
+# --- the stream -----------------------------------------------------------------------------------
+
+
+def source_file(size: int) -> str:
+    """About ``size`` characters of Python-looking source: quotes, backslashes, newlines."""
+    line = 'def f_{0}(path: str) -> str:\n    return "C:\\\\tmp\\\\" + path.replace("\\"", "\'")\n'
+    lines: list[str] = []
+    total = 0
+    index = 0
+    while total < size:
+        text = line.format(index)
+        lines.append(text)
+        total += len(text)
+        index += 1
+    return "".join(lines)[:size]
+
+
+def split(text: str, parts: int) -> list[str]:
+    step = -(-len(text) // parts)
+    return [text[start : start + step] for start in range(0, len(text), step)]
+
+
+def _event(payload: dict[str, Any], n: int) -> str:
+    data = json.dumps(payload, separators=(",", ":"))
+    return f"event: {payload['type']}\ndata: {data}{' ' * (n % 13)}\n\n"
+
+
+def stream_body(thinking_deltas: int, text_deltas: int, arguments: str, fragments: int) -> bytes:
+    """An Anthropic-shaped SSE body; no tool call when ``fragments`` is 0."""
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "model": "claude-sonnet-4-6",
+                "id": "msg_01B3nchB3nchB3nch",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "stop_details": None,
+                "usage": {
+                    "input_tokens": 1200,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 1024,
+                    "cache_creation": {
+                        "ephemeral_5m_input_tokens": 0,
+                        "ephemeral_1h_input_tokens": 0,
+                    },
+                    "output_tokens": 1,
+                    "service_tier": "standard",
+                },
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {"type": "ping"},
+    ]
+
+    def delta(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": index, "delta": body}
+
+    events.extend(
+        delta(0, {"type": "thinking_delta", "thinking": f" idea{n}"})
+        for n in range(thinking_deltas)
+    )
+    events.append(delta(0, {"type": "signature_delta", "signature": "EqQBCkYIBRgCIkB" * 20}))
+    events.append({"type": "content_block_stop", "index": 0})
+    events.append(
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
+    )
+    events.extend(delta(1, {"type": "text_delta", "text": f" word{n}"}) for n in range(text_deltas))
+    events.append({"type": "content_block_stop", "index": 1})
+    if fragments:
+        events.append(
+            {
+                "type": "content_block_start",
+                "index": 2,
+                "content_block": {
+                    "type": "tool_use",
+                    "id": "toolu_01B3nchWrite",
+                    "name": "write",
+                    "input": {},
+                    "caller": {"type": "direct"},
+                },
+            }
+        )
+        events.append(delta(2, {"type": "input_json_delta", "partial_json": ""}))
+        events.extend(
+            delta(2, {"type": "input_json_delta", "partial_json": piece})
+            for piece in split(arguments, fragments)
+        )
+        events.append({"type": "content_block_stop", "index": 2})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": "tool_use" if fragments else "end_turn",
+                "stop_sequence": None,
+                "stop_details": None,
+            },
+            "usage": {"input_tokens": 1200, "output_tokens": 30_000},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return "".join(_event(event, n) for n, event in enumerate(events)).encode()
+
+
+def network_chunks(body: bytes) -> list[bytes]:
+    return [body[start : start + NETWORK_CHUNK] for start in range(0, len(body), NETWORK_CHUNK)]
+
+
+def decode(chunks: list[bytes]) -> list[tuple[str, str]]:
+    decoder = SSEDecoder(max_event_bytes=16 << 20)
+    events: list[tuple[str, str]] = []
+    for chunk in chunks:
+        events.extend((event.event, event.data) for event in decoder.feed(chunk))
+    events.extend((event.event, event.data) for event in decoder.close())
+    return events
+
+
+# --- contenders -----------------------------------------------------------------------------------
+
+
+def tether_contender(chunks: list[bytes]) -> Contender:
+    loads = json.loads
+
+    def run() -> tuple[int, int, int]:
+        parser = AnthropicStreamParser(REQUEST_ID)
+        feed = parser.feed
+        emitted = 0
+        for kind, data in decode(chunks):
+            emitted += len(feed(loads(data), kind))
+        tail, response = parser.finish(done=parser.stopped)
+        if emitted == 0 or tail:
+            raise AssertionError("tether produced no chunks")
+        thinking = text = arguments = 0
+        for block in response.message.content:
+            if block.type == "thinking":
+                thinking += len(block.text)
+            elif block.type == "text":
+                text += len(block.text)
+            else:
+                content: Any = block.arguments["content"]
+                arguments += len(content)
+        return thinking, text, arguments
+
+    return run
+
+
+def sdk_contender(chunks: list[bytes]) -> Contender | None:
+    try:
+        messages: Any = importlib.import_module("anthropic.lib.streaming._messages")
+    except ImportError:
+        return None
+    accumulate = messages.accumulate_event
+    loads = json.loads
+
+    def run() -> tuple[int, int, int]:
+        snapshot: Any = None
+        json_bufs: dict[int, bytes] = {}
+        for _, data in decode(chunks):
+            payload = loads(data)
+            if payload["type"] in ("ping", "error"):
+                continue
+            snapshot = accumulate(event=payload, current_snapshot=snapshot, json_bufs=json_bufs)
+        thinking = text = arguments = 0
+        for block in snapshot.content:
+            if block.type == "thinking":
+                thinking += len(block.thinking)
+            elif block.type == "text":
+                text += len(block.text)
+            elif block.type == "tool_use":
+                arguments += len(block.input["content"])
+        return thinking, text, arguments
+
+    return run
+
+
+def floor_contender(payloads: list[str]) -> Contender:
+    loads = json.loads
+
+    def run() -> tuple[int, int, int]:
+        for data in payloads:
+            loads(data)
+        return 0, 0, 0
+
+    return run
+
+
+# --- measurement ----------------------------------------------------------------------------------
+
+
+def time_once(contender: Contender) -> tuple[float, tuple[int, int, int]]:
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.process_time()
+        outcome = contender()
+        elapsed = time.process_time() - start
+    finally:
+        gc.enable()
+    return elapsed, outcome
+
+
+def measure(
+    contenders: dict[str, Contender], rounds: int, expected: dict[str, tuple[int, int, int]]
+) -> dict[str, float]:
+    """Median CPU milliseconds per run for each contender, interleaved by round."""
+    names = list(contenders)
+    for name in names:  # warm-up, and check every contender's output
+        _, outcome = time_once(contenders[name])
+        if outcome != expected[name]:
+            raise AssertionError(f"{name} produced {outcome}, expected {expected[name]}")
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(rounds):
+        order = names if round_index % 2 == 0 else names[::-1]
+        for name in order:
+            elapsed, _ = time_once(contenders[name])
+            samples[name].append(elapsed * 1e3)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def workload(body: bytes, rounds: int, expected: tuple[int, int, int]) -> dict[str, Any]:
+    chunks = network_chunks(body)
+    payloads = [data for _, data in decode(chunks)]
+    contenders: dict[str, Contender] = {
+        "floor": floor_contender(payloads),
+        "tether": tether_contender(chunks),
+    }
+    wanted = {"floor": (0, 0, 0), "tether": expected}
+    sdk = sdk_contender(chunks)
+    if sdk is not None:
+        contenders["anthropic SDK"] = sdk
+        wanted["anthropic SDK"] = expected
+    ms = measure(contenders, rounds, wanted)
+    ratios = {"tether/floor": ms["tether"] / ms["floor"]}
+    if "anthropic SDK" in ms:
+        ratios["sdk/tether"] = ms["anthropic SDK"] / ms["tether"]
+    return {"bytes": len(body), "events": len(payloads), "ms": ms, "ratios": ratios}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="3 rounds and half the sizes")
+    parser.add_argument("--rounds", type=int, help="rounds per contender (default 7)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--json-out", help="also write the figures as JSON here")
+    options = parser.parse_args(argv)
+    rounds: int = options.rounds or (3 if options.quick else 7)
+    scale = 2 if options.quick else 1
+    thinking_deltas = 500 // scale
+    text_deltas = 2_000 // scale
+    argument_chars = 100_000 // scale
+    fragments = 1_000 // scale
+
+    if not options.json:
+        print(
+            f"Anthropic stream benchmark: Python {platform.python_version()} "
+            f"({platform.python_implementation()}), {platform.machine()}"
+        )
+        if sys.flags.dev_mode:
+            print("note: Python dev mode is on; numbers are slower than usual")
+        if importlib.util.find_spec("anthropic") is None:
+            print(SDK_MISSING, file=sys.stderr)
+
+    arguments = json.dumps({"path": "src/generated.py", "content": source_file(argument_chars)})
+    content_chars = len(json.loads(arguments)["content"])
+    thinking_chars = sum(len(f" idea{n}") for n in range(thinking_deltas))
+    text_chars = sum(len(f" word{n}") for n in range(text_deltas))
+    figures: dict[str, Any] = {
+        "sizes": {
+            "thinking_deltas": thinking_deltas,
+            "text_deltas": text_deltas,
+            "argument_bytes": len(arguments),
+            "argument_fragments": fragments,
+        },
+        "text": workload(
+            stream_body(thinking_deltas, text_deltas, arguments, 0),
+            rounds,
+            (thinking_chars, text_chars, 0),
+        ),
+        "tool": workload(
+            stream_body(thinking_deltas, text_deltas, arguments, fragments),
+            rounds,
+            (thinking_chars, text_chars, content_chars),
+        ),
+    }
+    if options.json_out:
+        Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    if options.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        report(figures, rounds)
+    return figures
+
+
+def report(figures: dict[str, Any], rounds: int) -> None:
+    sizes = figures["sizes"]
+    print(
+        f"\n{sizes['thinking_deltas']:,} thinking + {sizes['text_deltas']:,} text deltas; tool "
+        f"workload adds {sizes['argument_bytes'] / 1e3:.0f} kB of arguments in "
+        f"{sizes['argument_fragments']:,} fragments; {rounds} rounds, median CPU ms"
+    )
+    for name in ("text", "tool"):
+        result = figures[name]
+        print(f"\n{name}: {result['bytes'] / 1e6:.2f} MB, {result['events']:,} events")
+        for contender, value in result["ms"].items():
+            print(f"  {contender:<14} {value:9.2f} ms   {result['bytes'] / value / 1e3:7.1f} MB/s")
+        ratios = result["ratios"]
+        if "sdk/tether" in ratios:
+            sdk = ratios["sdk/tether"]
+            verdict = "met" if sdk >= 3 else "NOT met"
+            print(f"  anthropic SDK / tether: {sdk:.2f}x (goal >= 3) — {verdict}")
+        print(f"  tether / json.loads floor: {ratios['tether/floor']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

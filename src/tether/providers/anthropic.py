@@ -1,0 +1,152 @@
+"""``AnthropicModel``: a ``Model`` for Anthropic's Messages API, with thinking.
+
+One ``stream(request, signal)`` call is one HTTP request to ``{base_url}/v1/messages``,
+handled by the shared ``_streaming.HttpStreamModel`` (retries before anything streamed, 529
+and ``overloaded_error`` retried like 503, SSE decoding, abort and early close closing the
+response). ``anthropic_wire.build_messages_request`` converts the request (``system``
+top-level, ``max_tokens`` always sent, consecutive tool results merged into one user turn,
+signed thinking blocks replayed unchanged) and ``anthropic_wire.AnthropicStreamParser``
+normalizes the events, keyed on each payload's ``type``.
+
+The API key is sent only in the ``x-api-key`` header, never in ``repr``, an error, an event or
+JSON output. Close the model's HTTP client with ``await model.aclose()``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Final
+
+from tether.protocol import ModelRequest
+from tether.providers._http import RetryPolicy, Timeouts
+from tether.providers._streaming import HttpStreamModel, StreamParser
+from tether.providers.anthropic_wire import AnthropicStreamParser, build_messages_request
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicModel"]
+
+ANTHROPIC_VERSION: Final = "2023-06-01"
+"""The ``anthropic-version`` header sent by default: the API's current stable version."""
+_DEFAULT_RETRY: Final = RetryPolicy()
+_DEFAULT_TIMEOUTS: Final = Timeouts()
+
+
+class AnthropicModel(HttpStreamModel):
+    """A ``Model`` speaking Anthropic Messages over HTTP (see the module docstring).
+
+    ``api_key`` defaults to the ``api_key_env`` environment variable. ``max_output_tokens``
+    is always sent (the API requires it). ``thinking_budget`` enables extended thinking with
+    that many tokens (then no ``temperature`` is sent, as the API requires).
+    ``anthropic_version`` is the ``anthropic-version`` header.
+    """
+
+    __slots__ = (
+        "_anthropic_version",
+        "_base_url",
+        "_extra_headers",
+        "_max_output_tokens",
+        "_model",
+        "_temperature",
+        "_thinking_budget",
+    )
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.anthropic.com",
+        api_key: str | None = None,
+        api_key_env: str | None = "ANTHROPIC_API_KEY",
+        max_output_tokens: int = 4096,
+        temperature: float | None = None,
+        thinking_budget: int | None = None,
+        anthropic_version: str = ANTHROPIC_VERSION,
+        retry: RetryPolicy = _DEFAULT_RETRY,
+        timeouts: Timeouts = _DEFAULT_TIMEOUTS,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        if type(model) is not str or not model.strip():
+            raise TypeError("model must be a non-empty model name, e.g. 'claude-sonnet-4-5'")
+        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
+            raise TypeError("base_url must be an http:// or https:// URL")
+        if api_key is not None and (type(api_key) is not str or not api_key):
+            raise TypeError("api_key must be a non-empty string or None")
+        if type(max_output_tokens) is not int or max_output_tokens < 1:
+            raise TypeError("max_output_tokens must be a positive int")
+        if thinking_budget is not None and (
+            type(thinking_budget) is not int or not 1024 <= thinking_budget < max_output_tokens
+        ):
+            raise TypeError(
+                "thinking_budget must be an int of at least 1024 and below max_output_tokens"
+            )
+        if type(anthropic_version) is not str or not anthropic_version:
+            raise TypeError("anthropic_version must be a non-empty string")
+        if api_key is None and api_key_env:
+            api_key = os.environ.get(api_key_env) or None
+        super().__init__(api_key=api_key, retry=retry, timeouts=timeouts, http_client=http_client)
+        self._model = model
+        self._base_url = base_url.rstrip("/")
+        self._max_output_tokens = max_output_tokens
+        self._temperature = temperature
+        self._thinking_budget = thinking_budget
+        self._anthropic_version = anthropic_version
+        self._extra_headers = dict(headers or {})
+
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL (requests go to ``{base_url}/v1/messages``)."""
+        return self._base_url
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return f"AnthropicModel({self._model!r}, base_url={self._base_url!r}, api_key={key})"
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _url(self) -> str:
+        return f"{self._base_url}/v1/messages"
+
+    def _headers(self) -> Mapping[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": self._anthropic_version,
+            **self._extra_headers,
+        }
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def _body(self, request: ModelRequest) -> object:
+        return build_messages_request(
+            request,
+            model=self._model,
+            max_output_tokens=self._max_output_tokens,
+            temperature=self._temperature,
+            thinking_budget=self._thinking_budget,
+        )
+
+    def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:
+        return AnthropicStreamParser(request.id, reserved_call_ids=reserved)
+
+    def _ended(self, parser: StreamParser) -> bool:
+        return isinstance(parser, AnthropicStreamParser) and parser.stopped

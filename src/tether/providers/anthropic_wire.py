@@ -1,0 +1,818 @@
+"""Anthropic Messages on the wire: the request body out, the stream normalized back in.
+
+Pure data work (no I/O, no HTTP client): ``AnthropicModel`` sends what
+``build_messages_request`` builds and feeds each decoded SSE payload to an
+``AnthropicStreamParser``, which turns it into protocol chunks and, at the end, one
+``ModelResponse``.
+
+The rules follow ``spec/providers.md`` §3 and DESIGN.md "Real providers":
+
+* Vendor payloads are untrusted ``object`` data. The parser keys on each payload's own
+  ``type`` (every Anthropic event carries one; a data-only proxy drops the ``event:`` line),
+  unknown fields and unknown event types are ignored (Anthropic's versioning policy adds
+  event types), ``ping`` is ignored wherever it comes. The fields read must have their
+  documented JSON types, and our own invariants (event order, block indexes, a delta that fits
+  its block, tool input that is a JSON object) are closed sets: breaking one is a
+  ``ProviderError`` with code ``PROVIDER_PROTOCOL_ERROR``, never a ``KeyError``.
+* Usage is cumulative: ``message_delta.usage`` overwrites, field by field, what
+  ``message_start`` said (only the fields it carries, non-null); nothing is ever summed.
+* ``error`` events are ``PROVIDER_OVERLOADED`` (``overloaded_error``) or
+  ``PROVIDER_ERROR_EVENT``; end of stream before ``message_stop`` is
+  ``PROVIDER_STREAM_INTERRUPTED``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Final, Literal, NoReturn, TypeAlias
+
+from tether._text import is_non_empty
+from tether._types import type_of
+from tether.jsonvalue import JsonObject, JsonValueError, freeze_json, thaw_json
+from tether.protocol import (
+    MAX_SAFE_INTEGER,
+    AssistantBlock,
+    AssistantMessage,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    StopReason,
+    ToolCall,
+    ToolCallDeltaChunk,
+)
+from tether.protocol import _trusted as trusted
+from tether.providers.errors import ProviderError
+from tether.providers.openai_wire import transcript_call_ids
+
+__all__ = [
+    "AnthropicStreamParser",
+    "build_messages_request",
+    "transcript_call_ids",
+]
+
+# --- the request ------------------------------------------------------------------------------
+
+_Turn: TypeAlias = "tuple[Literal['user', 'assistant'], list[dict[str, object]]]"
+
+
+def build_messages_request(
+    request: ModelRequest,
+    *,
+    model: str,
+    max_output_tokens: int,
+    temperature: float | None,
+    thinking_budget: int | None,
+    stream: bool = True,
+) -> dict[str, object]:
+    """The JSON body of ``POST /v1/messages`` for ``request`` (``spec/providers.md`` §3.6).
+
+    * ``model``, ``max_tokens`` (always: the API requires it), ``system`` (top level; left
+      out when ``None`` or empty).
+    * ``messages`` alternate ``user``/``assistant`` as the API requires, so consecutive
+      messages of one role are merged into one turn, their blocks in transcript order: a
+      user message is a ``text`` block; each tool result is a ``tool_result`` block
+      (``tool_use_id``, ``content`` text, ``is_error: true`` only when it failed), so the
+      results of one assistant turn share one user turn; an assistant message's blocks are
+      ``text``, ``thinking`` (``thinking`` + ``signature``, replayed verbatim),
+      ``redacted_thinking`` (``data`` is the block's signature) and ``tool_use`` (``id``,
+      ``name``, ``input``). Empty text is left out (the API rejects empty text blocks), and
+      a message left with no block adds nothing.
+    * An **unsigned** thinking block (an aborted stream, another provider's reasoning) is
+      dropped: the API rejects thinking without a valid signature, and sending it as text
+      would put the model's private reasoning into its visible answer.
+    * ``tools`` (only when there are some): ``{"name", "description", "input_schema"}``
+      (``description`` left out when empty).
+    * ``thinking: {"type": "enabled", "budget_tokens": N}`` when ``thinking_budget`` is set
+      (it must be below ``max_output_tokens``); the API then requires the default
+      temperature, so ``temperature`` must be ``None`` or ``1`` and is not sent (any other
+      value is a ``ValueError`` rather than silently ignored). Without thinking,
+      ``temperature`` (0 to 1) is sent when given.
+    * ``stream``.
+
+    ``TypeError``/``ValueError`` for arguments of the wrong type or out of range.
+    """
+    if type_of(request) is not ModelRequest:
+        raise TypeError("request must be a ModelRequest")
+    if not is_non_empty(model):
+        raise TypeError("model must be a non-empty string")
+    if type_of(max_output_tokens) is not int or max_output_tokens < 1:
+        raise ValueError("max_output_tokens must be a positive int")
+    if temperature is not None and (
+        type_of(temperature) not in (int, float)
+        or not math.isfinite(temperature)
+        or not 0 <= temperature <= 1
+    ):
+        raise ValueError("temperature must be a number from 0 to 1, or None")
+    if thinking_budget is not None:
+        if type_of(thinking_budget) is not int or thinking_budget < 1:
+            raise ValueError("thinking_budget must be a positive int or None")
+        if thinking_budget >= max_output_tokens:
+            raise ValueError("thinking_budget must be less than max_output_tokens")
+        if temperature is not None and temperature != 1:
+            raise ValueError("temperature cannot be set with thinking (the API requires 1)")
+    if type_of(stream) is not bool:
+        raise TypeError("stream must be a bool")
+
+    turns: list[_Turn] = []
+
+    def add(role: Literal["user", "assistant"], block: dict[str, object]) -> None:
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(block)
+        else:
+            turns.append((role, [block]))
+
+    for message in request.messages:
+        if message.role == "user":
+            if message.content:
+                add("user", {"type": "text", "text": message.content})
+        elif message.role == "toolResult":
+            result: dict[str, object] = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content,
+            }
+            if message.is_error:
+                result["is_error"] = True
+            add("user", result)
+        else:
+            for block in message.content:
+                replayed = _assistant_block(block)
+                if replayed is not None:
+                    add("assistant", replayed)
+
+    body: dict[str, object] = {"model": model, "max_tokens": max_output_tokens}
+    if request.system:
+        body["system"] = request.system
+    body["messages"] = [{"role": role, "content": blocks} for role, blocks in turns]
+    if request.tools:
+        tools: list[dict[str, object]] = []
+        for spec in request.tools:
+            entry: dict[str, object] = {"name": spec.name}
+            if spec.description:
+                entry["description"] = spec.description
+            entry["input_schema"] = thaw_json(spec.parameters)
+            tools.append(entry)
+        body["tools"] = tools
+    if thinking_budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+    elif temperature is not None:
+        body["temperature"] = temperature
+    body["stream"] = stream
+    return body
+
+
+def _assistant_block(block: AssistantBlock) -> dict[str, object] | None:
+    if block.type == "text":
+        return {"type": "text", "text": block.text} if block.text else None
+    if block.type == "toolCall":
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": thaw_json(block.arguments),
+        }
+    signature = block.signature
+    if not signature:
+        return None  # unsigned reasoning cannot be replayed (see build_messages_request)
+    if block.redacted:
+        return {"type": "redacted_thinking", "data": signature}
+    return {"type": "thinking", "thinking": block.text, "signature": signature}
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+_MAX_SHOWN: Final = 100
+"""Most characters of a vendor value quoted in an error message."""
+
+_JSON_KINDS: Final[dict[type, str]] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def _protocol(message: str) -> ProviderError:
+    return ProviderError("PROVIDER_PROTOCOL_ERROR", message)
+
+
+def _shown(value: object) -> str:
+    """A vendor value quoted in an error message, bounded."""
+    if type_of(value) is not str:
+        return _kind(value)
+    text: str = value  # pyright: ignore[reportAssignmentType]
+    if len(text) > _MAX_SHOWN:
+        text = text[: _MAX_SHOWN - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _kind(value: object) -> str:
+    return _JSON_KINDS.get(type_of(value), type_of(value).__name__)
+
+
+def _field_error(where: str, expected: str, value: object) -> ProviderError:
+    return _protocol(f"{where} must be {expected} (got {_kind(value)})")
+
+
+def _error_event(payload: dict[str, Any]) -> ProviderError:
+    """An ``error`` event: ``{"type": "error", "error": {"type", "message"}}``.
+    ``overloaded_error`` is ``PROVIDER_OVERLOADED``; anything else ``PROVIDER_ERROR_EVENT``.
+    ``provider_code`` is the vendor's ``error.type``; its message is bounded."""
+    error: Any = payload.get("error")
+    kind: str | None = None
+    message: object = None
+    if type_of(error) is dict:
+        fields_: dict[str, Any] = error
+        raw_kind = fields_.get("type")
+        if is_non_empty(raw_kind):
+            kind = raw_kind[:_MAX_SHOWN]
+        message = fields_.get("message")
+    elif type_of(error) is str:
+        message = error
+    text = "The provider reported an error in the stream"
+    if is_non_empty(message):
+        text = f"{text}: {message}"
+    if kind == "overloaded_error":
+        return ProviderError("PROVIDER_OVERLOADED", text, provider_code=kind)
+    return ProviderError("PROVIDER_ERROR_EVENT", text, provider_code=kind)
+
+
+# --- the stream -------------------------------------------------------------------------------
+
+_STOPS: Final[dict[str, StopReason]] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "toolCall",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+_TRUNCATING: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
+_USAGE_FIELDS: Final = (
+    ("input_tokens", 0),
+    ("output_tokens", 1),
+    ("cache_read_input_tokens", 2),
+    ("cache_creation_input_tokens", 3),
+)
+_EMPTY_ARGUMENTS: Final = JsonObject()
+
+_Kind: TypeAlias = Literal["text", "thinking", "redacted", "tool", "skip"]
+_DELTA_FOR: Final[dict[str, _Kind]] = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "tool",
+}
+
+
+class _Block:
+    """One content block (one vendor ``index``)."""
+
+    __slots__ = (
+        "call",
+        "call_id",
+        "initial",
+        "kind",
+        "name",
+        "open",
+        "parts",
+        "position",
+        "signature",
+    )
+
+    def __init__(self, kind: _Kind) -> None:
+        self.kind: _Kind = kind
+        self.open = True
+        self.parts: list[str] = []
+        self.signature = ""  # thinking: its signature; redacted thinking: its data
+        self.initial = ""  # tool calls: the start's non-empty input, as JSON text
+        self.position = -1  # tool calls: position among this response's calls
+        self.call_id = ""
+        self.name = ""
+        self.call: ToolCall | None = None  # tool calls, once complete
+
+
+_State: TypeAlias = Literal["new", "streaming", "stopped", "finished"]
+
+
+class AnthropicStreamParser:
+    """Turns one response's decoded SSE payloads into protocol chunks and a ``ModelResponse``.
+
+    ``feed(payload, event=...)`` takes each ``data`` payload after ``json.loads`` and returns
+    the chunks it completes; ``finish(done=...)`` at the end of the body returns the last
+    chunks (always none: every call completes at its ``content_block_stop``) and the response.
+    Any malformed payload is a ``ProviderError``; after one, every call raises it again.
+
+    What it reads (``spec/providers.md`` §3.1, §3.3), keyed on the payload's ``type``:
+
+    * ``message_start`` first (a content or message event before it is a protocol error; a
+      second one too): the response ``id`` (``"response-<request id>"`` when empty),
+      ``model`` and ``usage``.
+    * ``content_block_start``: ``index`` must be the number of blocks started so far (the
+      block's position in the final ``content``), so a start for an open or closed index is a
+      protocol error. ``text`` and ``thinking`` (initial text, usually ``""``, streamed like a
+      delta), ``redacted_thinking`` (``data``; complete at start, never streamed),
+      ``tool_use`` (``id``, ``name``; a ``toolCallDelta`` with both). Server-tool blocks
+      (``server_tool_use``, ``web_search_tool_result``, ...) and unknown block types occupy
+      their index and are skipped with their deltas: the server ran them, and their results
+      are not part of tether's protocol.
+    * ``content_block_delta`` into an open block: ``text_delta`` (a ``textDelta``),
+      ``thinking_delta`` (a ``thinkingDelta``), ``signature_delta`` (sets the thinking
+      block's signature), ``input_json_delta`` (appended; a non-empty fragment is a
+      ``toolCallDelta``). A delta of a type that does not fit its block is a protocol error;
+      unknown delta types (``citations_delta``) are ignored.
+    * ``content_block_stop`` closes an open block; for ``tool_use`` the arguments are parsed
+      (``""`` is ``{}``; a block without fragments keeps the start's ``input``) and the
+      complete ``toolCall`` chunk is emitted. Invalid JSON is never repaired: it is a protocol
+      error, unless the message then stops with ``max_tokens`` (the call was cut; it is left
+      out, and the loop runs no call of a truncated turn).
+    * ``message_delta``: ``delta.stop_reason``; ``usage`` fields that are present and non-null
+      overwrite the earlier ones. ``message_stop``: the end (every block must be closed).
+      ``ping``: ignored. ``error`` (or an SSE ``event: error``): ``PROVIDER_OVERLOADED`` for
+      ``overloaded_error``, else ``PROVIDER_ERROR_EVENT``; ``provider_code`` is its type.
+
+    Tool-call IDs: the vendor's ``id`` is kept exactly unless it is empty, already used by an
+    earlier call of this response, or in ``reserved_call_ids`` (``transcript_call_ids`` of the
+    request); then it is ``"<response id>-call-<position>"``, with ``-2``, ``-3``... until it
+    is unique. Names must be non-empty.
+
+    The final message holds the blocks in index order: text, thinking (with its signature,
+    ``None`` when none came), redacted thinking (``ThinkingBlock(text="", signature=<data>,
+    redacted=True)``), tool calls (the very objects of their chunks). Text or thinking blocks
+    whose text is empty are left out (nothing was streamed for them, so the loop's agreement
+    check would fail). Usage: ``input_tokens`` is Anthropic's (already uncached),
+    ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are
+    ``cache_read_tokens``/``cache_write_tokens``. Stop reasons: ``end_turn``,
+    ``stop_sequence``, ``pause_turn`` are ``stop`` (``toolCall`` when the message has calls),
+    ``tool_use`` is ``toolCall`` (a protocol error without a call), ``max_tokens`` and
+    ``model_context_window_exceeded`` are ``length``, ``refusal`` is ``refusal``; any other
+    value, or none, is a protocol error naming it.
+    """
+
+    __slots__ = (
+        "_blocks",
+        "_broken",
+        "_calls",
+        "_failure",
+        "_model",
+        "_request_id",
+        "_reserved",
+        "_response_id",
+        "_state",
+        "_stop",
+        "_stopped",
+        "_usage",
+        "_used_ids",
+    )
+
+    def __init__(self, request_id: str, *, reserved_call_ids: frozenset[str] = frozenset()) -> None:
+        """``request_id`` (non-empty) goes into every chunk and the response;
+        ``reserved_call_ids`` are the tool-call IDs the transcript already uses."""
+        if not is_non_empty(request_id):
+            raise TypeError("request_id must be a non-empty string")
+        reserved = frozenset(reserved_call_ids)
+        if not all(type_of(call_id) is str for call_id in reserved):
+            raise TypeError("reserved_call_ids must be strings")
+        self._request_id = request_id
+        self._reserved = reserved
+        self._response_id: str | None = None
+        self._model: str | None = None
+        self._stop: str | None = None
+        self._usage = [0, 0, 0, 0]
+        self._blocks: list[_Block] = []
+        self._calls = 0
+        self._used_ids: set[str] = set()
+        self._broken: ProviderError | None = None
+        self._failure: ProviderError | None = None
+        self._state: _State = "new"
+        self._stopped = False
+
+    @property
+    def stopped(self) -> bool:
+        """``message_stop`` has been fed: the stream is complete."""
+        return self._stopped
+
+    @property
+    def response_id(self) -> str | None:
+        """The response ID from ``message_start`` (``None`` until then)."""
+        return self._response_id
+
+    # --- feeding ------------------------------------------------------------------------------
+
+    def feed(self, payload: object, event: str = "message") -> list[ModelChunk]:
+        """Apply one decoded ``data`` payload (SSE event type ``event``); return its chunks.
+
+        ``ProviderError`` (see the class docstring); ``RuntimeError`` after ``finish``.
+        """
+        if self._failure is not None or self._state == "finished":
+            self._raise_closed()
+        try:
+            return self._feed(payload, event)
+        except ProviderError as error:
+            self._failure = error
+            raise
+
+    def _feed(self, payload: object, event: str) -> list[ModelChunk]:
+        if type_of(payload) is not dict:
+            raise _field_error("A stream event", "a JSON object", payload)
+        data: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+        kind = data.get("type")
+        if kind == "content_block_delta":  # the hot path: one per token
+            if self._state != "streaming":
+                self._out_of_order(kind)
+            block = self._open_block(data.get("index"), kind)
+            delta: Any = data.get("delta")
+            if type_of(delta) is not dict:
+                raise _field_error("content_block_delta.delta", "an object", delta)
+            fields_: dict[str, Any] = delta
+            delta_type: Any = fields_.get("type")
+            wanted = _DELTA_FOR.get(delta_type)
+            if wanted is None:
+                if type_of(delta_type) is not str:
+                    raise _field_error("content_block_delta.delta.type", "a string", delta_type)
+                return []  # citations_delta and future delta types
+            if block.kind != wanted:
+                if block.kind == "skip":
+                    return []
+                raise _protocol(f"A {delta_type} does not fit the {block.kind} block")
+            if delta_type == "text_delta":
+                text = fields_.get("text")
+                if type_of(text) is not str:
+                    raise _field_error("text_delta.text", "a string", text)
+                if text:
+                    block.parts.append(text)
+                    return [trusted.text_delta_chunk(self._request_id, text)]
+                return []
+            if delta_type == "input_json_delta":
+                fragment = fields_.get("partial_json")
+                if type_of(fragment) is not str:
+                    raise _field_error("input_json_delta.partial_json", "a string", fragment)
+                if fragment:
+                    block.parts.append(fragment)
+                    return [
+                        ToolCallDeltaChunk(
+                            request_id=self._request_id,
+                            index=block.position,
+                            arguments_delta=fragment,
+                        )
+                    ]
+                return []
+            if delta_type == "thinking_delta":
+                text = fields_.get("thinking")
+                if type_of(text) is not str:
+                    raise _field_error("thinking_delta.thinking", "a string", text)
+                if text:
+                    block.parts.append(text)
+                    return [trusted.thinking_delta_chunk(self._request_id, text)]
+                return []
+            signature: Any = fields_.get("signature")
+            if type_of(signature) is not str:
+                raise _field_error("signature_delta.signature", "a string", signature)
+            block.signature = signature
+            return []
+        if kind == "ping":
+            return []
+        if kind == "error" or event == "error":
+            raise _error_event(data)
+        if type_of(kind) is not str:
+            raise _field_error("A stream event's type", "a string", kind)
+        if kind == "content_block_start":
+            if self._state != "streaming":
+                self._out_of_order(kind)
+            return self._block_start(data)
+        if kind == "content_block_stop":
+            if self._state != "streaming":
+                self._out_of_order(kind)
+            return self._block_stop(self._open_block(data.get("index"), kind))
+        if kind == "message_delta":
+            if self._state != "streaming":
+                self._out_of_order(kind)
+            self._message_delta(data)
+            return []
+        if kind == "message_start":
+            if self._state != "new":
+                raise _protocol("A second message_start arrived")
+            self._message_start(data)
+            return []
+        if kind == "message_stop":
+            if self._state != "streaming":
+                self._out_of_order(kind)
+            if any(block.open for block in self._blocks):
+                raise _protocol("message_stop arrived while a content block was still open")
+            self._state = "stopped"
+            self._stopped = True
+            return []
+        return []  # unknown event types are tolerated (Anthropic may add some)
+
+    def _out_of_order(self, kind: str) -> NoReturn:
+        if self._state == "new":
+            raise _protocol(f"{kind} arrived before message_start")
+        raise _protocol(f"{kind} arrived after message_stop")
+
+    def _open_block(self, index: object, kind: str) -> _Block:
+        if type_of(index) is not int:
+            raise _field_error(f"{kind}.index", "an integer", index)
+        position: int = index  # pyright: ignore[reportAssignmentType]
+        if not 0 <= position < len(self._blocks):
+            raise _protocol(f"{kind} for content block {position}, which was never started")
+        block = self._blocks[position]
+        if not block.open:
+            raise _protocol(f"{kind} for content block {position}, which is already closed")
+        return block
+
+    def _message_start(self, data: dict[str, Any]) -> None:
+        message: Any = data.get("message")
+        if type_of(message) is not dict:
+            raise _field_error("message_start.message", "an object", message)
+        fields_: dict[str, Any] = message
+        response_id = fields_.get("id")
+        if response_id is not None and type_of(response_id) is not str:
+            raise _field_error("message_start.message.id", "a string", response_id)
+        if is_non_empty(response_id):
+            self._response_id = response_id
+        else:
+            self._response_id = f"response-{self._request_id}"
+        model = fields_.get("model")
+        if model is not None and type_of(model) is not str:
+            raise _field_error("message_start.message.model", "a string", model)
+        if model:
+            self._model = model
+        usage = fields_.get("usage")
+        if usage is not None:
+            self._read_usage(usage, "message_start.message.usage")
+        self._state = "streaming"
+
+    def _block_start(self, data: dict[str, Any]) -> list[ModelChunk]:
+        if self._broken is not None:
+            raise self._broken
+        index: Any = data.get("index")
+        if type_of(index) is not int:
+            raise _field_error("content_block_start.index", "an integer", index)
+        count = len(self._blocks)
+        if index != count:
+            position: int = index
+            if 0 <= position < count:
+                other = self._blocks[position]
+                state = "open" if other.open else "closed"
+                raise _protocol(f"content_block_start for content block {index}, already {state}")
+            raise _protocol(f"content_block_start index {index} where {count} was next")
+        content: Any = data.get("content_block")
+        if type_of(content) is not dict:
+            raise _field_error("content_block_start.content_block", "an object", content)
+        fields_: dict[str, Any] = content
+        block_type = fields_.get("type")
+        out: list[ModelChunk] = []
+        if block_type == "text":
+            block = _Block("text")
+            self._initial(block, fields_.get("text"), "text", out)
+        elif block_type == "thinking":
+            block = _Block("thinking")
+            self._initial(block, fields_.get("thinking"), "thinking", out)
+            signature = fields_.get("signature")
+            if signature is not None:
+                if type_of(signature) is not str:
+                    raise _field_error("thinking.signature", "a string", signature)
+                block.signature = signature
+        elif block_type == "redacted_thinking":
+            block = _Block("redacted")
+            opaque = fields_.get("data")
+            if not is_non_empty(opaque):
+                raise _field_error("redacted_thinking.data", "a non-empty string", opaque)
+            block.signature = opaque
+        elif block_type == "tool_use":
+            block = self._tool_start(fields_, out)
+        else:
+            if type_of(block_type) is not str:
+                raise _field_error("content_block.type", "a string", block_type)
+            block = _Block("skip")  # server tools and future block types
+        self._blocks.append(block)
+        return out
+
+    def _initial(self, block: _Block, text: object, kind: str, out: list[ModelChunk]) -> None:
+        if text is None:
+            return
+        if type_of(text) is not str:
+            raise _field_error(f"{kind} block's {kind}", "a string", text)
+        if text:
+            value: str = text  # pyright: ignore[reportAssignmentType]
+            block.parts.append(value)
+            if kind == "text":
+                out.append(trusted.text_delta_chunk(self._request_id, value))
+            else:
+                out.append(trusted.thinking_delta_chunk(self._request_id, value))
+
+    def _tool_start(self, fields_: dict[str, Any], out: list[ModelChunk]) -> _Block:
+        block = _Block("tool")
+        name = fields_.get("name")
+        if not is_non_empty(name):
+            raise _field_error("tool_use.name", "a non-empty string", name)
+        vendor_id = fields_.get("id")
+        if vendor_id is not None and type_of(vendor_id) is not str:
+            raise _field_error("tool_use.id", "a string", vendor_id)
+        initial = fields_.get("input")
+        if initial is not None:
+            if type_of(initial) is not dict:
+                raise _field_error("tool_use.input", "an object", initial)
+            if initial:
+                try:
+                    block.initial = json.dumps(initial, separators=(",", ":"), ensure_ascii=False)
+                except (ValueError, TypeError, RecursionError):  # pragma: no cover - from JSON
+                    raise _protocol("tool_use.input could not be read") from None
+        block.position = self._calls
+        self._calls += 1
+        block.name = name
+        if (
+            is_non_empty(vendor_id)
+            and vendor_id not in self._reserved
+            and vendor_id not in self._used_ids
+        ):
+            block.call_id = vendor_id
+            self._used_ids.add(vendor_id)
+        if not block.call_id:
+            block.call_id = self._derive_id(block.position)
+        out.append(
+            ToolCallDeltaChunk(
+                request_id=self._request_id, index=block.position, id=block.call_id, name=name
+            )
+        )
+        return block
+
+    def _derive_id(self, position: int) -> str:
+        base = f"{self._response_id}-call-{position}"
+        call_id = base
+        suffix = 1
+        while call_id in self._reserved or call_id in self._used_ids:
+            suffix += 1
+            call_id = f"{base}-{suffix}"
+        self._used_ids.add(call_id)
+        return call_id
+
+    def _block_stop(self, block: _Block) -> list[ModelChunk]:
+        block.open = False
+        if block.kind != "tool":
+            return []
+        # input_json_delta fragments win; without any, the start's input (usually {}).
+        text = "".join(block.parts) if block.parts else block.initial
+        block.parts = []
+        try:
+            arguments = _parse_arguments(text)
+        except _BadArguments as error:
+            # Held: a max_tokens stop makes this a cut call (left out), anything else fails.
+            self._broken = _protocol(f"Tool call {_shown(block.name)} arguments {error}")
+            return []
+        call = trusted.tool_call(block.call_id, block.name, arguments)
+        block.call = call
+        return [trusted.tool_call_chunk(self._request_id, call)]
+
+    def _message_delta(self, data: dict[str, Any]) -> None:
+        delta = data.get("delta")
+        if delta is not None:
+            if type_of(delta) is not dict:
+                raise _field_error("message_delta.delta", "an object", delta)
+            fields_: dict[str, Any] = delta
+            stop = fields_.get("stop_reason")
+            if stop is not None:
+                if type_of(stop) is not str:
+                    raise _field_error("message_delta.delta.stop_reason", "a string", stop)
+                if stop:
+                    self._stop = stop
+        usage = data.get("usage")
+        if usage is not None:
+            self._read_usage(usage, "message_delta.usage")
+        if self._broken is not None and self._stop is not None and self._stop not in _TRUNCATING:
+            raise self._broken
+
+    def _read_usage(self, value: object, where: str) -> None:
+        """Overwrite each usage count the object carries (present and non-null)."""
+        if type_of(value) is not dict:
+            raise _field_error(where, "an object", value)
+        usage: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+        counts = self._usage
+        for name, slot in _USAGE_FIELDS:
+            count = usage.get(name)
+            if count is None:
+                continue
+            if type_of(count) is not int or not 0 <= count <= MAX_SAFE_INTEGER:
+                raise _protocol(
+                    f"{where}.{name} must be a non-negative safe integer (got {_kind(count)})"
+                )
+            counts[slot] = count
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def finish(self, *, done: bool) -> tuple[list[ModelChunk], ModelResponse]:
+        """End of the body. ``done`` says the caller fed a ``message_stop``; the parser checks
+        it against its own record: the stream is complete only if ``message_stop`` was fed
+        (``done`` without one is still ``PROVIDER_STREAM_INTERRUPTED``).
+
+        Returns the remaining chunks (none: calls complete at their block's stop) and the
+        response. ``ProviderError``: ``PROVIDER_STREAM_INTERRUPTED``,
+        ``PROVIDER_PROTOCOL_ERROR`` (invalid arguments, an unknown or missing stop reason).
+        ``RuntimeError`` when called twice.
+        """
+        if self._failure is not None or self._state == "finished":
+            self._raise_closed()
+        if type_of(done) is not bool:
+            raise TypeError("done must be a bool")
+        stopped = self._state == "stopped"
+        self._state = "finished"
+        try:
+            return self._finish_stream(stopped)
+        except ProviderError as error:
+            self._failure = error
+            raise
+
+    def _finish_stream(self, stopped: bool) -> tuple[list[ModelChunk], ModelResponse]:
+        if not stopped:
+            raise ProviderError(
+                "PROVIDER_STREAM_INTERRUPTED", "The stream ended before message_stop"
+            )
+        raw = self._stop
+        if raw is None:
+            raise _protocol("The message stopped without a stop_reason")
+        mapped = _STOPS.get(raw)
+        if mapped is None:
+            raise _protocol(f"Unknown stop_reason {_shown(raw)}")
+        if self._broken is not None and raw not in _TRUNCATING:  # pragma: no cover - raised
+            raise self._broken  # already at message_delta
+        content: list[AssistantBlock] = []
+        has_calls = False
+        for block in self._blocks:
+            kind = block.kind
+            if kind == "text":
+                if block.parts:
+                    content.append(trusted.text_block("".join(block.parts)))
+            elif kind == "thinking":
+                if block.parts:
+                    content.append(
+                        trusted.thinking_block("".join(block.parts), block.signature or None)
+                    )
+            elif kind == "redacted":
+                content.append(trusted.thinking_block("", block.signature, True))
+            elif kind == "tool" and block.call is not None:
+                content.append(block.call)
+                has_calls = True
+        stop: StopReason
+        if mapped == "stop" and has_calls:
+            stop = "toolCall"
+        elif mapped == "toolCall" and not has_calls:
+            raise _protocol('stop_reason "tool_use" arrived without any tool call')
+        else:
+            stop = mapped
+        input_tokens, output_tokens, cache_read, cache_write = self._usage
+        usage = ModelUsage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
+        response_id = self._response_id or f"response-{self._request_id}"
+        message: AssistantMessage = trusted.assistant_message(
+            f"message-{response_id}", tuple(content)
+        )
+        response = trusted.model_response(
+            response_id, self._request_id, message, stop, usage, self._model
+        )
+        return [], response
+
+    def _raise_closed(self) -> NoReturn:
+        if self._failure is not None:
+            failure = self._failure
+            raise ProviderError(
+                failure.code,  # pyright: ignore[reportArgumentType]
+                failure.message,
+                provider_code=failure.provider_code,
+            )
+        raise RuntimeError("AnthropicStreamParser.finish() was already called")
+
+
+class _BadArguments(Exception):
+    """Internal: why a call's argument text is not a JSON object."""
+
+
+def _parse_arguments(text: str) -> JsonObject:
+    """``""`` (or whitespace) is ``{}``; anything else must be a JSON object, frozen."""
+    if not text or text.isspace():
+        return _EMPTY_ARGUMENTS
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _BadArguments(f"are not valid JSON ({error.msg} at character {error.pos})") from None
+    except RecursionError:
+        raise _BadArguments("nest too deeply to be read") from None
+    except ValueError as error:
+        raise _BadArguments(f"are not valid JSON ({error})") from None
+    if type_of(value) is not dict:
+        raise _BadArguments(f"must be a JSON object, not {_kind(value)}")
+    try:
+        frozen = freeze_json(value, path="arguments")
+    except JsonValueError as error:
+        raise _BadArguments(f"are not plain JSON: {error}") from None
+    arguments: JsonObject = frozen  # pyright: ignore[reportAssignmentType]
+    return arguments
