@@ -29,6 +29,7 @@ BENCHES = (
     "bench_sse",
     "bench_providers",
     "bench_anthropic",
+    "bench_coding",
     "bench_import",
     "bench_scale",
 )
@@ -212,6 +213,20 @@ def render(figures: dict[str, Any], quick: bool) -> str:
     lines += [
         "",
         "Goal ≥ 3x faster than the SDK accumulator.",
+    ]
+    coding = figures["bench_coding"]
+    lines += [
+        "",
+        f"## Coding tools on a {coding['files']:,}-file tree (wall ms, CLI tools as processes)",
+        "",
+        "| task | contender | ms | tether / contender |",
+        "|---|---|---:|---:|",
+    ]
+    for task, values in coding["ms"].items():
+        for name, value in values.items():
+            ratio = "1.00" if name == "tether" else f"{values['tether'] / value:.2f}"
+            lines.append(f"| {task} | {name} | {value:,.1f} | {ratio} |")
+    lines += [
         "",
         "## Import (fresh processes, wall time)",
         "",

@@ -29,6 +29,7 @@ MODULES = (
     "tether.providers.openai_chat",
     "tether.providers.catalog",
     "tether.tools",
+    "tether.tools.coding",
     "tether.loop",
     "tether.trace",
 )
@@ -84,7 +85,9 @@ def render() -> str:
     lines = [HEADER, "if TYPE_CHECKING:", "    from typing import Any", ""]
     for module in sorted(exports):
         lines.append(f"    from {module} import (")
-        lines.extend(f"        {name}," for name in exports[module])
+        # isort's order: constants, classes, functions, each case-insensitively
+        ordered = sorted(exports[module], key=lambda n: (_sort_key(n)[0], n.lower()))
+        lines.extend(f"        {name}," for name in ordered)
         lines.append("    )")
     lines += ["", '__version__ = "0.1.0"', "", "_MODULE_EXPORTS: dict[str, tuple[str, ...]] = {"]
     for module, names in exports.items():

@@ -294,3 +294,18 @@ async def test_llm_katan_streams_a_tool_use(katan_server: KatanServer) -> None:
             result = await stream.result
     assert result.status == "maxSteps", result  # llm-katan always answers with a tool call
     assert len(seen) == 1
+
+
+async def test_model_from_spec_picks_the_class_for_the_provider_s_api() -> None:
+    from tether import OpenAIChatModel, model_from_spec
+
+    anthropic = model_from_spec("anthropic/claude-sonnet-4-5")
+    assert isinstance(anthropic, AnthropicModel)
+    assert anthropic.base_url == "https://api.anthropic.com"
+    openai = model_from_spec("openai/gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    assert isinstance(openai, OpenAIChatModel)
+    assert openai.base_url == "http://127.0.0.1:9/v1"
+    with pytest.raises(ValueError, match="does not speak OpenAI Chat Completions"):
+        OpenAIChatModel.from_spec("anthropic/claude-sonnet-4-5")
+    await anthropic.aclose()
+    await openai.aclose()

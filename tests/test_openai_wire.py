@@ -1296,6 +1296,7 @@ def test_compat_fields_are_checked(changes: dict[str, Any], error: type[Exceptio
 
 def test_presets() -> None:
     assert sorted(PRESETS) == [
+        "anthropic",
         "deepseek",
         "groq",
         "llamacpp",
@@ -1329,7 +1330,7 @@ def test_parse_model_spec() -> None:
     )
     assert parse_model_spec("ollama/qwen3:8b") == (PRESETS["ollama"], "qwen3:8b")
     with pytest.raises(
-        ValueError, match=r"unknown provider 'nope'.*known providers: deepseek, groq"
+        ValueError, match=r"unknown provider 'nope'.*known providers: anthropic, deepseek, groq"
     ):
         parse_model_spec("nope/model")
     for bad in ("gpt-4o", "/gpt-4o", "openai/", "openai/ "):

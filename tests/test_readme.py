@@ -50,5 +50,7 @@ def test_readme_python_example_runs_the_fixture_round_trip() -> None:
 
 def test_the_real_model_example_compiles() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    (example,) = re.findall(r"```py\n(.*?)```", text, flags=re.S)
-    compile(example, "README.md", "exec")
+    examples = re.findall(r"```py\n(.*?)```", text, flags=re.S)
+    assert len(examples) == 2
+    for example in examples:
+        compile(example, "README.md", "exec")

@@ -15,25 +15,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from tether._text import is_non_empty
 from tether._types import type_of
 from tether.providers.openai_wire import OpenAIChatCompat
 
-__all__ = ["PRESETS", "ProviderPreset", "parse_model_spec"]
+if TYPE_CHECKING:
+    from tether.providers.anthropic import AnthropicModel
+    from tether.providers.openai_chat import OpenAIChatModel
+
+__all__ = ["PRESETS", "ProviderApi", "ProviderPreset", "model_from_spec", "parse_model_spec"]
+
+ProviderApi: TypeAlias = Literal["openai-chat", "anthropic-messages"]
+"""The wire API a provider speaks, which picks the ``Model`` class for it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderPreset:
-    """One OpenAI-compatible server: ``name`` (the ``PROVIDER`` of a model spec),
-    ``base_url`` (without the ``/chat/completions`` path), ``api_key_env`` (the environment
-    variable holding the key; ``None`` when the server needs none) and its ``compat``."""
+    """One server: ``name`` (the ``PROVIDER`` of a model spec), ``base_url`` (without the
+    ``/chat/completions`` or ``/v1/messages`` path), ``api_key_env`` (the environment variable
+    holding the key; ``None`` when the server needs none), the ``api`` it speaks and, for
+    OpenAI-compatible servers, its ``compat`` quirks."""
 
     name: str
     base_url: str
     api_key_env: str | None
     compat: OpenAIChatCompat = field(default_factory=OpenAIChatCompat)
+    api: ProviderApi = "openai-chat"
 
     def __post_init__(self) -> None:
         if not is_non_empty(self.name) or "/" in self.name:
@@ -46,6 +55,8 @@ class ProviderPreset:
             raise ValueError("ProviderPreset.api_key_env must be a variable name or None")
         if type_of(self.compat) is not OpenAIChatCompat:
             raise TypeError("ProviderPreset.compat must be an OpenAIChatCompat")
+        if self.api not in ("openai-chat", "anthropic-messages"):
+            raise ValueError("ProviderPreset.api must be 'openai-chat' or 'anthropic-messages'")
 
 
 def _presets(*presets: ProviderPreset) -> Mapping[str, ProviderPreset]:
@@ -53,6 +64,13 @@ def _presets(*presets: ProviderPreset) -> Mapping[str, ProviderPreset]:
 
 
 PRESETS: Final[Mapping[str, ProviderPreset]] = _presets(
+    # Anthropic's own Messages API (AnthropicModel); the key goes in `x-api-key`.
+    ProviderPreset(
+        name="anthropic",
+        base_url="https://api.anthropic.com",
+        api_key_env="ANTHROPIC_API_KEY",
+        api="anthropic-messages",
+    ),
     # OpenAI itself: the defaults are its behaviour.
     ProviderPreset(
         name="openai",
@@ -144,3 +162,22 @@ def parse_model_spec(spec: str) -> tuple[ProviderPreset, str]:
     if preset is None:
         raise ValueError(f"unknown provider {provider!r} in model spec; known providers: {known}")
     return preset, model
+
+
+def model_from_spec(spec: str, **options: Any) -> OpenAIChatModel | AnthropicModel:
+    """The ``Model`` for ``"PROVIDER/MODEL"``: an ``AnthropicModel`` for ``anthropic/...``,
+    an ``OpenAIChatModel`` for every OpenAI-compatible preset, configured from the preset
+    (base URL, key variable, quirks). ``options`` are the model's keyword arguments and win
+    over the preset: ``model_from_spec("ollama/qwen3", base_url="http://gpu-box:11434/v1")``.
+    """
+    preset, model = parse_model_spec(spec)
+    options.setdefault("base_url", preset.base_url)
+    options.setdefault("api_key_env", preset.api_key_env)
+    if preset.api == "anthropic-messages":
+        from tether.providers.anthropic import AnthropicModel
+
+        return AnthropicModel(model, **options)
+    from tether.providers.openai_chat import OpenAIChatModel
+
+    options.setdefault("compat", preset.compat)
+    return OpenAIChatModel(model, **options)

@@ -106,6 +106,11 @@ class OpenAIChatModel(HttpStreamModel):
         URL, key variable, quirks): ``OpenAIChatModel.from_spec("groq/llama-3.3-70b")``.
         ``options`` are the constructor's keyword arguments and win over the preset."""
         preset, model = parse_model_spec(spec)
+        if preset.api != "openai-chat":
+            raise ValueError(
+                f"{preset.name!r} does not speak OpenAI Chat Completions; use "
+                "tether.model_from_spec (or AnthropicModel) for it"
+            )
         options.setdefault("base_url", preset.base_url)
         options.setdefault("api_key_env", preset.api_key_env)
         options.setdefault("compat", preset.compat)

@@ -1,0 +1,81 @@
+"""Coding tools confined to a workspace (checkpoint 08 and what a coding agent needs).
+
+``coding_tools(root)`` captures ``root`` once (a ``Workspace``) and returns a ``ToolRegistry``
+with ``read_file``, ``write_file``, ``edit_file``, ``list_files``, ``grep``, ``bash`` and
+``python_process``, in that order. Every result is plain text a model reads well; every failure
+is an ``is_error`` result whose message starts with a stable code (``CodingToolError.code``).
+
+File tools are confined (see ``workspace``); ``bash`` and ``python_process`` are NOT a sandbox:
+they run real processes as the user, bounded in time and output (see ``process``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from tether.tools.coding.files import (
+    edit_file_tool,
+    read_file_tool,
+    write_file_tool,
+)
+from tether.tools.coding.process import (
+    BASH_DEFAULT_TIMEOUT_SECONDS,
+    BASH_MAX_TIMEOUT_SECONDS,
+    NODE_CODE_ALIASES,
+    PROCESS_ARGUMENT_COUNT_MAX,
+    PROCESS_ARGUMENT_MAX_BYTES,
+    PROCESS_ARGUMENTS_TOTAL_MAX_BYTES,
+    PROCESS_OUTPUT_MAX_BYTES,
+    PROCESS_SOURCE_MAX_BYTES,
+    PYTHON_PROCESS_TIMEOUT_SECONDS,
+    bash_tool,
+    python_process_tool,
+)
+from tether.tools.coding.search import grep_tool, list_files_tool
+from tether.tools.coding.workspace import (
+    CODING_FILE_MAX_BYTES,
+    CodingToolError,
+    Workspace,
+    normalize_relative_path,
+)
+from tether.tools.contract import ToolRegistry
+
+__all__ = [
+    "BASH_DEFAULT_TIMEOUT_SECONDS",
+    "BASH_MAX_TIMEOUT_SECONDS",
+    "CODING_FILE_MAX_BYTES",
+    "NODE_CODE_ALIASES",
+    "PROCESS_ARGUMENTS_TOTAL_MAX_BYTES",
+    "PROCESS_ARGUMENT_COUNT_MAX",
+    "PROCESS_ARGUMENT_MAX_BYTES",
+    "PROCESS_OUTPUT_MAX_BYTES",
+    "PROCESS_SOURCE_MAX_BYTES",
+    "PYTHON_PROCESS_TIMEOUT_SECONDS",
+    "CodingToolError",
+    "Workspace",
+    "bash_tool",
+    "coding_tools",
+    "edit_file_tool",
+    "grep_tool",
+    "list_files_tool",
+    "normalize_relative_path",
+    "python_process_tool",
+    "read_file_tool",
+    "write_file_tool",
+]
+
+
+def coding_tools(root: str | os.PathLike[str] | Workspace) -> ToolRegistry:
+    """The seven coding tools over one captured workspace (``CodingToolError`` for a bad root)."""
+    ws = root if isinstance(root, Workspace) else Workspace(root)
+    return ToolRegistry(
+        [
+            read_file_tool(ws),
+            write_file_tool(ws),
+            edit_file_tool(ws),
+            list_files_tool(ws),
+            grep_tool(ws),
+            bash_tool(ws),
+            python_process_tool(ws),
+        ]
+    )

@@ -1,0 +1,548 @@
+"""``bash`` and ``python_process``: run a process in the workspace. NOT a sandbox.
+
+Both tools start a real process as the current user, with the workspace as the working
+directory and the inherited environment: the process can read and write anything the user
+can, open network connections, and so on. They are a *process boundary* (bounded time, bounded
+output, nothing left running), not a security boundary.
+
+* ``bash``: ``/bin/bash -c <command>``; timeout ``timeout_seconds`` (default
+  ``BASH_DEFAULT_TIMEOUT_SECONDS`` = 120, maximum ``BASH_MAX_TIMEOUT_SECONDS`` = 600).
+* ``python_process``: ``sys.executable -I -X utf8 <script> *arguments`` with ``source``
+  written to a temporary ``.pify-py-<uuid>.py`` in the root (removed afterwards, always);
+  never a shell; the §08 limits (source 32,768 bytes, 32 arguments, 2,048 bytes each, 8,192
+  in total) and the §08 wall-clock limit of 500 ms (``PYTHON_PROCESS_TIMEOUT_SECONDS``).
+
+Process handling (both): stdin is ``/dev/null``; the child gets its own session and process
+group (``start_new_session=True``). stdout and stderr are read independently and at most
+``PROCESS_OUTPUT_MAX_BYTES`` (32,768) bytes of each are kept (the rest is read and dropped, so
+the child never blocks on a full pipe); the kept bytes are decoded with an incremental UTF-8
+decoder (``errors="replace"``) so a character cut at the limit is dropped, never broken. Normal
+completion is exit *and* EOF on both pipes. On timeout, abort or completion the whole group is
+sent ``SIGKILL`` (grandchildren that still hold the pipes included; also on completion, so a
+background job cannot outlive the call), then the child is reaped (``await proc.wait()``).
+A process that left the group (``setsid``) is out of reach: its pipes are given
+``PROCESS_KILL_GRACE_SECONDS`` to close, then no longer read.
+
+Codes: ``PROCESS_TIMEOUT`` (the message carries the output so far), ``PROCESS_START_FAILED``,
+``PROCESS_SCRIPT_NOT_REGULAR``, ``PROCESS_SCRIPT_IDENTITY_CHANGED``,
+``PROCESS_SCRIPT_CLEANUP_FAILED``, ``PROCESS_FAILED`` (fallback); validation:
+``INVALID_BASH_INPUT``, ``INVALID_PROCESS_INPUT``, ``PROCESS_SOURCE_TOO_LARGE``,
+``TOO_MANY_PROCESS_ARGUMENTS``, ``PROCESS_ARGUMENT_TOO_LARGE``, ``PROCESS_ARGUMENTS_TOO_LARGE``
+(``NODE_CODE_ALIASES`` maps each to the §08 ``NODE_*`` name). Abort is never a result: the
+abort reason is raised once the process is killed and reaped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import signal as signals
+import stat
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import Final, cast
+
+from tether._race import check_signal, race
+from tether.abort import AbortSignal
+from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.tools.coding.workspace import CodingToolError, Workspace, record_of
+from tether.tools.contract import ToolDefinition, define_tool
+
+__all__ = [
+    "BASH_COMMAND_MAX_BYTES",
+    "BASH_DEFAULT_TIMEOUT_SECONDS",
+    "BASH_MAX_TIMEOUT_SECONDS",
+    "NODE_CODE_ALIASES",
+    "PROCESS_ARGUMENTS_TOTAL_MAX_BYTES",
+    "PROCESS_ARGUMENT_COUNT_MAX",
+    "PROCESS_ARGUMENT_MAX_BYTES",
+    "PROCESS_KILL_GRACE_SECONDS",
+    "PROCESS_OUTPUT_MAX_BYTES",
+    "PROCESS_SOURCE_MAX_BYTES",
+    "PYTHON_PROCESS_TIMEOUT_SECONDS",
+    "ProcessOutcome",
+    "bash_tool",
+    "processes_settled",
+    "python_process_tool",
+    "run_process",
+]
+
+PROCESS_SOURCE_MAX_BYTES: Final = 32_768
+PROCESS_ARGUMENT_COUNT_MAX: Final = 32
+PROCESS_ARGUMENT_MAX_BYTES: Final = 2_048
+PROCESS_ARGUMENTS_TOTAL_MAX_BYTES: Final = 8_192
+PROCESS_OUTPUT_MAX_BYTES: Final = 32_768
+PYTHON_PROCESS_TIMEOUT_SECONDS: Final = 0.5
+PROCESS_KILL_GRACE_SECONDS: Final = 0.25
+BASH_DEFAULT_TIMEOUT_SECONDS: Final = 120.0
+BASH_MAX_TIMEOUT_SECONDS: Final = 600.0
+BASH_COMMAND_MAX_BYTES: Final = 32_768
+
+PROCESS_OUTPUT_LIMIT: Final = 2 * PROCESS_OUTPUT_MAX_BYTES + 1_024
+"""The tools' ``output_limit``: both streams whole, plus the headers."""
+
+NODE_CODE_ALIASES: Final = {
+    "INVALID_PROCESS_INPUT": "INVALID_NODE_PROCESS_INPUT",
+    "PROCESS_SOURCE_TOO_LARGE": "NODE_SOURCE_TOO_LARGE",
+    "TOO_MANY_PROCESS_ARGUMENTS": "TOO_MANY_NODE_ARGUMENTS",
+    "PROCESS_ARGUMENT_TOO_LARGE": "NODE_ARGUMENT_TOO_LARGE",
+    "PROCESS_ARGUMENTS_TOO_LARGE": "NODE_ARGUMENTS_TOO_LARGE",
+    "PROCESS_SCRIPT_NOT_REGULAR": "NODE_SCRIPT_NOT_REGULAR",
+    "PROCESS_SCRIPT_IDENTITY_CHANGED": "NODE_SCRIPT_IDENTITY_CHANGED",
+    "PROCESS_SCRIPT_CLEANUP_FAILED": "NODE_SCRIPT_CLEANUP_FAILED",
+    "PROCESS_START_FAILED": "NODE_PROCESS_START_FAILED",
+    "PROCESS_OUTPUT_FAILED": "NODE_PROCESS_OUTPUT_FAILED",
+    "PROCESS_TIMEOUT": "NODE_PROCESS_TIMEOUT",
+    "PROCESS_FAILED": "NODE_PROCESS_FAILED",
+}
+"""Our neutral ``PROCESS_*`` codes and the §08 ``NODE_*`` names they stand for."""
+
+_READ_CHUNK: Final = 65_536
+
+_UNSETTLED: set[asyncio.Future[None]] = set()
+"""One future per started process, done once it was killed if needed and reaped."""
+
+
+async def processes_settled() -> None:
+    """Wait until every process these tools started so far has been reaped.
+
+    An aborted tool call raises the abort reason at once (the tool contract races the call),
+    while killing is synchronous and reaping finishes in the background; await this (tests,
+    orderly shutdown) to know no child is left, not even a zombie.
+    """
+    pending = list(_UNSETTLED)
+    if pending:
+        await asyncio.wait(pending)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessOutcome:
+    """A finished process: ``exit_code`` (``None`` when killed by ``signal``), both streams."""
+
+    exit_code: int | None
+    signal: str | None
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stdout_bytes: int
+    stderr_bytes: int
+
+
+class _Collector:
+    """Keeps the first ``cap`` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.total = 0
+
+    def text(self) -> tuple[str, bool]:
+        truncated = self.total > len(self.kept)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # A cut stream: an incomplete character at the end stays in the decoder and is dropped.
+        text = decoder.decode(bytes(self.kept), final=not truncated)
+        if not truncated and len(text.encode("utf-8", "surrogatepass")) > self.cap:
+            truncated = True
+        while len(text.encode("utf-8", "surrogatepass")) > self.cap:
+            text = text[:-1]
+        return text, truncated
+
+
+async def _collect(
+    stream: asyncio.StreamReader, collector: _Collector, ws: Workspace, stage: str
+) -> None:
+    while True:
+        chunk = await stream.read(_READ_CHUNK)
+        if not chunk:
+            return
+        ws.notify(stage, chunk)
+        room = collector.cap - len(collector.kept)
+        if room > 0:
+            collector.kept += chunk[:room]
+        collector.total += len(chunk)
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signals.SIGKILL)
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+
+
+async def _settle(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]) -> None:
+    """After the kill: let the readers see EOF (bounded), then reap the child."""
+    pending = [task for task in readers if not task.done()]
+    if pending:
+        _, still = await asyncio.wait(pending, timeout=PROCESS_KILL_GRACE_SECONDS)
+        for task in still:
+            task.cancel()
+        if still:
+            await asyncio.gather(*still, return_exceptions=True)
+    for task in readers:
+        if task.done() and not task.cancelled():
+            task.exception()  # observed: an output failure was already reported or is moot
+    await proc.wait()
+
+
+async def _finish(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]) -> int:
+    await asyncio.wait(readers)
+    for task in readers:
+        error = task.exception()
+        if error is not None:
+            raise CodingToolError("PROCESS_OUTPUT_FAILED", str(error)) from error
+    return await proc.wait()
+
+
+async def run_process(
+    ws: Workspace,
+    argv: list[str],
+    *,
+    time_limit: float,
+    signal: AbortSignal,
+    cap: int = PROCESS_OUTPUT_MAX_BYTES,
+) -> ProcessOutcome:
+    """Run ``argv`` in the workspace with the handling described in the module docstring.
+
+    Raises ``PROCESS_TIMEOUT`` (with the output so far), ``PROCESS_START_FAILED``, or the abort
+    reason when ``signal`` aborts; in every case the process group is killed and reaped first.
+    """
+    check_signal(signal)
+    ws.check()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=ws.root,
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise CodingToolError("PROCESS_START_FAILED", str(error)) from error
+    out, err = _Collector(cap), _Collector(cap)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    readers = [
+        asyncio.ensure_future(_collect(proc.stdout, out, ws, "process:stdout")),
+        asyncio.ensure_future(_collect(proc.stderr, err, ws, "process:stderr")),
+    ]
+    returncode: int | None = None
+    timed_out = False
+    settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    _UNSETTLED.add(settled)
+    kill_on_abort = signal.add_listener(lambda: _kill_group(proc))
+    try:
+        ws.notify("process:started", proc.pid)
+        try:
+            async with asyncio.timeout(time_limit):
+                returncode = await race(signal, _finish(proc, readers))
+        except TimeoutError:
+            timed_out = True
+    finally:
+        kill_on_abort()
+        _kill_group(proc)
+        try:
+            await _settle(proc, readers)
+        finally:
+            _UNSETTLED.discard(settled)
+            if not settled.done():
+                settled.set_result(None)
+    stdout, stdout_truncated = out.text()
+    stderr, stderr_truncated = err.text()
+    if timed_out:
+        raise CodingToolError(
+            "PROCESS_TIMEOUT",
+            f"killed after {time_limit:g} s (the process group was killed).\n"
+            + _render_streams(
+                stdout, stdout_truncated, out.total, stderr, stderr_truncated, err.total, tail=1_500
+            ),
+        )
+    assert returncode is not None
+    exit_code, signal_name = (
+        (None, signals.Signals(-returncode).name) if returncode < 0 else (returncode, None)
+    )
+    return ProcessOutcome(
+        exit_code,
+        signal_name,
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+        out.total,
+        err.total,
+    )
+
+
+def _render_stream(name: str, text: str, truncated: bool, total: int, tail: int | None) -> str:
+    if tail is not None and len(text) > tail:
+        text = "…" + text[-tail:]
+    if not text:
+        return f"{name}: (empty)\n"
+    body = text if text.endswith("\n") else text + "\n"
+    note = f"[{name} truncated: {total} bytes written, first {PROCESS_OUTPUT_MAX_BYTES} kept]\n"
+    return f"--- {name} ---\n{body}" + (note if truncated else "")
+
+
+def _render_streams(
+    stdout: str,
+    out_t: bool,
+    out_n: int,
+    stderr: str,
+    err_t: bool,
+    err_n: int,
+    tail: int | None = None,
+) -> str:
+    return _render_stream("stdout", stdout, out_t, out_n, tail) + _render_stream(
+        "stderr", stderr, err_t, err_n, tail
+    )
+
+
+def render_outcome(outcome: ProcessOutcome) -> str:
+    """The text a model reads: the exit status, then both streams."""
+    status = (
+        f"exit code {outcome.exit_code}"
+        if outcome.exit_code is not None
+        else f"killed by {outcome.signal}"
+    )
+    return f"{status}\n" + _render_streams(
+        outcome.stdout,
+        outcome.stdout_truncated,
+        outcome.stdout_bytes,
+        outcome.stderr,
+        outcome.stderr_truncated,
+        outcome.stderr_bytes,
+    )
+
+
+# --- bash -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BashInput:
+    command: str
+    timeout_seconds: float
+
+
+def _validate_bash(value: object) -> ToolValidation[BashInput]:
+    shape = "expected {command: string, timeout_seconds?: number}"
+    record = record_of(value, ("command",), ("timeout_seconds",))
+    if record is None:
+        return Invalid(error=f"INVALID_BASH_INPUT: {shape}")
+    command = record["command"]
+    if type(command) is not str or not command.strip() or "\0" in command:
+        return Invalid(error="INVALID_BASH_INPUT: command must be a non-empty string")
+    try:
+        size = len(command.encode("utf-8"))
+    except UnicodeEncodeError:
+        return Invalid(error="INVALID_BASH_INPUT: command contains a lone surrogate")
+    if size > BASH_COMMAND_MAX_BYTES:
+        return Invalid(error=f"INVALID_BASH_INPUT: command over {BASH_COMMAND_MAX_BYTES} bytes")
+    timeout = record.get("timeout_seconds", BASH_DEFAULT_TIMEOUT_SECONDS)
+    if (
+        type(timeout) not in (int, float)
+        or not 0 < timeout <= BASH_MAX_TIMEOUT_SECONDS  # NaN fails too
+    ):
+        return Invalid(
+            error="INVALID_BASH_INPUT: timeout_seconds must be in "
+            f"(0, {BASH_MAX_TIMEOUT_SECONDS:g}]"
+        )
+    return Valid(value=BashInput(command, float(timeout)))
+
+
+def bash_tool(ws: Workspace) -> ToolDefinition[BashInput, str]:
+    """The ``bash`` tool of ``ws``: ``/bin/bash -c`` in the workspace, bounded; not a sandbox."""
+
+    async def execute(value: BashInput, context: ToolExecutionContext) -> str:
+        outcome = await run_process(
+            ws,
+            ["/bin/bash", "-c", value.command],
+            time_limit=value.timeout_seconds,
+            signal=context.signal,
+        )
+        return render_outcome(outcome)
+
+    return define_tool(
+        name="bash",
+        description=(
+            "Run a command with /bin/bash -c in the workspace directory (NOT a sandbox: it runs "
+            "as the user, with the user's environment). stdin is empty. Timeout "
+            f"`timeout_seconds` (default {BASH_DEFAULT_TIMEOUT_SECONDS:g}, max "
+            f"{BASH_MAX_TIMEOUT_SECONDS:g}); on timeout the whole process group is killed. "
+            f"At most {PROCESS_OUTPUT_MAX_BYTES} bytes of stdout and of stderr are kept. "
+            "Returns the exit code, then stdout and stderr."
+        ),
+        validate=_validate_bash,
+        execute=execute,
+        parameters={
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "bash command line"},
+                "timeout_seconds": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": BASH_MAX_TIMEOUT_SECONDS,
+                    "description": f"default {BASH_DEFAULT_TIMEOUT_SECONDS:g}",
+                },
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+        output_limit=PROCESS_OUTPUT_LIMIT,
+    )
+
+
+# --- python_process ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PythonInput:
+    source: str
+    arguments: tuple[str, ...]
+
+
+def _utf8_size(text: str) -> int | None:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+
+
+def _validate_python(value: object) -> ToolValidation[PythonInput]:
+    shape = "INVALID_PROCESS_INPUT: expected {source: string, arguments: [string, ...]}"
+    record = record_of(value, ("source", "arguments"))
+    if record is None:
+        return Invalid(error=shape)
+    source = record["source"]
+    if type(source) is not str:
+        return Invalid(error=shape)
+    size = _utf8_size(source)
+    if size is None:
+        return Invalid(error="INVALID_PROCESS_INPUT: source contains a lone surrogate")
+    if size > PROCESS_SOURCE_MAX_BYTES:
+        return Invalid(
+            error=f"PROCESS_SOURCE_TOO_LARGE: {size} bytes; the limit is {PROCESS_SOURCE_MAX_BYTES}"
+        )
+    arguments = record["arguments"]
+    if type(arguments) is not list and type(arguments) is not tuple:
+        return Invalid(error=shape)
+    items = tuple(cast("list[object]", arguments))
+    strings = tuple(item for item in items if type(item) is str)
+    if len(strings) != len(items):
+        return Invalid(error=shape)
+    if len(items) > PROCESS_ARGUMENT_COUNT_MAX:
+        return Invalid(
+            error=f"TOO_MANY_PROCESS_ARGUMENTS: {len(items)}; the limit is "
+            f"{PROCESS_ARGUMENT_COUNT_MAX}"
+        )
+    total = 0
+    for index, item in enumerate(strings):
+        item_size = _utf8_size(item)
+        if item_size is None or "\0" in item:
+            return Invalid(error=f"INVALID_PROCESS_INPUT: argument {index} is not valid text")
+        if item_size > PROCESS_ARGUMENT_MAX_BYTES:
+            return Invalid(
+                error=f"PROCESS_ARGUMENT_TOO_LARGE: argument {index} has {item_size} bytes; "
+                f"the limit is {PROCESS_ARGUMENT_MAX_BYTES}"
+            )
+        total += item_size
+    if total > PROCESS_ARGUMENTS_TOTAL_MAX_BYTES:
+        return Invalid(
+            error=f"PROCESS_ARGUMENTS_TOO_LARGE: {total} bytes; the limit is "
+            f"{PROCESS_ARGUMENTS_TOTAL_MAX_BYTES}"
+        )
+    return Valid(value=PythonInput(source, strings))
+
+
+def _write_script(ws: Workspace, source: str) -> tuple[int, str, tuple[int, int]]:
+    """Create the temp script in the root; returns (root fd, name, identity)."""
+    root = ws.open_root()
+    name = f".pify-py-{uuid.uuid4().hex}.py"
+    try:
+        handle = os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=root
+        )
+    except OSError as error:
+        os.close(root)
+        raise CodingToolError("PROCESS_SCRIPT_NOT_REGULAR", str(error)) from error
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise CodingToolError("PROCESS_SCRIPT_NOT_REGULAR")
+        os.write(handle, source.encode("utf-8"))
+        os.fsync(handle)
+    except BaseException:
+        os.close(handle)
+        _remove_script(root, name)
+        os.close(root)
+        raise
+    os.close(handle)
+    return root, name, (info.st_dev, info.st_ino)
+
+
+def _remove_script(root: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=root)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise CodingToolError("PROCESS_SCRIPT_CLEANUP_FAILED", str(error)) from error
+
+
+async def run_python(ws: Workspace, value: PythonInput, signal: AbortSignal) -> ProcessOutcome:
+    check_signal(signal)
+    root, name, identity = _write_script(ws, value.source)
+    try:
+        check_signal(signal)
+        ws.check()
+        now = os.stat(name, dir_fd=root, follow_symlinks=False)
+        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != identity:
+            raise CodingToolError("PROCESS_SCRIPT_IDENTITY_CHANGED")
+        return await run_process(
+            ws,
+            [sys.executable, "-I", "-X", "utf8", os.path.join(ws.root, name), *value.arguments],
+            time_limit=PYTHON_PROCESS_TIMEOUT_SECONDS,
+            signal=signal,
+        )
+    finally:
+        try:
+            _remove_script(root, name)
+        finally:
+            os.close(root)
+
+
+def python_process_tool(ws: Workspace) -> ToolDefinition[PythonInput, str]:
+    """The ``python_process`` tool of ``ws``: ``sys.executable`` on given source."""
+
+    async def execute(value: PythonInput, context: ToolExecutionContext) -> str:
+        return render_outcome(await run_python(ws, value, context.signal))
+
+    return define_tool(
+        name="python_process",
+        description=(
+            "Run Python `source` with this interpreter (isolated mode, `sys.argv[1:]` == "
+            f"`arguments`) in the workspace directory; never a shell. Wall-clock limit "
+            f"{int(PYTHON_PROCESS_TIMEOUT_SECONDS * 1000)} ms. A process boundary, not a "
+            "security sandbox. Returns the exit code, then stdout and stderr."
+        ),
+        validate=_validate_python,
+        execute=execute,
+        parameters={
+            "type": "object",
+            "properties": {
+                "source": {"type": "string", "description": "Python source code"},
+                "arguments": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "maxItems": PROCESS_ARGUMENT_COUNT_MAX,
+                },
+            },
+            "required": ["source", "arguments"],
+            "additionalProperties": False,
+        },
+        output_limit=PROCESS_OUTPUT_LIMIT,
+    )

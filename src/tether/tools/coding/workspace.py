@@ -1,0 +1,281 @@
+"""The workspace every coding tool is confined to (checkpoint 08, §08.2).
+
+``Workspace(root)`` captures the root once: the absolute entry path, its realpath and the
+``(st_dev, st_ino)`` identity. ``check()`` re-verifies all three before every effect, so a
+root that was deleted and recreated, or a root symlink that was repointed, fails with
+``WORKSPACE_ROOT_CHANGED``: a tool never adopts a replacement.
+
+Paths given by a model go through ``normalize_relative_path`` (the §08 grammar) and are then
+resolved *through directory file descriptors*: the root is opened, checked against the captured
+identity, and every parent segment is opened with ``os.open(segment, O_DIRECTORY | O_NOFOLLOW,
+dir_fd=parent)``. A symlinked segment is resolved explicitly (``realpath``), checked for
+containment (``PATH_OUTSIDE_WORKSPACE``) and the walk restarts from the root along the canonical
+segments, so a symlinked parent pointing out can never be followed by accident and a symlink
+swapped in between a check and an open makes the open fail instead of escaping.
+
+Errors are ``CodingToolError``: ``code`` is one of the stable §08 strings and ``str(error)``
+starts with the code (``"FILE_NOT_FOUND: notes.txt does not exist"``), so a tool result's text
+names the code a caller can match on.
+
+Test seam: ``Workspace.observer`` (default ``None``) is called as ``observer(stage, value)`` at a
+few points between steps, so tests can inject races deterministically. Stages:
+``"read:before-open"`` (value: the display path), ``"write:before-rename"`` (value: the temp
+file's absolute path), ``"process:started"`` (value: the child's pid) and ``"process:stdout"``
+/ ``"process:stderr"`` (value: a chunk of bytes as read). An observer must not block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+from collections.abc import Callable, Generator
+from typing import Any, Final
+
+from tether._errors import TetherError
+from tether.jsonvalue import JsonObject
+
+__all__ = [
+    "CODING_FILE_MAX_BYTES",
+    "CodingToolError",
+    "Observer",
+    "Workspace",
+    "normalize_relative_path",
+    "record_of",
+]
+
+CODING_FILE_MAX_BYTES: Final = 65_536
+"""Max UTF-8 bytes ``read_file``, ``write_file`` and ``edit_file`` handle (§08)."""
+
+_MAX_SYMLINK_HOPS: Final = 40
+
+Observer = Callable[[str, object], None]
+
+
+class CodingToolError(TetherError):
+    """A coding tool failed with a stable ``code``; ``str(error)`` starts with the code."""
+
+    def __init__(self, code: str, detail: str | None = None) -> None:
+        super().__init__(code, code if not detail else f"{code}: {detail}")
+        self.detail = detail
+
+
+_DRIVE: Final = re.compile(r"^[A-Za-z]:")
+_RESERVED: Final = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
+
+
+def normalize_relative_path(path: object) -> tuple[str, ...]:
+    """The segments of a workspace-relative path, or ``INVALID_RELATIVE_PATH`` (§08 grammar).
+
+    Rejected: non-strings, empty, NUL, absolute by POSIX or Windows rules (``/``, ``\\``, UNC,
+    ``C:``), ``~`` as a first segment (home expansion is never performed, so it is refused
+    rather than silently meaning a directory named ``~``), ``..`` anywhere, a segment with
+    ``:``, ending with ``.`` or a space, or a Windows device name; and a path with no segment
+    left after dropping empty and ``.`` segments.
+    """
+    if type(path) is not str or not path:
+        raise CodingToolError("INVALID_RELATIVE_PATH", "path must be a non-empty string")
+    if "\0" in path:
+        raise CodingToolError("INVALID_RELATIVE_PATH", "path must not contain NUL")
+    if path.startswith(("/", "\\")) or _DRIVE.match(path) or os.path.isabs(path):
+        raise CodingToolError(
+            "INVALID_RELATIVE_PATH", f"{path!r} is absolute; give a path relative to the workspace"
+        )
+    segments = [s for s in path.replace("\\", "/").split("/") if s not in ("", ".")]
+    if not segments:
+        raise CodingToolError("INVALID_RELATIVE_PATH", f"{path!r} names no file")
+    if segments[0].startswith("~"):
+        raise CodingToolError("INVALID_RELATIVE_PATH", f"{path!r}: '~' is not expanded")
+    for segment in segments:
+        if (
+            segment == ".."
+            or ":" in segment
+            or segment.endswith((".", " "))
+            or _RESERVED.match(segment)
+        ):
+            raise CodingToolError(
+                "INVALID_RELATIVE_PATH", f"{path!r}: segment {segment!r} is not allowed"
+            )
+    return tuple(segments)
+
+
+def record_of(
+    value: object, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
+    """A copy of tool arguments with exactly ``required`` and maybe ``optional`` keys, else
+    ``None``. Only a plain ``dict`` or a ``JsonObject`` (what the loop passes) is accepted."""
+    if type(value) is JsonObject:
+        record: dict[str, Any] = dict(value.items())
+    elif type(value) is dict:
+        record = dict(value)  # pyright: ignore[reportUnknownArgumentType]
+    else:
+        return None
+    keys = set(record)
+    if not set(required) <= keys or not keys <= set(required) | set(optional):
+        return None
+    return record
+
+
+def _inside(root: str, candidate: str) -> bool:
+    relative = os.path.relpath(candidate, root)
+    if relative == ".":
+        return True
+    return not (relative == ".." or relative.startswith(("../", "..\\")) or os.path.isabs(relative))
+
+
+class Workspace:
+    """A captured workspace root; see the module docstring.
+
+    Raises ``CodingToolError`` with ``INVALID_WORKSPACE_ROOT``, ``WORKSPACE_ROOT_NOT_FOUND`` or
+    ``WORKSPACE_ROOT_NOT_DIRECTORY``. A symlink root is allowed and canonicalized.
+    """
+
+    __slots__ = ("entry", "identity", "observer", "root")
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        try:
+            text = os.fspath(root)
+        except TypeError:
+            raise CodingToolError("INVALID_WORKSPACE_ROOT", "root must be a path") from None
+        if type(text) is not str or not text or "\0" in text:
+            raise CodingToolError("INVALID_WORKSPACE_ROOT", "root must be a non-empty path")
+        self.entry: str = os.path.abspath(text)
+        try:
+            self.root: str = os.path.realpath(self.entry, strict=True)
+            info = os.stat(self.root)
+        except FileNotFoundError:
+            raise CodingToolError("WORKSPACE_ROOT_NOT_FOUND", self.entry) from None
+        except OSError as error:
+            raise CodingToolError("INVALID_WORKSPACE_ROOT", str(error)) from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise CodingToolError("WORKSPACE_ROOT_NOT_DIRECTORY", self.entry)
+        self.identity: tuple[int, int] = (info.st_dev, info.st_ino)
+        self.observer: Observer | None = None
+
+    def __repr__(self) -> str:
+        return f"<Workspace {self.root!r}>"
+
+    def notify(self, stage: str, value: object) -> None:
+        """Call the test observer, if any."""
+        observer = self.observer
+        if observer is not None:
+            observer(stage, value)
+
+    def check(self) -> None:
+        """Re-verify the root: same realpath, still a directory, same identity."""
+        try:
+            current = os.path.realpath(self.entry, strict=True)
+            info = os.stat(current)
+        except OSError:
+            raise CodingToolError("WORKSPACE_ROOT_CHANGED", "the workspace root is gone") from None
+        if (
+            current != self.root
+            or not stat.S_ISDIR(info.st_mode)
+            or (info.st_dev, info.st_ino) != self.identity
+        ):
+            raise CodingToolError("WORKSPACE_ROOT_CHANGED", "the workspace root was replaced")
+
+    def open_root(self) -> int:
+        """An ``O_DIRECTORY`` fd of the root, after ``check()``, verified by ``fstat``."""
+        self.check()
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            raise CodingToolError("WORKSPACE_ROOT_CHANGED", "the root cannot be opened") from None
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != self.identity:
+            os.close(fd)
+            raise CodingToolError("WORKSPACE_ROOT_CHANGED", "the workspace root was replaced")
+        return fd
+
+    def display(self, segments: tuple[str, ...]) -> str:
+        """How a path inside the workspace is shown to the model: its segments joined by ``/``."""
+        return "/".join(segments)
+
+    def canonical_segments(self, absolute: str) -> tuple[str, ...]:
+        """Segments of a canonical path inside the root, or ``PATH_OUTSIDE_WORKSPACE``."""
+        if not _inside(self.root, absolute):
+            raise CodingToolError("PATH_OUTSIDE_WORKSPACE", "the path resolves outside")
+        relative = os.path.relpath(absolute, self.root)
+        return () if relative == "." else tuple(relative.split(os.sep))
+
+    def resolve(self, segments: tuple[str, ...], *, follow_last: bool) -> tuple[str, ...]:
+        """The canonical segments of ``segments`` (symlinks resolved, containment checked).
+
+        The last segment is resolved only when ``follow_last``. Missing segments are kept as
+        they are (a file to be created).
+        """
+        path = os.path.join(self.root, *segments)
+        if follow_last:
+            resolved = os.path.realpath(path)
+        else:
+            resolved = os.path.join(os.path.realpath(os.path.dirname(path)), segments[-1])
+        return self.canonical_segments(resolved)
+
+    @contextlib.contextmanager
+    def parent_fd(
+        self, segments: tuple[str, ...], *, create: bool, missing_code: str
+    ) -> Generator[tuple[int, tuple[str, ...]]]:
+        """Open the parent directory of ``segments`` by walking dir fds from the root.
+
+        Yields ``(fd, canonical_segments)`` where ``canonical_segments`` is the canonical
+        workspace path of the *target* (parent canonical + the last segment). ``create``
+        makes missing directories (single-level ``mkdir``, ``EEXIST`` tolerated). A
+        non-directory parent raises ``WRITE_PARENT_NOT_DIRECTORY`` when creating, else
+        ``missing_code``.
+        """
+        fd = self.open_root()
+        try:
+            parents = list(segments[:-1])
+            done: list[str] = []
+            hops = 0
+            while parents:
+                segment = parents.pop(0)
+                try:
+                    info = os.stat(segment, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    if not create:
+                        raise CodingToolError(
+                            missing_code, f"{self.display(segments)} does not exist"
+                        ) from None
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(segment, 0o755, dir_fd=fd)
+                    info = os.stat(segment, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISLNK(info.st_mode):
+                    hops += 1
+                    if hops > _MAX_SYMLINK_HOPS:
+                        raise CodingToolError("PATH_OUTSIDE_WORKSPACE", "too many symlinks")
+                    target = os.path.realpath(os.path.join(self.root, *done, segment))
+                    canonical = self.canonical_segments(target)
+                    # restart from the root along the canonical path
+                    os.close(fd)
+                    fd = -1
+                    fd = self.open_root()
+                    parents = list(canonical) + parents
+                    done = []
+                    continue
+                if not stat.S_ISDIR(info.st_mode):
+                    code = "WRITE_PARENT_NOT_DIRECTORY" if create else missing_code
+                    raise CodingToolError(code, f"{'/'.join((*done, segment))} is not a directory")
+                try:
+                    child = os.open(
+                        segment, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd
+                    )
+                except OSError as error:
+                    if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                        raise CodingToolError(
+                            "PATH_OUTSIDE_WORKSPACE"
+                            if error.errno == errno.ELOOP
+                            else missing_code,
+                            "a parent directory changed while it was opened",
+                        ) from None
+                    raise
+                os.close(fd)
+                fd = child
+                done.append(segment)
+            yield fd, (*done, segments[-1])
+        finally:
+            if fd >= 0:
+                os.close(fd)

@@ -1,0 +1,321 @@
+"""Coding tools, processes: ``bash`` and ``python_process`` with real processes.
+
+Progress is observed through the documented ``Workspace.observer`` seam (``process:started``,
+``process:stdout``), never with sleeps. A killed grandchild is re-parented to the system's
+init, which reaps it on its own schedule: ``assert_not_running`` accepts "no such process" or a
+zombie (dead, not yet reaped by init); our own direct child must be fully reaped.
+"""
+
+# Tests inspect real temp directories synchronously on purpose.
+# ruff: noqa: ASYNC240
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether import AbortController, JsonObject, ToolCall, ToolRegistry, ToolResultMessage
+from tether.abort import AbortSignal
+from tether.tools.coding import (
+    PROCESS_OUTPUT_MAX_BYTES,
+    Workspace,
+    coding_tools,
+)
+from tether.tools.coding.process import processes_settled
+from tether.tools.contract import execute_tool_call
+
+_ids = iter(range(1_000_000))
+
+
+async def call(
+    registry: ToolRegistry, name: str, signal: AbortSignal | None = None, **arguments: object
+) -> ToolResultMessage:
+    tool_call = ToolCall(id=f"call-{next(_ids)}", name=name, arguments=JsonObject(arguments))
+    async with asyncio.timeout(30):
+        return await execute_tool_call(
+            registry, tool_call, signal if signal is not None else AbortController().signal
+        )
+
+
+async def call_with(
+    registry: ToolRegistry, name: str, arguments: dict[str, object]
+) -> ToolResultMessage:
+    tool_call = ToolCall(id=f"call-{next(_ids)}", name=name, arguments=JsonObject(arguments))
+    async with asyncio.timeout(30):
+        return await execute_tool_call(registry, tool_call, AbortController().signal)
+
+
+def error_message(result: ToolResultMessage) -> str:
+    assert result.is_error, result.content
+    return str(json.loads(result.content)["error"]["message"])
+
+
+def assert_code(result: ToolResultMessage, code: str) -> None:
+    message = error_message(result)
+    assert message.split(":", 1)[0] == code, message
+
+
+def assert_not_running(pid: int) -> None:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return
+    with open(f"/proc/{pid}/stat") as handle:  # dead but not yet reaped by init
+        state = handle.read().rsplit(")", 1)[1].split()[0]
+    assert state == "Z", f"process {pid} still running (state {state})"
+
+
+async def wait_dead(pid: int) -> None:
+    """Wait (event-driven, via a pidfd) until ``pid`` has terminated: SIGKILL is delivered
+    asynchronously, so a process just killed may still be running for a moment."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    dead: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(fd, lambda: dead.done() or dead.set_result(None))
+    try:
+        async with asyncio.timeout(20):
+            await dead
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+def assert_reaped(pid: int) -> None:
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+class Watch:
+    """Collects stdout chunks and the child pid; fires ``ready`` when ``marker`` appears."""
+
+    def __init__(self, marker: bytes) -> None:
+        self.marker = marker
+        self.stdout = b""
+        self.pid = 0
+        self.ready = asyncio.Event()
+        self.on_ready: list[AbortController] = []
+
+    def __call__(self, stage: str, value: object) -> None:
+        if stage == "process:started":
+            assert isinstance(value, int)
+            self.pid = value
+        elif stage == "process:stdout":
+            assert isinstance(value, bytes)
+            self.stdout += value
+            if self.marker in self.stdout and not self.ready.is_set():
+                self.ready.set()
+                for controller in self.on_ready:
+                    controller.abort(RuntimeError("user pressed stop"))
+
+    def pids(self) -> list[int]:
+        match = re.search(rb"pids (\d+) (\d+)", self.stdout)
+        assert match is not None, self.stdout
+        return [int(match.group(1)), int(match.group(2))]
+
+
+def leftovers(root: Path) -> list[str]:
+    return [p.name for p in root.iterdir() if p.name.startswith(".pify-")]
+
+
+# --- bash ----------------------------------------------------------------------------------------
+
+
+async def test_bash_runs_in_the_workspace(tmp_path: Path) -> None:
+    tools = coding_tools(tmp_path)
+    result = await call(tools, "bash", command="pwd; echo err >&2; exit 3")
+    assert not result.is_error
+    assert result.content == (
+        f"exit code 3\n--- stdout ---\n{os.path.realpath(tmp_path)}\n--- stderr ---\nerr\n"
+    )
+    quiet = await call(tools, "bash", command="true")
+    assert quiet.content == "exit code 0\nstdout: (empty)\nstderr: (empty)\n"
+    killed = await call(tools, "bash", command="kill -9 $$")
+    assert killed.content.startswith("killed by SIGKILL\n")
+
+
+async def test_bash_validation(tmp_path: Path) -> None:
+    tools = coding_tools(tmp_path)
+    assert_code(await call(tools, "bash", command=""), "INVALID_BASH_INPUT")
+    assert_code(await call(tools, "bash", command="x", timeout_seconds=601), "INVALID_BASH_INPUT")
+    assert_code(await call(tools, "bash", command="x", timeout_seconds=0), "INVALID_BASH_INPUT")
+    assert_code(await call(tools, "bash", command="x", extra=True), "INVALID_BASH_INPUT")
+
+
+async def test_bash_timeout_kills_a_grandchild_holding_the_pipes(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    ws.observer = watch
+    tools = coding_tools(ws)
+    result = await call(
+        tools, "bash", command='sleep 60 & echo "pids $$ $!"; wait', timeout_seconds=1
+    )
+    assert_code(result, "PROCESS_TIMEOUT")
+    assert "pids" in error_message(result)
+    shell, grandchild = watch.pids()
+    assert shell == watch.pid
+    assert_reaped(shell)
+    assert_not_running(grandchild)
+
+
+async def test_bash_background_job_does_not_outlive_the_call(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    ws.observer = watch
+    tools = coding_tools(ws)
+    # the background job closes its pipes, so the call completes; the group is still killed
+    result = await call(tools, "bash", command='sleep 60 >/dev/null 2>&1 & echo "pids $$ $!"')
+    assert result.content.startswith("exit code 0\n")
+    shell, background = watch.pids()
+    assert_reaped(shell)
+    await wait_dead(background)  # it was sent SIGKILL before the call returned
+    assert_not_running(background)
+
+
+async def test_bash_ten_megabytes_cut_at_the_cap(tmp_path: Path) -> None:
+    tools = coding_tools(tmp_path)
+    result = await call(
+        tools, "bash", command="head -c 10000000 /dev/zero | tr '\\0' a; echo done >&2"
+    )
+    assert not result.is_error
+    stdout = result.content.split("--- stdout ---\n", 1)[1].split("\n", 1)[0]
+    assert stdout == "a" * PROCESS_OUTPUT_MAX_BYTES
+    assert "[stdout truncated: 10000000 bytes written, first 32768 kept]" in result.content
+    assert result.content.endswith("--- stderr ---\ndone\n")
+
+
+async def test_output_cut_never_breaks_a_character(tmp_path: Path) -> None:
+    tools = coding_tools(tmp_path)
+    result = await call(
+        tools,
+        "python_process",
+        source="import sys; sys.stdout.write('a' + 'é' * 20000)",
+        arguments=[],
+    )
+    stdout = result.content.split("--- stdout ---\n", 1)[1].split("\n", 1)[0]
+    assert stdout == "a" + "é" * 16383
+    assert "\ufffd" not in result.content
+    assert len(stdout.encode()) <= PROCESS_OUTPUT_MAX_BYTES
+
+
+async def test_abort_mid_run_leaves_no_process(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    controller = AbortController()
+    watch.on_ready.append(controller)
+    ws.observer = watch
+    tools = coding_tools(ws)
+    with pytest.raises(RuntimeError, match="user pressed stop"):
+        await call(tools, "bash", controller.signal, command='sleep 60 & echo "pids $$ $!"; wait')
+    shell, grandchild = watch.pids()
+    # SIGKILL is sent synchronously on abort; dying and reaping finish in the background
+    async with asyncio.timeout(20):
+        await processes_settled()
+    assert_reaped(shell)
+    assert_not_running(grandchild)
+
+
+async def test_task_cancellation_kills_and_reaps(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    ws.observer = watch
+    tools = coding_tools(ws)
+    task = asyncio.ensure_future(call(tools, "bash", command='echo "pids $$ $$"; sleep 60'))
+    async with asyncio.timeout(20):
+        await watch.ready.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert_reaped(watch.pids()[0])
+
+
+# --- python_process ------------------------------------------------------------------------------
+
+
+async def test_python_process_argv_cwd_and_exit(tmp_path: Path) -> None:
+    tools = coding_tools(tmp_path)
+    source = (
+        "import json, os, sys\n"
+        "print(json.dumps([sys.executable, sys.argv[1:], os.getcwd()]))\n"
+        "sys.exit(7)\n"
+    )
+    result = await call(tools, "python_process", source=source, arguments=["--help", "a b", ""])
+    assert not result.is_error
+    assert result.content.startswith("exit code 7\n--- stdout ---\n")
+    line = result.content.split("--- stdout ---\n", 1)[1].split("\n", 1)[0]
+    assert json.loads(line) == [sys.executable, ["--help", "a b", ""], os.path.realpath(tmp_path)]
+    assert leftovers(tmp_path) == []
+
+
+async def test_python_process_validation(tmp_path: Path) -> None:
+    tools = coding_tools(tmp_path)
+    cases: list[tuple[dict[str, object], str]] = [
+        ({"source": "x"}, "INVALID_PROCESS_INPUT"),
+        ({"source": 1, "arguments": []}, "INVALID_PROCESS_INPUT"),
+        ({"source": "x", "arguments": "--help"}, "INVALID_PROCESS_INPUT"),
+        ({"source": "x", "arguments": [1]}, "INVALID_PROCESS_INPUT"),
+        ({"source": "x" * 32_769, "arguments": "bad"}, "PROCESS_SOURCE_TOO_LARGE"),
+        ({"source": "x", "arguments": ["a"] * 33}, "TOO_MANY_PROCESS_ARGUMENTS"),
+        ({"source": "x", "arguments": ["a" * 2_049]}, "PROCESS_ARGUMENT_TOO_LARGE"),
+        ({"source": "x", "arguments": ["a" * 2_048] * 5}, "PROCESS_ARGUMENTS_TOO_LARGE"),
+    ]
+    for arguments, code in cases:
+        assert_code(await call_with(tools, "python_process", arguments), code)
+    assert not (
+        await call(tools, "python_process", source="pass", arguments=["a" * 2_048] * 4)
+    ).is_error
+    assert leftovers(tmp_path) == []
+
+
+async def test_python_process_timeout_kills_grandchild(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    ws.observer = watch
+    tools = coding_tools(ws)
+    source = (
+        "import os, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print('pids', os.getpid(), child.pid, flush=True)\n"
+        "child.wait()\n"
+    )
+    result = await call(tools, "python_process", source=source, arguments=[])
+    assert_code(result, "PROCESS_TIMEOUT")
+    parent, grandchild = watch.pids()
+    assert_reaped(parent)
+    assert_not_running(grandchild)
+    assert leftovers(tmp_path) == []
+
+
+async def test_python_process_abort_removes_script(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    controller = AbortController()
+    watch.on_ready.append(controller)
+    ws.observer = watch
+    tools = coding_tools(ws)
+    source = (
+        "import os, time\nprint('pids', os.getpid(), os.getpid(), flush=True)\ntime.sleep(60)\n"
+    )
+    with pytest.raises(RuntimeError, match="user pressed stop"):
+        await call(tools, "python_process", controller.signal, source=source, arguments=[])
+    async with asyncio.timeout(20):
+        await processes_settled()
+    assert_reaped(watch.pids()[0])
+    assert leftovers(tmp_path) == []
+
+
+async def test_python_process_cannot_shadow_stdlib(tmp_path: Path) -> None:
+    (tmp_path / "json.py").write_text("raise SystemExit('shadowed')\n")
+    tools = coding_tools(tmp_path)
+    result = await call(
+        tools, "python_process", source="import json; print(json.dumps(1))", arguments=[]
+    )
+    assert result.content.startswith("exit code 0\n--- stdout ---\n1\n")
