@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, Protocol, Self
 
 from tether._producer import fail_producer, start_producer
 from tether._race import follow_signal
@@ -37,7 +38,7 @@ from tether.stream import EventStream
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["HttpStreamModel", "StreamParser", "loads_payload"]
+__all__ = ["HttpStreamModel", "StreamParser", "loads_payload", "transcript_call_ids"]
 
 MAX_JSON_BODY_BYTES: Final = 16 << 20
 """Most bytes of a non-streamed JSON body read."""
@@ -54,11 +55,13 @@ class StreamParser(Protocol):
 class HttpStreamModel:
     """Base of the HTTP ``Model`` classes (see the module docstring)."""
 
-    __slots__ = ("_api_key", "_retry", "_timeouts", "_transport")
+    __slots__ = ("_api_key", "_base_url", "_model", "_retry", "_timeouts", "_transport")
 
     def __init__(
         self,
         *,
+        model: str,
+        base_url: str,
         api_key: str | None,
         retry: RetryPolicy,
         timeouts: Timeouts,
@@ -68,6 +71,8 @@ class HttpStreamModel:
             raise TypeError("retry must be a RetryPolicy")
         if not isinstance(timeouts, Timeouts):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("timeouts must be a Timeouts")
+        self._model = model
+        self._base_url = base_url.rstrip("/")
         self._api_key = api_key
         self._retry = retry
         self._timeouts = timeouts
@@ -103,6 +108,32 @@ class HttpStreamModel:
         return False
 
     # --- shared -------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL, without the endpoint's path."""
+        return self._base_url
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        name = type(self).__name__
+        return f"{name}({self._model!r}, base_url={self._base_url!r}, api_key={key})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the HTTP client the model created (a client passed in stays open)."""
@@ -146,13 +177,7 @@ class HttpStreamModel:
                 signal=signal,
                 secret=self._api_key,
             )
-            reserved = frozenset(
-                block.id
-                for message in request.messages
-                if message.role == "assistant"
-                for block in message.content
-                if block.type == "toolCall"
-            )
+            reserved = transcript_call_ids(request)
             content_type = response.headers.get("content-type")
             if is_event_stream(content_type):
                 await self._read_events(response, stream, request, signal, reserved)
@@ -211,6 +236,19 @@ class HttpStreamModel:
         for chunk in chunks:
             push(chunk)
         stream.finish(final)
+
+
+def transcript_call_ids(request: ModelRequest) -> frozenset[str]:
+    """Every tool-call ID the request's transcript already uses (its assistant messages' calls
+    and its tool results): the ``reserved_call_ids`` of the response's parser, so a server
+    that restarts its IDs each turn (``call_0``, ``"0"``) cannot reuse one."""
+    used: set[str] = set()
+    for message in request.messages:
+        if message.role == "assistant":
+            used.update(block.id for block in message.content if block.type == "toolCall")
+        elif message.role == "toolResult":
+            used.add(message.tool_call_id)
+    return frozenset(used)
 
 
 def loads_payload(data: str | bytes) -> object:

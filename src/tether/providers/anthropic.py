@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
 from tether.protocol import ModelRequest
@@ -46,10 +45,8 @@ class AnthropicModel(HttpStreamModel):
 
     __slots__ = (
         "_anthropic_version",
-        "_base_url",
         "_extra_headers",
         "_max_output_tokens",
-        "_model",
         "_temperature",
         "_thinking_budget",
     )
@@ -88,39 +85,19 @@ class AnthropicModel(HttpStreamModel):
             raise TypeError("anthropic_version must be a non-empty string")
         if api_key is None and api_key_env:
             api_key = os.environ.get(api_key_env) or None
-        super().__init__(api_key=api_key, retry=retry, timeouts=timeouts, http_client=http_client)
-        self._model = model
-        self._base_url = base_url.rstrip("/")
+        super().__init__(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            retry=retry,
+            timeouts=timeouts,
+            http_client=http_client,
+        )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._thinking_budget = thinking_budget
         self._anthropic_version = anthropic_version
         self._extra_headers = dict(headers or {})
-
-    @property
-    def model(self) -> str:
-        """The model name sent with every request."""
-        return self._model
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL (requests go to ``{base_url}/v1/messages``)."""
-        return self._base_url
-
-    def __repr__(self) -> str:
-        key = "set" if self._api_key else "none"
-        return f"AnthropicModel({self._model!r}, base_url={self._base_url!r}, api_key={key})"
-
-    async def __aenter__(self) -> AnthropicModel:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _url(self) -> str:
         return f"{self._base_url}/v1/messages"

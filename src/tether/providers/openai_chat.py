@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
@@ -52,11 +51,9 @@ class OpenAIChatModel(HttpStreamModel):
     """
 
     __slots__ = (
-        "_base_url",
         "_compat",
         "_extra_headers",
         "_max_output_tokens",
-        "_model",
         "_reasoning_effort",
         "_temperature",
     )
@@ -91,9 +88,14 @@ class OpenAIChatModel(HttpStreamModel):
             raise TypeError("compat must be an OpenAIChatCompat")
         if api_key is None and api_key_env:
             api_key = os.environ.get(api_key_env) or None
-        super().__init__(api_key=api_key, retry=retry, timeouts=timeouts, http_client=http_client)
-        self._model = model
-        self._base_url = base_url.rstrip("/")
+        super().__init__(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            retry=retry,
+            timeouts=timeouts,
+            http_client=http_client,
+        )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._reasoning_effort = reasoning_effort
@@ -115,31 +117,6 @@ class OpenAIChatModel(HttpStreamModel):
         options.setdefault("api_key_env", preset.api_key_env)
         options.setdefault("compat", preset.compat)
         return cls(model, **options)
-
-    @property
-    def model(self) -> str:
-        """The model name sent with every request."""
-        return self._model
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL (requests go to ``{base_url}/chat/completions``)."""
-        return self._base_url
-
-    def __repr__(self) -> str:
-        key = "set" if self._api_key else "none"
-        return f"OpenAIChatModel({self._model!r}, base_url={self._base_url!r}, api_key={key})"
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _url(self) -> str:
         return f"{self._base_url}/chat/completions"

@@ -58,6 +58,7 @@ from tether.protocol import (
     ToolCallDeltaChunk,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._streaming import transcript_call_ids
 from tether.providers.errors import ProviderError
 
 __all__ = [
@@ -293,19 +294,6 @@ def _unfrozen(value: object) -> object:
         frozen: JsonObject = value  # pyright: ignore[reportAssignmentType]
         return entries(frozen)
     raise TypeError(f"{type_of(value).__name__} is not JSON")  # pragma: no cover - frozen JSON
-
-
-def transcript_call_ids(request: ModelRequest) -> frozenset[str]:
-    """Every tool-call ID the request's transcript already uses (its assistant messages' calls
-    and its tool results): the ``reserved_call_ids`` of the response's parser, so a server
-    that restarts its IDs each turn (``call_0``, ``"0"``) cannot reuse one."""
-    used: set[str] = set()
-    for message in request.messages:
-        if message.role == "assistant":
-            used.update(block.id for block in message.content if block.type == "toolCall")
-        elif message.role == "toolResult":
-            used.add(message.tool_call_id)
-    return frozenset(used)
 
 
 # --- fast constructors ------------------------------------------------------------------------
