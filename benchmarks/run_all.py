@@ -30,6 +30,7 @@ BENCHES = (
     "bench_providers",
     "bench_anthropic",
     "bench_coding",
+    "bench_agent",
     "bench_import",
     "bench_scale",
 )
@@ -226,6 +227,30 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         for name, value in values.items():
             ratio = "1.00" if name == "tether" else f"{values['tether'] / value:.2f}"
             lines.append(f"| {task} | {name} | {value:,.1f} | {ratio} |")
+    agent = figures["bench_agent"]
+    lines += [
+        "",
+        "## Stateful Agent vs a bare run_agent_loop (µs per model step, CPU)",
+        "",
+        "| workload | bare loop | Agent | Agent / bare |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, label in (("one_run", "1 prompt, 32 tool turns"), ("conversation", "40 prompts")):
+        row = agent[name]
+        values = row["us_per_step"]
+        lines.append(
+            f"| {label} | {values['bare']:,.1f} | {values['agent']:,.1f} | "
+            f"{row['agent/bare']:.2f} |"
+        )
+    worst = max(agent["one_run"]["agent/bare"], agent["conversation"]["agent/bare"])
+    per_event = agent["us_per_event_by_subscribers"]
+    lines += [
+        "",
+        f"Goal Agent ≤ 1.5x the bare loop per turn: worst {worst:.2f} — {verdict(worst <= 1.5)}."
+        " Publishing one event costs "
+        + ", ".join(f"{value:.1f} µs with {count}" for count, value in per_event.items())
+        + " subscribers (linear in subscribers).",
+    ]
     lines += [
         "",
         "## Import (fresh processes, wall time)",

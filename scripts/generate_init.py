@@ -31,6 +31,7 @@ MODULES = (
     "tether.tools",
     "tether.tools.coding",
     "tether.loop",
+    "tether.agent",
     "tether.trace",
 )
 """The modules whose ``__all__`` the package root re-exports, lowest layer first."""

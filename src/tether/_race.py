@@ -45,6 +45,7 @@ __all__ = [
     "neutralize",
     "observe",
     "race",
+    "reraise_task_cancellation",
     "resume",
     "signal_aborted",
     "signal_reason",
@@ -78,6 +79,14 @@ def check_signal(signal: AbortSignal) -> None:
     that is not an ``Exception`` is carried by an ``AbortError``)."""
     if _aborted_slot.__get__(signal, AbortSignal):
         raise abort_exception(_reason_slot.__get__(signal, AbortSignal))
+
+
+def reraise_task_cancellation(error: asyncio.CancelledError) -> None:
+    """Re-raise ``error`` when the current task is being cancelled; a ``CancelledError`` that
+    untrusted code raised on its own is left to the caller to report as a failure."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise error
 
 
 def is_raw_abort_reason(signal: AbortSignal, error: BaseException) -> bool:

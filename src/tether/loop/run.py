@@ -45,6 +45,7 @@ from tether._race import (
     is_raw_abort_reason,
     neutralize,
     race,
+    reraise_task_cancellation,
     signal_aborted,
     signal_reason,
 )
@@ -67,6 +68,7 @@ from tether.loop.checks import (
     snapshot_response,
     snapshot_transcript,
 )
+from tether.loop.hooks import ToolHooks, run_hooked_tool_call
 from tether.loop.limits import (
     DEFAULT_LIMITS,
     MAX_AGENT_STEPS,
@@ -140,6 +142,7 @@ def run_agent_loop(
     system: str | None = None,
     limits: RunLimits = DEFAULT_LIMITS,
     request_sequence_start: int | None = 0,
+    hooks: ToolHooks | None = None,
 ) -> EventStream[AgentEvent, RunResult]:
     """Run the agent loop; see the module docstring. Option errors raise ``TypeError``.
 
@@ -147,7 +150,8 @@ def run_agent_loop(
     ``system`` is sent with every request. ``limits`` bounds the run (``RunLimits()`` is the
     workshop's; use ``RunLimits.for_real_models()`` for real models). ``request_sequence_start``
     is the number of requests an owning lifecycle already made, so request IDs continue
-    (``request-NNN`` = start + step).
+    (``request-NNN`` = start + step). ``hooks`` are called around every tool call (see
+    ``tether.loop.hooks``).
     """
     if type_of(limits) is not RunLimits:
         raise TypeError("limits must be a RunLimits")
@@ -177,6 +181,8 @@ def run_agent_loop(
         raise TypeError("tools must be a ToolRegistry (e.g. ToolRegistry([my_tool]))")
     if signal is not None and not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError("signal must be an AbortSignal or None")
+    if hooks is not None and type_of(hooks) is not ToolHooks:
+        raise TypeError("hooks must be a ToolHooks or None")
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()
     registry = _snapshot_registry(tools)
@@ -196,7 +202,7 @@ def run_agent_loop(
         return stream
     stream.on_abandon(lambda: controller.abort(AbortError(CONSUMER_GONE)))
     run = _Run(
-        stream,
+        stream.push,
         transcript,
         open_stream,
         registry,
@@ -205,10 +211,76 @@ def run_agent_loop(
         controller.signal,
         system,
         limits,
-        detach,
+        hooks,
     )
-    start_producer(run.drive())
+    start_producer(_drive(run, stream, detach))
     return stream
+
+
+async def run_owned_turns(
+    *,
+    transcript: tuple[Message, ...],
+    call_ids: set[str],
+    open_stream: Callable[[ModelRequest, AbortSignal], object],
+    registry: ToolRegistry,
+    max_steps: int,
+    signal: AbortSignal,
+    system: str | None,
+    limits: RunLimits,
+    hooks: ToolHooks | None,
+    request_sequence_start: int,
+    sequence_start: int,
+    emit: Callable[[AgentEvent], None],
+) -> tuple[RunResult, int]:
+    """The loop for an owner of a trusted transcript (the stateful ``Agent``).
+
+    The same steps, checks and results as ``run_agent_loop``, minus what an owner already did
+    or does itself: the options and ``transcript`` are trusted (checked when the owner took
+    them; ``call_ids`` are its tool-call IDs, and are updated), the transcript is not
+    announced with ``message.accepted``, events go to ``emit`` numbered from
+    ``sequence_start``, and no ``run.finished`` is emitted. Runs on the caller's task.
+    Returns the result and the next free sequence number. ``tests/test_agent_owned.py``
+    checks it against ``run_agent_loop`` event for event.
+
+    Why: an owner runs one short sub-run per turn over a growing transcript; re-checking and
+    re-announcing that transcript every turn made a session quadratic.
+    """
+    run = _Run(
+        emit,
+        transcript,
+        open_stream,
+        registry,
+        max_steps,
+        request_sequence_start,
+        signal,
+        system,
+        limits,
+        hooks,
+        sequence=sequence_start,
+        call_ids=call_ids,
+        announce=False,
+    )
+    result = await run.outcome()
+    return result, run.sequence
+
+
+async def _drive(
+    run: _Run, stream: EventStream[AgentEvent, RunResult], detach: Callable[[], None]
+) -> None:
+    """``run_agent_loop``'s producer: settle ``stream`` with the run's outcome, whatever it is."""
+    try:
+        result = await run.outcome()
+    except asyncio.CancelledError:
+        # The task itself was cancelled (e.g. the event loop is shutting down).
+        detach()
+        _settle(stream, run.sequence, run.terminal(None, cancelled=True))
+        raise
+    except BaseException as error:
+        detach()
+        fail_producer(stream, error)
+        return
+    detach()
+    _settle(stream, run.sequence, result)
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -231,8 +303,10 @@ class _Run:
     """One run's private state: the transcript so far, the event sequence and the usage."""
 
     __slots__ = (
+        "announce",
         "call_ids",
-        "detach",
+        "emit_event",
+        "hooks",
         "limits",
         "max_steps",
         "open_stream",
@@ -241,7 +315,6 @@ class _Run:
         "signal",
         "specs",
         "start",
-        "stream",
         "system",
         "transcript",
         "usage",
@@ -249,7 +322,7 @@ class _Run:
 
     def __init__(
         self,
-        stream: EventStream[AgentEvent, RunResult],
+        emit: Callable[[AgentEvent], None],
         transcript: tuple[Message, ...],
         open_stream: Callable[[ModelRequest, AbortSignal], object],
         registry: ToolRegistry,
@@ -258,9 +331,13 @@ class _Run:
         signal: AbortSignal,
         system: str | None,
         limits: RunLimits,
-        detach: Callable[[], None],
+        hooks: ToolHooks | None,
+        *,
+        sequence: int = 0,
+        call_ids: set[str] | None = None,
+        announce: bool = True,
     ) -> None:
-        self.stream = stream
+        self.emit_event = emit
         self.transcript: list[Message] = list(transcript)
         self.open_stream = open_stream
         self.registry = registry
@@ -270,42 +347,37 @@ class _Run:
         self.signal = signal
         self.system = system
         self.limits = limits
-        self.detach = detach
-        self.sequence = 0
+        self.hooks = hooks
+        self.sequence = sequence
+        self.announce = announce
         self.usage = ZERO_USAGE
-        self.call_ids: set[str] = {
-            block.id
-            for message in transcript
-            if message.role == "assistant"
-            for block in message.content
-            if block.type == "toolCall"
-        }
+        self.call_ids: set[str] = (
+            {
+                block.id
+                for message in transcript
+                if message.role == "assistant"
+                for block in message.content
+                if block.type == "toolCall"
+            }
+            if call_ids is None
+            else call_ids
+        )
 
     def emit(self, event: AgentEvent) -> None:
-        self.stream.push(event)
+        self.emit_event(event)
         self.sequence += 1
 
-    async def drive(self) -> None:
+    async def outcome(self) -> RunResult:
+        """Run the steps and map whatever stopped them to a result. Raises only what must
+        not become a result: task cancellation and other base exceptions."""
         try:
-            result = await self.steps()
+            return await self.steps()
         except Exception as error:
-            result = self.terminal(error)
+            return self.terminal(error)
         except BaseException as error:
             if is_raw_abort_reason(self.signal, error):  # caller code raised the raw reason
-                result = self.terminal(None)
-            elif isinstance(error, asyncio.CancelledError):
-                # The task itself was cancelled (e.g. the event loop is shutting down).
-                self.finish(self.terminal(None, cancelled=True))
-                raise
-            else:
-                self.detach()
-                fail_producer(self.stream, error)
-                return
-        self.finish(result)
-
-    def finish(self, result: RunResult) -> None:
-        self.detach()
-        _settle(self.stream, self.sequence, result)
+                return self.terminal(None)
+            raise
 
     def terminal(self, error: BaseException | None, *, cancelled: bool = False) -> RunResult:
         """Map whatever stopped the run to its result (the first matching rule wins)."""
@@ -331,10 +403,12 @@ class _Run:
     async def steps(self) -> RunResult:
         signal = self.signal
         check_signal(signal)
-        for message in self.transcript:
-            self.emit(trusted.message_accepted_event(self.sequence, message))
+        if self.announce:
+            for message in self.transcript:
+                self.emit(trusted.message_accepted_event(self.sequence, message))
         registry = self.registry
-        push = self.stream.push
+        push = self.emit_event
+        hooks = self.hooks
         for step in range(1, self.max_steps + 1):
             check_signal(signal)
             request_id = f"request-{self.start + step:03d}"
@@ -369,9 +443,14 @@ class _Run:
                 push(trusted.tool_started_event(self.sequence, block))
                 self.sequence += 1
                 try:
-                    result = await execute_tool_call(registry, block, signal)
+                    if hooks is None:
+                        result = await execute_tool_call(registry, block, signal)
+                    else:
+                        result = await run_hooked_tool_call(
+                            hooks, registry, block, self.transcript, signal
+                        )
                 except asyncio.CancelledError as error:
-                    _reraise_task_cancellation(error)
+                    reraise_task_cancellation(error)
                     check_signal(signal)
                     raise ToolPhaseFailure(
                         "Tool raised CancelledError although nothing cancelled the run"
@@ -453,7 +532,7 @@ class _Run:
                 except NotAwaitableError as error:
                     raise ModelProtocolError("Model iterator step must be awaitable") from error
                 except asyncio.CancelledError as error:
-                    _reraise_task_cancellation(error)
+                    reraise_task_cancellation(error)
                     check_signal(signal)
                     raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
                 except Exception as error:
@@ -512,14 +591,6 @@ def _stream_failure_text(error: Exception) -> str:
     return text
 
 
-def _reraise_task_cancellation(error: asyncio.CancelledError) -> None:
-    """Re-raise ``error`` when the run's own task is being cancelled; a ``CancelledError``
-    that untrusted code raised on its own is left to the caller to report as a failure."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise error
-
-
 def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:
     """The response of a settled ``EventStream`` without awaiting, else ``_PENDING``."""
     if type_of(stream) is not EventStream:
@@ -543,7 +614,7 @@ async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
     try:
         return await race(signal, pending)
     except asyncio.CancelledError as error:
-        _reraise_task_cancellation(error)
+        reraise_task_cancellation(error)
         check_signal(signal)
         raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
     except Exception as error:

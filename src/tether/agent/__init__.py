@@ -1,0 +1,14 @@
+"""Checkpoints 09-13: what owns a conversation across runs.
+
+* ``tether.agent.agent``: the stateful ``Agent`` (09): one owner per transcript, steering and
+  follow-ups, subscribers, tool-call hooks;
+* ``tether.agent.session``: persistent session trees in JSON-lines files (10);
+* ``tether.agent.compaction``: context compaction at safe boundaries (11).
+
+Import the submodule you need; ``tether`` re-exports their public names lazily.
+"""
+
+from tether.agent import agent as _agent
+from tether.agent.agent import *  # noqa: F403
+
+__all__ = list(_agent.__all__)  # pyright: ignore[reportUnsupportedDunderAll]

@@ -1,0 +1,822 @@
+"""Checkpoint 09: the stateful ``Agent``. One owner per transcript, across runs.
+
+``run_agent_loop`` is a single run. An application (a CLI, a server, a notebook) needs an
+object that owns a conversation, refuses to interleave two runs over it, takes more work while
+a run is busy, and reports to subscribers without letting them break it. ``Agent`` is that
+object. Its rules, in short:
+
+* **Snapshots at construction.** The model's ``stream`` method is read once and bound; the tool
+  registry is copied through ``ToolRegistry.snapshot`` (the base method, so a subclass cannot
+  leak later registrations); the starting transcript is checked and frozen.
+* **One logical run at a time.** ``prompt()`` and ``continue_()`` raise ``AgentBusyError``
+  (``AGENT_BUSY``) synchronously while a run owns the transcript; they never queue. During a
+  run, ``steer()`` and ``follow_up()`` are the only ways to add work. Both are synchronous
+  functions that return the run's ``EventStream`` and start it on a task, so they need a
+  running event loop (``run_sync()`` is the synchronous door).
+* **A logical run is a loop of one-step sub-runs.** Each turn is one model step (and its tool
+  batch) over the current transcript, with one event sequence for the whole logical run.
+  Request IDs continue (``request-001``, ``request-002``, ...) over the Agent's life, not
+  only within a run (the workshop restarts them per run; then a scripted model's default
+  IDs, derived from request IDs, would collide in the second run). Between turns, one
+  queued steering message is accepted; when the model would finish, one follow-up is. Every
+  queued item stays its own user message.
+* **Cancellation wins the adoption race.** ``cancel(reason)`` aborts the running turn; the
+  cancelled turn's output is never adopted, so the transcript stays as it was before that turn
+  (never an assistant tool call without its results). After the terminal result is selected,
+  ``cancel()`` returns ``False``.
+* **Bounded.** The transcript may hold ``limits.max_initial_messages`` messages (4,096 by
+  default) and the queues 256 items together; work that could overflow the transcript is
+  refused when it is added (``AgentMessageLimitError``, ``AGENT_MESSAGE_LIMIT``), by the
+  capacity reservations of the workshop.
+* **Subscribers observe; they cannot interfere.** Each event is pushed to the run's stream,
+  then given to the subscribers in registration order. A subscriber that raises is recorded
+  in ``subscriber_errors``; one that returns an awaitable has it scheduled and observed, never
+  awaited (so one that blocks forever cannot delay the run), and its failure recorded later.
+* **Always a result.** Any unexpected failure becomes a ``failed`` result
+  (``AGENT_STATE_FAILED``); ``is_running`` is ``False`` by the time ``result`` settles, and
+  queued items that were not consumed stay queued.
+* **Never an orphan tool call.** A turn that ended with tool calls unanswered (a ``length``
+  or ``refusal`` stop, a tool failure that stopped the batch) gets an ``is_error`` result
+  ``TOOL_CALL_NOT_RUN`` for each, so the next request is valid (not in the workshop, whose
+  scripted turns never leave calls behind).
+
+Beyond the workshop: ``system`` and ``limits`` options (``RunLimits.for_real_models()`` and
+more than 64 steps when the caller says so), ``usage`` summed over every run, ``run()`` and
+``run_sync()`` conveniences, and ``before_tool_call``/``after_tool_call`` hooks (see
+``tether.loop.hooks``) so a host can ask a person before a tool runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final, Literal, TypeAlias, cast
+
+from tether._errors import TetherError
+from tether._producer import start_producer
+from tether._race import reraise_task_cancellation, signal_aborted, signal_reason
+from tether._text import is_non_empty, message_of
+from tether._types import type_of
+from tether.abort import AbortController, AbortError, AbortSignal
+from tether.loop.checks import InvalidTranscript, snapshot_transcript
+from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
+from tether.loop.limits import DEFAULT_LIMITS, MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits
+from tether.loop.run import CONSUMER_GONE, run_owned_turns
+from tether.models.base import Model
+from tether.protocol import (
+    MAX_SAFE_INTEGER,
+    ZERO_USAGE,
+    AgentEvent,
+    AgentEventType,
+    CancelledRunResult,
+    FailedRunResult,
+    MaxStepsRunResult,
+    Message,
+    ModelRequest,
+    ModelUsage,
+    RunError,
+    RunResult,
+    UserMessage,
+    assert_never,
+)
+from tether.protocol import _trusted as trusted
+from tether.stream import EventStream
+from tether.tools import ToolRegistry
+from tether.tools.contract import is_awaitable
+from tether.tools.serialize import serialize_output
+
+__all__ = [
+    "MAX_AGENT_MESSAGES",
+    "MAX_AGENT_QUEUED_MESSAGES",
+    "Agent",
+    "AgentBusyError",
+    "AgentFailureCode",
+    "AgentMessageLimitError",
+    "AgentStateError",
+    "AgentSubscriber",
+    "AgentSubscriberError",
+]
+
+MAX_AGENT_QUEUED_MESSAGES: Final = 256
+"""Steering plus follow-up items an Agent holds at once."""
+MAX_AGENT_MESSAGES: Final = MAX_INITIAL_MESSAGES
+"""The workshop's cap on an Agent's transcript (``RunLimits.max_initial_messages``), so an
+owned transcript is always a valid input to the loop."""
+
+AgentFailureCode: TypeAlias = Literal["AGENT_MESSAGE_LIMIT", "AGENT_STATE_FAILED"]
+"""The codes of ``failed`` results the Agent itself produces (the loop's codes pass through)."""
+
+AgentSubscriber: TypeAlias = Callable[[AgentEvent, AbortSignal], object]
+"""Called with each event and the run's signal; may return ``None`` or an awaitable."""
+
+DEFAULT_CANCEL_REASON: Final = "Agent run cancelled"
+_STATE_FAILED: Final = "Stateful Agent lifecycle failed"
+_SUBSCRIBER_FAILED: Final = "Agent subscriber failed"
+_GENERATED_ID: Final = re.compile(r"agent-user-(\d{6})")
+
+
+class AgentBusyError(TetherError, RuntimeError):
+    """``prompt()``/``continue_()`` while a run owns the transcript (``AGENT_BUSY``).
+
+    Raised synchronously; nothing was queued. Use ``steer()`` or ``follow_up()`` to add work
+    to a running Agent, or wait for ``result``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("AGENT_BUSY", "Agent is already running")
+
+
+class AgentMessageLimitError(TetherError):
+    """The transcript or the queues would exceed their caps (``AGENT_MESSAGE_LIMIT``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("AGENT_MESSAGE_LIMIT", message)
+
+
+class AgentStateError(TetherError, RuntimeError):
+    """``continue_()`` has nothing to continue from (``AGENT_NOTHING_TO_CONTINUE``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("AGENT_NOTHING_TO_CONTINUE", message)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSubscriberError:
+    """A recorded subscriber failure: which event, which subscriber (IDs start at 1), why."""
+
+    event_type: AgentEventType
+    listener_id: int
+    message: str
+
+
+class _ActiveRun:
+    """The run that owns the transcript: its controller, its stream, its terminal state."""
+
+    __slots__ = ("controller", "done", "output", "publish", "signal", "terminal")
+
+    def __init__(self) -> None:
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.controller = AbortController()
+        self.signal = self.controller.signal
+        self.output: EventStream[AgentEvent, RunResult] = EventStream()
+        self.terminal: RunResult | None = None  # set when the terminal event is selected
+        self.publish: Callable[[AgentEvent], None] = _ignore
+
+
+def _ignore(_: AgentEvent) -> None:  # pragma: no cover - replaced before use
+    pass
+
+
+class _LogicalRun:
+    """Counters of one logical run: the next event sequence, turns taken, usage so far."""
+
+    __slots__ = ("sequence", "turns", "usage")
+
+    def __init__(self) -> None:
+        self.sequence = 0
+        self.turns = 0
+        self.usage: ModelUsage = ZERO_USAGE
+
+
+class Agent:
+    """A stateful owner of one conversation (see the module docstring for the rules).
+
+    >>> agent = Agent(model=ScriptedModel([ScriptedReply(text="hi")]))  # doctest: +SKIP
+    >>> result = await agent.run("hello")                              # doctest: +SKIP
+    >>> result.final_text, len(agent.messages)                          # doctest: +SKIP
+    ('hi', 2)
+
+    Options (keyword-only): ``model`` (its ``stream`` is bound once), ``tools`` (a
+    ``ToolRegistry``, copied), ``max_steps`` (model turns per logical run; default 64, at most
+    ``limits.max_steps``), ``messages`` (the starting transcript, checked and frozen),
+    ``system`` (sent with every request), ``limits`` (``RunLimits``; the transcript cap is
+    ``limits.max_initial_messages``), ``before_tool_call`` / ``after_tool_call`` (see
+    ``tether.loop.hooks``). Option errors raise ``TypeError`` (``AgentMessageLimitError`` for
+    a transcript that is too long).
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_active",
+        "_call_ids",
+        "_cap",
+        "_failures",
+        "_follow_ups",
+        "_hooks",
+        "_limits",
+        "_listeners",
+        "_max_steps",
+        "_next_listener",
+        "_next_number",
+        "_open_stream",
+        "_pending",
+        "_requests",
+        "_run_reserve",
+        "_snapshot",
+        "_steering",
+        "_system",
+        "_tools",
+        "_transcript",
+        "_usage",
+    )
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: ToolRegistry | None = None,
+        max_steps: int | None = None,
+        messages: Sequence[Message] = (),
+        system: str | None = None,
+        limits: RunLimits = DEFAULT_LIMITS,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+    ) -> None:
+        self._open_stream = _bound_stream(model)
+        if tools is not None and not isinstance(tools, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("Agent tools must be a ToolRegistry")
+        self._tools = ToolRegistry.snapshot(ToolRegistry() if tools is None else tools)
+        if type_of(limits) is not RunLimits:
+            raise TypeError("Agent limits must be a RunLimits")
+        self._limits = limits
+        steps = min(MAX_AGENT_STEPS, limits.max_steps) if max_steps is None else max_steps
+        if type_of(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:
+            raise TypeError("Agent max_steps must be a positive safe integer")
+        if steps > limits.max_steps:
+            raise TypeError(
+                f"Agent max_steps must not exceed {limits.max_steps} (raise RunLimits.max_steps, "
+                "e.g. with RunLimits.for_real_models())"
+            )
+        self._max_steps: int = steps
+        if system is not None and type_of(system) is not str:
+            raise TypeError("Agent system must be a string or None")
+        self._system = system
+        self._hooks = (
+            None
+            if before_tool_call is None and after_tool_call is None
+            else ToolHooks(before_tool_call=before_tool_call, after_tool_call=after_tool_call)
+        )
+        self._cap = limits.max_initial_messages
+        # While a turn runs, its output is not adopted yet: one assistant message and at most
+        # one result per tool call (a call is a block, and a streamed chunk).
+        self._run_reserve = 1 + min(limits.max_chunks_per_step, limits.max_blocks_per_step)
+        self._transcript: list[Message] = self._snapshot_messages(messages)
+        self._call_ids: set[str] = {
+            block.id
+            for message in self._transcript
+            if message.role == "assistant"
+            for block in message.content
+            if block.type == "toolCall"
+        }
+        self._next_number = _next_generated_number(self._transcript)
+        # Requests are numbered over the Agent's life, not per run, starting after the turns
+        # the transcript already holds: IDs derived from request IDs (a scripted model's
+        # default call IDs) then never collide with earlier ones.
+        self._requests = sum(1 for message in self._transcript if message.role == "assistant")
+        self._listeners: dict[int, AgentSubscriber] = {}
+        self._snapshot: tuple[tuple[int, AgentSubscriber], ...] = ()
+        self._next_listener = 1
+        self._failures: list[AgentSubscriberError] = []
+        self._pending: set[asyncio.Future[object]] = set()
+        self._steering: deque[UserMessage] = deque()
+        self._follow_ups: deque[UserMessage] = deque()
+        self._active: _ActiveRun | None = None
+        self._usage: ModelUsage = ZERO_USAGE
+
+    def _snapshot_messages(self, messages: object) -> list[Message]:
+        kind = type_of(messages)
+        if not issubclass(kind, list | tuple):
+            raise TypeError("Agent messages must be a list or tuple of messages")
+        count = len(messages)  # pyright: ignore[reportArgumentType]
+        if count > self._cap:
+            raise AgentMessageLimitError(f"Agent transcript must not exceed {self._cap} messages")
+        try:
+            return list(snapshot_transcript(messages, self._limits))
+        except InvalidTranscript as error:
+            text = str(error)
+            if text.startswith("messages["):
+                raise TypeError(f"Agent {text}") from None
+            raise TypeError(f"Agent transcript is invalid: {text}") from None
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The owned transcript: a new tuple each call (the messages are immutable)."""
+        return tuple(self._transcript)
+
+    @property
+    def is_running(self) -> bool:
+        """Whether a logical run owns the transcript."""
+        return self._active is not None
+
+    @property
+    def subscriber_errors(self) -> tuple[AgentSubscriberError, ...]:
+        """Every subscriber failure recorded so far, oldest first (a new tuple each call)."""
+        return tuple(self._failures)
+
+    @property
+    def usage(self) -> ModelUsage:
+        """Token usage summed over every model response of every run of this Agent, including
+        a cancelled turn's (its tokens were spent even though its output was dropped)."""
+        return self._usage
+
+    @property
+    def queued_steering(self) -> tuple[UserMessage, ...]:
+        """Steering messages waiting for the next turn boundary, oldest first."""
+        return tuple(self._steering)
+
+    @property
+    def queued_follow_ups(self) -> tuple[UserMessage, ...]:
+        """Follow-up messages waiting for the model to finish, oldest first."""
+        return tuple(self._follow_ups)
+
+    @property
+    def max_steps(self) -> int:
+        """Model turns one logical run may take."""
+        return self._max_steps
+
+    @property
+    def system(self) -> str | None:
+        """The system prompt sent with every request."""
+        return self._system
+
+    @property
+    def limits(self) -> RunLimits:
+        """The bounds of every turn; ``max_initial_messages`` caps the transcript."""
+        return self._limits
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The names of the Agent's tools, in registration order."""
+        return self._tools.names
+
+    # --- subscribers -------------------------------------------------------------------------
+
+    def subscribe(self, listener: AgentSubscriber) -> Callable[[], None]:
+        """Call ``listener(event, signal)`` for every event of every later run; returns a
+        function that unsubscribes (idempotent; it drops the reference). An unsubscribe during
+        an event's dispatch takes effect from the next event."""
+        if not callable(listener):
+            raise TypeError("Agent subscriber must be a function")
+        listener_id = self._next_listener
+        self._next_listener += 1
+        self._listeners[listener_id] = listener
+        self._snapshot = tuple(self._listeners.items())
+        subscribed = True
+
+        def unsubscribe() -> None:
+            nonlocal subscribed
+            if subscribed:
+                subscribed = False
+                del self._listeners[listener_id]
+                self._snapshot = tuple(self._listeners.items())
+
+        return unsubscribe
+
+    async def wait_for_subscribers(self) -> None:
+        """Wait until every awaitable a subscriber returned has settled (their failures are
+        in ``subscriber_errors`` by then). For hosts that flush a UI before exiting."""
+        while self._pending:
+            # Each future's recording callback was added before asyncio.wait's, so it has
+            # run by the time wait returns.
+            await asyncio.wait(tuple(self._pending))
+
+    def _publish(self, active: _ActiveRun, event: AgentEvent) -> None:
+        active.output.push(event)
+        listeners = self._snapshot
+        if not listeners:
+            return
+        signal = active.signal
+        for listener_id, listener in listeners:
+            try:
+                returned = listener(event, signal)
+            except asyncio.CancelledError as error:
+                reraise_task_cancellation(error)
+                self._record(event.type, listener_id, error)
+                continue
+            except Exception as error:
+                self._record(event.type, listener_id, error)
+                continue
+            if returned is not None and is_awaitable(returned):
+                self._observe(returned, event.type, listener_id)
+
+    def _observe(self, returned: object, event_type: AgentEventType, listener_id: int) -> None:
+        try:
+            future: asyncio.Future[object] = asyncio.ensure_future(
+                cast("Awaitable[object]", returned)
+            )
+        except Exception as error:
+            self._record(event_type, listener_id, error)
+            return
+        self._pending.add(future)
+
+        def settled(done: asyncio.Future[object]) -> None:
+            self._pending.discard(done)
+            if done.cancelled():
+                return
+            error = done.exception()
+            if error is not None:
+                self._record(event_type, listener_id, error)
+
+        future.add_done_callback(settled)
+
+    def _record(self, event_type: AgentEventType, listener_id: int, error: BaseException) -> None:
+        message = message_of(error, _SUBSCRIBER_FAILED)
+        self._failures.append(
+            AgentSubscriberError(event_type=event_type, listener_id=listener_id, message=message)
+        )
+
+    async def wait_until_idle(self) -> None:
+        """Wait until no run owns the transcript (at once when idle). Cancelling the wait
+        does not cancel the run."""
+        active = self._active
+        if active is not None:
+            await asyncio.shield(active.done)
+
+    # --- work --------------------------------------------------------------------------------
+
+    def prompt(self, content: str) -> EventStream[AgentEvent, RunResult]:
+        """Append a user message and start a logical run; returns its stream.
+
+        If steering was queued while idle, the first steering message is accepted right after
+        the prompt. Raises ``AgentBusyError`` while running, ``AgentMessageLimitError`` when
+        the work could overflow the transcript, ``RuntimeError`` without a running event loop.
+        """
+        self._assert_idle()
+        _require_loop("prompt")
+        steering = len(self._steering)
+        queued = steering + len(self._follow_ups)
+        self._assert_projected(len(self._transcript) + 1 + 2 * queued + (1 if steering == 0 else 0))
+        message = self._user_message(content)
+        self._transcript.append(message)
+        accepted = [message]
+        if steering:
+            self._accept_from(self._steering, accepted)
+        return self._start(accepted)
+
+    def continue_(self) -> EventStream[AgentEvent, RunResult]:
+        """Start a logical run from the owned transcript (``continue`` is a Python keyword).
+
+        A queued steering message is accepted first; otherwise, when the transcript ends with
+        an assistant message, one follow-up is (``AgentStateError`` if there is none); a
+        transcript ending with a user or tool-result message simply continues.
+        """
+        self._assert_idle()
+        _require_loop("continue_")
+        if not self._transcript:
+            raise AgentStateError("Cannot continue without transcript messages")
+        tail = self._transcript[-1]
+        steering = len(self._steering)
+        projected = len(self._transcript) + 2 * (steering + len(self._follow_ups))
+        if tail.role != "assistant" and steering == 0:
+            projected += 1
+        self._assert_projected(projected)
+        accepted: list[UserMessage] = []
+        if (
+            not self._accept_from(self._steering, accepted)
+            and tail.role == "assistant"
+            and not self._accept_from(self._follow_ups, accepted)
+        ):
+            raise AgentStateError("Cannot continue from an assistant message without queued work")
+        return self._start(accepted)
+
+    def steer(self, content: str) -> UserMessage:
+        """Queue a user message for the next turn boundary (between a tool batch and the next
+        model step, or before the model would finish); returns the queued message."""
+        return self._enqueue(self._steering, content)
+
+    def follow_up(self, content: str) -> UserMessage:
+        """Queue a user message for when the model would otherwise finish; returns it."""
+        return self._enqueue(self._follow_ups, content)
+
+    def cancel(self, reason: str = DEFAULT_CANCEL_REASON) -> bool:
+        """Abort the running turn with ``reason``. ``False`` when idle, already aborted, or
+        once the terminal result is selected; ``True`` when this call cancelled the run."""
+        if type_of(reason) is not str or not reason:
+            raise TypeError("Agent cancellation reason must be a non-empty string")
+        active = self._active
+        if active is None or active.terminal is not None or signal_aborted(active.signal):
+            return False
+        active.controller.abort(reason)
+        return True
+
+    async def run(self, content: str) -> RunResult:
+        """``prompt(content)``, read to the end; returns the result. Cancelling the awaiting
+        task cancels the run."""
+        stream = self.prompt(content)
+        async for _ in stream:
+            pass
+        return await stream.result
+
+    def run_sync(self, content: str) -> RunResult:
+        """``run(content)`` on a fresh event loop, for scripts. Raises ``RuntimeError`` inside
+        a running loop (await ``run()`` there). Every run of an HTTP model should share one
+        loop: prefer ``asyncio.run(main())`` with ``await agent.run(...)`` for those."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(content))
+        raise RuntimeError("Agent.run_sync() cannot run inside an event loop; await agent.run()")
+
+    # --- capacity ----------------------------------------------------------------------------
+
+    def _assert_idle(self) -> None:
+        if self._active is not None:
+            raise AgentBusyError
+
+    def _assert_projected(self, projected: int) -> None:
+        if projected > self._cap:
+            raise AgentMessageLimitError(
+                f"Agent transcript and queued work must not exceed {self._cap} messages"
+            )
+
+    def _enqueue(self, queue: deque[UserMessage], content: str) -> UserMessage:
+        steering = len(self._steering)
+        follow_ups = len(self._follow_ups)
+        if steering + follow_ups >= MAX_AGENT_QUEUED_MESSAGES:
+            raise AgentMessageLimitError(
+                f"Agent queue must not exceed {MAX_AGENT_QUEUED_MESSAGES} messages"
+            )
+        if queue is self._steering:
+            steering += 1
+        else:
+            follow_ups += 1
+        queued = steering + follow_ups
+        length = len(self._transcript)
+        active = self._active
+        if active is not None and active.terminal is None:
+            self._assert_projected(length + self._run_reserve + queued)
+        else:
+            projected = length + 2 * queued
+            if not self._transcript:
+                projected += 2 if steering == 0 else 1
+            elif self._transcript[-1].role != "assistant" and steering == 0:
+                projected += 1
+            self._assert_projected(projected)
+        message = self._user_message(content)
+        queue.append(message)
+        return message
+
+    def _user_message(self, content: object) -> UserMessage:
+        if type_of(content) is not str:
+            raise TypeError("Agent user content must be a string")
+        number = self._next_number
+        self._next_number += 1
+        return UserMessage(id=f"agent-user-{number:06d}", content=content)  # pyright: ignore[reportArgumentType]
+
+    def _accept_from(self, queue: deque[UserMessage], accepted: list[UserMessage]) -> bool:
+        if not queue:
+            return False
+        if len(self._transcript) + 1 > self._cap:
+            raise AgentMessageLimitError(f"Agent transcript must not exceed {self._cap} messages")
+        message = queue.popleft()
+        self._transcript.append(message)
+        accepted.append(message)
+        return True
+
+    # --- the logical run ---------------------------------------------------------------------
+
+    def _start(self, accepted: list[UserMessage]) -> EventStream[AgentEvent, RunResult]:
+        active = _ActiveRun()
+        active.publish = partial(self._publish, active)
+        self._active = active
+        controller = active.controller
+        active.output.on_abandon(lambda: controller.abort(AbortError(CONSUMER_GONE)))
+        start_producer(self._own(active, accepted))
+        return active.output
+
+    async def _own(self, active: _ActiveRun, accepted: list[UserMessage]) -> None:
+        state = _LogicalRun()
+        try:
+            terminal = await self._produce(active, accepted, state)
+        except Exception as error:
+            terminal = self._after_failure(active, state, error)
+        except asyncio.CancelledError:
+            # The task itself was cancelled (the event loop is shutting down): still settle.
+            terminal = active.terminal or self._select(
+                active, state, self._cancelled(active, state)
+            )
+            if self._active is active:
+                self._active = None
+            active.output.finish(terminal)
+            raise
+        except BaseException as error:  # KeyboardInterrupt, SystemExit: never swallowed
+            if self._active is active:
+                self._active = None
+            if not active.output.settled:
+                active.output.fail(error)
+            raise
+        finally:
+            if self._active is active:
+                self._active = None
+            active.done.set_result(None)
+        active.output.finish(terminal)
+
+    def _after_failure(self, active: _ActiveRun, state: _LogicalRun, error: Exception) -> RunResult:
+        if active.terminal is not None:  # the failure came after the terminal event
+            return active.terminal
+        code: AgentFailureCode = (
+            "AGENT_MESSAGE_LIMIT"
+            if isinstance(error, AgentMessageLimitError)
+            else "AGENT_STATE_FAILED"
+        )
+        result = self._failed(state, code, message_of(error, _STATE_FAILED))
+        return self._select(active, state, result)
+
+    async def _produce(
+        self, active: _ActiveRun, accepted: list[UserMessage], state: _LogicalRun
+    ) -> RunResult:
+        publish = active.publish
+        for message in accepted:
+            publish(trusted.message_accepted_event(state.sequence, message))
+            state.sequence += 1
+        cap = self._cap
+        while True:
+            if len(self._transcript) > cap:
+                return self._select(active, state, self._over_cap(state))
+            before = len(self._transcript)
+            result, state.sequence = await run_owned_turns(
+                transcript=tuple(self._transcript),
+                call_ids=set(self._call_ids),
+                open_stream=self._open_stream,
+                registry=self._tools,
+                max_steps=1,
+                signal=active.signal,
+                system=self._system,
+                limits=self._limits,
+                hooks=self._hooks,
+                request_sequence_start=self._requests,
+                sequence_start=state.sequence,
+                emit=publish,
+            )
+            self._requests += 1
+            state.usage = state.usage + result.usage
+            self._usage = self._usage + result.usage
+            if signal_aborted(active.signal):  # cancellation wins: the turn is not adopted
+                return self._select(active, state, self._cancelled(active, state))
+            state.turns += 1
+            if len(result.messages) > cap:
+                return self._select(active, state, self._over_cap(state))
+            self._adopt(result.messages, before)
+            status = result.status
+            if status == "cancelled" or status == "failed":
+                return self._select(active, state, self._close_orphans(active, state, result))
+            if status == "maxSteps":
+                if state.turns >= self._max_steps:
+                    return self._select(active, state, self._max_steps_result(state))
+                self._accept_steering(active, state)
+                continue
+            if status != "completed":
+                assert_never(status)
+            if self._steering:
+                if state.turns >= self._max_steps:
+                    return self._select(active, state, self._max_steps_result(state))
+                self._accept_steering(active, state)
+                continue
+            if self._follow_ups:
+                if state.turns >= self._max_steps:
+                    return self._select(active, state, self._max_steps_result(state))
+                follow: list[UserMessage] = []
+                self._accept_from(self._follow_ups, follow)
+                publish(trusted.message_accepted_event(state.sequence, follow[0]))
+                state.sequence += 1
+                continue
+            return self._select(active, state, result)
+
+    def _adopt(self, messages: tuple[Message, ...], before: int) -> None:
+        """Take a turn's transcript: the loop built it from ours plus complete messages."""
+        for message in messages[before:]:
+            if message.role == "assistant":
+                for block in message.content:
+                    if block.type == "toolCall":
+                        self._call_ids.add(block.id)
+        self._transcript = list(messages)
+
+    def _close_orphans(
+        self, active: _ActiveRun, state: _LogicalRun, result: RunResult
+    ) -> RunResult:
+        """Answer every tool call the turn left without a result, so the transcript stays a
+        valid request for the next run.
+
+        A turn ends with calls unanswered when the model was cut off (``length``) or refused
+        with calls in its message, or when a tool failure stopped the batch. The loop keeps
+        that message; an owner that will send the transcript again must close the calls, or
+        every later request is rejected (APIs require a result per call). Each gets an
+        ``is_error`` result ``TOOL_CALL_NOT_RUN``, announced with ``message.accepted``.
+        """
+        answered = {m.tool_call_id for m in self._transcript if m.role == "toolResult"}
+        code = result.error.code if result.status == "failed" else "cancelled"
+        closing: list[Message] = []
+        for message in self._transcript:
+            if message.role != "assistant":
+                continue
+            for block in message.content:
+                if block.type == "toolCall" and block.id not in answered:
+                    text = f"The turn ended ({code}) before this tool call ran"
+                    content = serialize_output(
+                        {"error": {"code": "TOOL_CALL_NOT_RUN", "message": text}}
+                    )
+                    closing.append(trusted.tool_result(block, content, True))
+        if not closing:
+            return result
+        for message in closing:
+            self._transcript.append(message)
+            active.publish(trusted.message_accepted_event(state.sequence, message))
+            state.sequence += 1
+        return dataclasses.replace(result, messages=tuple(self._transcript))
+
+    def _accept_steering(self, active: _ActiveRun, state: _LogicalRun) -> None:
+        accepted: list[UserMessage] = []
+        if self._accept_from(self._steering, accepted):
+            active.publish(trusted.message_accepted_event(state.sequence, accepted[0]))
+            state.sequence += 1
+
+    def _select(self, active: _ActiveRun, state: _LogicalRun, result: RunResult) -> RunResult:
+        """Make ``result`` the run's terminal: the logical run's usage, cancellation applied,
+        the transcript set to its messages, ``run.finished`` emitted (exactly once)."""
+        if result.usage is not state.usage:
+            result = dataclasses.replace(result, usage=state.usage)
+        if result.status != "cancelled" and signal_aborted(active.signal):
+            result = self._cancelled(active, state)
+        self._transcript = list(result.messages)
+        active.terminal = result
+        active.publish(trusted.run_finished_event(state.sequence, result))
+        state.sequence += 1
+        return result
+
+    def _cancelled(self, active: _ActiveRun, state: _LogicalRun) -> CancelledRunResult:
+        reason = signal_reason(active.signal)
+        if isinstance(reason, str):
+            text = reason if is_non_empty(reason) else DEFAULT_CANCEL_REASON
+        else:
+            text = (
+                message_of(reason, DEFAULT_CANCEL_REASON)
+                if reason is not None
+                else DEFAULT_CANCEL_REASON
+            )
+        return CancelledRunResult(messages=tuple(self._transcript), reason=text, usage=state.usage)
+
+    def _failed(self, state: _LogicalRun, code: AgentFailureCode, message: str) -> FailedRunResult:
+        return FailedRunResult(
+            messages=tuple(self._transcript),
+            error=RunError(code=code, message=message),
+            usage=state.usage,
+        )
+
+    def _over_cap(self, state: _LogicalRun) -> FailedRunResult:
+        return self._failed(
+            state, "AGENT_MESSAGE_LIMIT", f"Agent transcript exceeded {self._cap} messages"
+        )
+
+    def _max_steps_result(self, state: _LogicalRun) -> MaxStepsRunResult:
+        return MaxStepsRunResult(
+            messages=tuple(self._transcript), max_steps=self._max_steps, usage=state.usage
+        )
+
+    def __repr__(self) -> str:
+        state = "running" if self._active is not None else "idle"
+        return (
+            f"<Agent {state}, {len(self._transcript)} messages, "
+            f"{len(self._steering)} steering, {len(self._follow_ups)} follow-ups queued>"
+        )
+
+
+def _bound_stream(model: object) -> Callable[[ModelRequest, AbortSignal], object]:
+    """The model's ``stream`` method, read once: replacing it later changes nothing."""
+    if type_of(model) in (type(None), bool, int, float, str, bytes):
+        raise TypeError(
+            "Agent model must implement the Model contract (a stream(request, signal) method)"
+        )
+    try:
+        stream: object = cast("Any", model).stream
+    except Exception:
+        stream = None
+    if not callable(stream):
+        raise TypeError("Agent model.stream must be a function")
+    return stream
+
+
+def _require_loop(method: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            f"Agent.{method}() starts the run on the running event loop: call it from async "
+            "code (or use agent.run_sync() from a script)"
+        ) from None
+
+
+def _next_generated_number(messages: list[Message]) -> int:
+    """1 + the highest ``agent-user-NNNNNN`` number in ``messages`` (or 1)."""
+    highest = 0
+    for message in messages:
+        match = _GENERATED_ID.fullmatch(message.id)
+        if match is not None:
+            highest = max(highest, int(match.group(1)))
+    return highest + 1
