@@ -130,6 +130,7 @@ async def _answer(hook: Callable[..., Any], signal: AbortSignal, *args: Any) -> 
 
     Raises the abort reason when the signal aborts; any other failure is a ``_HookFailure``.
     """
+    check_signal(signal)  # a run cancelled as the call started never asks the host
     try:
         answer = hook(*args)
         if is_awaitable(answer):

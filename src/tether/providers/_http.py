@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
-from tether.providers.errors import ProviderError, ProviderErrorCode
+from tether.providers.errors import MAX_ERROR_TEXT, ProviderError, ProviderErrorCode
 
 if TYPE_CHECKING:
     import httpx2
@@ -49,6 +49,7 @@ __all__ = [
     "open_stream",
     "read_limited",
     "redact",
+    "redact_error",
 ]
 
 MAX_ERROR_BODY_BYTES: Final = 65_536
@@ -107,10 +108,52 @@ class Timeouts:
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``[redacted]``."""
-    if secret:
-        return text.replace(secret, "[redacted]")
+    """``text`` with every occurrence of ``secret`` replaced by ``[redacted]``, and a cut-off
+    start of it at the very end (a message shortened to its length limit) too."""
+    if not secret:
+        return text
+    text = text.replace(secret, "[redacted]")
+    body = text[:-1] if text.endswith("…") else text
+    for size in range(min(len(secret) - 1, len(body)), 3, -1):
+        if body.endswith(secret[:size]):
+            return body[:-size] + "[redacted]" + text[len(body) :]
     return text
+
+
+def redact_error(error: BaseException, secret: str | None) -> BaseException:
+    """``error``, or a copy without ``secret`` in its message.
+
+    Vendor text reaches errors on paths that never saw the key (an error event inside a 200
+    stream, an error body); this is the last check before an error leaves the model. A
+    ``ProviderError`` keeps its code and details; another exception that carries the key
+    becomes ``PROVIDER_PROTOCOL_ERROR``. Base exceptions (cancellation) pass as they are.
+    """
+    if not secret or not isinstance(error, Exception):
+        return error
+    if isinstance(error, ProviderError):
+        text = error.message
+        cleaned = redact(text, secret)
+        if cleaned == text:
+            return error
+        excess = len(cleaned) - MAX_ERROR_TEXT
+        if excess > 0:  # "[redacted]" is longer than the cut-off key: keep it whole
+            mark = cleaned.rfind("[redacted]")
+            cleaned = cleaned[: mark - excess] + cleaned[mark:]
+        copy = ProviderError(
+            error.code,  # pyright: ignore[reportArgumentType]
+            cleaned,
+            status=error.status,
+            retry_after=error.retry_after,
+            provider_code=error.provider_code,
+        )
+        return copy.with_traceback(error.__traceback__)
+    try:
+        text = str(error)
+    except Exception:
+        return error
+    if secret not in text and redact(text, secret) == text:
+        return error
+    return ProviderError("PROVIDER_PROTOCOL_ERROR", redact(text, secret))
 
 
 class HttpTransport:

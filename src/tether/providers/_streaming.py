@@ -30,6 +30,7 @@ from tether.providers._http import (
     close_response,
     open_stream,
     read_limited,
+    redact_error,
 )
 from tether.providers._sse import SSEDecoder, SSEEvent, is_event_stream
 from tether.providers.errors import ProviderError
@@ -197,7 +198,7 @@ class HttpStreamModel:
             detach()
             if response is not None:
                 await close_response(response)
-            fail_producer(stream, error)
+            fail_producer(stream, redact_error(error, self._api_key))
             return
         detach()
         await close_response(response)
