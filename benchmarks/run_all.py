@@ -31,6 +31,7 @@ BENCHES = (
     "bench_anthropic",
     "bench_coding",
     "bench_agent",
+    "bench_session",
     "bench_import",
     "bench_scale",
 )
@@ -250,6 +251,19 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         " Publishing one event costs "
         + ", ".join(f"{value:.1f} µs with {count}" for count, value in per_event.items())
         + " subscribers (linear in subscribers).",
+    ]
+    session = figures["bench_session"]
+    lines += [
+        "",
+        "## Session files (4,096 records, CPU)",
+        "",
+        f"`SessionStore.load`: {session['load_ms']:.1f} ms, {session['load_ratio']:.2f}x "
+        f"`json.loads` over the same lines (goal ≤ 3x: {verdict(session['load_ratio'] <= 3)}). "
+        "Append (a whole atomic generation, fsync included): "
+        + ", ".join(
+            f"{row['ms']:.1f} ms at {row['records']:,} records" for row in session["append"]
+        )
+        + ".",
     ]
     lines += [
         "",

@@ -32,6 +32,11 @@ MODULES = (
     "tether.tools.coding",
     "tether.loop",
     "tether.agent",
+    "tether.agent.compaction",
+    "tether.agent.summarizer",
+    "tether.agent.auto_compaction",
+    "tether.agent.session",
+    "tether.agent.persistence",
     "tether.trace",
 )
 """The modules whose ``__all__`` the package root re-exports, lowest layer first."""

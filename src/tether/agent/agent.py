@@ -51,11 +51,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final, Literal, TypeAlias, cast
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from tether._errors import TetherError
 from tether._producer import start_producer
@@ -63,11 +64,22 @@ from tether._race import reraise_task_cancellation, signal_aborted, signal_reaso
 from tether._text import is_non_empty, message_of
 from tether._types import type_of
 from tether.abort import AbortController, AbortError, AbortSignal
+from tether.agent.auto_compaction import AutoCompaction, context_tokens, summary_message
+from tether.agent.compaction import (
+    MAX_CONTEXT_MESSAGES,
+    ActiveContext,
+    ContextCompactionError,
+    ContextCompactionRecord,
+    ContextLimits,
+    ContextSummary,
+    compact_context,
+)
+from tether.agent.summarizer import model_summarizer
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
 from tether.loop.limits import DEFAULT_LIMITS, MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits
 from tether.loop.run import CONSUMER_GONE, run_owned_turns
-from tether.models.base import Model
+from tether.models.base import Model, ModelStream
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -100,6 +112,7 @@ __all__ = [
     "AgentStateError",
     "AgentSubscriber",
     "AgentSubscriberError",
+    "TranscriptRecorder",
 ]
 
 MAX_AGENT_QUEUED_MESSAGES: Final = 256
@@ -108,7 +121,9 @@ MAX_AGENT_MESSAGES: Final = MAX_INITIAL_MESSAGES
 """The workshop's cap on an Agent's transcript (``RunLimits.max_initial_messages``), so an
 owned transcript is always a valid input to the loop."""
 
-AgentFailureCode: TypeAlias = Literal["AGENT_MESSAGE_LIMIT", "AGENT_STATE_FAILED"]
+AgentFailureCode: TypeAlias = Literal[
+    "AGENT_MESSAGE_LIMIT", "AGENT_RECORDING_FAILED", "AGENT_STATE_FAILED"
+]
 """The codes of ``failed`` results the Agent itself produces (the loop's codes pass through)."""
 
 AgentSubscriber: TypeAlias = Callable[[AgentEvent, AbortSignal], object]
@@ -152,6 +167,61 @@ class AgentSubscriberError:
     event_type: AgentEventType
     listener_id: int
     message: str
+
+
+@runtime_checkable
+class TranscriptRecorder(Protocol):
+    """Where an Agent writes what enters its transcript, as it enters (a session).
+
+    The Agent awaits each call on its run's task before going on, so a recorded transcript
+    is never behind by more than the message being written. A recorder that raises ends the
+    run ``failed`` with ``AGENT_RECORDING_FAILED`` (the message says why); the Agent keeps
+    its state. A cancelled turn is never recorded (it is never adopted).
+    """
+
+    async def record_messages(self, messages: tuple[Message, ...]) -> None:
+        """Messages appended to the transcript, in order."""
+        ...
+
+    async def record_compaction(
+        self,
+        summary: ContextSummary,
+        kept: tuple[Message, ...],
+        record: ContextCompactionRecord,
+    ) -> None:
+        """The context was compacted: ``summary`` now stands for everything before ``kept``
+        (the retained messages, already recorded), as ``record`` describes."""
+        ...
+
+
+class _RecordingFailed(Exception):
+    """Internal: the recorder failed; the run ends ``AGENT_RECORDING_FAILED``."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(
+            f"The transcript could not be recorded: {message_of(error, type(error).__name__)}"
+        )
+
+
+class _Bound:
+    """A model made of a bound ``stream`` method (for the default summarizer)."""
+
+    __slots__ = ("_open",)
+
+    def __init__(self, open_stream: Callable[[ModelRequest, AbortSignal], object]) -> None:
+        self._open = open_stream
+
+    def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream:
+        """Open the bound model's stream."""
+        return self._open(request, signal)  # pyright: ignore[reportReturnType]
+
+
+_USAGE_FIELDS: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _context_limits(cap: int) -> ContextLimits:
+    """The compaction limits for a transcript cap: the workshop's when it fits them."""
+    return ContextLimits() if cap <= MAX_CONTEXT_MESSAGES else ContextLimits.for_coding()
 
 
 class _ActiveRun:
@@ -205,9 +275,13 @@ class Agent:
         "_active",
         "_call_ids",
         "_cap",
+        "_compaction",
+        "_compaction_error",
+        "_compactions",
         "_failures",
         "_follow_ups",
         "_hooks",
+        "_last_usage",
         "_limits",
         "_listeners",
         "_max_steps",
@@ -215,14 +289,17 @@ class Agent:
         "_next_number",
         "_open_stream",
         "_pending",
+        "_recorder",
         "_requests",
         "_run_reserve",
         "_snapshot",
         "_steering",
+        "_summary",
         "_system",
         "_tools",
         "_transcript",
         "_usage",
+        "_usage_seen",
     )
 
     def __init__(
@@ -236,6 +313,9 @@ class Agent:
         limits: RunLimits = DEFAULT_LIMITS,
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
+        summary: ContextSummary | None = None,
+        compaction: AutoCompaction | None = None,
+        recorder: TranscriptRecorder | None = None,
     ) -> None:
         self._open_stream = _bound_stream(model)
         if tools is not None and not isinstance(tools, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -266,6 +346,25 @@ class Agent:
         # one result per tool call (a call is a block, and a streamed chunk).
         self._run_reserve = 1 + min(limits.max_chunks_per_step, limits.max_blocks_per_step)
         self._transcript: list[Message] = self._snapshot_messages(messages)
+        if summary is not None and type_of(summary) is not ContextSummary:
+            raise TypeError("Agent summary must be a ContextSummary or None")
+        if summary is not None:
+            self._transcript.insert(0, summary_message(summary))
+            if len(self._transcript) > self._cap:
+                raise AgentMessageLimitError(
+                    f"Agent transcript must not exceed {self._cap} messages"
+                )
+        self._summary = summary
+        if compaction is not None and type_of(compaction) is not AutoCompaction:
+            raise TypeError("Agent compaction must be an AutoCompaction or None")
+        self._compaction = compaction
+        self._compactions: list[ContextCompactionRecord] = []
+        self._compaction_error: ContextCompactionError | None = None
+        if recorder is not None and not isinstance(recorder, TranscriptRecorder):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("Agent recorder must implement record_messages and record_compaction")
+        self._recorder = recorder
+        self._last_usage: ModelUsage | None = None
+        self._usage_seen = 0
         self._call_ids: set[str] = {
             block.id
             for message in self._transcript
@@ -325,6 +424,22 @@ class Agent:
         """Token usage summed over every model response of every run of this Agent, including
         a cancelled turn's (its tokens were spent even though its output was dropped)."""
         return self._usage
+
+    @property
+    def summary(self) -> ContextSummary | None:
+        """The summary of compacted history the context starts with, if any."""
+        return self._summary
+
+    @property
+    def compactions(self) -> tuple[ContextCompactionRecord, ...]:
+        """The compactions this Agent made, oldest first."""
+        return tuple(self._compactions)
+
+    @property
+    def last_compaction_error(self) -> ContextCompactionError | None:
+        """Why the last automatic compaction failed (the turn went ahead uncompacted), or
+        ``None`` if it did not fail."""
+        return self._compaction_error
 
     @property
     def queued_steering(self) -> tuple[UserMessage, ...]:
@@ -621,11 +736,13 @@ class Agent:
     def _after_failure(self, active: _ActiveRun, state: _LogicalRun, error: Exception) -> RunResult:
         if active.terminal is not None:  # the failure came after the terminal event
             return active.terminal
-        code: AgentFailureCode = (
-            "AGENT_MESSAGE_LIMIT"
-            if isinstance(error, AgentMessageLimitError)
-            else "AGENT_STATE_FAILED"
-        )
+        code: AgentFailureCode
+        if isinstance(error, AgentMessageLimitError):
+            code = "AGENT_MESSAGE_LIMIT"
+        elif isinstance(error, _RecordingFailed):
+            code = "AGENT_RECORDING_FAILED"
+        else:
+            code = "AGENT_STATE_FAILED"
         result = self._failed(state, code, message_of(error, _STATE_FAILED))
         return self._select(active, state, result)
 
@@ -636,10 +753,15 @@ class Agent:
         for message in accepted:
             publish(trusted.message_accepted_event(state.sequence, message))
             state.sequence += 1
+        await self._persist(accepted)
         cap = self._cap
         while True:
             if len(self._transcript) > cap:
                 return self._select(active, state, self._over_cap(state))
+            if self._compaction is not None:
+                await self._compact_if_due(active, state, self._compaction)
+                if signal_aborted(active.signal):
+                    return self._select(active, state, self._cancelled(active, state))
             before = len(self._transcript)
             result, state.sequence = await run_owned_turns(
                 transcript=tuple(self._transcript),
@@ -664,20 +786,26 @@ class Agent:
             if len(result.messages) > cap:
                 return self._select(active, state, self._over_cap(state))
             self._adopt(result.messages, before)
+            if any(result.usage.__getattribute__(name) for name in _USAGE_FIELDS):
+                self._last_usage = result.usage  # covers the transcript up to its answer
+                self._usage_seen = before + 1
             status = result.status
             if status == "cancelled" or status == "failed":
-                return self._select(active, state, self._close_orphans(active, state, result))
+                result = self._close_orphans(active, state, result)
+                await self._persist(self._transcript[before:])
+                return self._select(active, state, result)
+            await self._persist(self._transcript[before:])
             if status == "maxSteps":
                 if state.turns >= self._max_steps:
                     return self._select(active, state, self._max_steps_result(state))
-                self._accept_steering(active, state)
+                await self._persist(self._accept_steering(active, state))
                 continue
             if status != "completed":
                 assert_never(status)
             if self._steering:
                 if state.turns >= self._max_steps:
                     return self._select(active, state, self._max_steps_result(state))
-                self._accept_steering(active, state)
+                await self._persist(self._accept_steering(active, state))
                 continue
             if self._follow_ups:
                 if state.turns >= self._max_steps:
@@ -686,6 +814,7 @@ class Agent:
                 self._accept_from(self._follow_ups, follow)
                 publish(trusted.message_accepted_event(state.sequence, follow[0]))
                 state.sequence += 1
+                await self._persist(follow)
                 continue
             return self._select(active, state, result)
 
@@ -731,11 +860,74 @@ class Agent:
             state.sequence += 1
         return dataclasses.replace(result, messages=tuple(self._transcript))
 
-    def _accept_steering(self, active: _ActiveRun, state: _LogicalRun) -> None:
+    def _accept_steering(self, active: _ActiveRun, state: _LogicalRun) -> list[UserMessage]:
         accepted: list[UserMessage] = []
         if self._accept_from(self._steering, accepted):
             active.publish(trusted.message_accepted_event(state.sequence, accepted[0]))
             state.sequence += 1
+        return accepted
+
+    async def _persist(self, messages: Sequence[Message]) -> None:
+        """Hand messages that entered the transcript to the recorder (a session)."""
+        recorder = self._recorder
+        if recorder is None or not messages:
+            return
+        try:
+            await recorder.record_messages(tuple(messages))
+        except Exception as error:
+            raise _RecordingFailed(error) from error
+
+    async def _compact_if_due(
+        self, active: _ActiveRun, state: _LogicalRun, policy: AutoCompaction
+    ) -> None:
+        """Compact before a turn when the context nears the window (see auto_compaction)."""
+        limits = _context_limits(self._cap)
+        tokens = context_tokens(self._transcript, self._last_usage, self._usage_seen, limits)
+        if not policy.due(tokens):
+            return
+        offset = 1 if self._summary is not None else 0
+        try:
+            context = ActiveContext(
+                summary=self._summary,
+                messages=tuple(self._transcript[offset:]),
+                compactions=tuple(self._compactions),
+                limits=limits,
+            )
+            number = len(self._compactions) + 1
+            options = dataclasses.replace(
+                policy.options(
+                    context,
+                    tokens=tokens,
+                    summarizer=policy.summarizer or model_summarizer(_Bound(self._open_stream)),
+                    summary_id=f"context-summary-{uuid.uuid4().hex[:12]}",
+                    record_id=f"compaction-{number:06d}",
+                ),
+                signal=active.signal,
+            )
+            outcome = await compact_context(context, options)
+        except ContextCompactionError as error:
+            if error.code != "CONTEXT_CANCELLED":
+                self._compaction_error = error
+            return
+        if outcome.status == "unchanged":
+            return
+        compacted = outcome.context
+        summary = compacted.summary
+        assert summary is not None  # a compacted context always has one
+        message = summary_message(summary)
+        self._summary = summary
+        self._compactions.append(outcome.record)
+        self._compaction_error = None
+        self._transcript = [message, *compacted.messages]
+        self._last_usage = None
+        active.publish(trusted.message_accepted_event(state.sequence, message))
+        state.sequence += 1
+        recorder = self._recorder
+        if recorder is not None:
+            try:
+                await recorder.record_compaction(summary, compacted.messages, outcome.record)
+            except Exception as error:
+                raise _RecordingFailed(error) from error
 
     def _select(self, active: _ActiveRun, state: _LogicalRun, result: RunResult) -> RunResult:
         """Make ``result`` the run's terminal: the logical run's usage, cancellation applied,

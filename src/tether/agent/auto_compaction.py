@@ -1,0 +1,143 @@
+"""Automatic compaction: when an Agent's context nears the model's window, summarize a prefix.
+
+``AutoCompaction`` is the policy an ``Agent`` takes (``Agent(compaction=...)``). Before each
+model turn the Agent asks ``context_tokens``: the last response's reported usage (input,
+cached reads and writes, output: everything the model saw and said) plus a chars/4 estimate
+(``tether.agent.compaction.estimate_tokens``) of the messages added since; with no usage yet,
+the estimate of the whole context. When that exceeds ``context_window - reserve_tokens``, the
+Agent compacts with ``compact_context`` (checkpoint 11: a boundary never splits a tool round;
+any failure changes nothing) to a target of ``target_ratio`` of the usable window, keeping at
+least ``keep_recent_messages``.
+
+The summary becomes the first message the model sees: a user message with the summary's ID
+whose content is ``SUMMARY_PREFIX`` + the summary. A failed compaction does not stop the
+run: the turn goes ahead with the full context (the model may then refuse it as too long), and
+the error is kept on the Agent (``Agent.last_compaction_error``). Units are the deterministic
+estimate's (about one per character); tokens are converted at ``CODE_POINTS_PER_TOKEN``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from tether._types import type_of
+from tether.agent.compaction import (
+    CODE_POINTS_PER_TOKEN,
+    ActiveContext,
+    CompactContextOptions,
+    ContextLimits,
+    ContextSummarizer,
+    ContextSummary,
+    estimate_context_units,
+    estimate_tokens,
+)
+from tether.protocol import MAX_SAFE_INTEGER, Message, ModelUsage, UserMessage
+
+__all__ = ["SUMMARY_PREFIX", "AutoCompaction", "summary_message"]
+
+SUMMARY_PREFIX: Final = (
+    "The conversation before this point was compacted to save context. Summary of it:\n\n"
+)
+"""What the summary message's content starts with, so the model reads it as a summary."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoCompaction:
+    """When and how far an Agent compacts its context (see the module docstring).
+
+    * ``context_window``: the model's context in tokens (e.g. 128_000);
+    * ``reserve_tokens``: room kept free for the next answer (default 16,384, at most half
+      the window);
+    * ``target_ratio``: the share of the usable window a compacted context aims at (0.5);
+    * ``keep_recent_messages``: messages that always stay verbatim (default 2);
+    * ``summary_max_tokens``: the summary's budget (default 4,096 tokens);
+    * ``summarizer``: writes summaries; ``None`` asks the Agent's own model
+      (``tether.agent.summarizer.model_summarizer``).
+    """
+
+    context_window: int
+    reserve_tokens: int = 16_384
+    target_ratio: float = 0.5
+    keep_recent_messages: int = 2
+    summary_max_tokens: int = 4_096
+    summarizer: ContextSummarizer | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("context_window", "reserve_tokens", "summary_max_tokens"):
+            value = getattr(self, name)
+            if type_of(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
+                raise TypeError(f"AutoCompaction.{name} must be a positive safe integer")
+        keep = self.keep_recent_messages
+        if type_of(keep) is not int or not 0 <= keep <= MAX_SAFE_INTEGER:
+            raise TypeError("AutoCompaction.keep_recent_messages must be a non-negative integer")
+        if self.reserve_tokens * 2 > self.context_window:
+            raise TypeError("AutoCompaction.reserve_tokens must be at most half the window")
+        ratio = self.target_ratio
+        if type_of(ratio) is not float or not 0.0 < ratio < 1.0:
+            raise TypeError("AutoCompaction.target_ratio must be a float between 0 and 1")
+        if self.summarizer is not None and not callable(self.summarizer):
+            raise TypeError("AutoCompaction.summarizer must be callable or None")
+
+    @property
+    def threshold_tokens(self) -> int:
+        """Compaction starts above this many tokens of context."""
+        return self.context_window - self.reserve_tokens
+
+    def due(self, tokens: int) -> bool:
+        """Whether a context of ``tokens`` should be compacted before the next turn."""
+        return tokens > self.threshold_tokens
+
+    def options(
+        self,
+        context: ActiveContext,
+        *,
+        tokens: int,
+        summarizer: ContextSummarizer,
+        summary_id: str,
+        record_id: str,
+    ) -> CompactContextOptions:
+        """``compact_context`` options that shrink ``context``, now ``tokens`` tokens, to the
+        target. The target in units keeps the context's own ratio of units to tokens, so a
+        model whose reported usage is far from the chars/4 estimate still gets the share of
+        its window it asked for."""
+        units = estimate_context_units(context)
+        goal = int(self.threshold_tokens * self.target_ratio)
+        target = max(2, min(units - 1, units * goal // max(tokens, 1)))
+        summary_units = max(1, min(self.summary_max_tokens * CODE_POINTS_PER_TOKEN, target // 2))
+        return CompactContextOptions(
+            limits=context.limits,
+            max_units=target,
+            target_units=target,
+            summary_max_units=summary_units,
+            retain_recent_messages=min(self.keep_recent_messages, len(context.messages)),
+            summary_id=summary_id,
+            record_id=record_id,
+            summarizer=summarizer,
+        )
+
+
+def context_tokens(
+    messages: list[Message],
+    last_usage: ModelUsage | None,
+    seen: int,
+    limits: ContextLimits | None = None,
+) -> int:
+    """Tokens of context the next request carries: ``last_usage`` (the last response's) for
+    the first ``seen`` messages plus an estimate of the rest; the whole estimate without it.
+    ``limits`` bound the estimate (the workshop's by default)."""
+    if last_usage is None:
+        return estimate_tokens(list(messages), limits=limits)
+    reported = (
+        last_usage.input_tokens
+        + last_usage.cache_read_tokens
+        + last_usage.cache_write_tokens
+        + last_usage.output_tokens
+    )
+    rest = messages[seen:]
+    return reported + (estimate_tokens(list(rest), limits=limits) if rest else 0)
+
+
+def summary_message(summary: ContextSummary) -> UserMessage:
+    """The user message that carries ``summary`` to the model."""
+    return UserMessage(id=summary.id, content=SUMMARY_PREFIX + summary.content)

@@ -1,0 +1,115 @@
+"""An Agent whose conversation lives in a session file: record as it goes, resume later.
+
+``SessionRecorder(tree)`` is the ``TranscriptRecorder`` that appends every message entering
+an Agent's transcript to a ``SessionTree`` (each append is an atomic generation of the file,
+see ``tether.agent.session``), and every automatic compaction as a compaction entry whose
+``first_kept_entry_id`` names the first retained message's entry. So the session's active
+context (``SessionTree.active_context()``) is always what the Agent's model saw.
+
+``resume_agent(tree, model=..., ...)`` builds an Agent from the active branch: the summary of
+its last compaction (if any) and the messages after it, recording into the same tree. A branch
+that ends with tool calls without results (the process died between a call and its result)
+gets an ``is_error`` ``TOOL_CALL_NOT_RUN`` result for each, recorded first, so the Agent starts
+from a valid transcript. To branch, ``await tree.move_to(entry_id)`` before resuming.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.agent.agent import Agent
+from tether.agent.compaction import ContextCompactionRecord, ContextSummary
+from tether.agent.session import MessageEntry, SessionTree
+from tether.protocol import Message, ToolResultMessage
+from tether.protocol import _trusted as trusted
+from tether.tools.serialize import serialize_output
+
+__all__ = ["SessionRecorder", "resume_agent"]
+
+
+class SessionRecorder:
+    """Appends an Agent's transcript to ``tree`` as it grows (a ``TranscriptRecorder``)."""
+
+    __slots__ = ("_entries", "_tree")
+
+    def __init__(self, tree: SessionTree) -> None:
+        if not isinstance(tree, SessionTree):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("SessionRecorder needs a SessionTree")
+        self._tree = tree
+        self._entries: dict[str, str] = {
+            entry.message.id: entry.id
+            for entry in tree.active_entries
+            if type(entry) is MessageEntry
+        }
+
+    @property
+    def tree(self) -> SessionTree:
+        """The session tree written to."""
+        return self._tree
+
+    async def record_messages(self, messages: tuple[Message, ...]) -> None:
+        """Append ``messages`` under the active leaf, in order."""
+        for message in messages:
+            entry = await self._tree.append(message)
+            self._entries[message.id] = entry.id
+
+    async def record_compaction(
+        self,
+        summary: ContextSummary,
+        kept: tuple[Message, ...],
+        record: ContextCompactionRecord,
+    ) -> None:
+        """Append a compaction entry: ``summary`` stands for what precedes ``kept[0]``."""
+        first = self._entries.get(kept[0].id) if kept else None
+        await self._tree.append_compaction(
+            summary_id=summary.id,
+            summary=summary.content,
+            first_kept_entry_id=first,
+            units_before=record.units_before,
+            units_after=record.units_after,
+        )
+
+
+async def resume_agent(tree: SessionTree, **options: Any) -> Agent:
+    """An Agent over ``tree``'s active context that records into ``tree``.
+
+    ``options`` are the Agent's (``model`` is required; ``messages``, ``summary`` and
+    ``recorder`` come from the tree). Unanswered tool calls at the end of the branch are
+    closed first (see the module docstring).
+    """
+    for name in ("messages", "summary", "recorder"):
+        if name in options:
+            raise TypeError(f"resume_agent() takes {name} from the session")
+    recorder = SessionRecorder(tree)
+    context = tree.active_context()
+    messages = list(context.messages)
+    closing = _closing_results(messages)
+    if closing:
+        await recorder.record_messages(tuple(closing))
+        messages.extend(closing)
+    summary = (
+        None
+        if context.summary is None
+        else ContextSummary(id=context.summary.id, content=context.summary.content)
+    )
+    return Agent(messages=messages, summary=summary, recorder=recorder, **options)
+
+
+def _closing_results(messages: list[Message]) -> list[ToolResultMessage]:
+    answered = {message.tool_call_id for message in messages if message.role == "toolResult"}
+    closing: list[ToolResultMessage] = []
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        for block in message.content:
+            if block.type == "toolCall" and block.id not in answered:
+                content = serialize_output(
+                    {
+                        "error": {
+                            "code": "TOOL_CALL_NOT_RUN",
+                            "message": "The session ended before this tool call ran",
+                        }
+                    }
+                )
+                closing.append(trusted.tool_result(block, content, True))
+    return closing

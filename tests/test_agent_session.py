@@ -1,0 +1,199 @@
+"""An Agent recorded into a session file and resumed from it (``tether.agent.persistence``),
+with real files in temporary directories."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether import (
+    AssistantMessage,
+    ScriptedModel,
+    ToolCall,
+    ToolRegistry,
+    UserMessage,
+    text_reply,
+    tool,
+    tool_call_reply,
+)
+from tether.abort import AbortSignal
+from tether.agent import Agent
+from tether.agent.auto_compaction import AutoCompaction
+from tether.agent.compaction import ContextSummaryRequest
+from tether.agent.persistence import SessionRecorder, resume_agent
+from tether.agent.session import CompactionEntry, SessionStore, SessionTree
+from tether.jsonvalue import JsonObject
+from tether.messages import validate_transcript
+from tether.models.scripted import ScriptedReply, ScriptedToolCall
+
+LIMIT = 30.0
+
+
+@tool
+def add(left: int, right: int) -> int:
+    """Add two integers."""
+    return left + right
+
+
+def read_lines(path: str) -> list[bytes]:
+    return Path(path).read_bytes().splitlines()
+
+
+def append_behind_the_stores_back(path: str) -> None:
+    with open(path, "ab") as handle:
+        handle.write(b"\n")
+
+
+async def bounded(awaitable: Any) -> Any:
+    async with asyncio.timeout(LIMIT):
+        return await awaitable
+
+
+async def new_tree(tmp_path: Path, name: str = "session.jsonl") -> SessionTree:
+    return SessionTree(await SessionStore.create(tmp_path / name))
+
+
+async def reloaded(tree: SessionTree) -> SessionTree:
+    return SessionTree(await SessionStore.load(tree.store.path))
+
+
+async def test_every_message_is_recorded_as_it_enters(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    model = ScriptedModel(
+        [tool_call_reply(("add", {"left": 2, "right": 3})), text_reply("5"), text_reply("bye")]
+    )
+    agent = Agent(model=model, tools=ToolRegistry([add]), recorder=SessionRecorder(tree))
+    assert (await bounded(agent.run("add 2 and 3"))).status == "completed"
+    assert (await bounded(agent.run("thanks"))).status == "completed"
+    on_disk = await reloaded(tree)
+    assert on_disk.active_messages == agent.messages
+    assert [m.role for m in on_disk.active_messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    lines = read_lines(tree.store.path)
+    assert len(lines) == 1 + 6  # the header and one entry per message
+    assert json.loads(lines[1])["message"]["content"] == "add 2 and 3"
+
+
+async def test_a_cancelled_turn_records_only_the_prompt(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    entered = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait forever."""
+        entered.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    model = ScriptedModel([tool_call_reply(("wait", {}))])
+    agent = Agent(model=model, tools=ToolRegistry([wait]), recorder=SessionRecorder(tree))
+    stream = agent.prompt("go")
+    await bounded(entered.wait())
+    agent.cancel("stop")
+    assert (await bounded(stream.result)).status == "cancelled"
+    on_disk = await reloaded(tree)
+    assert [m.content for m in on_disk.active_messages if m.role == "user"] == ["go"]
+    assert on_disk.active_messages == agent.messages
+
+
+async def test_a_recorder_failure_fails_the_run_with_its_own_code(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    agent = Agent(model=ScriptedModel([text_reply("a")]), recorder=SessionRecorder(tree))
+    append_behind_the_stores_back(tree.store.path)
+    result = await bounded(agent.run("hi"))
+    assert result.status == "failed"
+    assert result.error.code == "AGENT_RECORDING_FAILED"
+    assert "changed" in result.error.message.lower()
+    assert not agent.is_running
+
+
+async def test_two_hundred_compacting_turns_reload_to_the_same_context(tmp_path: Path) -> None:
+    def summarize(request: ContextSummaryRequest, signal: AbortSignal) -> str:
+        previous = request.previous_summary.content if request.previous_summary else ""
+        return f"{len(request.messages)} more messages; {previous[:60]}"
+
+    tree = await new_tree(tmp_path)
+    replies = [text_reply(f"answer {n} " + "x" * 60, response_id=f"r{n}") for n in range(201)]
+    model = ScriptedModel(replies)
+    policy = AutoCompaction(context_window=800, reserve_tokens=200, summarizer=summarize)
+    agent = Agent(model=model, compaction=policy, recorder=SessionRecorder(tree))
+    for n in range(200):
+        assert (await bounded(agent.run(f"question {n}"))).status == "completed"
+    assert len(agent.compactions) >= 5
+    compactions = [e for e in tree.entries if type(e) is CompactionEntry]
+    assert len(compactions) == len(agent.compactions)
+
+    resumed = await resume_agent(await reloaded(tree), model=model, compaction=policy)
+    assert resumed.messages == agent.messages
+    assert resumed.summary == agent.summary
+    assert (await bounded(resumed.run("one more"))).status == "completed"
+    assert model.requests[-1].messages[:-1] == agent.messages
+
+
+async def test_resuming_closes_calls_the_process_never_answered(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    call = ToolCall(id="c1", name="add", arguments={"left": 1, "right": 1})  # pyright: ignore[reportArgumentType]
+    await tree.append(UserMessage(id="u1", content="add"))
+    await tree.append(AssistantMessage(id="a1", content=(call,)))
+    agent = await resume_agent(
+        await reloaded(tree), model=ScriptedModel([text_reply("2")]), tools=ToolRegistry([add])
+    )
+    assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult"]
+    closing = agent.messages[2]
+    assert closing.role == "toolResult"
+    assert closing.is_error
+    assert json.loads(closing.content)["error"]["code"] == "TOOL_CALL_NOT_RUN"
+    assert validate_transcript(agent.messages) == ()
+    on_disk = await reloaded(tree)
+    assert on_disk.active_messages == agent.messages  # the closing result was recorded first
+    assert (await bounded(agent.run("again"))).status == "completed"
+
+
+async def test_resuming_an_earlier_entry_branches(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    agent = Agent(
+        model=ScriptedModel([text_reply("one"), text_reply("two")]), recorder=SessionRecorder(tree)
+    )
+    await bounded(agent.run("first"))
+    first_answer = tree.active_entries[1].id
+    await bounded(agent.run("second"))
+    await tree.move_to(first_answer)
+    branch = await resume_agent(tree, model=ScriptedModel([text_reply("other")]))
+    assert [m.content for m in branch.messages if m.role == "user"] == ["first"]
+    await bounded(branch.run("instead"))
+    on_disk = await reloaded(tree)
+    assert len(on_disk.entries) == 6  # both branches stay on disk
+    assert on_disk.active_messages == branch.messages
+
+
+async def test_resume_takes_messages_from_the_session_only(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    with pytest.raises(TypeError, match="takes messages from the session"):
+        await resume_agent(tree, model=ScriptedModel(), messages=[])
+    with pytest.raises(TypeError, match="SessionRecorder needs a SessionTree"):
+        SessionRecorder(tree.store)  # pyright: ignore[reportArgumentType]
+
+
+async def test_a_length_stop_with_calls_is_closed_and_recorded(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    cut = ScriptedReply(
+        tool_calls=(ScriptedToolCall(name="add", arguments=JsonObject({"left": 1})),),
+        stop_reason="length",
+    )
+    agent = Agent(model=ScriptedModel([cut]), recorder=SessionRecorder(tree))
+    result = await bounded(agent.run("go"))
+    assert result.status == "failed"
+    on_disk = await reloaded(tree)
+    assert on_disk.active_messages == agent.messages
+    assert [m.role for m in on_disk.active_messages] == ["user", "assistant", "toolResult"]
+    assert validate_transcript(on_disk.active_messages) == ()
