@@ -12,6 +12,7 @@ import pytest
 
 from tether import (
     AssistantMessage,
+    Message,
     ScriptedModel,
     ToolCall,
     ToolRegistry,
@@ -197,3 +198,31 @@ async def test_a_length_stop_with_calls_is_closed_and_recorded(tmp_path: Path) -
     assert on_disk.active_messages == agent.messages
     assert [m.role for m in on_disk.active_messages] == ["user", "assistant", "toolResult"]
     assert validate_transcript(on_disk.active_messages) == ()
+
+
+async def test_messages_a_failed_recording_missed_are_written_first_next_time(
+    tmp_path: Path,
+) -> None:
+    tree = await new_tree(tmp_path)
+
+    class Flaky(SessionRecorder):
+        failures = 1
+
+        async def record_messages(self, messages: tuple[Message, ...]) -> None:
+            if len(messages) > 1 and self.failures:
+                self.failures -= 1
+                await super().record_messages(messages[:1])  # one written, then a failure
+                raise OSError("disk full")
+            await super().record_messages(messages)
+
+    model = ScriptedModel([tool_call_reply(("add", {"left": 1, "right": 2})), text_reply("3")])
+    model.append_response(text_reply("later"))
+    agent = Agent(model=model, tools=ToolRegistry([add]), recorder=Flaky(tree))
+    first = await bounded(agent.run("sum"))
+    assert first.status == "failed"
+    assert first.error.code == "AGENT_RECORDING_FAILED"
+    assert "disk full" in first.error.message
+    second = await bounded(agent.run("again"))
+    assert second.status == "completed"
+    on_disk = await reloaded(tree)
+    assert on_disk.active_messages == agent.messages  # in order, nothing twice

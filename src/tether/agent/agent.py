@@ -298,6 +298,7 @@ class Agent:
         "_system",
         "_tools",
         "_transcript",
+        "_unrecorded",
         "_usage",
         "_usage_seen",
     )
@@ -363,6 +364,7 @@ class Agent:
         if recorder is not None and not isinstance(recorder, TranscriptRecorder):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("Agent recorder must implement record_messages and record_compaction")
         self._recorder = recorder
+        self._unrecorded: list[Message] = []
         self._last_usage: ModelUsage | None = None
         self._usage_seen = 0
         self._call_ids: set[str] = {
@@ -868,14 +870,24 @@ class Agent:
         return accepted
 
     async def _persist(self, messages: Sequence[Message]) -> None:
-        """Hand messages that entered the transcript to the recorder (a session)."""
+        """Hand messages that entered the transcript to the recorder (a session).
+
+        Messages a failed call did not get written stay pending and go first next time, so
+        a recorder that recovers (a disk that had filled up) catches up in order; the
+        recorder must skip messages it already wrote (``SessionRecorder`` does).
+        """
         recorder = self._recorder
-        if recorder is None or not messages:
+        if recorder is None:
+            return
+        pending = self._unrecorded
+        pending.extend(messages)
+        if not pending:
             return
         try:
-            await recorder.record_messages(tuple(messages))
+            await recorder.record_messages(tuple(pending))
         except Exception as error:
             raise _RecordingFailed(error) from error
+        pending.clear()
 
     async def _compact_if_due(
         self, active: _ActiveRun, state: _LogicalRun, policy: AutoCompaction

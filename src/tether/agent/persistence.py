@@ -48,10 +48,17 @@ class SessionRecorder:
         return self._tree
 
     async def record_messages(self, messages: tuple[Message, ...]) -> None:
-        """Append ``messages`` under the active leaf, in order."""
+        """Append ``messages`` under the active leaf, in order, skipping any this recorder
+        already wrote (so an Agent can retry after a failure without duplicates)."""
         for message in messages:
+            if self._entries.get(message.id) is not None and self._written(message):
+                continue
             entry = await self._tree.append(message)
             self._entries[message.id] = entry.id
+
+    def _written(self, message: Message) -> bool:
+        entry = self._tree.store.get(self._entries[message.id])
+        return type(entry) is MessageEntry and entry.message == message
 
     async def record_compaction(
         self,
