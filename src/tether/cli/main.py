@@ -1,53 +1,116 @@
 """The ``tether`` command.
 
-``tether run`` runs the agent loop on a provider fixture with a built-in ``add`` tool and
-shows the run as it happens: streamed text, each tool call and its result, the final status
-and token usage. With no options it replays the bundled round-trip fixture ("What is 20 +
-22?"). ``--json`` prints one camelCase JSON event per line instead, always as valid UTF-8.
-Ctrl-C cancels the run; a second Ctrl-C quits at once (see ``tether.cli.run``). How output
-is written, and why it never fails on text it cannot encode, is in ``tether.cli.render``.
+``tether run`` runs the agent and shows the run as it happens: streamed text, each tool call
+and its result, the final status and token usage. With no options it replays the bundled
+round-trip fixture ("What is 20 + 22?") with a built-in ``add`` tool: no key, no network.
+``--model PROVIDER/MODEL`` (with ``-p/--prompt``) runs a real model instead, ``--tools
+coding`` gives it the coding tools confined to the current directory (see
+``tether.cli.run``). ``--json`` prints one camelCase JSON event per line instead, always as
+valid UTF-8. Ctrl-C cancels the run; a second Ctrl-C quits at once. How output is written,
+and why it never fails on text it cannot encode, is in ``tether.cli.render``.
 
-``tether trace`` prints the checkpoint-00 trace as JSON lines.
+``tether rpc`` drives one agent over JSON lines on stdin and stdout (the protocol is in
+``tether.cli.rpc``). ``tether models`` lists the providers, their key variables and whether
+they are set, and the config file's settings (``tether.cli.models``; the config file is
+described in ``tether.cli.config``). ``tether trace`` prints the checkpoint-00 trace as JSON
+lines.
 
-Exit status (also listed by ``tether run --help``):
+Model selection is shared by ``run`` and ``rpc``: ``--model PROVIDER/MODEL`` (a catalog
+preset or a ``[providers.NAME]`` of the config file; ``rpc`` falls back to the config's
+``default_model``) and ``--base-url URL``. Errors a person can act on are one line on stderr,
+``tether COMMAND: [CODE] message``, with a stable code and exit status 2.
 
-* 0 completed: the run completed (for ``tether trace``: the trace was written);
+Exit status (also listed by ``tether --help`` and ``tether run --help``):
+
+* 0 completed: the run completed (``tether models`` and ``tether trace``: the output was
+  written; ``tether rpc``: standard input ended and the running prompt settled);
 * 1 failed: the run failed;
-* 2 usage error, or the fixture could not be loaded (a ``PROVIDER_...`` code on stderr);
+* 2 usage error, or a setup a person must fix: a bad option, an invalid config file
+  (``CLI_CONFIG_...``), an unknown provider, a missing API key, a fixture that could not be
+  loaded (a ``PROVIDER_...`` code on stderr), or a model run that failed because the server
+  was unreachable, refused the key (401/403), rate limited it, or found the conversation too
+  long for its context (``CLI_...`` code and advice on stderr);
 * 3 max steps: the run stopped after ``--max-steps`` model steps;
 * 4 output failed: stdout was closed, full or otherwise unwritable (one line on stderr says
   why; nothing when the reader of a pipe went away, as with ``tether run --json | head -1``);
 * 130 interrupted: Ctrl-C (the run was cancelled).
+
+This module imports only what parsing needs; each command imports its own modules, so
+``tether --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, NoReturn
 
-from tether import MAX_AGENT_STEPS
 from tether.cli.render import Output, OutputError, json_line, warn
-from tether.cli.run import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE, run_command
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_OUTPUT_FAILED", "EXIT_STATUS", "EXIT_USAGE", "main"]
+if TYPE_CHECKING:
+    from tether.cli.models import ModelChoice
 
-DEFAULT_PROMPT = "What is 20 + 22?"
+__all__ = [
+    "DEFAULT_PROMPT",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_MAX_STEPS",
+    "EXIT_OK",
+    "EXIT_OUTPUT_FAILED",
+    "EXIT_STATUS",
+    "EXIT_USAGE",
+    "main",
+]
+
+DEFAULT_PROMPT: Final = "What is 20 + 22?"
+"""The user message of a fixture run without ``--prompt``."""
+EXIT_OK: Final = 0
+"""The run completed (or the command did what it was asked)."""
+EXIT_FAILED: Final = 1
+"""The run failed."""
+EXIT_USAGE: Final = 2
+"""A usage error, or a setup a person must fix (see the module docstring)."""
+EXIT_MAX_STEPS: Final = 3
+"""The run stopped after its step budget."""
 EXIT_OUTPUT_FAILED: Final = 4
 """Standard output could not be written."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C (128 + SIGINT, as a shell reports it)."""
+EXIT_STATUS: Final = {
+    "completed": EXIT_OK,
+    "failed": EXIT_FAILED,
+    "maxSteps": EXIT_MAX_STEPS,
+    "cancelled": EXIT_INTERRUPTED,
+}
+"""The exit status of each run result."""
+
+FIXTURE_MAX_STEPS: Final = 64
+"""``--max-steps`` ceiling of a fixture run (``tether.MAX_AGENT_STEPS``)."""
+MODEL_MAX_STEPS: Final = 1024
+"""``--max-steps`` ceiling with ``--model`` (``RunLimits.for_real_models().max_steps``)."""
 
 EXIT_CODES_HELP: Final = """\
 exit status:
-  0    the run completed
+  0    completed: the run completed (models, trace: output written; rpc: stdin ended)
   1    the run failed
-  2    usage error, or the fixture could not be loaded
+  2    usage or setup error: a bad option or config file, an unknown provider, a missing
+       API key, a fixture that could not be loaded; or the model's server was unreachable,
+       refused the key, rate limited the run or found the context too long
   3    the run stopped after max steps (--max-steps)
   4    output failed: stdout closed, full or otherwise unwritable
   130  interrupted (Ctrl-C): the run was cancelled; a second Ctrl-C quits at once
+"""
+
+MODEL_HELP: Final = """\
+model selection:
+  --model PROVIDER/MODEL picks a catalog preset (openai, anthropic, openrouter, groq,
+  deepseek, mistral, ollama, vllm, llamacpp, lmstudio) or a [providers.NAME] of the config
+  file ($TETHER_CONFIG, else $XDG_CONFIG_HOME/tether/config.toml, else
+  ~/.config/tether/config.toml); its API key comes from the provider's environment variable
+  (`tether models` lists them and whether they are set, never their values).
 """
 
 
@@ -66,8 +129,10 @@ def _steps(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= value <= MAX_AGENT_STEPS:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_AGENT_STEPS}")
+    if not 1 <= value <= MODEL_MAX_STEPS:
+        raise argparse.ArgumentTypeError(
+            f"must be between 1 and {FIXTURE_MAX_STEPS} (up to {MODEL_MAX_STEPS} with --model)"
+        )
     return value
 
 
@@ -77,45 +142,203 @@ def _fixture_path(text: str) -> Path:
     return Path(text)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _url(text: str) -> str:
+    if not text.startswith(("http://", "https://")) or len(text) <= len("https://"):
+        raise argparse.ArgumentTypeError("must be an http:// or https:// URL")
+    return text
+
+
+def _text(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> None:
+    parser.add_argument(
+        "--model", metavar="PROVIDER/MODEL", help="the model, e.g. openai/gpt-4o-mini"
+    )
+    parser.add_argument(
+        "--base-url", type=_url, metavar="URL", help="send the provider's requests to URL"
+    )
+    if tools:
+        parser.add_argument(
+            "--tools",
+            choices=["coding"],
+            help="coding: read/write/edit files, grep, bash, python, confined to the cwd",
+        )
+        parser.add_argument("--system", type=_text, metavar="TEXT", help="the system prompt")
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="tether",
         description="The tether agent runtime.",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
+        formatter_class=formatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser(
         "run",
-        help="run the agent loop on a provider fixture with a built-in add tool",
-        description="Run the agent loop on a provider fixture with a built-in add tool.",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run the agent: the bundled fixture (offline), or a real model with --model",
+        description=(
+            "Run the agent and show the run. Without --model: a provider fixture with a\n"
+            "built-in add tool (offline). With --model: one prompt (-p) to a real model."
+        ),
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
+        formatter_class=formatter,
     )
     run.add_argument(
         "--fixture", type=_fixture_path, metavar="PATH", help="provider fixture (default: bundled)"
     )
-    run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the user message")
     run.add_argument(
-        "--max-steps", type=_steps, default=8, metavar="N", help="model steps allowed (1-64)"
+        "-p", "--prompt", metavar="TEXT", help=f"the user message (fixture: {DEFAULT_PROMPT!r})"
+    )
+    run.add_argument(
+        "--max-steps",
+        type=_steps,
+        metavar="N",
+        help=f"model steps allowed (fixture: 1-{FIXTURE_MAX_STEPS}, default 8; "
+        f"--model: 1-{MODEL_MAX_STEPS}, default 64)",
     )
     run.add_argument("--json", action="store_true", help="one camelCase JSON event per line")
+    _model_options(run)
+    rpc = commands.add_parser(
+        "rpc",
+        help="drive one agent with JSON lines over stdin/stdout",
+        description=(
+            "Drive one agent with JSON-lines commands on stdin; responses and events are\n"
+            "JSON lines on stdout. Commands: prompt, steer, follow_up, abort, get_state,\n"
+            "get_messages, set_model, new_session, compact (the protocol is documented in\n"
+            "the tether.cli.rpc module). Without --model, the config's default_model."
+        ),
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
+        formatter_class=formatter,
+    )
+    _model_options(rpc)
+    rpc.add_argument(
+        "--max-steps",
+        type=_steps,
+        default=64,
+        metavar="N",
+        help=f"model steps per prompt (1-{MODEL_MAX_STEPS}, default 64)",
+    )
+    models = commands.add_parser(
+        "models",
+        help="list the providers, their API key variables and the config's models",
+        description=(
+            "List the catalog presets and the config file's providers (base URL, the API\n"
+            "key variable and whether it is set, never its value), model settings and the\n"
+            "default model."
+        ),
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
+        formatter_class=formatter,
+    )
+    models.add_argument("--json", action="store_true", help="one JSON object per line")
     commands.add_parser("trace", help="print the checkpoint-00 agent trace as JSON lines")
-    return parser
+    return parser, {"run": run, "rpc": rpc, "models": models}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tether`` console script; returns the process exit status."""
     try:
-        args = _parser().parse_args(argv)
-        if args.command == "trace":
+        parser, commands = _parser()
+        args = parser.parse_args(argv)
+        command: str = args.command
+        if command == "trace":
             return _writing("trace", lambda: _print_trace(Output.for_json(sys.stdout)))
-        if args.command == "run":
-            make = Output.for_json if args.json else Output.for_people
-            return _writing("run", lambda: asyncio.run(run_command(args, make(sys.stdout))))
-    except KeyboardInterrupt:  # Ctrl-C before `tether run` installed its own handler
+        if command == "run":
+            return _run(args, commands["run"])
+        if command == "rpc":
+            return _rpc(args)
+        if command == "models":
+            return _models(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command installed its own handler
         return EXIT_INTERRUPTED
-    raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
+    raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import asyncio
+
+    make = Output.for_json if args.json else Output.for_people
+    if args.model is None:
+        for option, value in (
+            ("--base-url", args.base_url),
+            ("--tools", args.tools),
+            ("--system", args.system),
+        ):
+            if value is not None:
+                _usage(parser, f"{option} needs --model (without it, the fixture runs offline)")
+        if args.max_steps is None:
+            args.max_steps = 8
+        elif args.max_steps > FIXTURE_MAX_STEPS:
+            _usage(
+                parser,
+                f"argument --max-steps: must be between 1 and {FIXTURE_MAX_STEPS} without --model",
+            )
+        if args.prompt is None:
+            args.prompt = DEFAULT_PROMPT
+        from tether.cli.run import run_command
+
+        return _writing("run", lambda: asyncio.run(run_command(args, make(sys.stdout))))
+    if args.fixture is not None:
+        _usage(parser, "--fixture and --model are exclusive (a fixture replays a model)")
+    if args.prompt is None:
+        _usage(parser, "--model needs -p/--prompt TEXT")
+    if args.max_steps is None:
+        args.max_steps = 64
+    choice = _choose(args, "run")
+    if choice is None:
+        return EXIT_USAGE
+    from tether.cli.run import run_model_command
+
+    chosen = choice
+    return _writing("run", lambda: asyncio.run(run_model_command(args, chosen, make(sys.stdout))))
+
+
+def _rpc(args: argparse.Namespace) -> int:
+    import asyncio
+
+    choice = _choose(args, "rpc")
+    if choice is None:
+        return EXIT_USAGE
+    from tether.cli.rpc import rpc_command
+
+    chosen = choice
+    return _writing(
+        "rpc", lambda: asyncio.run(rpc_command(args, chosen, Output.for_json(sys.stdout)))
+    )
+
+
+def _models(args: argparse.Namespace) -> int:
+    from tether.cli.config import CliError, load_config
+    from tether.cli.models import models_command
+
+    try:
+        config = load_config()
+    except CliError as error:
+        warn(f"tether models: [{error.code}] {error}")
+        return EXIT_USAGE
+    make = Output.for_json if args.json else Output.for_people
+    return _writing("models", lambda: models_command(config, make(sys.stdout), as_json=args.json))
+
+
+def _choose(args: argparse.Namespace, command: str) -> ModelChoice | None:
+    """The model ``args`` select (config file read now); ``None`` after one line on stderr."""
+    from tether.cli.config import CliError, load_config
+    from tether.cli.models import choose_model
+
+    try:
+        return choose_model(args.model, base_url=args.base_url, config=load_config())
+    except CliError as error:
+        warn(f"tether {command}: [{error.code}] {error}")
+        return None
+
+
+def _usage(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    parser.error(message)
 
 
 def _writing(command: str, work: Callable[[], int]) -> int:

@@ -6,8 +6,12 @@ Nothing a run carries can make its output fail with an encoding error:
   a lone surrogate, which UTF-8 cannot encode (a fixture can spell one as the JSON escape
   ``\\ud800``, and a command-line argument that is not valid UTF-8 arrives as one), is written
   as its ``\\uXXXX`` escape, so the line still parses back to the very same string.
+* JSON lines are one line for every line splitter: U+2028, U+2029 and U+0085, which JSON
+  allows raw inside strings but ``str.splitlines`` (and JavaScript's old parsers) treat as
+  line breaks, are written as their ``\\uXXXX`` escapes too. Only ``\\n`` ends a line.
 * Human output uses stdout's own encoding with ``errors="backslashreplace"``: what that
-  encoding cannot hold appears as a Python escape such as ``\\ud800``.
+  encoding cannot hold appears as a Python escape such as ``\\ud800``. A tool's arguments and
+  result are shortened for people (``--json`` carries them whole).
 
 Every line, and every streamed text delta, is written in full and flushed at once. A write
 that fails (stdout closed, full, or a pipe whose reader went away) raises ``OutputError``.
@@ -19,11 +23,12 @@ import errno
 import json
 import re
 import sys
-from typing import Any, BinaryIO, Final, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, TextIO
 
-from tether import AgentEvent, RunResult, assert_never, to_json
+if TYPE_CHECKING:  # the CLI imports this module before it knows the command: keep it light
+    from tether.protocol import AgentEvent, RunResult
 
-__all__ = ["HumanView", "Output", "OutputError", "compact", "json_line", "warn"]
+__all__ = ["HumanView", "Output", "OutputError", "compact", "json_line", "shorten", "warn"]
 
 
 class OutputError(Exception):
@@ -103,7 +108,7 @@ def warn(text: str) -> None:
         pass
 
 
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_ESCAPED: Final = re.compile("[\ud800-\udfff\u0085\u2028\u2029]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -113,18 +118,32 @@ def _escape(match: re.Match[str]) -> str:
 def json_line(value: object) -> str:
     """``value`` as one compact JSON line, newline included, that is valid UTF-8 text.
 
-    Inside JSON output a surrogate can only be part of a string, where its ``\\uXXXX`` escape
-    means the same thing; every other character is kept as it is.
+    Inside JSON output a surrogate, U+0085, U+2028 or U+2029 can only be part of a string,
+    where its ``\\uXXXX`` escape means the same thing; every other character is kept as it is.
     """
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     if not text.isascii():
-        text = _SURROGATE.sub(_escape, text)
+        text = _ESCAPED.sub(_escape, text)
     return text + "\n"
 
 
 def compact(value: object) -> str:
     """``value`` as compact JSON for a person: non-ASCII text kept as it is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+SHORT_TEXT: Final = 300
+"""Most characters of a tool's arguments or result shown to people."""
+
+
+def shorten(text: str, limit: int = SHORT_TEXT) -> str:
+    """``text`` on one line of at most about ``limit`` characters, saying what was left out."""
+    lines = text.splitlines() or [""]
+    first = lines[0]
+    if len(lines) == 1 and len(first) <= limit:
+        return first
+    first = first[:limit]
+    return f"{first} … ({len(lines)} lines, {len(text)} characters)"
 
 
 class HumanView:
@@ -135,6 +154,8 @@ class HumanView:
         self.in_text = False
 
     def show(self, event: AgentEvent) -> None:
+        from tether.protocol import assert_never, to_json
+
         match event.type:
             case "message.accepted":
                 message = event.payload.message
@@ -150,11 +171,12 @@ class HumanView:
                         self.out.write("assistant: " + chunk.delta)
             case "tool.started":
                 call = event.payload.tool_call
-                self.line(f"→ {call.name}({compact(to_json(call.arguments))})  [{call.id}]")
+                arguments = shorten(compact(to_json(call.arguments)))
+                self.line(f"→ {call.name}({arguments})  [{call.id}]")
             case "tool.finished":
                 result = event.payload.message
                 marker = "error" if result.is_error else "ok"
-                self.line(f"← {result.tool_name} {marker}: {result.content}")
+                self.line(f"← {result.tool_name} {marker}: {shorten(result.content)}")
             case "run.finished":
                 self.end_text()
             case _:
@@ -173,6 +195,8 @@ class HumanView:
 
     def summary(self, result: RunResult, turns: int, tokens_in: int, tokens_out: int) -> None:
         """The last line: the status, the model turns and the token usage."""
+        from tether.protocol import assert_never
+
         match result.status:
             case "completed":
                 detail = "completed"

@@ -1,11 +1,23 @@
-"""``tether run``: load a provider fixture, run the agent loop on it, show the run as it goes.
+"""``tether run``: run the agent on a provider fixture or a real model, show the run as it goes.
 
-Ctrl-C (SIGINT) is always answered:
+Without ``--model`` (``run_command``) it loads a provider fixture (the bundled round trip by
+default) and runs the agent loop on it with the built-in ``add`` tool: no key, no network.
+With ``--model`` (``run_model_command``) it runs a stateful ``Agent`` on the chosen HTTP model
+(``tether.cli.models``) for one prompt, with ``RunLimits.for_real_models()`` and, with
+``--tools coding``, the coding tools confined to the current directory. Both write the same
+events the same way: the human view, or one camelCase JSON event per line (``--json``). A
+model run that failed in a way a person can fix (``tether.cli.models.run_problem``: server
+unreachable, key refused, rate limited, context overflow) also gets one line of advice on
+stderr and exit status 2. ``starting_transcript`` and ``after_run`` are where ``--session
+PATH`` will plug in.
+
+Ctrl-C (SIGINT) is always answered, in both kinds of run:
 
 * The first SIGINT aborts the run. A notice on stderr says so (and that a second Ctrl-C quits
-  at once); the run ends ``cancelled`` ("Interrupted by the user") at its next check, the
-  events it emitted and the summary are written, and the command exits 130. During fixture
-  loading it exits 130 at once, having written nothing.
+  at once); the run ends ``cancelled`` ("Interrupted by the user") at its next check (for a
+  model run: at once, the HTTP request is closed), the events it emitted and the summary are
+  written, and the command exits 130. During fixture loading it exits 130 at once, having
+  written nothing.
 * The second SIGINT exits at once with 130 (``os._exit``: nothing more is written), even
   while a write to a reader that does not keep up is blocked.
 
@@ -21,7 +33,8 @@ Three things make that hold:
   answers from memory and the ``add`` tool returns at once), so unpaced, the whole run would
   be over, in memory, before its first line was written, and an abort could no longer change
   it. Paced, the run is at most one turn ahead of its output: an abort cancels it at the next
-  turn, and the events waiting to be written never exceed one turn's.
+  turn, and the events waiting to be written never exceed one turn's. A model run is paced
+  the same way.
 * The fixture is loaded on a daemon worker thread, raced against the abort, with SIGINT
   blocked in that thread so that the signal always reaches the main thread. A FIFO with no
   writer, or one that never delivers, cannot hold the command; the thread is left behind.
@@ -35,11 +48,11 @@ import contextlib
 import os
 import signal as signals
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from importlib import resources
 from pathlib import Path
 from types import FrameType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tether import (
     AbortController,
@@ -48,6 +61,7 @@ from tether import (
     EventStream,
     FixtureProviderAdapter,
     FixtureProviderError,
+    Message,
     Model,
     ModelChunk,
     ModelRequest,
@@ -60,18 +74,31 @@ from tether import (
     tool,
     user_message,
 )
+from tether.cli.main import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
 from tether.cli.render import HumanView, Output, json_line, warn
+from tether.providers.errors import ProviderError
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_STATUS", "EXIT_USAGE", "add", "run_command"]
+if TYPE_CHECKING:
+    from tether.agent.agent import Agent
+    from tether.cli.models import ModelChoice
 
-EXIT_STATUS: Final = {"completed": 0, "failed": 1, "maxSteps": 3, "cancelled": 130}
-"""The exit status of each run result."""
-EXIT_USAGE: Final = 2
-"""A usage error, or a fixture that could not be loaded."""
-EXIT_INTERRUPTED: Final = 130
-"""Ctrl-C (128 + SIGINT, as a shell reports it)."""
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_STATUS",
+    "EXIT_USAGE",
+    "INTERRUPT_REASON",
+    "Interrupts",
+    "UsageMeter",
+    "add",
+    "after_run",
+    "run_command",
+    "run_model_command",
+    "sigint_blocked",
+    "starting_transcript",
+]
 
 INTERRUPT_REASON: Final = "Interrupted by the user"
+"""Why a run cancelled by Ctrl-C was cancelled."""
 _NOTICE: Final = b"tether run: interrupted; stopping the run (Ctrl-C again quits at once)\n"
 
 
@@ -92,7 +119,7 @@ async def run_command(args: argparse.Namespace, out: Output) -> int:
     A failed write raises ``OutputError`` (after the run was told to stop).
     """
     controller = AbortController()
-    with _Interrupts(asyncio.get_running_loop(), controller):
+    with Interrupts(asyncio.get_running_loop(), controller):
         fixture: Path = args.fixture or _bundled_fixture()
         try:
             provider = await _load(fixture, controller.signal)
@@ -103,7 +130,7 @@ async def run_command(args: argparse.Namespace, out: Output) -> int:
         if provider is None:
             return EXIT_INTERRUPTED
         pacer = _Pacer()
-        meter = _UsageMeter(provider, pacer.wait)
+        meter = UsageMeter(provider, pacer.wait)
         view = None if args.json else HumanView(out)
         stream = run_agent_loop(
             messages=[user_message(id="user-001", content=args.prompt)],
@@ -125,6 +152,102 @@ async def run_command(args: argparse.Namespace, out: Output) -> int:
 
 def _bundled_fixture() -> Path:
     return Path(str(resources.files("tether") / "_data" / "provider-tool-roundtrip.json"))
+
+
+# --- a real model ----------------------------------------------------------------------------
+
+
+async def run_model_command(args: argparse.Namespace, choice: ModelChoice, out: Output) -> int:
+    """Run ``tether run --model ...``: one prompt (``args.prompt``) to an ``Agent`` on
+    ``choice``'s model, shown on ``out``; returns the exit status.
+
+    ``args`` also carries ``system``, ``tools`` (``"coding"`` or ``None``), ``max_steps`` and
+    ``json``. A failed write raises ``OutputError`` (after the run was cancelled).
+    """
+    controller = AbortController()
+    with Interrupts(asyncio.get_running_loop(), controller):
+        model = choice.build()
+        try:
+            return await _run_agent(args, choice, model, controller.signal, out)
+        finally:
+            await model.aclose()
+
+
+async def _run_agent(
+    args: argparse.Namespace,
+    choice: ModelChoice,
+    model: Model,
+    interrupted: AbortSignal,
+    out: Output,
+) -> int:
+    from tether.cli.models import run_problem
+
+    pacer = _Pacer()
+    meter = UsageMeter(model, pacer.wait)
+    agent = build_agent(meter, args, starting_transcript(args))
+    if interrupted.aborted:
+        return EXIT_INTERRUPTED
+    remove = interrupted.add_listener(lambda: agent.cancel(INTERRUPT_REASON))
+    view = None if args.json else HumanView(out)
+    try:
+        stream = agent.prompt(args.prompt)
+        try:
+            await _show(stream, pacer, view, out)
+        finally:
+            if not stream.settled:  # the output failed: stop the run instead of leaving it
+                agent.cancel("The output failed")
+                await agent.wait_until_idle()
+        result = await stream.result
+    finally:
+        remove()
+    after_run(args, agent)
+    if view is not None:
+        view.summary(result, meter.turns, meter.input_tokens, meter.output_tokens)
+    problem = run_problem(result, meter.last_error, choice)
+    if problem is not None:
+        warn(f"tether run: [{problem.code}] {problem}")
+        return EXIT_USAGE
+    return EXIT_STATUS[result.status]
+
+
+def build_agent(model: Model, args: argparse.Namespace, messages: Sequence[Message]) -> Agent:
+    """The ``Agent`` of a model run (``tether run`` and ``tether rpc``): ``args.tools``
+    (``"coding"``: the coding tools confined to the current directory), ``args.system``,
+    ``args.max_steps`` and the real-model limits, starting from ``messages``."""
+    from tether.agent.agent import Agent
+    from tether.loop.limits import RunLimits
+
+    tools = None
+    if args.tools == "coding":
+        from tether.tools.coding import coding_tools
+
+        tools = coding_tools(Path.cwd())
+    return Agent(
+        model=model,
+        tools=tools,
+        system=args.system,
+        limits=RunLimits.for_real_models(),
+        max_steps=args.max_steps,
+        messages=messages,
+    )
+
+
+# --- where --session PATH plugs in ------------------------------------------------------------
+
+
+def starting_transcript(args: argparse.Namespace) -> Sequence[Message]:
+    """The transcript a model run starts from: empty, for now.
+
+    SESSION PLUG-IN POINT: ``--session PATH`` (the "Persistent session trees" issue) opens
+    or creates the session file here and returns its current branch; ``after_run`` then
+    appends what the run added. ``args`` will carry ``session``.
+    """
+    return ()
+
+
+def after_run(args: argparse.Namespace, agent: Agent) -> None:
+    """Called once a model run settled, with its ``Agent`` (``agent.messages`` is the new
+    transcript). SESSION PLUG-IN POINT: ``--session PATH`` persists the new entries here."""
 
 
 # --- the display and its pace ---------------------------------------------------------------
@@ -183,27 +306,30 @@ class _Pacer:
         await self._written.wait()
 
 
-class _UsageMeter:
-    """Wraps the model: paces each turn and adds up the token usage of every response."""
+class UsageMeter:
+    """Wraps the model: paces each turn (when given ``pace``), adds up the token usage of
+    every response and keeps the last ``ProviderError`` the model raised (``last_error``)."""
 
-    def __init__(self, model: Model, pace: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, model: Model, pace: Callable[[], Awaitable[None]] | None) -> None:
         self.model = model
         self.pace = pace
         self.input_tokens = 0
         self.output_tokens = 0
         self.turns = 0
+        self.last_error: ProviderError | None = None
 
     def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream:
+        """The wrapped model's stream for ``request``, paced and metered."""
         return _MeteredStream(self, self.model.stream(request, signal))
 
 
 class _MeteredStream:
-    def __init__(self, meter: _UsageMeter, inner: ModelStream) -> None:
+    def __init__(self, meter: UsageMeter, inner: ModelStream) -> None:
         self._meter = meter
         self._inner = inner
 
     def __aiter__(self) -> AsyncIterator[ModelChunk]:
-        return _PacedIterator(self._inner.__aiter__(), self._meter.pace)
+        return _PacedIterator(self._inner.__aiter__(), self._meter)
 
     @property
     def result(self) -> _MeteredResult:
@@ -217,11 +343,12 @@ class _PacedIterator:
     turn at once.
     """
 
-    __slots__ = ("_inner", "_pace")
+    __slots__ = ("_inner", "_meter", "_pace")
 
-    def __init__(self, inner: AsyncIterator[ModelChunk], pace: Callable[[], Awaitable[None]]):
+    def __init__(self, inner: AsyncIterator[ModelChunk], meter: UsageMeter):
         self._inner = inner
-        self._pace: Callable[[], Awaitable[None]] | None = pace
+        self._meter = meter
+        self._pace = meter.pace
 
     def __aiter__(self) -> _PacedIterator:
         return self
@@ -231,16 +358,24 @@ class _PacedIterator:
         if pace is not None:
             self._pace = None
             await pace()
-        return await self._inner.__anext__()
+        try:
+            return await self._inner.__anext__()
+        except ProviderError as error:
+            self._meter.last_error = error
+            raise
 
 
 class _MeteredResult:
-    def __init__(self, meter: _UsageMeter, inner: ModelStream) -> None:
+    def __init__(self, meter: UsageMeter, inner: ModelStream) -> None:
         self._meter = meter
         self._inner = inner
 
     def __await__(self) -> Generator[Any, Any, ModelResponse]:
-        response = yield from self._inner.result.__await__()
+        try:
+            response = yield from self._inner.result.__await__()
+        except ProviderError as error:
+            self._meter.last_error = error
+            raise
         self._meter.turns += 1
         self._meter.input_tokens += response.usage.input_tokens
         self._meter.output_tokens += response.usage.output_tokens
@@ -250,20 +385,27 @@ class _MeteredResult:
 # --- Ctrl-C ---------------------------------------------------------------------------------
 
 
-class _Interrupts:
-    """SIGINT during ``tether run``: the first aborts the run, the second exits at once.
+class Interrupts:
+    """SIGINT during a command: the first aborts ``controller`` (with ``INTERRUPT_REASON``)
+    after writing ``notice`` to stderr, the second exits at once with 130.
 
     Installed for the ``with`` body (main thread only), then the previous handler is back.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, controller: AbortController) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        controller: AbortController,
+        notice: bytes = _NOTICE,
+    ) -> None:
         self._loop = loop
         self._controller = controller
+        self._notice = notice
         self._count = 0
         self._previous: Any = None
         self._installed = False
 
-    def __enter__(self) -> _Interrupts:
+    def __enter__(self) -> Interrupts:
         try:
             self._previous = signals.signal(signals.SIGINT, self._handle)
         except ValueError:  # not the main thread: SIGINT is not ours to handle
@@ -281,7 +423,7 @@ class _Interrupts:
         if self._count > 1:
             os._exit(EXIT_INTERRUPTED)
         with contextlib.suppress(OSError):  # a raw write: no buffer a handler could re-enter
-            os.write(2, _NOTICE)
+            os.write(2, self._notice)
         with contextlib.suppress(RuntimeError):  # the loop already closed
             self._loop.call_soon_threadsafe(self._abort)
 
@@ -291,7 +433,7 @@ class _Interrupts:
 
 
 @contextlib.contextmanager
-def _sigint_blocked() -> Generator[None, None, None]:
+def sigint_blocked() -> Generator[None, None, None]:
     """Block SIGINT in this thread for the ``with`` body; threads started in it inherit that,
     so the kernel delivers SIGINT to the main thread, whose handler and event loop see it."""
     if not hasattr(signals, "pthread_sigmask"):  # pragma: no cover - not POSIX
@@ -332,7 +474,7 @@ async def _load(path: Path, signal: AbortSignal) -> FixtureProviderAdapter | Non
 
     remove = signal.add_listener(lambda: settle(None, None))
     try:
-        with _sigint_blocked():
+        with sigint_blocked():
             threading.Thread(target=work, name="tether-fixture-load", daemon=True).start()
         return await loaded
     finally:

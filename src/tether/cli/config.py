@@ -1,0 +1,378 @@
+"""The ``tether`` config file: where it lives, what it may say, and the error when it says more.
+
+Where: ``$TETHER_CONFIG`` when set and not empty (tests point it at a temporary file), else
+``$XDG_CONFIG_HOME/tether/config.toml`` (when ``XDG_CONFIG_HOME`` is an absolute path, as
+the XDG spec requires), else ``~/.config/tether/config.toml``. A file that does not exist is
+the defaults: no default model, no custom providers, no model settings, and the tool
+settings below. It is read with ``tomllib``, at most 1 MiB, and only if it is a regular file
+(a FIFO could otherwise hold the command forever)::
+
+    default_model = "openai/gpt-4o-mini"     # PROVIDER/MODEL, used when --model is not given
+
+    [providers.gpu-box]                      # a custom server (not a catalog preset's name)
+    base_url = "http://gpu-box:8000/v1"      # required, http:// or https://
+    api_key_env = "GPU_BOX_KEY"              # optional: the variable that holds its key
+    api = "openai-chat"                      # optional: or "anthropic-messages"
+
+    [models."openai/gpt-4o-mini"]            # settings of one PROVIDER/MODEL
+    context_window = 128000                  # tokens (for context management)
+    max_output_tokens = 4096                 # sent with every request
+
+    [tools]                                  # how `tether chat` asks before tools run
+    auto_approve = false
+    approve = ["write_file", "edit_file", "bash", "python_process"]
+
+``[tools]`` is for the interactive ``tether chat``, which asks before the listed tools run;
+``tether run`` and ``tether rpc`` are not interactive and never ask (``--tools coding`` is
+the opt-in there).
+
+Everything is checked when the file is read; the result is frozen dataclasses. A key this
+module does not know (a typo such as ``base-url``, or ``api_key``: keys are only ever read
+from environment variables) is a ``CliConfigError`` naming the key and the file. No error
+message ever quotes a value from the file: a key pasted where its variable's name belongs
+must not be printed back.
+
+``CliError`` is the base of every error a person can act on (exit status 2); each carries a
+stable ``code`` (``CLI_CONFIG_INVALID``, ``CLI_CONFIG_UNREADABLE`` here; the model
+selection codes are in ``tether.cli.models``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final, Literal, TypeAlias, cast
+
+from tether._errors import TetherError
+
+__all__ = [
+    "APPROVABLE_TOOLS",
+    "CONFIG_ENV",
+    "DEFAULT_APPROVE",
+    "MAX_CONFIG_BYTES",
+    "CliConfig",
+    "CliConfigError",
+    "CliError",
+    "ModelSettings",
+    "ProviderConfig",
+    "ToolSettings",
+    "config_path",
+    "load_config",
+]
+
+CONFIG_ENV: Final = "TETHER_CONFIG"
+"""The environment variable that, when set and not empty, is the config file's path."""
+MAX_CONFIG_BYTES: Final = 1 << 20
+"""The largest config file read."""
+
+ConfigApi: TypeAlias = Literal["openai-chat", "anthropic-messages"]
+"""The wire API of a custom provider (``tether.providers.catalog.ProviderApi``)."""
+
+APPROVABLE_TOOLS: Final = (
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_files",
+    "grep",
+    "bash",
+    "python_process",
+)
+"""The coding tools a ``[tools] approve`` list may name (``tether.tools.coding``)."""
+DEFAULT_APPROVE: Final = ("write_file", "edit_file", "bash", "python_process")
+"""The tools asked about before they run, unless the config says otherwise."""
+
+_TOP_KEYS: Final = ("default_model", "providers", "models", "tools")
+_PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
+_MODEL_KEYS: Final = ("context_window", "max_output_tokens")
+_TOOL_KEYS: Final = ("auto_approve", "approve")
+_APIS: Final = ("openai-chat", "anthropic-messages")
+_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BUILT_IN: Final = (
+    "anthropic",
+    "openai",
+    "openrouter",
+    "groq",
+    "deepseek",
+    "mistral",
+    "ollama",
+    "vllm",
+    "llamacpp",
+    "lmstudio",
+)
+"""The catalog's preset names (``tether.providers.catalog.PRESETS``; a test keeps them equal),
+spelled out so that reading the config does not import the providers."""
+
+
+class CliError(TetherError):
+    """A problem a person can fix (exit status 2): ``code`` is stable, the message says what to
+    do. Never carries a secret."""
+
+
+class CliConfigError(CliError):
+    """The config file is invalid (``CLI_CONFIG_INVALID``) or cannot be read
+    (``CLI_CONFIG_UNREADABLE``); the message names the file and, when there is one, the key."""
+
+    def __init__(self, code: str, path: Path, detail: str) -> None:
+        super().__init__(code, f"{path}: {detail}")
+        self._path = path
+
+    @property
+    def path(self) -> Path:
+        """The config file."""
+        return self._path
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderConfig:
+    """A custom provider from ``[providers.NAME]``: an OpenAI-compatible (or Anthropic
+    Messages) server at ``base_url``; ``api_key_env`` names the variable holding its key
+    (``None``: no key is sent)."""
+
+    name: str
+    base_url: str
+    api_key_env: str | None = None
+    api: ConfigApi = "openai-chat"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSettings:
+    """``[models."PROVIDER/MODEL"]``: the model's context window in tokens and the output
+    tokens to ask for (``None``: not configured)."""
+
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSettings:
+    """``[tools]``: whether every tool call runs without asking (``auto_approve``), and which
+    tools are asked about first (``approve``)."""
+
+    auto_approve: bool = False
+    approve: tuple[str, ...] = DEFAULT_APPROVE
+
+
+def _empty_providers() -> Mapping[str, ProviderConfig]:
+    return MappingProxyType({})
+
+
+def _empty_models() -> Mapping[str, ModelSettings]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CliConfig:
+    """The config as read from ``path`` (``found``: whether the file existed). ``providers``
+    and ``models`` are read-only mappings, in the file's order."""
+
+    path: Path
+    found: bool = False
+    default_model: str | None = None
+    providers: Mapping[str, ProviderConfig] = field(default_factory=_empty_providers)
+    models: Mapping[str, ModelSettings] = field(default_factory=_empty_models)
+    tools: ToolSettings = field(default_factory=ToolSettings)
+
+
+def config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the config file is (see the module docstring); ``environ`` defaults to
+    ``os.environ``."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(CONFIG_ENV)
+    if explicit:
+        return Path(explicit)
+    xdg = env.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".config"
+    return base / "tether" / "config.toml"
+
+
+def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> CliConfig:
+    """The config at ``path`` (default: ``config_path(environ)``), checked; the defaults when
+    the file does not exist. Raises ``CliConfigError``."""
+    path = config_path(environ) if path is None else path
+    data = _read(path)
+    if data is None:
+        return CliConfig(path=path)
+    return _Reader(path).config(data)
+
+
+def _read(path: Path) -> dict[str, object] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise CliConfigError("CLI_CONFIG_UNREADABLE", path, _os_reason(error)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise CliConfigError("CLI_CONFIG_UNREADABLE", path, "not a regular file")
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise CliConfigError("CLI_CONFIG_UNREADABLE", path, _os_reason(error)) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise CliConfigError(
+            "CLI_CONFIG_INVALID", path, f"larger than {MAX_CONFIG_BYTES} bytes: not a config file"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CliConfigError("CLI_CONFIG_INVALID", path, "not valid UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:  # its message gives the line and column only
+        raise CliConfigError("CLI_CONFIG_INVALID", path, f"not valid TOML: {error}") from None
+
+
+def _os_reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
+
+
+class _Reader:
+    """Checks the parsed TOML, naming the dotted key of the first problem."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, detail: str) -> CliConfigError:
+        return CliConfigError("CLI_CONFIG_INVALID", self.path, detail)
+
+    def table(self, value: object, key: str) -> dict[str, object]:
+        if not isinstance(value, dict):
+            raise self.fail(f"'{key}' must be a table")
+        return cast("dict[str, object]", value)
+
+    def known(self, table: Mapping[str, object], allowed: tuple[str, ...], prefix: str) -> None:
+        for key in table:
+            if key not in allowed:
+                dotted = f"{prefix}{_key(key)}"
+                hint = ""
+                if key == "api_key":
+                    hint = "; keys are read from environment variables: set api_key_env"
+                raise self.fail(f"unknown key '{dotted}' (known here: {', '.join(allowed)}){hint}")
+
+    def config(self, data: dict[str, object]) -> CliConfig:
+        self.known(data, _TOP_KEYS, "")
+        providers = self.providers(data.get("providers", {}))
+        names = set(_BUILT_IN) | set(providers)
+        default = data.get("default_model")
+        if default is not None:
+            default = self.spec(default, "default_model", names)
+        models = self.models(data.get("models", {}), names)
+        tools = self.tools(data.get("tools", {}))
+        return CliConfig(
+            path=self.path,
+            found=True,
+            default_model=default,
+            providers=MappingProxyType(providers),
+            models=MappingProxyType(models),
+            tools=tools,
+        )
+
+    def spec(self, value: object, key: str, names: set[str]) -> str:
+        if not isinstance(value, str):
+            raise self.fail(f"'{key}' must be a string PROVIDER/MODEL")
+        provider, slash, model = value.partition("/")
+        if not slash or not provider or not model.strip():
+            raise self.fail(f"'{key}' must be PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
+        if provider not in names:
+            raise self.fail(
+                f"'{key}' names an unknown provider; known providers: {', '.join(sorted(names))}"
+            )
+        return value
+
+    def providers(self, value: object) -> dict[str, ProviderConfig]:
+        table = self.table(value, "providers")
+        result: dict[str, ProviderConfig] = {}
+        for name, entry in table.items():
+            key = f"providers.{_key(name)}"
+            if not _NAME.fullmatch(name):
+                raise self.fail(f"'{key}': a provider name is letters, digits, '.', '_', '-'")
+            if name in _BUILT_IN:
+                raise self.fail(
+                    f"'{key}': '{name}' is a built-in provider; give your server another name "
+                    "(or pass --base-url to point the built-in one elsewhere)"
+                )
+            fields = self.table(entry, key)
+            self.known(fields, _PROVIDER_KEYS, f"{key}.")
+            base_url = fields.get("base_url")
+            if base_url is None:
+                raise self.fail(f"'{key}.base_url' is missing")
+            if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+                raise self.fail(f"'{key}.base_url' must be an http:// or https:// URL")
+            variable = fields.get("api_key_env")
+            if variable is not None and (
+                not isinstance(variable, str) or not _VARIABLE.fullmatch(variable)
+            ):
+                raise self.fail(
+                    f"'{key}.api_key_env' must be the NAME of an environment variable "
+                    "(letters, digits and '_'), not the key itself"
+                )
+            api = fields.get("api", "openai-chat")
+            if api not in _APIS:
+                raise self.fail(f"'{key}.api' must be one of: {', '.join(_APIS)}")
+            result[name] = ProviderConfig(
+                name=name,
+                base_url=base_url,
+                api_key_env=variable,
+                api=api,
+            )
+        return result
+
+    def models(self, value: object, names: set[str]) -> dict[str, ModelSettings]:
+        table = self.table(value, "models")
+        result: dict[str, ModelSettings] = {}
+        for spec, entry in table.items():
+            key = f"models.{_key(spec)}"
+            self.spec(spec, key, names)
+            fields = self.table(entry, key)
+            self.known(fields, _MODEL_KEYS, f"{key}.")
+            result[spec] = ModelSettings(
+                context_window=self.positive(fields.get("context_window"), f"{key}.context_window"),
+                max_output_tokens=self.positive(
+                    fields.get("max_output_tokens"), f"{key}.max_output_tokens"
+                ),
+            )
+        return result
+
+    def positive(self, value: object, key: str) -> int | None:
+        if value is None:
+            return None
+        if type(value) is not int or value < 1:
+            raise self.fail(f"'{key}' must be a positive integer")
+        return value
+
+    def tools(self, value: object) -> ToolSettings:
+        table = self.table(value, "tools")
+        self.known(table, _TOOL_KEYS, "tools.")
+        auto = table.get("auto_approve", False)
+        if type(auto) is not bool:
+            raise self.fail("'tools.auto_approve' must be true or false")
+        approve = table.get("approve", list(DEFAULT_APPROVE))
+        if not isinstance(approve, list):
+            raise self.fail("'tools.approve' must be a list of tool names")
+        names: list[str] = []
+        for item in cast("list[object]", approve):
+            if not isinstance(item, str) or item not in APPROVABLE_TOOLS:
+                raise self.fail(
+                    f"'tools.approve' may name only these tools: {', '.join(APPROVABLE_TOOLS)}"
+                )
+            if item not in names:
+                names.append(item)
+        return ToolSettings(auto_approve=auto, approve=tuple(names))
+
+
+def _key(name: str) -> str:
+    """A TOML key as it would be written in a dotted key: bare when it can be, else quoted."""
+    bare = re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None
+    if len(name) > 80:  # shown, not stored: a key this long is noise
+        name = name[:79] + "…"
+    if bare:
+        return name
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'

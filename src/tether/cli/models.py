@@ -1,0 +1,350 @@
+"""Model selection for every ``tether`` command, the errors a person can act on, ``tether models``.
+
+``--model PROVIDER/MODEL`` names a provider (a catalog preset such as ``openai``,
+``anthropic``, ``ollama``, or a ``[providers.NAME]`` of the config file) and the vendor's
+model name (everything after the first ``/``). ``--base-url URL`` points that provider
+elsewhere (for ``anthropic-messages`` providers the URL has no ``/v1``: the model adds
+``/v1/messages``; for OpenAI-compatible ones it does, as in ``http://localhost:8000/v1``).
+Without ``--model`` the config's ``default_model`` is used where a command needs a model.
+
+``choose_model`` checks everything that can be checked before the first request and raises
+``CliError`` (exit status 2) with a stable code:
+
+* ``CLI_INVALID_MODEL_SPEC``: not ``PROVIDER/MODEL``;
+* ``CLI_UNKNOWN_PROVIDER``: the message lists the known providers;
+* ``CLI_MISSING_API_KEY``: the provider's key variable is unset or empty; the message names
+  the variable (never a value);
+* ``CLI_NO_MODEL``: no ``--model`` and no ``default_model``.
+
+What goes wrong at run time arrives as a failed run whose message starts with a
+``ProviderError`` code (``tether.providers.errors``). ``run_problem`` is the one place that
+turns those codes into advice (also exit status 2):
+
+* ``CLI_SERVER_UNREACHABLE`` (no connection, or connecting timed out): names the URL;
+* ``CLI_AUTH_FAILED`` (HTTP 401/403): names the key variable to check;
+* ``CLI_RATE_LIMITED`` (HTTP 429): says how long the server asked to wait, when it did;
+* ``CLI_CONTEXT_OVERFLOW``: suggests ``/compact`` (in ``tether chat``) or a shorter prompt.
+
+Any other failure is reported by the run itself (exit status 1). Keys are read from the
+environment by the model objects; this module only asks whether a variable is set. URLs are
+shown without any ``user:password@`` part.
+
+``tether models`` (``models_command``) lists the providers (presets, then the config's), each
+with its API, base URL, key variable and whether it is set, the configured model settings and
+the default model; ``--json`` writes one JSON object per line instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from urllib.parse import urlsplit, urlunsplit
+
+from tether.cli.config import CliConfig, CliError, ModelSettings
+from tether.cli.render import Output, json_line
+
+if TYPE_CHECKING:
+    from tether.protocol import RunResult
+    from tether.providers.anthropic import AnthropicModel
+    from tether.providers.errors import ProviderError
+    from tether.providers.openai_chat import OpenAIChatModel
+
+    HttpModel: TypeAlias = OpenAIChatModel | AnthropicModel
+
+__all__ = [
+    "ModelChoice",
+    "Provider",
+    "choose_model",
+    "display_url",
+    "known_providers",
+    "models_command",
+    "run_problem",
+]
+
+Api: TypeAlias = Literal["openai-chat", "anthropic-messages"]
+_PROVIDER_CODE: Final = re.compile(r"(PROVIDER_[A-Z_]+): ")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provider:
+    """A provider a model spec can name: a catalog preset (``source="preset"``) or a custom
+    server of the config file (``source="config"``)."""
+
+    name: str
+    base_url: str
+    api_key_env: str | None
+    api: Api
+    source: Literal["preset", "config"]
+
+
+def known_providers(config: CliConfig) -> dict[str, Provider]:
+    """Every provider by name: the catalog presets in catalog order, then the config's."""
+    from tether.providers.catalog import PRESETS
+
+    providers = {
+        name: Provider(
+            name=name,
+            base_url=preset.base_url,
+            api_key_env=preset.api_key_env,
+            api=preset.api,
+            source="preset",
+        )
+        for name, preset in PRESETS.items()
+    }
+    for name, custom in config.providers.items():
+        providers[name] = Provider(
+            name=name,
+            base_url=custom.base_url,
+            api_key_env=custom.api_key_env,
+            api=custom.api,
+            source="config",
+        )
+    return providers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelChoice:
+    """A checked model selection: ``spec`` as given (``"openai/gpt-4o-mini"``), its
+    ``provider``, the vendor's ``model`` name, the ``base_url`` requests go to and the
+    config's ``settings`` for the spec."""
+
+    spec: str
+    provider: Provider
+    model: str
+    base_url: str
+    settings: ModelSettings = field(default_factory=ModelSettings)
+
+    def build(self) -> HttpModel:
+        """A new ``Model`` for this choice; it reads its key from the provider's variable and
+        owns an HTTP client (close it with ``await model.aclose()``)."""
+        provider = self.provider
+        limit = self.settings.max_output_tokens
+        if provider.api == "anthropic-messages":
+            from tether.providers.anthropic import AnthropicModel
+
+            if limit is None:
+                return AnthropicModel(
+                    self.model, base_url=self.base_url, api_key_env=provider.api_key_env
+                )
+            return AnthropicModel(
+                self.model,
+                base_url=self.base_url,
+                api_key_env=provider.api_key_env,
+                max_output_tokens=limit,
+            )
+        from tether.providers.openai_chat import OpenAIChatModel
+        from tether.providers.openai_wire import OpenAIChatCompat
+
+        if provider.source == "preset":
+            from tether.providers.catalog import PRESETS
+
+            compat = PRESETS[provider.name].compat
+        else:  # a compatible server of the config file: most know `max_tokens` only
+            compat = OpenAIChatCompat(max_tokens_field="max_tokens")
+        return OpenAIChatModel(
+            self.model,
+            base_url=self.base_url,
+            api_key_env=provider.api_key_env,
+            max_output_tokens=limit,
+            compat=compat,
+        )
+
+
+def choose_model(
+    spec: str | None,
+    *,
+    base_url: str | None,
+    config: CliConfig,
+    environ: Mapping[str, str] | None = None,
+) -> ModelChoice:
+    """The model ``spec`` names (``None``: the config's ``default_model``), pointed at
+    ``base_url`` when given. Raises ``CliError`` (see the module docstring)."""
+    env = os.environ if environ is None else environ
+    if spec is None:
+        spec = config.default_model
+        if spec is None:
+            raise CliError(
+                "CLI_NO_MODEL",
+                f"no model: pass --model PROVIDER/MODEL or set default_model in {config.path}",
+            )
+    providers = known_providers(config)
+    known = ", ".join(sorted(providers))
+    name, slash, model = spec.partition("/")
+    if not slash or not name or not model.strip():
+        raise CliError(
+            "CLI_INVALID_MODEL_SPEC",
+            f"--model must be PROVIDER/MODEL, e.g. openai/gpt-4o-mini; known providers: {known}",
+        )
+    provider = providers.get(name)
+    if provider is None:
+        raise CliError(
+            "CLI_UNKNOWN_PROVIDER",
+            f"unknown provider {name!r}; known providers: {known} "
+            f"(add your own as [providers.NAME] in {config.path})",
+        )
+    variable = provider.api_key_env
+    if variable is not None and not env.get(variable):
+        raise CliError(
+            "CLI_MISSING_API_KEY",
+            f"no API key for provider {name!r}: set the environment variable {variable}",
+        )
+    return ModelChoice(
+        spec=spec,
+        provider=provider,
+        model=model,
+        base_url=provider.base_url if base_url is None else base_url,
+        settings=config.models.get(spec, ModelSettings()),
+    )
+
+
+def display_url(url: str) -> str:
+    """``url`` without a ``user:password@`` part, for messages and listings."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+
+def run_problem(
+    result: RunResult, error: ProviderError | None, choice: ModelChoice
+) -> CliError | None:
+    """The advice for a failed run whose failure a person can act on, else ``None``.
+
+    ``error`` is the last ``ProviderError`` the model raised (for ``retry_after`` and the
+    status); the code is taken from the run's message (``"PROVIDER_AUTH_FAILED: HTTP 401:
+    ..."``), which names the failure that ended the run.
+    """
+    if result.status != "failed":
+        return None
+    message = result.error.message
+    match = _PROVIDER_CODE.match(message)
+    if match is None:
+        return None
+    code = match.group(1)
+    if error is not None and error.code != code:
+        error = None
+    url = display_url(choice.base_url)
+    provider = choice.provider
+    if code == "PROVIDER_CONNECTION_FAILED" or (
+        code == "PROVIDER_TIMEOUT" and "Connecting timed out" in message
+    ):
+        return CliError(
+            "CLI_SERVER_UNREACHABLE",
+            f"cannot reach {url} (provider {provider.name!r}): is the server running? "
+            "(--base-url points the provider elsewhere)",
+        )
+    if code == "PROVIDER_AUTH_FAILED":
+        status = error.status if error is not None and error.status is not None else 401
+        variable = provider.api_key_env
+        if variable is None:
+            advice = (
+                f"provider {provider.name!r} sends no API key; give it one with a custom "
+                "[providers.NAME] entry that sets api_key_env"
+            )
+        else:
+            advice = f"check the API key in {variable}"
+            if status == 403:
+                advice += f" (it may not have access to {choice.model!r})"
+        return CliError("CLI_AUTH_FAILED", f"{url} refused the request (HTTP {status}): {advice}")
+    if code == "PROVIDER_RATE_LIMITED":
+        delay = None if error is None else error.retry_after
+        wait = (
+            "retry later (the server named no delay)"
+            if delay is None
+            else f"retry after {delay:g} s"
+        )
+        return CliError("CLI_RATE_LIMITED", f"rate limited by {url} (HTTP 429): {wait}")
+    if code == "PROVIDER_CONTEXT_OVERFLOW":
+        return CliError(
+            "CLI_CONTEXT_OVERFLOW",
+            f"the conversation is longer than the context window of {choice.spec}: "
+            "use a shorter prompt, or /compact the conversation (in tether chat)",
+        )
+    return None
+
+
+# --- tether models ----------------------------------------------------------------------------
+
+
+def models_command(
+    config: CliConfig, out: Output, *, as_json: bool, environ: Mapping[str, str] | None = None
+) -> int:
+    """Write what ``tether models`` lists (see the module docstring); returns 0."""
+    env = os.environ if environ is None else environ
+    providers = known_providers(config)
+    rows: list[dict[str, object]] = []
+    for provider in providers.values():
+        variable = provider.api_key_env
+        rows.append(
+            {
+                "type": "provider",
+                "name": provider.name,
+                "api": provider.api,
+                "baseUrl": display_url(provider.base_url),
+                "apiKeyEnv": variable,
+                "keySet": None if variable is None else bool(env.get(variable)),
+                "source": provider.source,
+            }
+        )
+    for spec, settings in config.models.items():
+        rows.append(
+            {
+                "type": "model",
+                "spec": spec,
+                "contextWindow": settings.context_window,
+                "maxOutputTokens": settings.max_output_tokens,
+            }
+        )
+    rows.append(
+        {
+            "type": "default",
+            "model": config.default_model,
+            "configPath": str(config.path),
+            "configFound": config.found,
+        }
+    )
+    if as_json:
+        for row in rows:
+            out.write(json_line(row))
+        return 0
+    _write_table(out, [row for row in rows if row["type"] == "provider"])
+    models = [row for row in rows if row["type"] == "model"]
+    if models:
+        out.write("\nmodel settings:\n")
+        for row in models:
+            settings = [
+                f"{label} {row[key]}"
+                for label, key in (
+                    ("context window", "contextWindow"),
+                    ("max output tokens", "maxOutputTokens"),
+                )
+                if row[key] is not None
+            ]
+            out.write(f"  {row['spec']}: {', '.join(settings) or 'nothing set'}\n")
+    where = f"{config.path}" if config.found else f"{config.path} (not found: defaults)"
+    default = config.default_model or "none (pass --model PROVIDER/MODEL)"
+    out.write(f"\ndefault model: {default}\nconfig file: {where}\n")
+    return 0
+
+
+def _write_table(out: Output, providers: list[dict[str, object]]) -> None:
+    table = [("PROVIDER", "API", "BASE URL", "API KEY")]
+    for row in providers:
+        variable = row["apiKeyEnv"]
+        if variable is None:
+            key = "none needed"
+        else:
+            key = f"{variable} ({'set' if row['keySet'] else 'not set'})"
+        name = str(row["name"]) + (" (config)" if row["source"] == "config" else "")
+        table.append((name, str(row["api"]), str(row["baseUrl"]), key))
+    widths = [max(len(line[column]) for line in table) for column in range(3)]
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        out.write("  ".join([*cells, line[3]]).rstrip() + "\n")

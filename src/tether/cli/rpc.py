@@ -1,0 +1,597 @@
+"""``tether rpc``: one agent driven by JSON lines over stdin and stdout.
+
+Modelled on the RPC mode of Pi's coding agent: a host (an editor, a test, another program)
+starts ``tether rpc --model PROVIDER/MODEL [--base-url URL] [--tools coding] [--system TEXT]
+[--max-steps N]``, writes commands on its stdin and reads responses and events from its
+stdout, one JSON object per line. The model is chosen as for ``tether run`` (without
+``--model``: the config's ``default_model``); a selection error (unknown provider, missing
+key, invalid config) is one line on stderr and exit status 2 before anything is read.
+
+**Framing.** Input is split on ``\\n`` bytes only (a ``\\r`` before it is dropped), never on
+what ``str.splitlines`` also splits on: a U+2028 inside a JSON string is part of the string.
+Blank lines are ignored. A line longer than 1 MiB is refused (``RPC_LINE_TOO_LONG``) and
+skipped up to its ``\\n`` without being held in memory; a last line without ``\\n`` is read
+at end of input. Output lines are written whole, in UTF-8, and never contain a raw line
+separator (``tether.cli.render.json_line``).
+
+**Commands** are objects with ``"id"`` (a string or an integer, echoed in the response) and
+``"type"``; other fields depend on the type, and a field that is not listed is refused:
+
+* ``prompt`` ``{message}``: start a run with a user message. Answered as soon as the run is
+  accepted (``data: {messageId}``); its events follow. ``AGENT_BUSY`` while a run is going.
+* ``steer`` ``{message}``: queue a user message for the next turn boundary of the running
+  prompt (or of the next prompt); ``follow_up`` ``{message}``: queue one for when the model
+  would finish. Both answer ``data: {messageId}``.
+* ``abort``: cancel the running prompt (``data: {cancelled}``, ``false`` when idle). The run
+  ends ``cancelled`` and the transcript keeps only complete turns.
+* ``get_state``: ``data: {isRunning, model, provider, baseUrl, messageCount, queuedSteering,
+  queuedFollowUps, usage, tools, maxSteps}`` (``usage`` in camelCase, summed over the models
+  of this session).
+* ``get_messages``: ``data: {messages}``, the transcript as camelCase JSON (``tether.to_json``).
+* ``set_model`` ``{model, baseUrl?}``: only while idle; a new Agent on that model with the same
+  transcript and queued messages. Without ``baseUrl`` the provider's own URL is used, unless
+  the provider is the current one (then its current URL, ``--base-url`` included, is kept).
+  The config file is read again; selection errors are answered with their ``CLI_...`` code
+  (``CLI_UNKNOWN_PROVIDER``, ``CLI_MISSING_API_KEY``...). ``data: {model, baseUrl}``.
+* ``new_session``: only while idle; an empty transcript and empty queues on the same model
+  (``data: null``).
+* ``compact``: not implemented yet (``NOT_IMPLEMENTED``; it arrives with context compaction).
+
+**Responses** echo the ``id``::
+
+    {"type":"response","id":1,"command":"prompt","success":true,"data":{"messageId":"..."}}
+    {"type":"response","id":2,"command":"set_model","success":false,
+     "error":{"code":"AGENT_BUSY","message":"..."}}
+
+A line that is not a command is answered with ``success: false`` too, with ``id`` (and
+``command``) ``null`` when they cannot be read: ``RPC_INVALID_JSON`` (not UTF-8, not JSON),
+``RPC_INVALID_REQUEST`` (not an object; ``id``, ``type`` or a field missing, of the wrong
+type, or not known), ``RPC_UNKNOWN_COMMAND``, ``RPC_LINE_TOO_LONG``. Errors of the agent keep
+their codes (``AGENT_BUSY``, ``AGENT_MESSAGE_LIMIT``); a bug is ``RPC_INTERNAL_ERROR``. No
+line of input can end the process.
+
+**Events.** While a prompt runs, each agent event is a line ``{"type":"event","event":E}``
+where ``E`` is the camelCase event of ``tether run --json`` (``message.accepted``,
+``model.chunk``, ``tool.started``, ``tool.finished``, ``run.finished``); ``run.finished``
+(with the run's result) is the last line of a run. When a run failed in a way a person can
+fix (``tether.cli.models.run_problem``), a line ``{"type":"error","error":{"code","message"[,
+"retryAfter"]}}`` with the advice comes just before its ``run.finished``.
+
+**Lifetime.** End of input cancels a running prompt ("Standard input closed"), writes the
+rest of its events, closes the model and exits 0. Ctrl-C (SIGINT) does the same and exits
+130; a second Ctrl-C exits at once. When stdout cannot be written, the run is cancelled and
+the command exits 4.
+
+Sessions are not persisted yet: ``new_session`` and the Agent's construction are marked as
+where ``--session PATH`` plugs in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar, cast
+
+from tether._errors import TetherError
+from tether.abort import AbortController, AbortSignal
+from tether.cli.main import EXIT_INTERRUPTED, EXIT_OK
+from tether.cli.models import choose_model, display_url, run_problem
+from tether.cli.render import Output, OutputError, json_line
+from tether.cli.run import (
+    INTERRUPT_REASON,
+    Interrupts,
+    UsageMeter,
+    build_agent,
+    sigint_blocked,
+    starting_transcript,
+)
+from tether.protocol import ZERO_USAGE, ModelUsage, to_json
+
+if TYPE_CHECKING:
+    from tether.agent.agent import Agent
+    from tether.cli.models import HttpModel, ModelChoice
+    from tether.protocol import AgentEvent, RunResult
+    from tether.stream import EventStream
+
+__all__ = ["COMMANDS", "MAX_LINE_BYTES", "RpcError", "rpc_command"]
+
+MAX_LINE_BYTES: Final = 1 << 20
+"""The longest input line read (without its ``\\n``)."""
+COMMANDS: Final = (
+    "prompt",
+    "steer",
+    "follow_up",
+    "abort",
+    "get_state",
+    "get_messages",
+    "set_model",
+    "new_session",
+    "compact",
+)
+"""Every command ``type``, in the order of the module docstring."""
+
+_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "prompt": ("message",),
+    "steer": ("message",),
+    "follow_up": ("message",),
+    "set_model": ("model", "baseUrl"),
+}
+_READ_BYTES: Final = 65_536
+_QUEUED_CHUNKS: Final = 4
+_ABORT_REASON: Final = "Aborted by the RPC client"
+_EOF_REASON: Final = "Standard input closed"
+_NOTICE: Final = b"tether rpc: interrupted; stopping (Ctrl-C again quits at once)\n"
+
+RequestId: TypeAlias = str | int | None
+
+
+class RpcError(TetherError):
+    """A command that could not be carried out; becomes a ``success: false`` response."""
+
+
+class _TooLong:
+    """A line over ``MAX_LINE_BYTES`` was skipped."""
+
+
+_TOO_LONG: Final = _TooLong()
+
+
+async def rpc_command(args: argparse.Namespace, choice: ModelChoice, out: Output) -> int:
+    """Serve ``tether rpc`` on stdin and ``out`` with an Agent on ``choice``'s model until
+    end of input (0) or Ctrl-C (130). A failed write raises ``OutputError`` after cleanup."""
+    controller = AbortController()
+    with Interrupts(asyncio.get_running_loop(), controller, _NOTICE):
+        session = _Session(args, choice, out)
+        try:
+            await session.serve(controller.signal)
+        finally:
+            await session.close(INTERRUPT_REASON if controller.signal.aborted else _EOF_REASON)
+        if session.output_error is not None:
+            raise session.output_error
+    return EXIT_INTERRUPTED if controller.signal.aborted else EXIT_OK
+
+
+# --- input ------------------------------------------------------------------------------------
+
+
+class _Stdin:
+    """Standard input's bytes, read on a daemon thread (so a regular file, a pipe, a TTY or
+    ``/dev/null`` all work, and SIGINT still reaches the main thread) at most a few chunks
+    ahead of the loop. ``b""`` is the end."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, descriptor: int | None) -> None:
+        self._loop = loop
+        self._descriptor = descriptor
+        self._queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self._slots = threading.Semaphore(_QUEUED_CHUNKS)
+
+    @classmethod
+    def of_process(cls, loop: asyncio.AbstractEventLoop) -> _Stdin:
+        """The process's standard input. When Python found no stdin at startup
+        (``sys.stdin is None``), descriptor 0 may since have been reused for something else
+        (a socket of the event loop): it is then never read, the input is simply empty."""
+        stream = sys.stdin
+        try:
+            descriptor = None if stream is None else stream.fileno()
+        except (OSError, ValueError):
+            descriptor = None
+        return cls(loop, descriptor)
+
+    def start(self) -> None:
+        if self._descriptor is None:
+            self._queue.put_nowait(b"")
+            return
+        with sigint_blocked():
+            threading.Thread(target=self._work, name="tether-rpc-stdin", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            self._slots.acquire()
+            assert self._descriptor is not None
+            try:
+                data = os.read(self._descriptor, _READ_BYTES)
+            except OSError:  # a closed or unreadable stdin ends the input
+                data = b""
+            try:
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, data)
+            except RuntimeError:  # the loop closed: nobody reads any more
+                return
+            if not data:
+                return
+
+    async def read(self) -> bytes:
+        data = await self._queue.get()
+        self._slots.release()
+        return data
+
+
+class _Lines:
+    """Splits bytes into lines on ``\\n`` only; a line over ``limit`` bytes becomes
+    ``_TOO_LONG`` (reported once, as soon as it is too long) and is dropped to its end."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._buffer = bytearray()
+        self._skipping = False
+
+    def feed(self, data: bytes) -> list[bytes | _TooLong]:
+        lines: list[bytes | _TooLong] = []
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            piece = data[start:] if end < 0 else data[start:end]
+            if not self._skipping:
+                self._buffer += piece
+                if len(self._buffer) > self._limit:
+                    self._buffer.clear()
+                    self._skipping = True
+                    lines.append(_TOO_LONG)
+            if end < 0:
+                return lines
+            if self._skipping:
+                self._skipping = False
+            else:
+                lines.append(bytes(self._buffer))
+                self._buffer.clear()
+            start = end + 1
+
+    def finish(self) -> list[bytes | _TooLong]:
+        """The last line, if the input ended without its ``\\n``."""
+        if self._skipping or not self._buffer:
+            return []
+        line = bytes(self._buffer)
+        self._buffer.clear()
+        return [line]
+
+
+# --- the session --------------------------------------------------------------------------------
+
+
+class _Request:
+    __slots__ = ("command", "fields", "id")
+
+    def __init__(self, request_id: RequestId, command: str, fields: dict[str, object]) -> None:
+        self.id = request_id
+        self.command = command
+        self.fields = fields
+
+
+class _Session:
+    """One Agent, its model, the running prompt's event pumps and the output."""
+
+    def __init__(self, args: argparse.Namespace, choice: ModelChoice, out: Output) -> None:
+        self.args = args
+        self.choice = choice
+        self.out = out
+        self.output_error: OutputError | None = None
+        self.model: HttpModel = choice.build()
+        self.meter = UsageMeter(self.model, None)
+        # SESSION PLUG-IN POINT: with --session PATH the first Agent starts from the file.
+        self.agent: Agent = build_agent(self.meter, args, starting_transcript(args))
+        self.usage_before: ModelUsage = ZERO_USAGE  # of the Agents set_model replaced
+        self.pumps: set[asyncio.Task[None]] = set()
+        self.stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    async def serve(self, interrupted: AbortSignal) -> None:
+        """Read and carry out commands until end of input, Ctrl-C or an output failure."""
+        stdin = _Stdin.of_process(asyncio.get_running_loop())
+        stdin.start()
+        lines = _Lines(MAX_LINE_BYTES)
+        remove = interrupted.add_listener(self.stop)
+        if interrupted.aborted:  # Ctrl-C came before the listener: it is never called
+            self.stop()
+        try:
+            while not self.stopping.done():
+                data = await self._next(stdin)
+                if data is None:
+                    return
+                for line in lines.feed(data) if data else lines.finish():
+                    await self.handle(line)
+                    if self.stopping.done():
+                        return
+                if not data:
+                    return
+        finally:
+            remove()
+
+    def stop(self) -> None:
+        if not self.stopping.done():
+            self.stopping.set_result(None)
+
+    async def _next(self, stdin: _Stdin) -> bytes | None:
+        """The next chunk of input, or ``None`` once the session is stopping."""
+        read = asyncio.ensure_future(stdin.read())
+        await asyncio.wait((read, self.stopping), return_when=asyncio.FIRST_COMPLETED)
+        if read.done():
+            return read.result()
+        read.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await read
+        return None
+
+    async def close(self, reason: str) -> None:
+        """Cancel a running prompt, let its events be written, close the model."""
+        self.agent.cancel(reason)
+        while self.pumps:
+            await asyncio.gather(*self.pumps)
+        await self.agent.wait_until_idle()
+        await self.model.aclose()
+
+    # --- one line -----------------------------------------------------------------------------
+
+    async def handle(self, line: bytes | _TooLong) -> None:
+        """Answer one input line (never raises, but for a failed write)."""
+        if isinstance(line, _TooLong):
+            self.refuse(
+                None, None, "RPC_LINE_TOO_LONG", f"a line must be at most {MAX_LINE_BYTES} bytes"
+            )
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip():
+            return
+        request_id: RequestId = None
+        command: str | None = None
+        try:
+            request = _parse(line)
+            request_id, command = request.id, request.command
+            data = await self.dispatch(request)
+        except _Refused as error:
+            self.refuse(error.request_id, error.command, error.code, error.message)
+        except RpcError as error:
+            self.refuse(request_id, command, error.code, error.message)
+        except OutputError:
+            raise
+        except Exception as error:  # a bug: answered, never a crash
+            self.refuse(
+                request_id, command, "RPC_INTERNAL_ERROR", f"{type(error).__name__}: {error}"
+            )
+        else:
+            self.write(
+                {
+                    "type": "response",
+                    "id": request_id,
+                    "command": command,
+                    "success": True,
+                    "data": data,
+                }
+            )
+
+    def refuse(self, request_id: RequestId, command: str | None, code: str, message: str) -> None:
+        self.write(
+            {
+                "type": "response",
+                "id": request_id,
+                "command": command,
+                "success": False,
+                "error": {"code": code, "message": message},
+            }
+        )
+
+    def write(self, value: object) -> None:
+        if self.output_error is not None:
+            raise self.output_error
+        try:
+            self.out.write(json_line(value))
+        except OutputError as error:
+            self.output_error = error
+            self.stop()
+            raise
+
+    # --- the commands -------------------------------------------------------------------------
+
+    async def dispatch(self, request: _Request) -> object:
+        agent = self.agent
+        fields = request.fields
+        match request.command:
+            case "prompt":
+                return self.prompt(_message(fields))
+            case "steer":
+                return {"messageId": _agent_call(lambda: agent.steer(_message(fields)).id)}
+            case "follow_up":
+                return {"messageId": _agent_call(lambda: agent.follow_up(_message(fields)).id)}
+            case "abort":
+                return {"cancelled": agent.cancel(_ABORT_REASON)}
+            case "get_state":
+                return self.state()
+            case "get_messages":
+                return {"messages": [to_json(message) for message in agent.messages]}
+            case "set_model":
+                return await self.set_model(fields)
+            case "new_session":
+                self.idle("new_session")
+                # SESSION PLUG-IN POINT: --session starts a new session file here.
+                self.agent = build_agent(self.meter, self.args, ())
+                self.usage_before = ZERO_USAGE
+                return None
+            case _:  # "compact"
+                # COMPACTION PLUG-IN POINT: the compaction issue implements this command.
+                raise RpcError(
+                    "NOT_IMPLEMENTED",
+                    "compact is not implemented yet (it arrives with context compaction)",
+                )
+
+    def idle(self, command: str) -> None:
+        if self.agent.is_running:
+            raise RpcError(
+                "AGENT_BUSY", f"a prompt is running: {command} needs an idle agent (abort first)"
+            )
+
+    def prompt(self, message: str) -> object:
+        agent = self.agent
+        if agent.is_running:
+            raise RpcError(
+                "AGENT_BUSY", "a prompt is running: steer, follow_up or abort it instead"
+            )
+        before = len(agent.messages)
+        self.meter.last_error = None
+        stream = _agent_call(lambda: agent.prompt(message))
+        # The response is written before this task gets a turn: events always follow it.
+        pump = asyncio.get_running_loop().create_task(self.pump(stream, self.meter, self.choice))
+        self.pumps.add(pump)
+        pump.add_done_callback(self.pumps.discard)
+        return {"messageId": agent.messages[before].id}
+
+    async def pump(
+        self,
+        stream: EventStream[AgentEvent, RunResult],
+        meter: UsageMeter,
+        choice: ModelChoice,
+    ) -> None:
+        """Write the events of one run; after an output failure, cancel it."""
+        try:
+            async for event in stream:
+                if event.type == "run.finished":
+                    self.advise(event.payload.result, meter, choice)
+                self.write({"type": "event", "event": to_json(event)})
+        except OutputError:
+            self.agent.cancel("The output failed")
+
+    def advise(self, result: RunResult, meter: UsageMeter, choice: ModelChoice) -> None:
+        problem = run_problem(result, meter.last_error, choice)
+        if problem is None:
+            return
+        error: dict[str, object] = {"code": problem.code, "message": problem.message}
+        last = meter.last_error
+        if problem.code == "CLI_RATE_LIMITED" and last is not None and last.retry_after is not None:
+            error["retryAfter"] = last.retry_after
+        self.write({"type": "error", "error": error})
+
+    def state(self) -> object:
+        agent = self.agent
+        choice = self.choice
+        return {
+            "isRunning": agent.is_running,
+            "model": choice.spec,
+            "provider": choice.provider.name,
+            "baseUrl": display_url(choice.base_url),
+            "messageCount": len(agent.messages),
+            "queuedSteering": len(agent.queued_steering),
+            "queuedFollowUps": len(agent.queued_follow_ups),
+            "usage": to_json(self.usage_before + agent.usage),
+            "tools": list(agent.tool_names),
+            "maxSteps": agent.max_steps,
+        }
+
+    async def set_model(self, fields: dict[str, object]) -> object:
+        from tether.cli.config import CliError, load_config
+
+        self.idle("set_model")
+        spec = fields.get("model")
+        if not isinstance(spec, str) or not spec:
+            raise RpcError("RPC_INVALID_REQUEST", '"model" must be a non-empty PROVIDER/MODEL')
+        base_url = fields.get("baseUrl")
+        if base_url is not None and (
+            not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))
+        ):
+            raise RpcError("RPC_INVALID_REQUEST", '"baseUrl" must be an http:// or https:// URL')
+        if base_url is None and spec.partition("/")[0] == self.choice.provider.name:
+            base_url = self.choice.base_url
+        try:
+            choice = choose_model(spec, base_url=base_url, config=load_config())
+        except CliError as error:
+            raise RpcError(error.code, error.message) from None
+        old = self.agent
+        model = choice.build()
+        meter = UsageMeter(model, None)
+        agent = build_agent(meter, self.args, old.messages)
+        for queued in old.queued_steering:
+            agent.steer(queued.content)
+        for queued in old.queued_follow_ups:
+            agent.follow_up(queued.content)
+        previous = self.model
+        self.usage_before = self.usage_before + old.usage
+        self.choice, self.model, self.meter, self.agent = choice, model, meter, agent
+        await previous.aclose()
+        return {"model": choice.spec, "baseUrl": display_url(choice.base_url)}
+
+
+# --- parsing ------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse(line: bytes) -> _Request:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RpcError("RPC_INVALID_JSON", "the line is not valid UTF-8") from None
+    try:
+        value: object = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        raise RpcError("RPC_INVALID_JSON", f"the line is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise RpcError("RPC_INVALID_REQUEST", 'a command is a JSON object with "id" and "type"')
+    fields = cast("dict[str, object]", value)
+    if "id" not in fields:
+        raise RpcError("RPC_INVALID_REQUEST", 'the command has no "id"')
+    request_id = fields.pop("id")
+    if type(request_id) is not str and type(request_id) is not int:
+        raise RpcError("RPC_INVALID_REQUEST", '"id" must be a string or an integer')
+    command = fields.pop("type", None)
+    if not isinstance(command, str):
+        raise _Refused(request_id, None, 'the command has no "type" string')
+    if command not in COMMANDS:
+        raise _Refused(
+            request_id,
+            command,
+            f"unknown command type {_short(command)!r}; known: {', '.join(COMMANDS)}",
+            "RPC_UNKNOWN_COMMAND",
+        )
+    allowed = _FIELDS.get(command, ())
+    for name in fields:
+        if name not in allowed:
+            raise _Refused(request_id, command, f"unknown field {_short(name)!r} for {command}")
+    return _Request(request_id, command, fields)
+
+
+class _Refused(RpcError):
+    """A refusal once the ``id`` (and maybe the ``type``) could be read."""
+
+    def __init__(
+        self,
+        request_id: str | int,
+        command: str | None,
+        message: str,
+        code: str = "RPC_INVALID_REQUEST",
+    ) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+        self.command = command
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _message(fields: dict[str, object]) -> str:
+    message = fields.get("message")
+    if message is None:
+        raise RpcError("RPC_INVALID_REQUEST", 'the command has no "message"')
+    if not isinstance(message, str) or not message:
+        raise RpcError("RPC_INVALID_REQUEST", '"message" must be a non-empty string')
+    return message
+
+
+_T = TypeVar("_T")
+
+
+def _agent_call(call: Callable[[], _T]) -> _T:
+    """``call()``, with the Agent's own errors (``AGENT_BUSY``, ``AGENT_MESSAGE_LIMIT``...)
+    as ``RpcError`` with the same code."""
+    try:
+        return call()
+    except RpcError:
+        raise
+    except TetherError as error:
+        raise RpcError(error.code, error.message) from None

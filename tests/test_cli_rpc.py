@@ -1,0 +1,726 @@
+"""``tether rpc`` as a real subprocess: JSON lines in, JSON lines out.
+
+Each test starts the installed console script against the scripted ``ReplayServer`` (on this
+test's loop, 127.0.0.1), or llm-katan, writes commands to its stdin and reads its stdout
+line by line, parsing every line as JSON (split on ``\\n`` only). Covered: a whole session
+(state, a prompt whose response comes before its events, the transcript, a U+2028 that does
+not split a line, set_model keeping the transcript, new_session, compact), every kind of
+malformed line (answered, never a crash; a 1 MiB+ line too), abort during a stalled stream,
+commands refused while busy, a steer and a follow-up while a tool runs, a failed run's
+advice line, end of input during a run, Ctrl-C, and startup errors. The fake API key is in
+the environment of every run and must appear in no byte the command writes.
+
+No sleeps: the tests wait for the lines the command writes (bounded), and a tool that must
+stay busy waits on a FIFO the test writes to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncGenerator, Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from servers.katan import KatanServer
+from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and FIFOs"),
+]
+
+TETHER = Path(sys.executable).parent / "tether"
+FAKE_KEY = "sk-tether-FAKE-RPC-KEY-9876543210-never-print-me"
+BOUND = 20.0
+MODEL = "openai/gpt-test"
+_SCRUBBED = ("PYTHONDEVMODE", "PYTHONASYNCIODEBUG", "PYTHONWARNINGS", "TETHER_CONFIG")
+
+Line = dict[str, Any]
+
+
+def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The parent's environment without API keys or debug switches, with the fake key in
+    OPENAI_API_KEY, a config path in ``tmp_path`` and every warning shown."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.endswith("_API_KEY") and name not in _SCRUBBED
+    }
+    env["TETHER_CONFIG"] = str(tmp_path / "config.toml")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["PYTHONWARNINGS"] = "default"
+    env["OPENAI_API_KEY"] = FAKE_KEY
+    env.update(extra)
+    return env
+
+
+class Rpc:
+    """A running ``tether rpc``: send commands, read its lines (every one parsed as JSON)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.raw = bytearray()
+        self.lines: list[Line] = []
+
+    async def send(self, command: Mapping[str, object] | bytes) -> None:
+        if isinstance(command, bytes):
+            data = command
+        else:
+            data = (json.dumps(command, ensure_ascii=False) + "\n").encode("utf-8")
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write(data)
+        async with asyncio.timeout(BOUND):
+            await stdin.drain()
+
+    async def next(self) -> Line:
+        stdout = self.process.stdout
+        assert stdout is not None
+        async with asyncio.timeout(BOUND):
+            line = await stdout.readline()
+        assert line.endswith(b"\n"), f"rpc ended; it wrote {bytes(self.raw[-400:])!r}"
+        self.raw += line
+        value: object = json.loads(line)
+        assert isinstance(value, dict), line
+        parsed = cast(Line, value)
+        self.lines.append(parsed)
+        return parsed
+
+    async def until(self, done: Callable[[Line], bool]) -> list[Line]:
+        """Lines up to and including the first one ``done`` accepts."""
+        seen: list[Line] = []
+        while True:
+            line = await self.next()
+            seen.append(line)
+            if done(line):
+                return seen
+
+    async def call(self, command: Mapping[str, object] | bytes, request_id: object) -> Line:
+        """Send ``command`` and return the response with ``request_id`` (lines in between are
+        kept in ``lines``)."""
+        await self.send(command)
+        seen = await self.until(lambda line: is_response(line, request_id))
+        return seen[-1]
+
+    async def ok(self, command: Mapping[str, object]) -> Any:
+        response = await self.call(command, command["id"])
+        assert response["success"] is True, response
+        assert response["command"] == command["type"]
+        return response["data"]
+
+    async def refused(self, command: Mapping[str, object] | bytes, request_id: object) -> Any:
+        response = await self.call(command, request_id)
+        assert response["success"] is False, response
+        assert set(response["error"]) == {"code", "message"}
+        return response["error"]
+
+    async def finish(self) -> tuple[int, bytes]:
+        """Close stdin, read the rest, wait for the exit: (status, stderr). The rest must be
+        JSON lines too."""
+        process = self.process
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdin.close()
+        async with asyncio.timeout(BOUND):
+            rest = await process.stdout.read()
+            stderr = await process.stderr.read()
+            status = await process.wait()
+        assert rest == b"" or rest.endswith(b"\n"), rest[-200:]
+        for line in rest.split(b"\n")[:-1]:
+            self.lines.append(json.loads(line))
+        self.raw += rest
+        assert FAKE_KEY.encode() not in self.raw
+        assert FAKE_KEY.encode() not in stderr
+        return status, stderr
+
+
+def is_response(line: Line, request_id: object) -> bool:
+    return line.get("type") == "response" and line.get("id") == request_id
+
+
+def is_event(kind: str) -> Callable[[Line], bool]:
+    return lambda line: line.get("type") == "event" and line["event"]["type"] == kind
+
+
+@contextlib.asynccontextmanager
+async def rpc(
+    *arguments: str, env: Mapping[str, str], cwd: Path | None = None
+) -> AsyncGenerator[Rpc, None]:
+    process = await asyncio.create_subprocess_exec(
+        str(TETHER),
+        "rpc",
+        *arguments,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+        limit=8 << 20,
+    )
+    try:
+        yield Rpc(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        if process.stdin is not None:
+            process.stdin.close()
+        await process.wait()
+
+
+# --- OpenAI stream bodies ---------------------------------------------------------------------
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-rpc",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test-2026",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-rpc",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test-2026",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def text_payloads(*parts: str) -> list[dict[str, Any]]:
+    return [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"content": part}) for part in parts),
+        chunk({}, "stop"),
+        usage(7, len(parts)),
+    ]
+
+
+def text_reply(*parts: str) -> Script:
+    return sse_response(sse_body(text_payloads(*parts)))
+
+
+def stalled_reply(first: str) -> Script:
+    """A text stream that stops after its first words until the client goes away."""
+    payloads = text_payloads(first, " and more")
+    offset = len(sse_body(payloads[:2], done=False))
+    return sse_response(sse_body(payloads), stall_after=offset)
+
+
+def bash_reply(call_id: str, command: str) -> Script:
+    call = {"index": 0, "id": call_id, "type": "function", "function": {"name": "bash"}}
+    arguments = json.dumps({"command": command})
+    return sse_response(
+        sse_body(
+            [
+                chunk(
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{**call, "function": {"name": "bash", "arguments": ""}}],
+                    }
+                ),
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+                chunk({}, "tool_calls"),
+                usage(9, 3),
+            ]
+        )
+    )
+
+
+def roles(messages: list[dict[str, Any]]) -> list[str]:
+    return [message["role"] for message in messages]
+
+
+# --- a whole session --------------------------------------------------------------------------
+
+
+async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path) -> None:
+    separated = "first line\u2028still the first line"
+    async with (
+        ReplayServer() as server,
+        rpc(
+            "--model",
+            MODEL,
+            "--base-url",
+            server.url,
+            "--system",
+            "Be brief.",
+            env=child_env(tmp_path),
+        ) as session,
+    ):
+        state = await session.ok({"id": "s1", "type": "get_state"})
+        assert state == {
+            "isRunning": False,
+            "model": MODEL,
+            "provider": "openai",
+            "baseUrl": server.url,
+            "messageCount": 0,
+            "queuedSteering": 0,
+            "queuedFollowUps": 0,
+            "usage": {"inputTokens": 0, "outputTokens": 0},
+            "tools": [],
+            "maxSteps": 64,
+        }
+
+        server.respond(text_reply("Hello", " back."))
+        await session.send({"id": 1, "type": "prompt", "message": separated})
+        accepted = await session.next()  # the response comes before any event of the run
+        assert is_response(accepted, 1)
+        assert accepted["success"] is True
+        message_id = accepted["data"]["messageId"]
+        events = await session.until(is_event("run.finished"))
+        assert all(line["type"] == "event" for line in events)
+        kinds = [line["event"]["type"] for line in events]
+        assert kinds == ["message.accepted", "model.chunk", "model.chunk", "run.finished"]
+        assert events[0]["event"]["payload"]["message"]["id"] == message_id
+        result = events[-1]["event"]["payload"]["result"]
+        assert (result["status"], result["finalText"]) == ("completed", "Hello back.")
+        assert server.requests[0].json["messages"][1] == {"role": "user", "content": separated}
+        assert server.requests[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
+
+        messages = (await session.ok({"id": 2, "type": "get_messages"}))["messages"]
+        assert roles(messages) == ["user", "assistant"]
+        assert messages[0] == {"id": message_id, "role": "user", "content": separated}
+        assert messages[1]["content"] == [{"type": "text", "text": "Hello back."}]
+        assert "\u2028".encode() not in session.raw  # escaped: a line splitter cannot break it
+
+        state = await session.ok({"id": 3, "type": "get_state"})
+        assert state["messageCount"] == 2
+        assert state["usage"] == {"inputTokens": 7, "outputTokens": 2}
+
+        switched = await session.ok({"id": 4, "type": "set_model", "model": "openai/gpt-other"})
+        assert switched == {"model": "openai/gpt-other", "baseUrl": server.url}
+        server.respond(text_reply("Still here."))
+        await session.ok({"id": 5, "type": "prompt", "message": "And now?"})
+        await session.until(is_event("run.finished"))
+        second = server.requests[1].json
+        assert second["model"] == "gpt-other"
+        assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
+        state = await session.ok({"id": 6, "type": "get_state"})
+        assert (state["model"], state["messageCount"]) == ("openai/gpt-other", 4)
+        assert state["usage"] == {"inputTokens": 14, "outputTokens": 3}
+
+        unknown = await session.refused(
+            {"id": 7, "type": "set_model", "model": "nope/x"}, request_id=7
+        )
+        assert unknown["code"] == "CLI_UNKNOWN_PROVIDER"
+        no_key = await session.refused(
+            {"id": 8, "type": "set_model", "model": "anthropic/claude-test"}, request_id=8
+        )
+        assert no_key["code"] == "CLI_MISSING_API_KEY"
+        assert "ANTHROPIC_API_KEY" in no_key["message"]
+
+        # Work queued while idle moves to the new model's Agent; new_session drops it.
+        await session.ok({"id": "q1", "type": "steer", "message": "queued while idle"})
+        await session.ok({"id": "q2", "type": "follow_up", "message": "queued for later"})
+        back = {"id": "q3", "type": "set_model", "model": MODEL, "baseUrl": server.url}
+        assert (await session.ok(back))["model"] == MODEL
+        state = await session.ok({"id": "q4", "type": "get_state"})
+        assert (state["messageCount"], state["queuedSteering"], state["queuedFollowUps"]) == (
+            4,
+            1,
+            1,
+        )
+        assert await session.ok({"id": 9, "type": "new_session"}) is None
+        state = await session.ok({"id": 10, "type": "get_state"})
+        assert (state["messageCount"], state["usage"]["inputTokens"]) == (0, 0)
+        assert (state["queuedSteering"], state["queuedFollowUps"]) == (0, 0)
+        compact = await session.refused({"id": 11, "type": "compact"}, request_id=11)
+        assert compact["code"] == "NOT_IMPLEMENTED"
+
+        status, stderr = await session.finish()
+
+    assert status == 0
+    assert stderr == b""
+
+
+async def test_malformed_lines_are_answered_and_the_session_goes_on(tmp_path: Path) -> None:
+    async with rpc("--model", "ollama/qwen3", env=child_env(tmp_path)) as session:
+        cases: list[tuple[bytes, object, str]] = [
+            (b"not json\n", None, "RPC_INVALID_JSON"),
+            (b"\xff\xfe{}\n", None, "RPC_INVALID_JSON"),
+            (b'{"id": 1, "type": "get_state", "x": NaN}\n', None, "RPC_INVALID_JSON"),
+            (b"[1, 2]\n", None, "RPC_INVALID_REQUEST"),
+            (b'"get_state"\n', None, "RPC_INVALID_REQUEST"),
+            (b'{"type": "get_state"}\n', None, "RPC_INVALID_REQUEST"),
+            (b'{"id": true, "type": "get_state"}\n', None, "RPC_INVALID_REQUEST"),
+            (b'{"id": [1], "type": "get_state"}\n', None, "RPC_INVALID_REQUEST"),
+            (b'{"id": "a"}\n', "a", "RPC_INVALID_REQUEST"),
+            (b'{"id": "b", "type": 7}\n', "b", "RPC_INVALID_REQUEST"),
+            (b'{"id": "c", "type": "dance"}\n', "c", "RPC_UNKNOWN_COMMAND"),
+            (b'{"id": "d", "type": "prompt"}\n', "d", "RPC_INVALID_REQUEST"),
+            (b'{"id": "e", "type": "prompt", "message": ""}\n', "e", "RPC_INVALID_REQUEST"),
+            (b'{"id": "f", "type": "steer", "message": 3}\n', "f", "RPC_INVALID_REQUEST"),
+            (b'{"id": "g", "type": "abort", "force": true}\n', "g", "RPC_INVALID_REQUEST"),
+            (b'{"id": "h", "type": "set_model"}\n', "h", "RPC_INVALID_REQUEST"),
+            (
+                b'{"id": "i", "type": "set_model", "model": "openai/x", "baseUrl": 1}\n',
+                "i",
+                "RPC_INVALID_REQUEST",
+            ),
+            (b"[" * 100_000 + b"\n", None, "RPC_INVALID_JSON"),
+        ]
+        for line, request_id, code in cases:
+            error = await session.refused(line, request_id)
+            assert error["code"] == code, (line[:60], error)
+        unknown = next(line for line in session.lines if line["id"] == "c")
+        assert (unknown["id"], unknown["command"]) == ("c", "dance")
+        assert "known:" in unknown["error"]["message"]
+
+        huge = b'{"id": "big", "type": "prompt", "message": "' + b"x" * (1 << 20) + b'"}\n'
+        error = await session.refused(huge, None)
+        assert error["code"] == "RPC_LINE_TOO_LONG"
+        # Blank lines are ignored, CRLF is fine, and the session goes on.
+        await session.send(b"\n  \r\n")
+        state = await session.ok({"id": 99, "type": "get_state"})
+        assert state["messageCount"] == 0
+        crlf = await session.call(b'{"id": 100, "type": "get_messages"}\r\n', 100)
+        assert crlf["success"] is True
+        # A last line without its newline is still read at end of input.
+        await session.send(b'{"id": 101, "type": "get_state"}')
+        status, stderr = await session.finish()
+
+    assert status == 0
+    assert stderr == b""
+    assert is_response(session.lines[-1], 101)
+    assert all(line["type"] == "response" for line in session.lines)
+
+
+async def test_the_queue_limit_is_an_agent_error(tmp_path: Path) -> None:
+    async with rpc("--model", "ollama/qwen3", env=child_env(tmp_path)) as session:
+        lines = b"".join(
+            b'{"id": %d, "type": "steer", "message": "more"}\n' % number for number in range(257)
+        )
+        error = await session.refused(lines, 256)
+        status, _ = await session.finish()
+
+    assert status == 0
+    assert error["code"] == "AGENT_MESSAGE_LIMIT"
+    assert sum(line["success"] for line in session.lines) == 256
+
+
+async def test_a_closed_stdin_is_the_end_of_input(tmp_path: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        "/bin/sh",
+        "-c",
+        'exec "$0" rpc --model ollama/qwen3 <&-',
+        str(TETHER),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=child_env(tmp_path),
+    )
+    try:
+        async with asyncio.timeout(BOUND):
+            stdout, stderr = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    assert (process.returncode, stdout, stderr) == (0, b"", b"")
+
+
+async def test_a_full_stdout_is_exit_4_with_one_line(tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:  # noqa: ASYNC230 - opening a device, not reading
+        process = await asyncio.create_subprocess_exec(
+            str(TETHER),
+            "rpc",
+            "--model",
+            "ollama/qwen3",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=full,
+            stderr=asyncio.subprocess.PIPE,
+            env=child_env(tmp_path),
+        )
+    try:
+        async with asyncio.timeout(BOUND):
+            _, stderr = await process.communicate(b'{"id": 1, "type": "get_state"}\n')
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    assert process.returncode == 4
+    assert stderr.startswith(b"tether rpc: cannot write output: ")
+    assert stderr.count(b"\n") == 1
+
+
+async def test_a_reader_gone_during_a_run_cancels_it_and_exits_4(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    read_end, write_end = os.pipe()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_end, "rb", buffering=0)
+    )
+    try:
+        async with ReplayServer() as server:
+            stalled = server.respond(stalled_reply("Nobody reads this"))
+            process = await asyncio.create_subprocess_exec(
+                str(TETHER),
+                "rpc",
+                "--model",
+                MODEL,
+                "--base-url",
+                server.url,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=write_end,
+                stderr=asyncio.subprocess.PIPE,
+                env=child_env(tmp_path),
+            )
+            os.close(write_end)
+            write_end = -1
+            try:
+                assert process.stdin is not None
+                process.stdin.write(b'{"id": 1, "type": "prompt", "message": "hi"}\n')
+                async with asyncio.timeout(BOUND):
+                    response = json.loads(await reader.readline())
+                    assert is_response(response, 1)
+                    await stalled.stalled.wait()
+                    transport.close()  # the reader goes away while the stream is stalled
+                    stalled.release.set()  # the next chunk's event cannot be written
+                    _, stderr = await process.communicate()
+                    await stalled.finished.wait()
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+    finally:
+        transport.close()
+        if write_end >= 0:
+            os.close(write_end)
+
+    assert process.returncode == 4
+    assert stderr == b""
+    assert FAKE_KEY.encode() not in stderr
+
+
+async def test_abort_during_a_stalled_stream_keeps_only_complete_turns(tmp_path: Path) -> None:
+    async with (
+        ReplayServer() as server,
+        rpc("--model", MODEL, "--base-url", server.url, env=child_env(tmp_path)) as session,
+    ):
+        stalled = server.respond(stalled_reply("Let me think"))
+        await session.ok({"id": 1, "type": "prompt", "message": "Think hard."})
+        await session.until(is_event("model.chunk"))
+
+        busy = [
+            await session.refused({"id": 2, "type": "prompt", "message": "again"}, 2),
+            await session.refused({"id": 3, "type": "set_model", "model": MODEL}, 3),
+            await session.refused({"id": 4, "type": "new_session"}, 4),
+        ]
+        assert [error["code"] for error in busy] == ["AGENT_BUSY"] * 3
+        state = await session.ok({"id": 5, "type": "get_state"})
+        assert state["isRunning"] is True
+
+        assert await session.ok({"id": 6, "type": "abort"}) == {"cancelled": True}
+        finished = (await session.until(is_event("run.finished")))[-1]
+        result = finished["event"]["payload"]["result"]
+        assert (result["status"], result["reason"]) == ("cancelled", "Aborted by the RPC client")
+        async with asyncio.timeout(BOUND):
+            await stalled.finished.wait()
+        assert stalled.outcome == "client-gone"
+        messages = (await session.ok({"id": 7, "type": "get_messages"}))["messages"]
+        assert roles(messages) == ["user"]
+        assert await session.ok({"id": 8, "type": "abort"}) == {"cancelled": False}
+
+        # The agent goes on: another prompt completes over the same transcript.
+        server.respond(text_reply("Done thinking."))
+        await session.ok({"id": 9, "type": "prompt", "message": "Just answer."})
+        result = (await session.until(is_event("run.finished")))[-1]["event"]["payload"]["result"]
+        assert result["status"] == "completed"
+        assert roles(server.requests[1].json["messages"]) == ["user", "user"]
+
+        # End of input during a stalled stream cancels the run, writes its end, exits 0.
+        server.respond(stalled_reply("Once more"))
+        await session.ok({"id": 10, "type": "prompt", "message": "Go on."})
+        await session.until(is_event("model.chunk"))
+        status, stderr = await session.finish()
+
+    assert status == 0
+    assert stderr == b""
+    last = session.lines[-1]
+    assert last["event"]["type"] == "run.finished"
+    result = last["event"]["payload"]["result"]
+    assert (result["status"], result["reason"]) == ("cancelled", "Standard input closed")
+
+
+async def test_a_steer_and_a_follow_up_while_a_tool_runs(tmp_path: Path) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    gate = workspace / "gate"
+    os.mkfifo(gate)
+    # Held open for reading and writing: the tool's open never blocks, its read waits for us.
+    gate_fd = os.open(gate, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        async with (
+            ReplayServer() as server,
+            rpc(
+                "--model",
+                MODEL,
+                "--base-url",
+                server.url,
+                "--tools",
+                "coding",
+                env=child_env(tmp_path),
+                cwd=workspace,
+            ) as session,
+        ):
+            server.respond(bash_reply("call-gate", 'read -r word < gate && echo "got $word"'))
+            server.respond(text_reply("Bonjour."))
+            server.respond(text_reply("Bye."))
+            await session.ok({"id": 1, "type": "prompt", "message": "Wait for the gate."})
+            await session.until(is_event("tool.started"))
+            steered = await session.ok({"id": 2, "type": "steer", "message": "Also in French."})
+            followed = await session.ok({"id": 3, "type": "follow_up", "message": "Then bye."})
+            state = await session.ok({"id": 4, "type": "get_state"})
+            assert (state["queuedSteering"], state["queuedFollowUps"]) == (1, 1)
+            assert "bash" in state["tools"]
+            os.write(gate_fd, b"open\n")
+            events = await session.until(is_event("run.finished"))
+
+            kinds = [line["event"]["type"] for line in events]
+            tool_done = kinds.index("tool.finished")
+            tool_result = events[tool_done]["event"]["payload"]["message"]
+            assert tool_result["isError"] is False
+            assert "got open" in tool_result["content"]
+            accepted = [
+                line["event"]["payload"]["message"]["id"]
+                for line in events
+                if line["event"]["type"] == "message.accepted"
+            ]
+            assert accepted == [steered["messageId"], followed["messageId"]]
+            assert kinds.index("message.accepted") > tool_done
+            result = events[-1]["event"]["payload"]["result"]
+            assert (result["status"], result["finalText"]) == ("completed", "Bye.")
+            second = server.requests[1].json["messages"]
+            assert [m["role"] for m in second] == ["user", "assistant", "tool", "user"]
+            assert second[-1]["content"] == "Also in French."
+            third = server.requests[2].json["messages"]
+            assert third[-1] == {"role": "user", "content": "Then bye."}
+            messages = (await session.ok({"id": 5, "type": "get_messages"}))["messages"]
+            assert roles(messages) == [
+                "user",
+                "assistant",
+                "toolResult",
+                "user",
+                "assistant",
+                "user",
+                "assistant",
+            ]
+            status, stderr = await session.finish()
+    finally:
+        os.close(gate_fd)
+
+    assert status == 0
+    assert stderr == b""
+
+
+async def test_a_failed_run_is_followed_by_advice(tmp_path: Path) -> None:
+    body = {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}"}}
+    async with (
+        ReplayServer() as server,
+        rpc("--model", MODEL, "--base-url", server.url, env=child_env(tmp_path)) as session,
+    ):
+        server.respond(json_response(401, body))
+        await session.ok({"id": 1, "type": "prompt", "message": "hi"})
+        lines = await session.until(is_event("run.finished"))
+        advice = lines[-2]
+        assert advice["type"] == "error"
+        assert advice["error"]["code"] == "CLI_AUTH_FAILED"
+        assert "OPENAI_API_KEY" in advice["error"]["message"]
+        server.respond(
+            json_response(429, {"error": {"message": "slow"}}, headers={"retry-after": "90"})
+        )
+        await session.ok({"id": 2, "type": "prompt", "message": "hi again"})
+        lines = await session.until(is_event("run.finished"))
+        assert lines[-2]["error"]["code"] == "CLI_RATE_LIMITED"
+        assert lines[-2]["error"]["retryAfter"] == 90
+        status, _ = await session.finish()
+
+    assert status == 0
+
+
+async def test_ctrl_c_cancels_the_prompt_and_exits_130(tmp_path: Path) -> None:
+    async with (
+        ReplayServer() as server,
+        rpc("--model", MODEL, "--base-url", server.url, env=child_env(tmp_path)) as session,
+    ):
+        server.respond(stalled_reply("Hmm"))
+        await session.ok({"id": 1, "type": "prompt", "message": "hi"})
+        await session.until(is_event("model.chunk"))
+        session.process.send_signal(signal.SIGINT)
+        finished = (await session.until(is_event("run.finished")))[-1]
+        status, stderr = await session.finish()
+
+    assert status == 130
+    assert b"tether rpc: interrupted" in stderr
+    assert finished["event"]["payload"]["result"]["reason"] == "Interrupted by the user"
+
+
+async def test_the_default_model_comes_from_the_config(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('default_model = "ollama/qwen3"\n', encoding="utf-8")
+    async with rpc(env=child_env(tmp_path)) as session:
+        state = await session.ok({"id": 1, "type": "get_state"})
+        status, _ = await session.finish()
+
+    assert status == 0
+    assert (state["model"], state["baseUrl"]) == ("ollama/qwen3", "http://localhost:11434/v1")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "config", "code"),
+    [
+        ((), "", "CLI_NO_MODEL"),
+        (("--model", "nope/x"), "", "CLI_UNKNOWN_PROVIDER"),
+        (("--model", "anthropic/claude-test"), "", "CLI_MISSING_API_KEY"),
+        (("--model", MODEL), "[tools]\nauto_aprove = true\n", "CLI_CONFIG_INVALID"),
+    ],
+)
+async def test_startup_errors_exit_2_before_reading(
+    tmp_path: Path, arguments: tuple[str, ...], config: str, code: str
+) -> None:
+    if config:
+        (tmp_path / "config.toml").write_text(config, encoding="utf-8")
+    async with rpc(*arguments, env=child_env(tmp_path)) as session:
+        status, stderr = await session.finish()
+
+    assert status == 2
+    assert session.raw == b""
+    assert stderr.decode().startswith(f"tether rpc: [{code}] ")
+
+
+async def test_llm_katan_answers_a_prompt(tmp_path: Path, katan_server: KatanServer) -> None:
+    async with rpc(
+        "--model",
+        f"openai/{katan_server.model}",
+        "--base-url",
+        katan_server.base_url,
+        env=child_env(tmp_path),
+    ) as session:
+        await session.ok({"id": 1, "type": "prompt", "message": "Hello katan"})
+        result = (await session.until(is_event("run.finished")))[-1]["event"]["payload"]["result"]
+        messages = (await session.ok({"id": 2, "type": "get_messages"}))["messages"]
+        status, stderr = await session.finish()
+
+    assert status == 0
+    assert stderr == b""
+    assert result["status"] == "completed"
+    assert result["finalText"]
+    assert roles(messages) == ["user", "assistant"]

@@ -1,0 +1,663 @@
+"""``tether run --model ...`` as a real subprocess against loopback servers.
+
+The installed console script runs against the scripted ``ReplayServer`` (on this test's
+event loop, 127.0.0.1) and the real llm-katan: a text answer for a person and as JSON lines
+(every line parsed), the coding tools confined to the working directory, the step budget,
+Ctrl-C during a stalled stream, a config-file provider, and each error a person can act on
+(missing key, unknown provider, unreachable server, 401, 429 with its retry-after, context
+overflow) with its stable code and exit status 2. A fake API key is set for every run and
+must appear in no byte the command writes: not even when the server echoes it back.
+
+No sleeps: the tests wait for the command's own output lines, every wait is bounded, and
+every process is killed and reaped when its test ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from servers.katan import KatanServer, free_port
+from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
+]
+
+TETHER = Path(sys.executable).parent / "tether"
+FAKE_KEY = "sk-tether-FAKE-KEY-0123456789-never-print-me"
+BOUND = 20.0
+MODEL = "openai/gpt-test"
+_SCRUBBED = ("PYTHONDEVMODE", "PYTHONASYNCIODEBUG", "PYTHONWARNINGS", "TETHER_CONFIG")
+
+
+# --- the subprocess ---------------------------------------------------------------------------
+
+
+def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The parent's environment without API keys or debug switches, with the fake key in
+    OPENAI_API_KEY, a config path in ``tmp_path`` (absent unless a test writes it) and every
+    warning shown (so a leaked resource shows up on stderr)."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.endswith("_API_KEY") and name not in _SCRUBBED
+    }
+    env["TETHER_CONFIG"] = str(tmp_path / "config.toml")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["PYTHONWARNINGS"] = "default"
+    env["OPENAI_API_KEY"] = FAKE_KEY
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Completed:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8")
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every stdout line (split on \\n only) parsed as JSON."""
+        assert self.stdout.endswith(b"\n"), self.stdout[-200:]
+        return [json.loads(line) for line in self.stdout.split(b"\n")[:-1]]
+
+
+def assert_no_key(*outputs: bytes) -> None:
+    for output in outputs:
+        assert FAKE_KEY.encode() not in output, "the API key was written"
+
+
+def assert_quiet(stderr: bytes) -> None:
+    """Nothing on stderr but advice lines: no traceback, no warning."""
+    text = stderr.decode("utf-8", "replace")
+    assert "Traceback" not in text, text
+    assert "Warning" not in text, text
+
+
+async def tether(
+    *arguments: str, env: Mapping[str, str], cwd: Path | None = None, stdin: bytes = b""
+) -> Completed:
+    """Run the installed script to its end (bounded), with this loop free to serve."""
+    process = await asyncio.create_subprocess_exec(
+        str(TETHER),
+        *arguments,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+    )
+    try:
+        async with asyncio.timeout(BOUND):
+            stdout, stderr = await process.communicate(stdin)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    assert_no_key(stdout, stderr)
+    return Completed(process.returncode, stdout, stderr)
+
+
+class Running:
+    """A started ``tether`` whose stdout is read line by line."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.stdout = bytearray()
+
+    async def line(self) -> bytes:
+        assert self.process.stdout is not None
+        async with asyncio.timeout(BOUND):
+            line = await self.process.stdout.readline()
+        assert line.endswith(b"\n"), f"the command ended; it wrote {bytes(self.stdout[-300:])!r}"
+        self.stdout += line
+        return line
+
+    async def rest(self) -> tuple[int, bytes]:
+        """Read stdout and stderr to their end and wait for the exit; (status, stderr)."""
+        assert self.process.stdout is not None
+        assert self.process.stderr is not None
+        async with asyncio.timeout(BOUND):
+            self.stdout += await self.process.stdout.read()
+            stderr = await self.process.stderr.read()
+            status = await self.process.wait()
+        assert_no_key(bytes(self.stdout), stderr)
+        return status, stderr
+
+
+@contextlib.asynccontextmanager
+async def started(
+    *arguments: str, env: Mapping[str, str], cwd: Path | None = None
+) -> AsyncGenerator[Running, None]:
+    process = await asyncio.create_subprocess_exec(
+        str(TETHER),
+        *arguments,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+    )
+    try:
+        yield Running(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+def model_run(server_url: str, *extra: str, prompt: str = "What is 20 + 22?") -> list[str]:
+    return ["run", "--model", MODEL, "--base-url", server_url, "-p", prompt, *extra]
+
+
+# --- OpenAI stream bodies ---------------------------------------------------------------------
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-cli",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test-2026",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-cli",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test-2026",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def text_payloads(*parts: str) -> list[dict[str, Any]]:
+    return [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"content": part}) for part in parts),
+        chunk({}, "stop"),
+        usage(11, len(parts)),
+    ]
+
+
+def text_reply(*parts: str) -> Script:
+    return sse_response(sse_body(text_payloads(*parts)))
+
+
+def stalled_reply(first: str) -> Script:
+    """A text stream that stops after its first words until the client goes away."""
+    payloads = text_payloads(first, " and the rest")
+    offset = len(sse_body(payloads[:2], done=False))
+    return sse_response(sse_body(payloads), stall_after=offset)
+
+
+def tool_reply(*calls: tuple[str, str, dict[str, Any]]) -> Script:
+    """One assistant turn calling each ``(id, name, arguments)``."""
+    payloads = [chunk({"role": "assistant", "content": None})]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        payloads.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        payloads.append(
+            chunk(
+                {"tool_calls": [{"index": index, "function": {"arguments": json.dumps(arguments)}}]}
+            )
+        )
+    payloads += [chunk({}, "tool_calls"), usage(20, 5)]
+    return sse_response(sse_body(payloads))
+
+
+def keys_everywhere(value: object) -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in cast(dict[str, object], value).items():
+            found.add(key)
+            found |= keys_everywhere(item)
+    elif isinstance(value, list):
+        for item in cast(list[object], value):
+            found |= keys_everywhere(item)
+    return found
+
+
+# --- a model run ------------------------------------------------------------------------------
+
+
+async def test_a_text_answer_is_shown_to_a_person(tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("The sum ", "is 42."))
+        completed = await tether(
+            *model_run(server.url, "--system", "Be brief."), env=child_env(tmp_path)
+        )
+
+    assert completed.returncode == 0, completed.err
+    assert completed.stderr == b""
+    lines = completed.out.splitlines()
+    assert lines[0] == "user: What is 20 + 22?"
+    assert "assistant: The sum is 42." in lines
+    assert lines[-1] == "status: completed · model turns: 1 · tokens: 11 in, 2 out"
+    request = server.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {FAKE_KEY}"
+    body = request.json
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 20 + 22?"},
+    ]
+    assert "tools" not in body
+
+
+async def test_json_writes_one_camel_case_event_per_line(tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("Forty", "-two."))
+        completed = await tether(*model_run(server.url, "--json"), env=child_env(tmp_path))
+
+    assert completed.returncode == 0, completed.err
+    assert completed.stderr == b""
+    events = completed.events()
+    assert [event["type"] for event in events] == [
+        "message.accepted",
+        "model.chunk",
+        "model.chunk",
+        "run.finished",
+    ]
+    assert [event["sequence"] for event in events] == list(range(4))
+    assert [event["payload"]["chunk"]["delta"] for event in events[1:3]] == ["Forty", "-two."]
+    result = events[-1]["payload"]["result"]
+    assert result["status"] == "completed"
+    assert result["finalText"] == "Forty-two."
+    assert result["usage"] == {"inputTokens": 11, "outputTokens": 2}
+    assert [message["role"] for message in result["messages"]] == ["user", "assistant"]
+    keys = keys_everywhere(events)
+    assert {"requestId", "finalText", "inputTokens"} <= keys
+    assert not [key for key in keys if "_" in key]
+
+
+async def test_the_coding_tools_work_in_the_current_directory_only(tmp_path: Path) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("the answer is 42\n", encoding="utf-8")
+    (tmp_path / "outside.txt").write_text("not yours\n", encoding="utf-8")
+    async with ReplayServer() as server:
+        server.respond(
+            tool_reply(
+                ("call-1", "read_file", {"path": "notes.txt"}),
+                ("call-2", "read_file", {"path": "../outside.txt"}),
+            )
+        )
+        server.respond(text_reply("It says 42."))
+        completed = await tether(
+            *model_run(server.url, "--json", "--tools", "coding", prompt="Read notes.txt"),
+            env=child_env(tmp_path),
+            cwd=workspace,
+        )
+
+    assert completed.returncode == 0, completed.err
+    events = completed.events()
+    finished = [event["payload"]["message"] for event in events if event["type"] == "tool.finished"]
+    assert [(m["toolCallId"], m["isError"]) for m in finished] == [
+        ("call-1", False),
+        ("call-2", True),
+    ]
+    assert "the answer is 42" in finished[0]["content"]
+    assert "not yours" not in finished[1]["content"]
+    first, second = (request.json for request in server.requests)
+    names = [tool["function"]["name"] for tool in first["tools"]]
+    assert names == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_files",
+        "grep",
+        "bash",
+        "python_process",
+    ]
+    assert [message["role"] for message in second["messages"]] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+    ]
+    assert events[-1]["payload"]["result"]["finalText"] == "It says 42."
+
+
+async def test_a_person_sees_tool_calls_and_shortened_results(tmp_path: Path) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / "big.txt").write_text("line\n" * 500, encoding="utf-8")
+    async with ReplayServer() as server:
+        server.respond(tool_reply(("call-1", "read_file", {"path": "big.txt"})))
+        server.respond(text_reply("Many lines."))
+        completed = await tether(
+            *model_run(server.url, "--tools", "coding", prompt="Read big.txt"),
+            env=child_env(tmp_path),
+            cwd=workspace,
+        )
+
+    assert completed.returncode == 0, completed.err
+    lines = completed.out.splitlines()
+    assert '→ read_file({"path":"big.txt"})  [call-1]' in lines
+    result = next(line for line in lines if line.startswith("← read_file ok: "))
+    assert "lines" in result
+    assert len(result) < 400
+    assert lines[-1].startswith("status: completed · model turns: 2")
+
+
+async def test_max_steps_allows_up_to_1024_with_a_model(tmp_path: Path) -> None:
+    env = child_env(tmp_path)
+    async with ReplayServer() as server:
+        server.respond(text_reply("ok"))
+        many = await tether(*model_run(server.url, "--json", "--max-steps", "1024"), env=env)
+        server.respond(tool_reply(("call-1", "list_files", {})))
+        one = await tether(
+            *model_run(server.url, "--json", "--tools", "coding", "--max-steps", "1"),
+            env=env,
+            cwd=tmp_path,
+        )
+    too_many = await tether(*model_run("http://127.0.0.1:9/v1", "--max-steps", "1025"), env=env)
+
+    assert many.returncode == 0, many.err
+    assert one.returncode == 3, one.err
+    result = one.events()[-1]["payload"]["result"]
+    assert (result["status"], result["maxSteps"]) == ("maxSteps", 1)
+    assert too_many.returncode == 2
+    assert "--max-steps" in too_many.err
+    assert too_many.stdout == b""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "complaint"),
+    [
+        (["--tools", "coding"], "--tools needs --model"),
+        (["--base-url", "http://127.0.0.1:9/v1"], "--base-url needs --model"),
+        (["--system", "Be brief."], "--system needs --model"),
+        (["--model", MODEL], "-p/--prompt"),
+        (["--model", MODEL, "-p", "hi", "--fixture", "x.json"], "exclusive"),
+        (["--model", MODEL, "-p", "hi", "--base-url", "ftp://x"], "--base-url"),
+        (["--model", MODEL, "-p", "hi", "--tools", "everything"], "--tools"),
+        (["--model", MODEL, "-p", "hi", "--system", ""], "--system"),
+    ],
+)
+async def test_options_that_do_not_fit_are_usage_errors(
+    tmp_path: Path, arguments: list[str], complaint: str
+) -> None:
+    completed = await tether("run", *arguments, env=child_env(tmp_path))
+
+    assert completed.returncode == 2
+    assert complaint in completed.err
+    assert "usage" in completed.err.lower()
+    assert completed.stdout == b""
+
+
+async def test_without_a_model_the_bundled_fixture_still_runs_offline(tmp_path: Path) -> None:
+    # No key at all, and a config file that is broken: a fixture run reads neither.
+    (tmp_path / "config.toml").write_text("this is = not [valid", encoding="utf-8")
+    env = child_env(tmp_path)
+    del env["OPENAI_API_KEY"]
+    completed = await tether("run", "--json", env=env)
+
+    assert completed.returncode == 0, completed.err
+    assert completed.events()[-1]["payload"]["result"]["finalText"] == "The sum is 42."
+
+
+async def test_a_provider_from_the_config_file_is_used_with_its_settings(tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        (tmp_path / "config.toml").write_text(
+            f'[providers.box]\nbase_url = "{server.url}"\napi_key_env = "BOX_TOKEN"\n\n'
+            '[models."box/m1"]\nmax_output_tokens = 77\ncontext_window = 8192\n',
+            encoding="utf-8",
+        )
+        server.respond(text_reply("hello"))
+        completed = await tether(
+            "run", "--model", "box/m1", "-p", "hi", env=child_env(tmp_path, BOX_TOKEN=FAKE_KEY)
+        )
+
+    assert completed.returncode == 0, completed.err
+    request = server.requests[0]
+    assert request.headers["authorization"] == f"Bearer {FAKE_KEY}"
+    assert request.json["model"] == "m1"
+    assert request.json["max_tokens"] == 77
+
+
+# --- errors a person can act on ---------------------------------------------------------------
+
+
+async def test_a_missing_key_names_the_variable_and_sends_nothing(tmp_path: Path) -> None:
+    env = child_env(tmp_path)
+    del env["OPENAI_API_KEY"]
+    async with ReplayServer() as server:
+        completed = await tether(*model_run(server.url), env=env)
+
+    assert completed.returncode == 2
+    assert completed.stdout == b""
+    assert completed.err.startswith("tether run: [CLI_MISSING_API_KEY] ")
+    assert "OPENAI_API_KEY" in completed.err
+    assert server.requests == []
+
+
+async def test_an_empty_key_counts_as_missing(tmp_path: Path) -> None:
+    completed = await tether(
+        "run",
+        "--model",
+        "anthropic/claude-test",
+        "-p",
+        "hi",
+        env=child_env(tmp_path, ANTHROPIC_API_KEY=""),
+    )
+
+    assert completed.returncode == 2
+    assert "[CLI_MISSING_API_KEY]" in completed.err
+    assert "ANTHROPIC_API_KEY" in completed.err
+
+
+async def test_an_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        '[providers.gpu-box]\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8"
+    )
+    completed = await tether("run", "--model", "nope/x", "-p", "hi", env=child_env(tmp_path))
+    malformed = await tether("run", "--model", "gpt-4o", "-p", "hi", env=child_env(tmp_path))
+
+    assert completed.returncode == 2
+    assert "[CLI_UNKNOWN_PROVIDER]" in completed.err
+    for name in ("openai", "anthropic", "ollama", "llamacpp", "gpu-box"):
+        assert name in completed.err
+    assert malformed.returncode == 2
+    assert "[CLI_INVALID_MODEL_SPEC]" in malformed.err
+    assert "PROVIDER/MODEL" in malformed.err
+
+
+async def test_an_unreachable_server_is_named(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    completed = await tether(*model_run(url, "--json"), env=child_env(tmp_path))
+
+    assert completed.returncode == 2
+    assert f"[CLI_SERVER_UNREACHABLE] cannot reach {url}" in completed.err
+    result = completed.events()[-1]["payload"]["result"]
+    assert result["status"] == "failed"
+    assert result["error"]["message"].startswith("PROVIDER_CONNECTION_FAILED")
+
+
+async def test_a_401_names_the_key_variable_and_never_the_key(tmp_path: Path) -> None:
+    body = {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}", "code": "bad_key"}}
+    async with ReplayServer() as server:
+        server.respond(json_response(401, body))
+        completed = await tether(*model_run(server.url), env=child_env(tmp_path))
+
+    assert completed.returncode == 2
+    assert "[CLI_AUTH_FAILED]" in completed.err
+    assert "HTTP 401" in completed.err
+    assert "OPENAI_API_KEY" in completed.err
+    assert "status: failed [MODEL_STREAM_FAILED]: PROVIDER_AUTH_FAILED" in completed.out
+    assert "[redacted]" in completed.out  # the echoed key was taken out of the message
+
+
+async def test_a_rate_limit_says_when_to_retry(tmp_path: Path) -> None:
+    body = {"error": {"message": "Rate limit reached", "type": "requests"}}
+    async with ReplayServer() as server:
+        server.respond(json_response(429, body, headers={"retry-after": "120"}))
+        completed = await tether(*model_run(server.url, "--json"), env=child_env(tmp_path))
+
+    assert completed.returncode == 2
+    assert "[CLI_RATE_LIMITED]" in completed.err
+    assert "retry after 120 s" in completed.err
+    assert completed.events()[-1]["payload"]["result"]["status"] == "failed"
+
+
+async def test_a_context_overflow_suggests_compacting(tmp_path: Path) -> None:
+    body = {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens.",
+            "code": "context_length_exceeded",
+        }
+    }
+    async with ReplayServer() as server:
+        server.respond(json_response(400, body))
+        completed = await tether(*model_run(server.url), env=child_env(tmp_path))
+
+    assert completed.returncode == 2
+    assert "[CLI_CONTEXT_OVERFLOW]" in completed.err
+    assert "/compact" in completed.err
+    assert "shorter prompt" in completed.err
+
+
+async def test_another_failure_is_exit_1_without_advice(tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(json_response(400, {"error": {"message": "unsupported parameter"}}))
+        completed = await tether(*model_run(server.url), env=child_env(tmp_path))
+
+    assert completed.returncode == 1
+    assert completed.stderr == b""
+    assert "PROVIDER_BAD_REQUEST" in completed.out
+
+
+async def test_a_reader_that_went_away_is_exit_4_without_noise(tmp_path: Path) -> None:
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        async with ReplayServer() as server:
+            server.respond(text_reply("unread"))
+            process = await asyncio.create_subprocess_exec(
+                str(TETHER),
+                *model_run(server.url, "--json"),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=writer,
+                stderr=asyncio.subprocess.PIPE,
+                env=child_env(tmp_path),
+            )
+            try:
+                async with asyncio.timeout(BOUND):
+                    _, stderr = await process.communicate()
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+    finally:
+        os.close(writer)
+
+    assert process.returncode == 4
+    assert stderr == b""
+
+
+# --- Ctrl-C -----------------------------------------------------------------------------------
+
+
+async def test_ctrl_c_during_a_stalled_stream_cancels_the_run(tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        script = server.respond(stalled_reply("Thinking"))
+        async with started(*model_run(server.url, "--json"), env=child_env(tmp_path)) as run:
+            while b'"textDelta"' not in await run.line():
+                pass
+            run.process.send_signal(signal.SIGINT)
+            status, stderr = await run.rest()
+        async with asyncio.timeout(BOUND):
+            await script.finished.wait()
+
+    assert status == 130
+    assert b"tether run: interrupted" in stderr
+    assert_quiet(stderr)
+    last = json.loads(bytes(run.stdout).split(b"\n")[-2])
+    assert last["type"] == "run.finished"
+    result = last["payload"]["result"]
+    assert (result["status"], result["reason"]) == ("cancelled", "Interrupted by the user")
+    assert [message["role"] for message in result["messages"]] == ["user"]
+    assert script.outcome == "client-gone"
+
+
+# --- llm-katan ----------------------------------------------------------------------------------
+
+
+async def test_llm_katan_answers_an_openai_run(tmp_path: Path, katan_server: KatanServer) -> None:
+    completed = await tether(
+        "run",
+        "--model",
+        f"openai/{katan_server.model}",
+        "--base-url",
+        katan_server.base_url,
+        "-p",
+        "Hello there",
+        "--json",
+        env=child_env(tmp_path),
+    )
+
+    assert completed.returncode == 0, completed.err
+    result = completed.events()[-1]["payload"]["result"]
+    assert result["status"] == "completed"
+    assert result["finalText"]
+    assert result["usage"]["outputTokens"] > 0
+
+
+async def test_llm_katan_answers_an_anthropic_run(
+    tmp_path: Path, katan_server: KatanServer
+) -> None:
+    completed = await tether(
+        "run",
+        "--model",
+        f"anthropic/{katan_server.model}",
+        "--base-url",
+        katan_server.origin,
+        "-p",
+        "Hello there",
+        env=child_env(tmp_path, ANTHROPIC_API_KEY=FAKE_KEY),
+    )
+
+    assert completed.returncode == 0, completed.err
+    assert completed.out.splitlines()[-1].startswith("status: completed · model turns: 1")
