@@ -12,11 +12,14 @@ import pytest
 from tether import (
     AbortSignal,
     AgentEvent,
+    AssistantMessage,
     Message,
     ModelRequest,
     ModelUsage,
     ScriptedModel,
+    ToolCall,
     ToolRegistry,
+    ToolResultMessage,
     text_reply,
     tool,
     tool_call_reply,
@@ -29,6 +32,7 @@ from tether.agent.compaction import (
     ContextSummaryRequest,
     estimate_tokens,
     group_tool_rounds,
+    message_units,
 )
 from tether.messages import validate_transcript
 
@@ -224,6 +228,8 @@ def test_policy_options_are_checked() -> None:
     with pytest.raises(TypeError, match="Agent compaction must be an AutoCompaction"):
         Agent(model=ScriptedModel(), compaction=3)  # pyright: ignore[reportArgumentType]
     assert AutoCompaction(context_window=1_000, reserve_tokens=200).threshold_tokens == 800
+    assert AutoCompaction(context_window=8_000).reserve == 2_000  # a quarter of a small window
+    assert AutoCompaction(context_window=200_000).reserve == 16_384
 
 
 def test_context_tokens_adds_an_estimate_of_what_came_after_the_usage() -> None:
@@ -235,6 +241,14 @@ def test_context_tokens_adds_an_estimate_of_what_came_after_the_usage() -> None:
     assert context_tokens(messages, usage, 1) == 125
     messages.append(UserMessage(id="u2", content="b" * 40))
     assert context_tokens(messages, usage, 1) == 125 + estimate_tokens(messages[1:])
+    # A part of a transcript need not be valid on its own: a result without its call.
+    call = ToolCall(id="c1", name="add", arguments={"left": 1})  # pyright: ignore[reportArgumentType]
+    turn = [
+        UserMessage(id="u", content="add"),
+        AssistantMessage(id="a", content=(call,)),
+        ToolResultMessage(id="r", tool_call_id="c1", tool_name="add", content="1"),
+    ]
+    assert context_tokens(turn, usage, 2) == 125 + -(-message_units(turn[2]) // 4)
 
 
 async def test_the_default_summarizer_asks_the_agents_model() -> None:
@@ -251,3 +265,57 @@ async def test_the_default_summarizer_asks_the_agents_model() -> None:
     summarize_request: ModelRequest = model.requests[1]
     assert summarize_request.tools == ()
     assert model.requests[2].messages[0].content == SUMMARY_PREFIX + "the summary"
+
+
+async def test_compact_now_while_idle() -> None:
+    model = ScriptedModel([answer(n) for n in range(6)])
+    summaries = Summaries()
+    policy = AutoCompaction(context_window=100_000, reserve_tokens=100, summarizer=summaries)
+    agent = Agent(model=model, compaction=policy)
+    for n in range(6):
+        await bounded(agent.run(f"question {n} " + "q" * 100))
+    assert agent.compactions == ()  # far below the window
+    before = len(agent.messages)
+    record = await bounded(agent.compact())
+    assert record is not None
+    assert agent.compactions == (record,)
+    assert is_summary(agent.messages[0])
+    assert len(agent.messages) < before
+    assert record.boundary == len(summaries.requests[0].messages)
+
+
+async def test_compact_refuses_when_busy_without_policy_or_with_too_little() -> None:
+    from tether.agent import AgentBusyError, AgentStateError
+
+    with pytest.raises(AgentStateError, match="without an AutoCompaction policy"):
+        await Agent(model=ScriptedModel()).compact()
+    policy = AutoCompaction(context_window=1_000, reserve_tokens=100, summarizer=Summaries())
+    empty = Agent(model=ScriptedModel(), compaction=policy)
+    assert await empty.compact() is None  # nothing to compact
+    small = Agent(model=ScriptedModel([answer(0)]), compaction=policy)
+    await bounded(small.run("only " * 50))
+    with pytest.raises(ContextCompactionError) as caught:
+        await small.compact()  # both messages are the two it must keep
+    assert caught.value.code == "CONTEXT_BOUNDARY_UNAVAILABLE"
+    assert len(small.messages) == 2
+    assert not small.is_running
+    entered = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait."""
+        entered.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    busy = Agent(
+        model=ScriptedModel([tool_call_reply(("wait", {}))]),
+        tools=ToolRegistry([wait]),
+        compaction=policy,
+    )
+    stream = busy.prompt("go")
+    await bounded(entered.wait())
+    with pytest.raises(AgentBusyError):
+        await busy.compact()
+    busy.cancel()
+    assert (await bounded(stream.result)).status == "cancelled"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         AgentBusyError,
         AgentFailureCode,
         AgentMessageLimitError,
+        AgentRecordingError,
         AgentStateError,
         AgentSubscriber,
         AgentSubscriberError,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
         estimate_context_units,
         estimate_tokens,
         group_tool_rounds,
+        message_units,
         select_compaction_boundary,
     )
     from tether.agent.persistence import (
@@ -508,6 +510,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "AgentBusyError",
         "AgentFailureCode",
         "AgentMessageLimitError",
+        "AgentRecordingError",
         "AgentStateError",
         "AgentSubscriber",
         "AgentSubscriberError",
@@ -545,6 +548,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "estimate_context_units",
         "estimate_tokens",
         "group_tool_rounds",
+        "message_units",
         "select_compaction_boundary",
     ),
     "tether.agent.summarizer": (
@@ -676,6 +680,7 @@ __all__ = [
     "AgentEventType",
     "AgentFailureCode",
     "AgentMessageLimitError",
+    "AgentRecordingError",
     "AgentStateError",
     "AgentSubscriber",
     "AgentSubscriberError",
@@ -834,6 +839,7 @@ __all__ = [
     "group_tool_rounds",
     "list_files_tool",
     "list_sessions",
+    "message_units",
     "model_from_spec",
     "model_summarizer",
     "new_message_id",

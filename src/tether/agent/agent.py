@@ -109,6 +109,7 @@ __all__ = [
     "AgentBusyError",
     "AgentFailureCode",
     "AgentMessageLimitError",
+    "AgentRecordingError",
     "AgentStateError",
     "AgentSubscriber",
     "AgentSubscriberError",
@@ -194,12 +195,14 @@ class TranscriptRecorder(Protocol):
         ...
 
 
-class _RecordingFailed(Exception):
-    """Internal: the recorder failed; the run ends ``AGENT_RECORDING_FAILED``."""
+class AgentRecordingError(TetherError):
+    """The recorder could not write the transcript (``AGENT_RECORDING_FAILED``); a run ends
+    ``failed`` with this code, ``Agent.compact()`` raises it."""
 
     def __init__(self, error: Exception) -> None:
+        detail = message_of(error, type(error).__name__)
         super().__init__(
-            f"The transcript could not be recorded: {message_of(error, type(error).__name__)}"
+            "AGENT_RECORDING_FAILED", f"The transcript could not be recorded: {detail}"
         )
 
 
@@ -741,7 +744,7 @@ class Agent:
         code: AgentFailureCode
         if isinstance(error, AgentMessageLimitError):
             code = "AGENT_MESSAGE_LIMIT"
-        elif isinstance(error, _RecordingFailed):
+        elif isinstance(error, AgentRecordingError):
             code = "AGENT_RECORDING_FAILED"
         else:
             code = "AGENT_STATE_FAILED"
@@ -886,43 +889,80 @@ class Agent:
         try:
             await recorder.record_messages(tuple(pending))
         except Exception as error:
-            raise _RecordingFailed(error) from error
+            raise AgentRecordingError(error) from error
         pending.clear()
 
     async def _compact_if_due(
         self, active: _ActiveRun, state: _LogicalRun, policy: AutoCompaction
     ) -> None:
-        """Compact before a turn when the context nears the window (see auto_compaction)."""
-        limits = _context_limits(self._cap)
-        tokens = context_tokens(self._transcript, self._last_usage, self._usage_seen, limits)
+        """Compact before a turn when the context nears the window (see auto_compaction).
+        A failure is kept in ``last_compaction_error``; the turn goes ahead."""
+        tokens = context_tokens(self._transcript, self._last_usage, self._usage_seen)
         if not policy.due(tokens):
             return
-        offset = 1 if self._summary is not None else 0
         try:
-            context = ActiveContext(
-                summary=self._summary,
-                messages=tuple(self._transcript[offset:]),
-                compactions=tuple(self._compactions),
-                limits=limits,
-            )
-            number = len(self._compactions) + 1
-            options = dataclasses.replace(
-                policy.options(
-                    context,
-                    tokens=tokens,
-                    summarizer=policy.summarizer or model_summarizer(_Bound(self._open_stream)),
-                    summary_id=f"context-summary-{uuid.uuid4().hex[:12]}",
-                    record_id=f"compaction-{number:06d}",
-                ),
-                signal=active.signal,
-            )
-            outcome = await compact_context(context, options)
+            message = await self._compact(policy, tokens, active.signal)
         except ContextCompactionError as error:
             if error.code != "CONTEXT_CANCELLED":
                 self._compaction_error = error
             return
+        if message is not None:
+            active.publish(trusted.message_accepted_event(state.sequence, message))
+            state.sequence += 1
+
+    async def compact(self) -> ContextCompactionRecord | None:
+        """Compact the context now, whatever its size (``/compact``), with the Agent's
+        ``AutoCompaction`` policy; returns the new record, or ``None`` if nothing changed.
+
+        Only while idle (``AgentBusyError``); ``AgentStateError`` without a policy;
+        ``ContextCompactionError`` when it cannot (too few messages to summarize, a failing
+        summarizer; nothing changes then). ``cancel()`` aborts it (``CONTEXT_CANCELLED``).
+        """
+        self._assert_idle()
+        policy = self._compaction
+        if policy is None:
+            raise AgentStateError("Cannot compact without an AutoCompaction policy")
+        active = _ActiveRun()
+        self._active = active
+        try:
+            tokens = context_tokens(self._transcript, self._last_usage, self._usage_seen)
+            # Aim at target_ratio of the context as it is, even below the threshold.
+            message = await self._compact(
+                policy, max(tokens, policy.threshold_tokens), active.signal
+            )
+        finally:
+            if self._active is active:
+                self._active = None
+            active.done.set_result(None)
+        return None if message is None else self._compactions[-1]
+
+    async def _compact(
+        self, policy: AutoCompaction, tokens: int, signal: AbortSignal
+    ) -> UserMessage | None:
+        """One compaction; on success the transcript starts with the returned summary
+        message and the compaction is recorded. Raises ``ContextCompactionError``."""
+        limits = _context_limits(self._cap)
+        offset = 1 if self._summary is not None else 0
+        context = ActiveContext(
+            summary=self._summary,
+            messages=tuple(self._transcript[offset:]),
+            compactions=tuple(self._compactions),
+            limits=limits,
+        )
+        number = len(self._compactions) + 1
+        options = dataclasses.replace(
+            policy.options(
+                context,
+                tokens=tokens,
+                summarizer=policy.summarizer or model_summarizer(_Bound(self._open_stream)),
+                summary_id=f"context-summary-{uuid.uuid4().hex[:12]}",
+                record_id=f"compaction-{number:06d}",
+            ),
+            signal=signal,
+        )
+        outcome = await compact_context(context, options)
         if outcome.status == "unchanged":
-            return
+            return None
         compacted = outcome.context
         summary = compacted.summary
         assert summary is not None  # a compacted context always has one
@@ -932,14 +972,13 @@ class Agent:
         self._compaction_error = None
         self._transcript = [message, *compacted.messages]
         self._last_usage = None
-        active.publish(trusted.message_accepted_event(state.sequence, message))
-        state.sequence += 1
         recorder = self._recorder
         if recorder is not None:
             try:
                 await recorder.record_compaction(summary, compacted.messages, outcome.record)
             except Exception as error:
-                raise _RecordingFailed(error) from error
+                raise AgentRecordingError(error) from error
+        return message
 
     def _select(self, active: _ActiveRun, state: _LogicalRun, result: RunResult) -> RunResult:
         """Make ``result`` the run's terminal: the logical run's usage, cancellation applied,

@@ -26,11 +26,10 @@ from tether.agent.compaction import (
     CODE_POINTS_PER_TOKEN,
     ActiveContext,
     CompactContextOptions,
-    ContextLimits,
     ContextSummarizer,
     ContextSummary,
     estimate_context_units,
-    estimate_tokens,
+    message_units,
 )
 from tether.protocol import MAX_SAFE_INTEGER, Message, ModelUsage, UserMessage
 
@@ -47,8 +46,8 @@ class AutoCompaction:
     """When and how far an Agent compacts its context (see the module docstring).
 
     * ``context_window``: the model's context in tokens (e.g. 128_000);
-    * ``reserve_tokens``: room kept free for the next answer (default 16,384, at most half
-      the window);
+    * ``reserve_tokens``: room kept free for the next answer (at most half the window;
+      default 16,384, or a quarter of a window smaller than 65,536);
     * ``target_ratio``: the share of the usable window a compacted context aims at (0.5);
     * ``keep_recent_messages``: messages that always stay verbatim (default 2);
     * ``summary_max_tokens``: the summary's budget (default 4,096 tokens);
@@ -57,13 +56,15 @@ class AutoCompaction:
     """
 
     context_window: int
-    reserve_tokens: int = 16_384
+    reserve_tokens: int | None = None
     target_ratio: float = 0.5
     keep_recent_messages: int = 2
     summary_max_tokens: int = 4_096
     summarizer: ContextSummarizer | None = None
 
     def __post_init__(self) -> None:
+        if self.reserve_tokens is None and type_of(self.context_window) is int:
+            object.__setattr__(self, "reserve_tokens", min(16_384, self.context_window // 4) or 1)
         for name in ("context_window", "reserve_tokens", "summary_max_tokens"):
             value = getattr(self, name)
             if type_of(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
@@ -71,7 +72,7 @@ class AutoCompaction:
         keep = self.keep_recent_messages
         if type_of(keep) is not int or not 0 <= keep <= MAX_SAFE_INTEGER:
             raise TypeError("AutoCompaction.keep_recent_messages must be a non-negative integer")
-        if self.reserve_tokens * 2 > self.context_window:
+        if self.reserve * 2 > self.context_window:
             raise TypeError("AutoCompaction.reserve_tokens must be at most half the window")
         ratio = self.target_ratio
         if type_of(ratio) is not float or not 0.0 < ratio < 1.0:
@@ -80,9 +81,16 @@ class AutoCompaction:
             raise TypeError("AutoCompaction.summarizer must be callable or None")
 
     @property
+    def reserve(self) -> int:
+        """``reserve_tokens`` as settled at construction (never ``None``)."""
+        reserve = self.reserve_tokens
+        assert reserve is not None  # set in __post_init__
+        return reserve
+
+    @property
     def threshold_tokens(self) -> int:
         """Compaction starts above this many tokens of context."""
-        return self.context_window - self.reserve_tokens
+        return self.context_window - self.reserve
 
     def due(self, tokens: int) -> bool:
         """Whether a context of ``tokens`` should be compacted before the next turn."""
@@ -117,25 +125,24 @@ class AutoCompaction:
         )
 
 
-def context_tokens(
-    messages: list[Message],
-    last_usage: ModelUsage | None,
-    seen: int,
-    limits: ContextLimits | None = None,
-) -> int:
+def context_tokens(messages: list[Message], last_usage: ModelUsage | None, seen: int) -> int:
     """Tokens of context the next request carries: ``last_usage`` (the last response's) for
-    the first ``seen`` messages plus an estimate of the rest; the whole estimate without it.
-    ``limits`` bound the estimate (the workshop's by default)."""
+    the first ``seen`` messages plus a chars/4 estimate of the rest; the whole estimate
+    without it. The messages are the Agent's own (valid), so they are counted unchecked."""
     if last_usage is None:
-        return estimate_tokens(list(messages), limits=limits)
+        return _estimate(messages)
     reported = (
         last_usage.input_tokens
         + last_usage.cache_read_tokens
         + last_usage.cache_write_tokens
         + last_usage.output_tokens
     )
-    rest = messages[seen:]
-    return reported + (estimate_tokens(list(rest), limits=limits) if rest else 0)
+    return reported + _estimate(messages[seen:])
+
+
+def _estimate(messages: list[Message]) -> int:
+    units = sum(map(message_units, messages))
+    return -(-units // CODE_POINTS_PER_TOKEN)
 
 
 def summary_message(summary: ContextSummary) -> UserMessage:

@@ -133,6 +133,7 @@ __all__ = [
     "estimate_context_units",
     "estimate_tokens",
     "group_tool_rounds",
+    "message_units",
     "select_compaction_boundary",
 ]
 
@@ -548,6 +549,13 @@ def estimate_tokens(context: ContextInput, *, limits: ContextLimits | None = Non
     """
     units = estimate_context_units(context, limits=limits)
     return -(-units // CODE_POINTS_PER_TOKEN)
+
+
+def message_units(message: Message) -> int:
+    """The units of one protocol message, by the rules above, with no checks at all: for a
+    caller that already holds valid messages and counts a part of a transcript (a part need
+    not be a valid transcript on its own, so ``estimate_context_units`` would refuse it)."""
+    return _message_units(message)
 
 
 def select_compaction_boundary(

@@ -35,7 +35,11 @@ separator (``tether.cli.render.json_line``).
   (``CLI_UNKNOWN_PROVIDER``, ``CLI_MISSING_API_KEY``...). ``data: {model, baseUrl}``.
 * ``new_session``: only while idle; an empty transcript and empty queues on the same model
   (``data: null``).
-* ``compact``: not implemented yet (``NOT_IMPLEMENTED``; it arrives with context compaction).
+* ``compact``: compact the context now (``Agent.compact``): ``{compacted: false}`` when
+  there was nothing to compact, else ``{compacted, summaryId, compactedMessages,
+  unitsBefore, unitsAfter}``; a ``CONTEXT_...`` error code when it cannot. Every Agent also
+  compacts on its own near the model's ``context_window`` (from the config; 128,000 tokens
+  by default).
 
 **Responses** echo the ``id``::
 
@@ -273,7 +277,12 @@ class _Session:
         self.model: HttpModel = choice.build()
         self.meter = UsageMeter(self.model, None)
         # SESSION PLUG-IN POINT: with --session PATH the first Agent starts from the file.
-        self.agent: Agent = build_agent(self.meter, args, starting_transcript(args))
+        self.agent: Agent = build_agent(
+            self.meter,
+            args,
+            starting_transcript(args),
+            context_window=choice.settings.context_window,
+        )
         self.usage_before: ModelUsage = ZERO_USAGE  # of the Agents set_model replaced
         self.pumps: set[asyncio.Task[None]] = set()
         self.stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -409,15 +418,32 @@ class _Session:
             case "new_session":
                 self.idle("new_session")
                 # SESSION PLUG-IN POINT: --session starts a new session file here.
-                self.agent = build_agent(self.meter, self.args, ())
+                self.agent = build_agent(
+                    self.meter, self.args, (), context_window=self.choice.settings.context_window
+                )
                 self.usage_before = ZERO_USAGE
                 return None
             case _:  # "compact"
-                # COMPACTION PLUG-IN POINT: the compaction issue implements this command.
-                raise RpcError(
-                    "NOT_IMPLEMENTED",
-                    "compact is not implemented yet (it arrives with context compaction)",
-                )
+                return await self.compact()
+
+    async def compact(self) -> object:
+        """Compact the context now (``Agent.compact``): a summary replaces the oldest part."""
+        from tether.agent.compaction import ContextCompactionError
+
+        self.idle("compact")
+        try:
+            record = await self.agent.compact()
+        except ContextCompactionError as error:
+            raise RpcError(error.code, error.message) from None
+        if record is None:
+            return {"compacted": False}
+        return {
+            "compacted": True,
+            "summaryId": record.summary_id,
+            "compactedMessages": record.boundary,
+            "unitsBefore": record.units_before,
+            "unitsAfter": record.units_after,
+        }
 
     def idle(self, command: str) -> None:
         if self.agent.is_running:
@@ -502,7 +528,9 @@ class _Session:
         old = self.agent
         model = choice.build()
         meter = UsageMeter(model, None)
-        agent = build_agent(meter, self.args, old.messages)
+        agent = build_agent(
+            meter, self.args, old.messages, context_window=choice.settings.context_window
+        )
         for queued in old.queued_steering:
             agent.steer(queued.content)
         for queued in old.queued_follow_ups:

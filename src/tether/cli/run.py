@@ -184,7 +184,9 @@ async def _run_agent(
 
     pacer = _Pacer()
     meter = UsageMeter(model, pacer.wait)
-    agent = build_agent(meter, args, starting_transcript(args))
+    agent = build_agent(
+        meter, args, starting_transcript(args), context_window=choice.settings.context_window
+    )
     if interrupted.aborted:
         return EXIT_INTERRUPTED
     remove = interrupted.add_listener(lambda: agent.cancel(INTERRUPT_REASON))
@@ -210,11 +212,23 @@ async def _run_agent(
     return EXIT_STATUS[result.status]
 
 
-def build_agent(model: Model, args: argparse.Namespace, messages: Sequence[Message]) -> Agent:
+DEFAULT_CONTEXT_WINDOW: Final = 128_000
+"""Tokens assumed for a model whose ``context_window`` the config does not set."""
+
+
+def build_agent(
+    model: Model,
+    args: argparse.Namespace,
+    messages: Sequence[Message],
+    *,
+    context_window: int | None = None,
+) -> Agent:
     """The ``Agent`` of a model run (``tether run`` and ``tether rpc``): ``args.tools``
     (``"coding"``: the coding tools confined to the current directory), ``args.system``,
-    ``args.max_steps`` and the real-model limits, starting from ``messages``."""
+    ``args.max_steps`` and the real-model limits, starting from ``messages``; it compacts
+    automatically near ``context_window`` tokens (the config's, else 128,000)."""
     from tether.agent.agent import Agent
+    from tether.agent.auto_compaction import AutoCompaction
     from tether.loop.limits import RunLimits
 
     tools = None
@@ -229,6 +243,7 @@ def build_agent(model: Model, args: argparse.Namespace, messages: Sequence[Messa
         limits=RunLimits.for_real_models(),
         max_steps=args.max_steps,
         messages=messages,
+        compaction=AutoCompaction(context_window=context_window or DEFAULT_CONTEXT_WINDOW),
     )
 
 

@@ -1,0 +1,147 @@
+"""The JSON-lines format: the strict JSON codec, the exact key sets of each line kind, and
+the canonical bytes of a header and of every record (see the package docstring's layout)."""
+
+# The package's modules share their underscore helpers with one another.
+# pyright: reportPrivateUsage=false, reportUnusedFunction=false
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+from tether.agent.session.records import (
+    CompactionEntry,
+    MessageEntry,
+    SessionEntry,
+    SessionHeader,
+    SessionLimits,
+    SessionStoreErrorCode,
+    _fail,
+    _short,
+)
+from tether.protocol import Message, assert_never, to_json
+
+__all__: list[str] = []
+
+# --- JSON lines --------------------------------------------------------------------------------
+
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_dumps: Final = _ENCODER.encode
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+_raw_decode: Final = _DECODER.raw_decode
+_JSON_SPACE: Final = " \t\n\r"
+
+
+def _decode_json(text: str) -> object:
+    """``json.loads(text)`` (``NaN``/``Infinity`` refused), skipping ``JSONDecoder.decode``'s
+    two whitespace scans in the usual case of a line without surrounding whitespace."""
+    if text[:1] in _JSON_SPACE:  # "" included: let decode() report it
+        return _DECODER.decode(text)
+    value, end = _raw_decode(text)
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        raise ValueError("Extra data after the JSON value")
+    return value
+
+
+_LONE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_HEADER_KEYS: Final = frozenset({"type", "version", "id", "createdAt"})
+_ENTRY_KEYS: Final = frozenset({"type", "version", "id", "parentId", "timestamp", "message"})
+_COMPACTION_KEYS: Final = frozenset(
+    {
+        "type",
+        "version",
+        "id",
+        "parentId",
+        "timestamp",
+        "summary",
+        "firstKeptEntryId",
+        "unitsBefore",
+        "unitsAfter",
+    }
+)
+_SUMMARY_KEYS: Final = frozenset({"id", "content"})
+
+
+def _encode(text: str, code: SessionStoreErrorCode, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail(code, f"{what} contains a lone surrogate") from None
+
+
+def _header_line(header: SessionHeader) -> bytes:
+    text = (
+        f'{{"type":"session","version":1,"id":{_dumps(header.id)},'
+        f'"createdAt":{_dumps(header.created_at)}}}\n'
+    )
+    return _encode(text, "SESSION_INVALID_HEADER", "Session header")
+
+
+def _record_prefix(kind: str, entry_id: str, parent_id: str | None, timestamp: str) -> str:
+    parent = "null" if parent_id is None else _dumps(parent_id)
+    return (
+        f'{{"type":"{kind}","version":1,"id":{_dumps(entry_id)},"parentId":{parent},'
+        f'"timestamp":{_dumps(timestamp)}'
+    )
+
+
+def _message_bytes(message: Message) -> bytes:
+    """The canonical JSON of a message (``to_json``), encoded; rejects lone surrogates."""
+    try:
+        text = _dumps(to_json(message))
+    except (TypeError, ValueError) as error:  # pragma: no cover - protocol values are JSON
+        raise _fail("SESSION_INVALID_MESSAGE", f"Session message is invalid: {error}") from None
+    return _encode(text, "SESSION_INVALID_MESSAGE", "Session message")
+
+
+def _entry_line(entry: SessionEntry, message: bytes | None = None) -> bytes:
+    """The canonical line of a record (``message``: its message's bytes, when known)."""
+    match entry:
+        case MessageEntry():
+            prefix = _record_prefix("entry", entry.id, entry.parent_id, entry.timestamp)
+            head = _encode(prefix + ',"message":', "SESSION_INVALID_RECORD", "Session record")
+            body = _message_bytes(entry.message) if message is None else message
+            return head + body + b"}\n"
+        case CompactionEntry():
+            return _compaction_line(entry)
+        case _:  # pragma: no cover - exhaustive
+            return assert_never(entry)
+
+
+def _compaction_line(compaction: CompactionEntry) -> bytes:
+    first_kept = compaction.first_kept_entry_id
+    text = (
+        _record_prefix("compaction", compaction.id, compaction.parent_id, compaction.timestamp)
+        + f',"summary":{{"id":{_dumps(compaction.summary.id)},'
+        f'"content":{_dumps(compaction.summary.content)}}},'
+        f'"firstKeptEntryId":{"null" if first_kept is None else _dumps(first_kept)},'
+        f'"unitsBefore":{compaction.units_before},"unitsAfter":{compaction.units_after}}}\n'
+    )
+    return _encode(text, "SESSION_INVALID_RECORD", "Session compaction record")
+
+
+def _check_line(line: bytes, limits: SessionLimits) -> bytes:
+    if len(line) - 1 > limits.max_line_bytes:
+        raise _fail("SESSION_LINE_TOO_LARGE", "Serialized session record exceeds the line limit")
+    return line
+
+
+def _describe(value: object) -> str:
+    """A value for an error message, without calling any of its methods."""
+    if value is None:
+        return "null"
+    kind = type(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int or kind is float:
+        return f"number({value!r})"
+    if kind is str:
+        return f"string({_short(_dumps(value), 40)})"
+    return "non-primitive"

@@ -1,0 +1,240 @@
+"""Loading: ``parse_session`` and the fail-closed rules that turn a file's bytes into its
+header and checked records (see the package docstring)."""
+
+# The package's modules share their underscore helpers with one another.
+# pyright: reportPrivateUsage=false
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard, cast
+
+from tether._text import is_non_empty
+from tether._types import type_of
+from tether.agent.session.decoder import _message_from_json
+from tether.agent.session.format import (
+    _COMPACTION_KEYS,
+    _ENTRY_KEYS,
+    _HEADER_KEYS,
+    _LONE_ESCAPE,
+    _SUMMARY_KEYS,
+    _decode_json,
+    _describe,
+    _dumps,
+)
+from tether.agent.session.linkage import _Index
+from tether.agent.session.prefix import _is_incomplete_object_prefix
+from tether.agent.session.records import (
+    CompactionEntry,
+    CompactionSummary,
+    ParsedSession,
+    SessionEntry,
+    SessionHeader,
+    SessionLimits,
+    _fail,
+    _message_entry,
+    _short,
+)
+from tether.protocol import MAX_SAFE_INTEGER
+
+__all__ = ["parse_session"]
+
+# --- header and record values ------------------------------------------------------------------
+
+
+def _is_version_one(value: object) -> bool:
+    kind = type(value)
+    return (kind is int or kind is float) and value == 1
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    try:
+        _dumps(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _parse_header(value: object, escapes: bool) -> SessionHeader:
+    if type(value) is not dict:
+        raise _fail("SESSION_INVALID_HEADER", "First session record must be a header")
+    record = cast("dict[str, object]", value)
+    if record.keys() != _HEADER_KEYS or record["type"] != "session":
+        raise _fail("SESSION_INVALID_HEADER", "First session record must be a header")
+    if not _is_version_one(record["version"]):
+        raise _fail(
+            "SESSION_UNSUPPORTED_VERSION",
+            f"Unsupported session version {_describe(record['version'])}",
+        )
+    session_id = record["id"]
+    created_at = record["createdAt"]
+    if not is_non_empty(session_id):
+        raise _fail("SESSION_INVALID_HEADER", "Session ID must be a non-empty string")
+    if not is_non_empty(created_at):
+        raise _fail(
+            "SESSION_INVALID_HEADER", "Session creation timestamp must be a non-empty string"
+        )
+    if escapes and _has_lone_surrogate(record):
+        raise _fail("SESSION_INVALID_HEADER", "Session header contains a lone surrogate")
+    return SessionHeader(id=session_id, created_at=created_at)
+
+
+def _record_fields(record: dict[str, Any]) -> tuple[str, str | None, str]:
+    version = record["version"]
+    if version != 1 or (type(version) is not int and type(version) is not float):
+        raise _fail(
+            "SESSION_UNSUPPORTED_VERSION",
+            f"Unsupported entry version {_describe(record['version'])}",
+        )
+    entry_id = record["id"]
+    if not is_non_empty(entry_id):
+        raise _fail("SESSION_INVALID_RECORD", "Entry ID must be a non-empty string")
+    parent_id = record["parentId"]
+    if parent_id is not None and not is_non_empty(parent_id):
+        raise _fail("SESSION_INVALID_RECORD", "Entry parent ID must be null or a non-empty string")
+    timestamp = record["timestamp"]
+    if not is_non_empty(timestamp):
+        raise _fail("SESSION_INVALID_RECORD", "Entry timestamp must be a non-empty string")
+    return entry_id, parent_id, timestamp
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _parse_record(value: Any, surrogates: bool) -> SessionEntry:
+    """A record from its JSON value; ``surrogates``: the file has an escape that could
+    stand for a lone surrogate, so values must be checked for one."""
+    if type_of(value) is not dict:
+        raise _fail("SESSION_INVALID_RECORD", "Session entry has an invalid shape")
+    record: dict[str, object] = value
+    kind = record.get("type")
+    if kind == "entry" and record.keys() == _ENTRY_KEYS:
+        entry_id, parent_id, timestamp = _record_fields(record)
+        if surrogates and _has_lone_surrogate([entry_id, parent_id, timestamp]):
+            raise _fail("SESSION_INVALID_RECORD", "Session record contains a lone surrogate")
+        message = _message_from_json(record["message"])
+        if surrogates and _has_lone_surrogate(record["message"]):
+            raise _fail("SESSION_INVALID_MESSAGE", "Session message contains a lone surrogate")
+        return _message_entry(entry_id, parent_id, timestamp, message)
+    if kind == "compaction" and record.keys() == _COMPACTION_KEYS:
+        entry_id, parent_id, timestamp = _record_fields(record)
+        summary = record["summary"]
+        first_kept = record["firstKeptEntryId"]
+        before = record["unitsBefore"]
+        after = record["unitsAfter"]
+        if type(summary) is not dict or cast("dict[str, object]", summary).keys() != _SUMMARY_KEYS:
+            raise _fail("SESSION_INVALID_RECORD", "Compaction summary must be {id, content}")
+        summary_data = cast("dict[str, object]", summary)
+        summary_id = summary_data["id"]
+        content = summary_data["content"]
+        if not is_non_empty(summary_id) or type(content) is not str:
+            raise _fail("SESSION_INVALID_RECORD", "Compaction summary must be {id, content}")
+        if first_kept is not None and not is_non_empty(first_kept):
+            raise _fail(
+                "SESSION_INVALID_RECORD", "firstKeptEntryId must be null or a non-empty string"
+            )
+        if not _is_count(before) or not _is_count(after):
+            raise _fail("SESSION_INVALID_RECORD", "Compaction units must be non-negative integers")
+        if surrogates and _has_lone_surrogate(record):
+            raise _fail("SESSION_INVALID_RECORD", "Session record contains a lone surrogate")
+        return CompactionEntry(
+            id=entry_id,
+            parent_id=parent_id,
+            timestamp=timestamp,
+            summary=CompactionSummary(id=summary_id, content=content),
+            first_kept_entry_id=first_kept,
+            units_before=before,
+            units_after=after,
+        )
+    raise _fail("SESSION_INVALID_RECORD", "Session entry has an invalid shape")
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+
+def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index]:
+    if not data:
+        raise _fail("SESSION_INVALID_HEADER", "Session file is empty")
+    terminated = data[-1:] == b"\n"
+    # Decoding the whole file at once is faster and, since "\n" cannot occur inside a UTF-8
+    # sequence, valid exactly when every line is; only an invalid file is decoded line by
+    # line, so its errors come in line order like every other error.
+    try:
+        texts: list[str] | None = data.decode("utf-8").split("\n")
+        lines: list[bytes] = []
+        count = len(texts)
+    except UnicodeDecodeError:
+        texts = None
+        lines = data.split(b"\n")
+        count = len(lines)
+    if terminated:
+        count -= 1  # the empty segment after the final newline
+    max_line = limits.max_line_bytes
+    quick = max_line // 4  # a line of at most this many code points has at most max_line bytes
+    values: list[object] = []
+    for number in range(count):
+        if texts is not None:
+            text = texts[number]
+            if text[-1:] == "\r":
+                text = text[:-1]
+            size = len(text)
+            if size > quick and (size > max_line or len(text.encode("utf-8")) > max_line):
+                raise _fail(
+                    "SESSION_LINE_TOO_LARGE", f"Session line {number + 1} exceeds the byte limit"
+                )
+        else:
+            line = lines[number]
+            if line[-1:] == b"\r":
+                line = line[:-1]
+            if len(line) > max_line:
+                raise _fail(
+                    "SESSION_LINE_TOO_LARGE", f"Session line {number + 1} exceeds the byte limit"
+                )
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _fail(
+                    "SESSION_INVALID_UTF8", f"Session line {number + 1} is not valid UTF-8"
+                ) from None
+        if text[:1] == "\ufeff":
+            text = text[1:]  # a UTF-8 BOM, dropped as the workshop's TextDecoder does
+        try:
+            values.append(_decode_json(text))
+        except (ValueError, RecursionError):
+            if number == count - 1 and not terminated and _is_incomplete_object_prefix(text):
+                break
+            raise _fail(
+                "SESSION_INVALID_JSON", f"Session line {number + 1} is not valid JSON"
+            ) from None
+    if not values:
+        raise _fail("SESSION_INVALID_HEADER", "Session header is missing or incomplete")
+    escapes = _LONE_ESCAPE.search(data) is not None  # only then can a value hold a surrogate
+    header = _parse_header(values[0], escapes)
+    index = _Index()
+    by_id = index.by_id
+    max_records = limits.max_records
+    for position in range(1, len(values)):
+        if len(index.entries) >= max_records:
+            raise _fail("SESSION_RECORD_LIMIT", "Session record limit exceeded")
+        entry = _parse_record(values[position], escapes)
+        if entry.id in by_id:
+            raise _fail("SESSION_DUPLICATE_ENTRY_ID", f'Duplicate entry ID "{_short(entry.id)}"')
+        if entry.parent_id is not None and entry.parent_id not in by_id:
+            raise _fail(
+                "SESSION_PARENT_NOT_FOUND",
+                f'Parent entry "{_short(entry.parent_id)}" must precede its child',
+            )
+        index.add(entry, index.check(entry, "SESSION_INVALID_RECORD"))
+    return header, index
+
+
+def parse_session(data: bytes, limits: SessionLimits | None = None) -> ParsedSession:
+    """Parse a session file's bytes by the loading rules (see the package docstring).
+
+    The parser ``SessionStore.load`` uses, without the filesystem: for tools that inspect
+    session files. Raises only ``SessionStoreError`` (and ``TypeError`` for non-bytes).
+    """
+    if type(data) is not bytes:
+        raise TypeError(f"parse_session() needs bytes (got {type(data).__name__})")
+    header, index = _parse(data, SessionLimits() if limits is None else limits)
+    return ParsedSession(header=header, entries=tuple(index.entries))
