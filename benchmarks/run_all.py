@@ -33,6 +33,7 @@ BENCHES = (
     "bench_agent",
     "bench_session",
     "bench_import",
+    "bench_cli_startup",
     "bench_scale",
 )
 
@@ -265,6 +266,19 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         )
         + ".",
     ]
+    startup = figures["bench_cli_startup"]
+    lines += [
+        "",
+        "## CLI startup (fresh processes, wall time)",
+        "",
+        "| command | ms | goal ms | |",
+        "|---|---:|---:|---|",
+    ]
+    for label, row in startup.items():
+        goal = row.get("goal_ms")
+        shown = "" if goal is None else f"{goal:.0f}"
+        state = "" if goal is None else verdict(row["ms"] <= goal)
+        lines.append(f"| `{label}` | {row['ms']:.1f} | {shown} | {state} |")
     lines += [
         "",
         "## Import (fresh processes, wall time)",

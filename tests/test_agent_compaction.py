@@ -294,10 +294,24 @@ async def test_compact_refuses_when_busy_without_policy_or_with_too_little() -> 
     assert await empty.compact() is None  # nothing to compact
     small = Agent(model=ScriptedModel([answer(0)]), compaction=policy)
     await bounded(small.run("only " * 50))
-    with pytest.raises(ContextCompactionError) as caught:
-        await small.compact()  # both messages are the two it must keep
-    assert caught.value.code == "CONTEXT_BOUNDARY_UNAVAILABLE"
+    assert await small.compact() is None  # both messages are the two it must keep
     assert len(small.messages) == 2
+
+    def broken(request: ContextSummaryRequest, signal: AbortSignal) -> str:
+        raise RuntimeError("down")
+
+    failing = Agent(
+        model=ScriptedModel([answer(n) for n in range(4)]),
+        compaction=AutoCompaction(context_window=100_000, reserve_tokens=100, summarizer=broken),
+    )
+    for n in range(4):
+        await bounded(failing.run(f"question {n} " + "q" * 100))
+    before = failing.messages
+    with pytest.raises(ContextCompactionError) as caught:
+        await failing.compact()
+    assert caught.value.code == "CONTEXT_SUMMARIZER_FAILED"
+    assert failing.messages == before
+    assert not failing.is_running
     assert not small.is_running
     entered = asyncio.Event()
 

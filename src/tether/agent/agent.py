@@ -64,7 +64,12 @@ from tether._race import reraise_task_cancellation, signal_aborted, signal_reaso
 from tether._text import is_non_empty, message_of
 from tether._types import type_of
 from tether.abort import AbortController, AbortError, AbortSignal
-from tether.agent.auto_compaction import AutoCompaction, context_tokens, summary_message
+from tether.agent.auto_compaction import (
+    AutoCompaction,
+    context_tokens,
+    forced_options,
+    summary_message,
+)
 from tether.agent.compaction import (
     MAX_CONTEXT_MESSAGES,
     ActiveContext,
@@ -925,11 +930,7 @@ class Agent:
         active = _ActiveRun()
         self._active = active
         try:
-            tokens = context_tokens(self._transcript, self._last_usage, self._usage_seen)
-            # Aim at target_ratio of the context as it is, even below the threshold.
-            message = await self._compact(
-                policy, max(tokens, policy.threshold_tokens), active.signal
-            )
+            message = await self._compact(policy, None, active.signal)
         finally:
             if self._active is active:
                 self._active = None
@@ -937,10 +938,11 @@ class Agent:
         return None if message is None else self._compactions[-1]
 
     async def _compact(
-        self, policy: AutoCompaction, tokens: int, signal: AbortSignal
+        self, policy: AutoCompaction, tokens: int | None, signal: AbortSignal
     ) -> UserMessage | None:
-        """One compaction; on success the transcript starts with the returned summary
-        message and the compaction is recorded. Raises ``ContextCompactionError``."""
+        """One compaction (``tokens`` of context now; ``None``: asked for, whatever the
+        size); on success the transcript starts with the returned summary message and the
+        compaction is recorded. Raises ``ContextCompactionError``."""
         limits = _context_limits(self._cap)
         offset = 1 if self._summary is not None else 0
         context = ActiveContext(
@@ -949,18 +951,24 @@ class Agent:
             compactions=tuple(self._compactions),
             limits=limits,
         )
-        number = len(self._compactions) + 1
-        options = dataclasses.replace(
-            policy.options(
+        summarizer = policy.summarizer or model_summarizer(_Bound(self._open_stream))
+        summary_id = f"context-summary-{uuid.uuid4().hex[:12]}"
+        record_id = f"compaction-{len(self._compactions) + 1:06d}"
+        if tokens is None:
+            chosen = forced_options(
+                policy, context, summarizer=summarizer, summary_id=summary_id, record_id=record_id
+            )
+            if chosen is None:
+                return None
+        else:
+            chosen = policy.options(
                 context,
                 tokens=tokens,
-                summarizer=policy.summarizer or model_summarizer(_Bound(self._open_stream)),
-                summary_id=f"context-summary-{uuid.uuid4().hex[:12]}",
-                record_id=f"compaction-{number:06d}",
-            ),
-            signal=signal,
-        )
-        outcome = await compact_context(context, options)
+                summarizer=summarizer,
+                summary_id=summary_id,
+                record_id=record_id,
+            )
+        outcome = await compact_context(context, dataclasses.replace(chosen, signal=signal))
         if outcome.status == "unchanged":
             return None
         compacted = outcome.context

@@ -29,11 +29,12 @@ from tether.agent.compaction import (
     ContextSummarizer,
     ContextSummary,
     estimate_context_units,
+    group_tool_rounds,
     message_units,
 )
 from tether.protocol import MAX_SAFE_INTEGER, Message, ModelUsage, UserMessage
 
-__all__ = ["SUMMARY_PREFIX", "AutoCompaction", "summary_message"]
+__all__ = ["SUMMARY_PREFIX", "AutoCompaction", "forced_options", "summary_message"]
 
 SUMMARY_PREFIX: Final = (
     "The conversation before this point was compacted to save context. Summary of it:\n\n"
@@ -123,6 +124,47 @@ class AutoCompaction:
             record_id=record_id,
             summarizer=summarizer,
         )
+
+
+def forced_options(
+    policy: AutoCompaction,
+    context: ActiveContext,
+    *,
+    summarizer: ContextSummarizer,
+    summary_id: str,
+    record_id: str,
+) -> CompactContextOptions | None:
+    """Options for a compaction asked for now (``/compact``): everything but the last
+    ``keep_recent_messages`` (extended to whole tool rounds) goes into the summary, whatever
+    the context's size. ``None`` when that would not make the context smaller."""
+    messages = context.messages
+    keep = min(policy.keep_recent_messages, len(messages))
+    groups = group_tool_rounds(list(messages), limits=context.limits) if messages else ()
+    retained = 0
+    kept = 0
+    for group in reversed(groups):
+        if kept >= keep:
+            break
+        kept += len(group.messages)
+        retained += sum(map(message_units, group.messages))
+    units = estimate_context_units(context)
+    requirements = units - sum(map(message_units, messages))
+    if context.summary is not None:
+        requirements -= 5 + len(context.summary.id) + len(context.summary.content)
+    summary_units = min(policy.summary_max_tokens * CODE_POINTS_PER_TOKEN, max(256, units // 4))
+    target = requirements + retained + summary_units
+    if kept >= len(messages) or target >= units:
+        return None
+    return CompactContextOptions(
+        limits=context.limits,
+        max_units=target,
+        target_units=target,
+        summary_max_units=summary_units,
+        retain_recent_messages=kept,
+        summary_id=summary_id,
+        record_id=record_id,
+        summarizer=summarizer,
+    )
 
 
 def context_tokens(messages: list[Message], last_usage: ModelUsage | None, seen: int) -> int:

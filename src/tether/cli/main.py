@@ -236,6 +236,25 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=formatter,
     )
     models.add_argument("--json", action="store_true", help="one JSON object per line")
+    chat = commands.add_parser(
+        "chat",
+        help="the interactive coding agent in the current directory",
+        description="Chat with a coding agent in the current directory (tether.cli.chat).",
+        epilog=MODEL_HELP,
+        formatter_class=formatter,
+    )
+    _model_options(chat, tools=False)
+    chat.add_argument("--system", type=_text, metavar="TEXT", help="replace the introduction")
+    chat.add_argument("--auto-approve", action="store_true", help="never ask before tools run")
+    where = chat.add_mutually_exclusive_group()
+    where.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="continue the last session of this directory",
+    )
+    where.add_argument("-r", "--resume", metavar="ID", help="resume the session ID (or prefix)")
     commands.add_parser("trace", help="print the checkpoint-00 agent trace as JSON lines")
     return parser, {"run": run, "rpc": rpc, "models": models}
 
@@ -254,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _rpc(args)
         if command == "models":
             return _models(args)
+        if command == "chat":
+            return _chat(args)
     except KeyboardInterrupt:  # Ctrl-C before a command installed its own handler
         return EXIT_INTERRUPTED
     raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover
@@ -323,6 +344,28 @@ def _models(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     make = Output.for_json if args.json else Output.for_people
     return _writing("models", lambda: models_command(config, make(sys.stdout), as_json=args.json))
+
+
+def _chat(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tether.cli.config import CliError, load_config
+
+    try:
+        config = load_config()
+    except CliError as error:
+        warn(f"tether chat: [{error.code}] {error}")
+        return EXIT_USAGE
+    choice = _choose(args, "chat")
+    if choice is None:
+        return EXIT_USAGE
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        warn("tether chat: [CLI_NOT_A_TERMINAL] needs a terminal (use tether run -p or tether rpc)")
+        return EXIT_USAGE
+    from tether.cli.chat import chat_command
+
+    chosen = choice
+    return _writing("chat", lambda: asyncio.run(chat_command(args, chosen, config)))
 
 
 def _choose(args: argparse.Namespace, command: str) -> ModelChoice | None:

@@ -1,0 +1,885 @@
+"""``tether chat``: the interactive coding agent in the current directory.
+
+One ``Agent`` on the chosen model (``tether.cli.models``) with the coding tools confined to
+the current directory (``tether.tools.coding``) and a system prompt built from the context
+files (``tether.cli.context_files``). What a person sees and can do:
+
+* **Output.** Assistant text is written as it streams (plain text; markdown and code fences
+  as the model wrote them), thinking dimmed, each tool call as ``→ name({arguments})`` and
+  its result as the first lines (``edit_file``: the first lines of its diff), then a usage
+  line per turn: the turn's tokens and the session's. Colour only on a terminal without
+  ``NO_COLOR``.
+* **Input.** ``prompt_toolkit`` line editing (readline keys) with a history file,
+  ``<data dir>/tether/chat-history``; Enter sends, Alt-Enter (or Esc then Enter) starts a
+  new line.
+* **Keys.** Ctrl-C during a turn cancels the turn (``Agent.cancel``): the transcript and the
+  session file keep only complete messages, and the prompt comes back. Ctrl-C at the prompt
+  clears the line. Ctrl-D on an empty line, or ``/quit``, exits (status 0).
+* **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept);
+  ``/new`` (a new session); ``/sessions`` (the saved ones, newest first); ``/resume ID``
+  (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
+  ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
+  branch beside the old one); ``/compact`` (compact the context now; the Agent also
+  compacts on its own near the model's ``context_window``: the config's, else 128,000
+  tokens); ``/usage``; ``/quit``.
+* **Approval.** Before ``write_file``, ``edit_file``, ``bash`` and ``python_process`` run
+  (the config's ``[tools] approve`` list), the call is shown and the person answers ``y``
+  (run it), ``n`` (do not: the model gets ``TOOL_CALL_BLOCKED`` "the user declined") or ``a``
+  (run it and every later call of that tool in this session). ``--auto-approve``, or
+  ``[tools] auto_approve = true``, never asks. Ctrl-C at that question cancels the turn.
+
+**Sessions.** Every message is appended, as it enters the transcript, to a session file in
+``<data dir>/tether/sessions/`` (``SessionStore.create_in`` and ``SessionRecorder``; the
+file is created with the first message, so a chat that sends nothing leaves nothing). The
+data directory follows the XDG rules of ``tether.agent.session.default_sessions_dir``.
+``-r ID`` resumes a session (an ID or unique prefix); ``-c`` continues the last session
+started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
+``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}}``, rewritten atomically
+whenever a chat creates a session.
+
+The model, the tools and the agent are built when the first prompt is sent; the modules
+they need are imported on a background thread started once the first prompt is drawn, so
+the prompt shows quickly and the first turn does not wait for imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal as signals
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
+
+from tether.cli.config import CliConfig, CliError
+from tether.cli.render import Output, compact, shorten
+
+if TYPE_CHECKING:
+    from tether.agent.agent import Agent
+    from tether.agent.auto_compaction import AutoCompaction
+    from tether.agent.compaction import ContextSummary
+    from tether.agent.persistence import SessionRecorder
+    from tether.agent.session import SessionStore, SessionTree
+    from tether.cli.models import ModelChoice
+    from tether.cli.run import UsageMeter
+    from tether.loop.hooks import BlockToolCall, ToolCallContext
+    from tether.models.base import Model
+    from tether.protocol import AgentEvent, Message, RunResult, ToolCall, ToolResultMessage
+    from tether.tools import ToolRegistry
+
+__all__ = [
+    "APPROVE_PROMPT",
+    "COMMANDS",
+    "DECLINED",
+    "HELP",
+    "PROMPT",
+    "Answer",
+    "Approvals",
+    "Chat",
+    "ChatView",
+    "Command",
+    "chat_command",
+    "chat_data_dir",
+    "last_session",
+    "parse_answer",
+    "parse_command",
+    "remember_session",
+]
+
+PROMPT: Final = "chat> "
+"""The input prompt."""
+APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o / [a]lways for {name}: "
+"""The approval question (``{name}``: the tool)."""
+DECLINED: Final = "the user declined"
+"""The reason a declined call gives the model (``BlockToolCall``)."""
+INDEX_NAME: Final = "cwd-index.json"
+HISTORY_NAME: Final = "chat-history"
+_INTERRUPT: Final = "Interrupted by the user"
+_RESULT_LINES: Final = 4
+_DIFF_LINES: Final = 12
+_LIST_SESSIONS: Final = 20
+
+COMMANDS: Final = {
+    "help": "show this help",
+    "model": "/model PROVIDER/MODEL: switch the model, keeping the conversation",
+    "new": "start a new session",
+    "sessions": "list saved sessions, newest first",
+    "resume": "/resume ID: continue a saved session (an ID or a unique prefix)",
+    "tree": "list the active branch; /tree ID moves the branch to that entry",
+    "compact": "compact the conversation now (a summary replaces the oldest part)",
+    "usage": "token usage of the session",
+    "quit": "exit (Ctrl-D does too)",
+}
+"""Each slash command and what it does."""
+HELP: Final = (
+    "commands:\n"
+    + "".join(f"  /{name:<9} {text}\n" for name, text in COMMANDS.items())
+    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn or clears "
+    "the line · Ctrl-D exits\n"
+)
+"""What ``/help`` prints."""
+
+
+# --- slash commands ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A slash command as typed: its ``name`` (without the slash, lower case) and the rest of
+    the line (``argument``, stripped; empty when there is none)."""
+
+    name: str
+    argument: str = ""
+
+    @property
+    def known(self) -> bool:
+        """Whether ``name`` is one of ``COMMANDS``."""
+        return self.name in COMMANDS
+
+
+def parse_command(line: str) -> Command | None:
+    """The slash command ``line`` is, or ``None`` for a message to the model (anything not
+    starting with ``/``, and ``//text``, which sends ``/text``)."""
+    text = line.strip()
+    if not text.startswith("/") or text.startswith("//") or len(text) == 1:
+        return None
+    name, _, rest = text[1:].partition(" ")
+    return Command(name.lower(), rest.strip())
+
+
+def message_text(line: str) -> str:
+    """What a non-command line sends: ``//text`` sends ``/text``."""
+    text = line.strip()
+    return text[1:] if text.startswith("//") else text
+
+
+# --- approval ---------------------------------------------------------------------------------
+
+Answer: TypeAlias = Literal["yes", "no", "always"]
+"""An answer to the approval question."""
+
+
+def parse_answer(text: str) -> Answer | None:
+    """``y``/``yes``, ``n``/``no``, ``a``/``always`` (any case, spaces ignored); ``None`` for
+    anything else (the question is asked again)."""
+    word = text.strip().lower()
+    if word in ("y", "yes"):
+        return "yes"
+    if word in ("n", "no"):
+        return "no"
+    if word in ("a", "always"):
+        return "always"
+    return None
+
+
+class Approvals:
+    """Which tool calls need a person's yes: those of ``tools`` unless ``auto``, minus the
+    tools answered ``always`` in this session."""
+
+    def __init__(self, tools: Iterable[str], *, auto: bool) -> None:
+        self.tools = frozenset(tools)
+        self.auto = auto
+        self.always: set[str] = set()
+
+    def needs_asking(self, name: str) -> bool:
+        """Whether a call of ``name`` must be asked about before it runs."""
+        return not self.auto and name in self.tools and name not in self.always
+
+    def decide(self, name: str, answer: Answer) -> bool:
+        """Record ``answer`` for a call of ``name``; whether the call runs."""
+        if answer == "always":
+            self.always.add(name)
+        return answer != "no"
+
+
+# --- the -c index -----------------------------------------------------------------------------
+
+
+def chat_data_dir(environ: dict[str, str] | None = None) -> Path:
+    """``<user data directory>/tether``: the parent of ``default_sessions_dir()``, computed
+    here by the same XDG rules so that the first prompt needs no session module."""
+    env = os.environ if environ is None else environ
+    if sys.platform == "darwin":  # pragma: no cover - macOS only
+        base = Path.home() / "Library" / "Application Support"
+    elif os.name == "nt":  # pragma: no cover - Windows only
+        local = env.get("LOCALAPPDATA", "")
+        base = Path(local) if os.path.isabs(local) else Path.home() / "AppData" / "Local"
+    else:
+        xdg = env.get("XDG_DATA_HOME", "")
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "tether"
+
+
+def _read_index(path: Path) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            data: object = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    sessions = cast("dict[str, object]", data).get("sessions")
+    if not isinstance(sessions, dict):
+        return {}
+    return {
+        str(key): value
+        for key, value in cast("dict[object, object]", sessions).items()
+        if isinstance(value, str)
+    }
+
+
+def last_session(sessions_dir: Path, cwd: Path) -> str | None:
+    """The ID of the last session started in ``cwd`` (by the index), if its file exists."""
+    found = _read_index(sessions_dir / INDEX_NAME).get(os.path.abspath(cwd))
+    if found is None or not (sessions_dir / f"{found}.jsonl").is_file():
+        return None
+    return found
+
+
+def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
+    """Make ``session_id`` the last session of ``cwd`` in the index (an atomic rewrite, mode
+    0600); a failure to write is ignored (``-c`` then finds the previous one)."""
+    path = sessions_dir / INDEX_NAME
+    sessions = _read_index(path)
+    sessions[os.path.abspath(cwd)] = session_id
+    temporary = path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump({"version": 1, "sessions": sessions}, file, indent=1, sort_keys=True)
+            file.write("\n")
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+# --- the view ---------------------------------------------------------------------------------
+
+
+class ChatView:
+    """Writes a chat's events for a person (see the module docstring); ``color`` adds ANSI
+    dim/red/green."""
+
+    def __init__(self, out: Output, *, color: bool) -> None:
+        self.out = out
+        self.color = color
+        self.mode: Literal["line", "text", "thinking"] = "line"
+
+    def _style(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def write(self, text: str) -> None:
+        """Write ``text`` as it is (streamed)."""
+        self.out.write(text)
+
+    def line(self, text: str) -> None:
+        """Write ``text`` on a line of its own (ending any streamed text first)."""
+        self.end_stream()
+        self.out.write(text + "\n")
+
+    def end_stream(self) -> None:
+        """End streamed text or thinking with a newline, if any was written."""
+        if self.mode != "line":
+            self.mode = "line"
+            self.out.write("\n")
+
+    def show(self, event: AgentEvent) -> None:
+        """Write one event of a run."""
+        match event.type:
+            case "model.chunk":
+                chunk = event.payload.chunk
+                if chunk.type == "textDelta" and chunk.delta:
+                    if self.mode == "thinking":
+                        self.end_stream()
+                    self.mode = "text"
+                    self.write(chunk.delta)
+                elif chunk.type == "thinkingDelta" and chunk.delta:
+                    if self.mode == "text":
+                        self.end_stream()
+                    self.mode = "thinking"
+                    self.write(self._style("2", chunk.delta))
+            case "tool.started":
+                self.line(self.tool_call_line(event.payload.tool_call))
+            case "tool.finished":
+                for text in self.tool_result_lines(event.payload.message):
+                    self.line(text)
+            case "message.accepted":
+                message = event.payload.message
+                if message.role == "user" and message.id.startswith("context-summary-"):
+                    self.line(self._style("2", "(the context was compacted)"))
+            case "run.finished":
+                self.end_stream()
+
+    def tool_call_line(self, call: ToolCall) -> str:
+        """``→ name({arguments})``, the arguments shortened to one line."""
+        from tether.protocol import to_json
+
+        return f"→ {call.name}({shorten(compact(to_json(call.arguments)), 200)})"
+
+    def tool_result_lines(self, result: ToolResultMessage) -> list[str]:
+        """The first lines of a tool's result (``edit_file``: of its diff), marked ok or
+        error."""
+        content = result.content
+        lines = content.splitlines() or [""]
+        if result.is_error:
+            head = self._style("31", f"  ✗ {result.tool_name} error: ")
+            return [head + shorten(content, 300)]
+        limit = _DIFF_LINES if result.tool_name == "edit_file" else _RESULT_LINES
+        shown: list[str] = []
+        for text in lines[:limit]:
+            text = text if len(text) <= 200 else text[:199] + "…"
+            if result.tool_name == "edit_file" and self.color:
+                if text.startswith("+") and not text.startswith("+++"):
+                    text = self._style("32", text)
+                elif text.startswith("-") and not text.startswith("---"):
+                    text = self._style("31", text)
+            shown.append("    " + text)
+        if len(lines) > limit:
+            shown.append(f"    … ({len(lines) - limit} more lines)")
+        return [f"  ✓ {result.tool_name}", *shown]
+
+    def usage_line(self, turn: tuple[int, int], session: tuple[int, int]) -> str:
+        """The token usage of a turn and of the session."""
+        return self._style(
+            "2",
+            f"[tokens: {turn[0]} in, {turn[1]} out · session: {session[0]} in, {session[1]} out]",
+        )
+
+
+# --- the chat ---------------------------------------------------------------------------------
+
+Ask: TypeAlias = Callable[[str], Awaitable[str]]
+"""Asks a question and returns the answer; raises ``KeyboardInterrupt`` (Ctrl-C) or
+``EOFError`` (Ctrl-D)."""
+
+_WARM_MODULES: Final = (
+    "tether.agent.persistence",
+    "tether.agent.session",
+    "tether.cli.models",
+    "tether.cli.run",
+    "tether.providers.openai_chat",
+    "tether.tools.coding",
+)
+
+
+def _warm_up() -> None:
+    """Import what the first turn needs, off the main thread (failures show up later)."""
+    import importlib
+
+    for name in _WARM_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+
+def _http_model(choice: ModelChoice) -> Model:
+    return choice.build()
+
+
+class _NewSession:
+    """The recorder of a chat that has no session file yet: creates it with the first
+    message (and remembers it for ``-c``), then records through a ``SessionRecorder``."""
+
+    def __init__(self, chat: Chat) -> None:
+        self._chat = chat
+        self._inner: SessionRecorder | None = None
+
+    async def _recorder(self) -> SessionRecorder:
+        if self._inner is None:
+            from tether.agent.persistence import SessionRecorder
+
+            tree = await self._chat.create_session()
+            self._inner = SessionRecorder(tree)
+        return self._inner
+
+    async def record_messages(self, messages: tuple[Message, ...]) -> None:
+        """Append ``messages`` (creating the session file first, once)."""
+        await (await self._recorder()).record_messages(messages)
+
+    async def record_compaction(
+        self, summary: ContextSummary, kept: tuple[Message, ...], record: Any
+    ) -> None:
+        """Append a compaction entry (creating the session file first, once)."""
+        await (await self._recorder()).record_compaction(summary, kept, record)
+
+
+class Chat:
+    """One interactive session: the model, the agent, the session file and the commands.
+
+    ``ask`` answers the approval question (the terminal's prompt in ``tether chat``; a
+    script in tests); ``view`` writes what happens; ``build_model`` makes the model of a
+    choice (default: ``ModelChoice.build``, the HTTP model).
+    """
+
+    def __init__(
+        self,
+        *,
+        choice: ModelChoice,
+        config: CliConfig,
+        cwd: Path,
+        data_dir: Path,
+        view: ChatView,
+        ask: Ask,
+        introduction: str | None = None,
+        auto_approve: bool = False,
+        build_model: Callable[[ModelChoice], Model] | None = None,
+    ) -> None:
+        self.choice = choice
+        self.build_model: Callable[[ModelChoice], Model] = build_model or _http_model
+        self.config = config
+        self.cwd = cwd
+        self.data_dir = data_dir
+        self.sessions_dir = data_dir / "sessions"
+        self.view = view
+        self.ask = ask
+        self.introduction = introduction
+        self.approvals = Approvals(
+            config.tools.approve, auto=auto_approve or config.tools.auto_approve
+        )
+        self.tree: SessionTree | None = None
+        self.session_tokens = (0, 0)
+        self._agent: Agent | None = None
+        self._meter: UsageMeter | None = None
+        self._tools: ToolRegistry | None = None
+        self._system: str | None = None
+        self._running: Agent | None = None
+
+    # -- building ------------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        """The session file's ID, once there is one."""
+        return None if self.tree is None else self.tree.store.header.id
+
+    def _limits(self) -> Any:
+        from tether.agent.session import SessionLimits, SessionStoreOptions
+
+        return SessionStoreOptions(limits=SessionLimits.for_coding())
+
+    async def create_session(self) -> SessionTree:
+        """Create this chat's session file (and remember it as this cwd's last)."""
+        from tether.agent.session import SessionStore, SessionTree
+
+        store = await SessionStore.create_in(self.sessions_dir, self._limits())
+        self.tree = SessionTree(store)
+        remember_session(self.sessions_dir, self.cwd, store.header.id)
+        return self.tree
+
+    def _compaction(self) -> AutoCompaction:
+        from tether.agent.auto_compaction import AutoCompaction
+        from tether.cli.run import DEFAULT_CONTEXT_WINDOW
+
+        window = self.choice.settings.context_window or DEFAULT_CONTEXT_WINDOW
+        return AutoCompaction(context_window=max(window, 2))
+
+    async def agent(self) -> Agent:
+        """The agent, built on first use (model, tools, system prompt, session)."""
+        if self._agent is not None:
+            return self._agent
+        from tether.agent.agent import Agent
+        from tether.agent.persistence import resume_agent
+        from tether.cli.context_files import system_prompt, user_config_dir
+        from tether.cli.run import UsageMeter
+        from tether.loop.limits import RunLimits
+        from tether.tools.coding import coding_tools
+
+        if self._tools is None:
+            self._tools = coding_tools(self.cwd)
+        if self._system is None:
+            self._system = system_prompt(
+                self.cwd,
+                tool_names=self._tools.names,
+                introduction=self.introduction,
+                config_dir=user_config_dir(),
+            )
+        if self._meter is None:
+            self._meter = UsageMeter(self.build_model(self.choice), None)
+        options: dict[str, Any] = {
+            "model": self._meter,
+            "tools": self._tools,
+            "system": self._system,
+            "limits": RunLimits.for_real_models(),
+            "max_steps": 64,
+            "before_tool_call": self.before_tool_call,
+            "compaction": self._compaction(),
+        }
+        if self.tree is None:
+            agent = Agent(recorder=_NewSession(self), **options)
+        else:
+            agent = await resume_agent(self.tree, **options)
+        agent.subscribe(lambda event, _signal: self.view.show(event))
+        self._agent = agent
+        return agent
+
+    async def close(self) -> None:
+        """Close the model's HTTP client."""
+        meter, self._meter = self._meter, None
+        if meter is not None:
+            close = getattr(meter.model, "aclose", None)
+            if close is not None:
+                await close()
+
+    @property
+    def meter(self) -> UsageMeter | None:
+        """The model, metered (``None`` until the agent is built)."""
+        return self._meter
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def interrupt(self) -> bool:
+        """Ctrl-C: cancel the running turn; whether one was running."""
+        running = self._running
+        if running is None:
+            return False
+        running.cancel(_INTERRUPT)
+        return True
+
+    async def turn(self, text: str) -> RunResult:
+        """Send ``text`` and show the run until it settles."""
+        from tether.cli.models import run_problem
+
+        agent = await self.agent()
+        self._running = agent
+        try:
+            result = await agent.prompt(text).result
+        finally:
+            self._running = None
+        view = self.view
+        view.end_stream()
+        if result.status == "cancelled":
+            view.line("(turn cancelled)")
+        elif result.status == "maxSteps":
+            view.line(f"(stopped after {result.max_steps} model steps)")
+        elif result.status == "failed":
+            meter = self._meter
+            problem = run_problem(result, None if meter is None else meter.last_error, self.choice)
+            if problem is None:
+                view.line(f"turn failed [{result.error.code}]: {result.error.message}")
+            else:
+                view.line(f"[{problem.code}] {problem}")
+        usage = result.usage
+        turn = (usage.input_tokens, usage.output_tokens)
+        total = self.session_tokens
+        self.session_tokens = (total[0] + turn[0], total[1] + turn[1])
+        view.line(view.usage_line(turn, self.session_tokens))
+        return result
+
+    async def before_tool_call(self, context: ToolCallContext) -> BlockToolCall | None:
+        """The approval hook (see the module docstring)."""
+        from tether.loop.hooks import BlockToolCall
+
+        name = context.tool_call.name
+        if not self.approvals.needs_asking(name):
+            return None
+        self.view.end_stream()
+        while True:
+            try:
+                reply = await self.ask(APPROVE_PROMPT.format(name=name))
+            except (KeyboardInterrupt, EOFError):
+                self.interrupt()
+                return BlockToolCall(reason=DECLINED)
+            answer = parse_answer(reply)
+            if answer is not None:
+                break
+            self.view.line("answer y, n or a")
+        if self.approvals.decide(name, answer):
+            return None
+        self.view.line(f"  (declined: {name} did not run)")
+        return BlockToolCall(reason=DECLINED)
+
+    # -- commands ------------------------------------------------------------------------------
+
+    async def command(self, command: Command) -> bool:
+        """Run a slash command; ``False`` when the chat should end (``/quit``)."""
+        view = self.view
+        name, argument = command.name, command.argument
+        if not command.known:
+            view.line(f"unknown command /{name} (/help lists them)")
+        elif name == "quit":
+            return False
+        elif name == "help":
+            view.write(HELP)
+        elif name == "usage":
+            total = self.session_tokens
+            view.line(f"session tokens: {total[0]} in, {total[1]} out · model {self.choice.spec}")
+        elif name == "model":
+            await self._switch_model(argument)
+        elif name == "new":
+            await self.reset(None)
+            view.line("new session")
+        elif name == "sessions":
+            self._list_sessions()
+        elif name == "resume":
+            await self._resume_command(argument)
+        elif name == "tree":
+            await self._tree(argument)
+        else:  # compact
+            await self._compact()
+        return True
+
+    async def reset(self, tree: SessionTree | None) -> None:
+        """Drop the agent (a new one is built for ``tree``, or a new session)."""
+        self.tree = tree
+        self._agent = None
+
+    async def _switch_model(self, spec: str) -> None:
+        from tether.cli.models import choose_model
+
+        if not spec:
+            self.view.line(f"model: {self.choice.spec} (/model PROVIDER/MODEL switches)")
+            return
+        same = spec.partition("/")[0] == self.choice.provider.name
+        try:
+            choice = choose_model(
+                spec, base_url=self.choice.base_url if same else None, config=self.config
+            )
+        except CliError as error:
+            self.view.line(f"[{error.code}] {error}")
+            return
+        await self.close()
+        self.choice = choice
+        self._agent = None  # rebuilt from the session file (which holds every message)
+        self.view.line(f"model: {choice.spec}")
+
+    def _list_sessions(self) -> None:
+        from tether.agent.session import SessionLimits, list_sessions
+
+        found = list_sessions(self.sessions_dir, limits=SessionLimits.for_coding())
+        if not found:
+            self.view.line("no saved sessions")
+            return
+        for info in found[:_LIST_SESSIONS]:
+            if info.id is None:
+                self.view.line(f"  {info.path.name}: unreadable [{info.error}]")
+                continue
+            mark = "*" if info.id == self.session_id else " "
+            title = info.title or "(no user message)"
+            self.view.line(
+                f"{mark} {info.id[:8]}  {info.created_at}  {info.entry_count:>4} entries  {title}"
+            )
+        if len(found) > _LIST_SESSIONS:
+            self.view.line(f"  … and {len(found) - _LIST_SESSIONS} more")
+
+    def _session_path(self, ident: str) -> Path | None:
+        """The file of the session ``ident`` names (an ID or a unique prefix)."""
+        try:
+            names = sorted(os.listdir(self.sessions_dir))
+        except OSError:
+            names = []
+        stems = [name[: -len(".jsonl")] for name in names if name.endswith(".jsonl")]
+        if ident in stems:
+            return self.sessions_dir / f"{ident}.jsonl"
+        matches = [stem for stem in stems if stem.startswith(ident)]
+        if len(matches) == 1:
+            return self.sessions_dir / f"{matches[0]}.jsonl"
+        if matches:
+            self.view.line(f"{ident!r} names {len(matches)} sessions: give more of the ID")
+        else:
+            self.view.line(f"no session {ident!r} (/sessions lists them)")
+        return None
+
+    async def resume(self, ident: str) -> bool:
+        """Resume the session ``ident`` names; whether it was found and loaded."""
+        from tether.agent.session import SessionStore, SessionStoreError, SessionTree
+
+        path = self._session_path(ident)
+        if path is None:
+            return False
+        try:
+            store: SessionStore = await SessionStore.load(path, self._limits())
+        except (SessionStoreError, OSError) as error:
+            self.view.line(f"cannot resume {path.name}: {error}")
+            return False
+        await self.reset(SessionTree(store))
+        try:
+            agent = await self.agent()
+        except TypeError as error:  # a transcript the Agent refuses
+            self.view.line(f"cannot resume {path.name}: {error}")
+            await self.reset(None)
+            return False
+        count = len(agent.messages)
+        self.view.line(f"resumed session {store.header.id} ({count} messages)")
+        self._show_last(agent.messages)
+        return True
+
+    def _show_last(self, messages: tuple[Message, ...]) -> None:
+        for message in messages[-2:]:
+            if message.role == "user":
+                self.view.line(f"  you: {shorten(message.content, 100)}")
+            elif message.role == "assistant":
+                text = "".join(block.text for block in message.content if block.type == "text")
+                if text:
+                    self.view.line(f"  assistant: {shorten(text, 100)}")
+
+    async def _resume_command(self, argument: str) -> None:
+        if not argument:
+            self.view.line("/resume ID (/sessions lists them)")
+            return
+        await self.resume(argument)
+
+    async def _tree(self, argument: str) -> None:
+        from tether.agent.session import MessageEntry
+
+        tree = self.tree
+        if tree is None:
+            self.view.line("nothing in this session yet")
+            return
+        if not argument:
+            for entry in tree.active_entries:
+                if type(entry) is MessageEntry:
+                    self.view.line(f"  {entry.id[:8]}  {_describe(entry.message)}")
+                else:
+                    self.view.line(f"  {entry.id[:8]}  [compaction]")
+            return
+        matches = [entry.id for entry in tree.entries if entry.id.startswith(argument)]
+        if len(matches) != 1:
+            self.view.line(
+                f"no entry {argument!r} (/tree lists them)"
+                if not matches
+                else f"{argument!r} names {len(matches)} entries: give more of the ID"
+            )
+            return
+        await tree.move_to(matches[0])
+        await self.reset(tree)
+        agent = await self.agent()
+        self.view.line(
+            f"moved to {matches[0][:8]} ({len(agent.messages)} messages): the next prompt "
+            "starts a branch there"
+        )
+
+    async def _compact(self) -> None:
+        """``/compact``: ``Agent.compact()`` (the summary is written by the model and the
+        compaction recorded in the session, like an automatic one)."""
+        from tether.agent.agent import AgentStateError
+        from tether.agent.compaction import ContextCompactionError
+
+        agent = await self.agent()
+        try:
+            record = await agent.compact()
+        except (ContextCompactionError, AgentStateError) as error:
+            self.view.line(f"compaction failed [{error.code}]: {error}")
+            return
+        if record is None:
+            self.view.line("nothing to compact")
+            return
+        self.view.line(
+            f"compacted: {record.units_before} → {record.units_after} units, "
+            f"{len(agent.messages)} messages"
+        )
+
+
+def _describe(message: Message) -> str:
+    if message.role == "user":
+        return f"you: {shorten(message.content, 70)}"
+    if message.role == "assistant":
+        parts: list[str] = []
+        for block in message.content:
+            if block.type == "text" and block.text:
+                parts.append(shorten(block.text, 70))
+            elif block.type == "toolCall":
+                parts.append(f"→ {block.name}")
+        return "assistant: " + (" ".join(parts) or "(empty)")
+    return f"{message.tool_name} {'error' if message.is_error else 'ok'}"
+
+
+# --- the terminal -----------------------------------------------------------------------------
+
+
+async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: CliConfig) -> int:
+    """Run ``tether chat`` on the terminal; returns the exit status (0 when it ends)."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.key_binding.key_processor import KeyPressEvent
+
+    cwd = Path.cwd()
+    data_dir = chat_data_dir()
+    out = Output.for_people(sys.stdout)
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    view = ChatView(out, color=color)
+
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    try:
+        os.makedirs(data_dir, mode=0o700, exist_ok=True)
+        history: Any = FileHistory(str(data_dir / HISTORY_NAME))
+    except OSError:
+        history = InMemoryHistory()
+    session: PromptSession[str] = PromptSession(
+        history=history, key_bindings=bindings, multiline=False
+    )
+    questions: PromptSession[str] | None = None
+
+    async def ask(question: str) -> str:
+        nonlocal questions
+        if questions is None:
+            questions = PromptSession()
+        return await questions.prompt_async(question, handle_sigint=False)
+
+    chat = Chat(
+        choice=choice,
+        config=config,
+        cwd=cwd,
+        data_dir=data_dir,
+        view=view,
+        ask=ask,
+        introduction=args.system,
+        auto_approve=args.auto_approve,
+    )
+    loop = asyncio.get_running_loop()
+
+    def on_sigint() -> None:
+        if chat.interrupt():
+            view.line("^C cancelling the turn")
+
+    loop.add_signal_handler(signals.SIGINT, on_sigint)
+    try:
+        view.line(f"tether chat · {choice.spec} · {cwd} · /help for commands, Ctrl-D to quit")
+        if args.resume is not None:
+            await chat.resume(args.resume)
+        elif args.continue_last:
+            found = last_session(chat.sessions_dir, cwd)
+            if found is None:
+                view.line("no earlier session in this directory: starting a new one")
+            else:
+                await chat.resume(found)
+        warm = args.resume is None and not args.continue_last
+
+        def after_first_draw() -> None:  # pre_run runs just before the prompt is drawn
+            nonlocal warm
+            if warm:
+                warm = False
+                thread = threading.Thread(target=_warm_up, name="tether-chat-warm-up", daemon=True)
+                loop.call_soon(thread.start)
+
+        while True:
+            try:
+                line = await session.prompt_async(
+                    PROMPT, handle_sigint=False, pre_run=after_first_draw
+                )
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            if not line.strip():
+                continue
+            command = parse_command(line)
+            if command is not None:
+                if not await chat.command(command):
+                    break
+                continue
+            await chat.turn(message_text(line))
+    finally:
+        loop.remove_signal_handler(signals.SIGINT)
+        await chat.close()
+    return 0

@@ -1,0 +1,444 @@
+"""``tether chat`` without a terminal: commands, approval, rendering, sessions, the -c index.
+
+The terminal itself (prompt_toolkit, keys, a real HTTP model) is in ``test_chat_tmux.py``;
+here a ``Chat`` runs in-process on a ``ScriptedModel`` with a scripted approval answer, and
+the command line is checked through ``main()``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether import AbortController, ScriptedModel, ScriptedReply, ScriptedToolCall
+from tether.agent.session import default_sessions_dir
+from tether.cli import chat as chat_module
+from tether.cli.chat import (
+    DECLINED,
+    HELP,
+    Approvals,
+    Chat,
+    ChatView,
+    Command,
+    chat_data_dir,
+    last_session,
+    message_text,
+    parse_answer,
+    parse_command,
+    remember_session,
+)
+from tether.cli.config import CliConfig, load_config
+from tether.cli.main import main
+from tether.cli.models import ModelChoice, choose_model
+from tether.cli.render import Output
+from tether.jsonvalue import JsonObject
+from tether.loop.hooks import BlockToolCall, ToolCallContext
+from tether.models.base import Model
+from tether.protocol import ToolCall, ToolResultMessage
+
+FAKE_KEY = "sk-tether-FAKE-CHAT-KEY-in-process"
+
+
+# --- pure parts -------------------------------------------------------------------------------
+
+
+def test_slash_commands_are_parsed() -> None:
+    assert parse_command("/help") == Command("help")
+    assert parse_command("  /MODEL  openai/gpt-4o ") == Command("model", "openai/gpt-4o")
+    assert parse_command("/tree abc123") == Command("tree", "abc123")
+    assert parse_command("/nope x") == Command("nope", "x")
+    assert not Command("nope").known
+    assert all(Command(name).known for name in ("new", "sessions", "resume", "compact", "usage"))
+    for text in ("hello", "", "/", "//etc/passwd is odd", "what about /help"):
+        assert parse_command(text) is None
+    assert message_text("//etc/passwd") == "/etc/passwd"
+    assert message_text("  hi  ") == "hi"
+    assert "/resume" in HELP
+    assert "Alt-Enter" in HELP
+
+
+def test_answers_and_approval_decisions() -> None:
+    assert [parse_answer(text) for text in ("y", "YES ", "n", "No", "a", " always", "", "q")] == [
+        "yes",
+        "yes",
+        "no",
+        "no",
+        "always",
+        "always",
+        None,
+        None,
+    ]
+    approvals = Approvals(("write_file", "bash"), auto=False)
+    assert approvals.needs_asking("write_file")
+    assert not approvals.needs_asking("read_file")
+    assert approvals.decide("write_file", "yes")
+    assert approvals.needs_asking("write_file")  # yes is for this call only
+    assert not approvals.decide("write_file", "no")
+    assert approvals.decide("bash", "always")
+    assert not approvals.needs_asking("bash")
+    assert approvals.needs_asking("write_file")
+    assert not Approvals(("bash",), auto=True).needs_asking("bash")
+
+
+def view(*, color: bool = False) -> tuple[ChatView, io.BytesIO]:
+    buffer = io.BytesIO()
+    stream = io.TextIOWrapper(buffer, encoding="utf-8")
+    return ChatView(Output.for_people(stream), color=color), buffer
+
+
+def test_tool_calls_results_and_usage_are_rendered() -> None:
+    chat_view, _ = view()
+    call = ToolCall(
+        id="c1", name="write_file", arguments=JsonObject({"path": "a.txt", "content": "hi"})
+    )
+    assert chat_view.tool_call_line(call) == '→ write_file({"path":"a.txt","content":"hi"})'
+    long = ToolCall(id="c2", name="bash", arguments=JsonObject({"command": "x" * 500}))
+    assert len(chat_view.tool_call_line(long)) < 300
+    many = "\n".join(f"line {n}" for n in range(10))
+    result = ToolResultMessage(tool_call_id="c3", tool_name="read_file", content=many)
+    assert chat_view.tool_result_lines(result) == [
+        "  ✓ read_file",
+        "    line 0",
+        "    line 1",
+        "    line 2",
+        "    line 3",
+        "    … (6 more lines)",
+    ]
+    diff = "Edited a.py:\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-old\n+new\n"
+    edited = ToolResultMessage(tool_call_id="c4", tool_name="edit_file", content=diff)
+    lines = chat_view.tool_result_lines(edited)
+    assert lines[0] == "  ✓ edit_file"
+    assert "    -old" in lines
+    assert "    +new" in lines
+    failed = ToolResultMessage(
+        tool_call_id="c5", tool_name="bash", content='{"error":"boom"}', is_error=True
+    )
+    assert chat_view.tool_result_lines(failed) == ['  ✗ bash error: {"error":"boom"}']
+    assert (
+        chat_view.usage_line((3, 4), (10, 20)) == "[tokens: 3 in, 4 out · session: 10 in, 20 out]"
+    )
+    coloured, _ = view(color=True)
+    assert coloured.usage_line((1, 2), (1, 2)).startswith("\x1b[2m")
+    assert "\x1b[32m+new" in "".join(coloured.tool_result_lines(edited))
+
+
+# --- the -c index and the data directory ------------------------------------------------------
+
+
+def test_the_cwd_index_finds_the_last_session_of_a_directory(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    here, there = tmp_path / "here", tmp_path / "there"
+    assert last_session(sessions, here) is None
+    for ident in ("s-1", "s-2", "s-3"):
+        (sessions / f"{ident}.jsonl").write_text("{}\n", encoding="utf-8")
+    remember_session(sessions, here, "s-1")
+    remember_session(sessions, there, "s-2")
+    remember_session(sessions, here, "s-3")
+    assert last_session(sessions, here) == "s-3"
+    assert last_session(sessions, there) == "s-2"
+    data = json.loads((sessions / "cwd-index.json").read_text(encoding="utf-8"))
+    assert data == {"version": 1, "sessions": {str(here): "s-3", str(there): "s-2"}}
+    assert (sessions / "cwd-index.json").stat().st_mode & 0o777 == 0o600
+    (sessions / "s-2.jsonl").unlink()
+    assert last_session(sessions, there) is None  # its file is gone
+    (sessions / "cwd-index.json").write_text("not json", encoding="utf-8")
+    assert last_session(sessions, here) is None
+    remember_session(sessions, here, "s-1")  # a broken index is replaced
+    assert last_session(sessions, here) == "s-1"
+
+
+def test_the_data_dir_is_the_sessions_dirs_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert chat_data_dir() == tmp_path / "tether" == default_sessions_dir().parent
+    monkeypatch.setenv("XDG_DATA_HOME", "relative")
+    assert chat_data_dir() == default_sessions_dir().parent
+
+
+# --- a chat on a scripted model ---------------------------------------------------------------
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliConfig:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return load_config(tmp_path / "missing.toml")
+
+
+def a_choice(config: CliConfig) -> ModelChoice:
+    return choose_model(
+        "openai/gpt-test", base_url=None, config=config, environ={"OPENAI_API_KEY": FAKE_KEY}
+    )
+
+
+class Answers:
+    """The approval answers, in order; what was asked."""
+
+    def __init__(self, *answers: str | BaseException) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    async def __call__(self, question: str) -> str:
+        self.asked.append(question)
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+def make_chat(
+    tmp_path: Path, config: CliConfig, model: ScriptedModel, answers: Answers
+) -> tuple[Chat, io.BytesIO]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    chat_view, buffer = view()
+
+    def build(_: ModelChoice) -> Model:
+        return model
+
+    chat = Chat(
+        choice=a_choice(config),
+        config=config,
+        cwd=project,
+        data_dir=tmp_path / "data",
+        view=chat_view,
+        ask=answers,
+        build_model=build,
+    )
+    return chat, buffer
+
+
+def write(path: str, content: str, call_id: str) -> ScriptedReply:
+    arguments = JsonObject({"path": path, "content": content})
+    return ScriptedReply(
+        tool_calls=(ScriptedToolCall(name="write_file", arguments=arguments, id=call_id),)
+    )
+
+
+def shown(buffer: io.BytesIO) -> str:
+    return buffer.getvalue().decode("utf-8")
+
+
+async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel(
+        [
+            write("a.txt", "A", "c1"),
+            ScriptedReply(text=("Wrote ", "a.")),
+            write("b.txt", "B", "c2"),
+            ScriptedReply(text=("Skipped b.",)),
+        ]
+    )
+    answers = Answers("maybe", "y", "n")
+    chat, buffer = make_chat(tmp_path, config, model, answers)
+
+    first = await chat.turn("write a")
+    second = await chat.turn("write b")
+    await chat.close()
+
+    assert first.status == second.status == "completed"
+    project = tmp_path / "project"
+    assert (project / "a.txt").read_text(encoding="utf-8") == "A"
+    assert not (project / "b.txt").exists()
+    assert answers.asked == ["allow write_file? [y]es / [n]o / [a]lways for write_file: "] * 3
+    text = shown(buffer)
+    assert "answer y, n or a" in text
+    assert "Wrote a." in text
+    assert "(declined: write_file did not run)" in text
+    blocked = model.requests[3].messages[-1]
+    assert blocked.role == "toolResult"
+    assert blocked.is_error
+    assert "TOOL_CALL_BLOCKED" in blocked.content
+    assert DECLINED in blocked.content
+    assert model.requests[0].system is not None
+    assert "write_file" in model.requests[0].system
+    ident = chat.session_id
+    assert ident is not None
+    sessions = tmp_path / "data" / "sessions"
+    assert last_session(sessions, project) == ident
+    lines = (sessions / f"{ident}.jsonl").read_text(encoding="utf-8").splitlines()
+    roles = [json.loads(line)["message"]["role"] for line in lines[1:]]
+    assert roles == ["user", "assistant", "toolResult", "assistant"] * 2
+
+
+async def test_always_stops_asking_for_that_tool(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel(
+        [
+            write("a.txt", "A", "c1"),
+            write("b.txt", "B", "c2"),
+            ScriptedReply(text=("Both.",)),
+        ]
+    )
+    answers = Answers("a")
+    chat, _ = make_chat(tmp_path, config, model, answers)
+    result = await chat.turn("write both")
+    await chat.close()
+    assert result.status == "completed"
+    assert len(answers.asked) == 1
+    assert (tmp_path / "project" / "b.txt").read_text(encoding="utf-8") == "B"
+
+
+async def test_ctrl_c_at_the_question_declines_and_cancels(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    model = ScriptedModel([write("a.txt", "A", "c1")])
+    chat, buffer = make_chat(tmp_path, config, model, Answers(KeyboardInterrupt()))
+    result = await chat.turn("write a")
+    await chat.close()
+    assert result.status == "cancelled"
+    assert not (tmp_path / "project" / "a.txt").exists()
+    assert "(turn cancelled)" in shown(buffer)
+
+
+async def test_the_hook_lets_unlisted_tools_run(tmp_path: Path, config: CliConfig) -> None:
+    chat, _ = make_chat(tmp_path, config, ScriptedModel([]), Answers())
+    call = ToolCall(id="c1", name="read_file", arguments=JsonObject({"path": "x"}))
+    context = ToolCallContext(tool_call=call, messages=(), signal=AbortController().signal)
+    assert await chat.before_tool_call(context) is None
+    listed = ToolCallContext(
+        tool_call=ToolCall(id="c2", name="bash", arguments=JsonObject({"command": "ls"})),
+        messages=(),
+        signal=AbortController().signal,
+    )
+    chat.approvals.auto = False
+    chat.ask = Answers("n")
+    assert await chat.before_tool_call(listed) == BlockToolCall(reason=DECLINED)
+
+
+async def test_commands_new_sessions_resume_tree_usage(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel(
+        [
+            ScriptedReply(text=("one",)),
+            ScriptedReply(text=("two",)),
+            ScriptedReply(text=("three",)),
+            ScriptedReply(text=("branched",)),
+        ]
+    )
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    assert await chat.command(Command("tree")) is True
+    assert "nothing in this session yet" in shown(buffer)
+    await chat.turn("first")
+    first_id = chat.session_id
+    assert first_id is not None
+    await chat.turn("second")
+
+    assert await chat.command(Command("usage"))
+    assert "session tokens:" in shown(buffer)
+    await chat.command(Command("tree"))
+    assert shown(buffer).count("you: first") == 1
+    assert "assistant: two" in shown(buffer)
+
+    await chat.command(Command("new"))
+    await chat.turn("other")
+    second_id = chat.session_id
+    assert second_id not in (None, first_id)
+    assert [message.role for message in model.requests[2].messages] == ["user"]
+
+    await chat.command(Command("sessions"))
+    assert f"* {second_id[:8]}" in shown(buffer)
+    assert f"  {first_id[:8]}" in shown(buffer)
+
+    assert await chat.command(Command("resume", first_id[:6]))
+    assert f"resumed session {first_id} (4 messages)" in shown(buffer)
+
+    tree = chat.tree
+    assert tree is not None
+    first_answer = tree.active_entries[1].id
+    await chat.command(Command("tree", first_answer[:8]))
+    assert "(2 messages): the next prompt starts a branch there" in shown(buffer)
+    await chat.turn("again")
+    assert [
+        message.content for message in model.requests[3].messages if message.role == "user"
+    ] == [
+        "first",
+        "again",
+    ]
+    assert len(tree.entries) == 6  # the old branch stays
+    await chat.command(Command("resume", "zzz"))
+    assert "no session 'zzz'" in shown(buffer)
+    await chat.command(Command("bogus"))
+    assert "unknown command /bogus" in shown(buffer)
+    await chat.command(Command("compact"))  # two short exchanges: nothing to gain
+    assert "nothing to compact" in shown(buffer)
+    await chat.command(Command("model", "nosuch/x"))
+    assert "CLI_UNKNOWN_PROVIDER" in shown(buffer)
+    assert await chat.command(Command("quit")) is False
+    await chat.close()
+
+
+async def test_compact_summarizes_with_the_model_and_records_it(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    from tether.agent.auto_compaction import SUMMARY_PREFIX
+    from tether.agent.session import CompactionEntry
+
+    replies = [ScriptedReply(text=(f"answer {n} " + "x" * 300,)) for n in range(3)]
+    replies.append(ScriptedReply(text=("we discussed three long questions",)))
+    replies.append(ScriptedReply(text=("after the summary",)))
+    model = ScriptedModel(replies)
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    for n in range(3):
+        await chat.turn(f"question {n} " + "q" * 300)
+    await chat.command(Command("compact"))
+    assert "compacted: " in shown(buffer)
+    tree = chat.tree
+    assert tree is not None
+    assert [type(e) for e in tree.entries].count(CompactionEntry) == 1
+    await chat.turn("and now?")
+    first = model.requests[-1].messages[0]
+    assert first.role == "user"
+    assert first.content == SUMMARY_PREFIX + "we discussed three long questions"
+    await chat.close()
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_chat_without_a_model_says_how_to_pick_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TETHER_CONFIG", str(tmp_path / "config.toml"))
+    assert main(["chat"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tether chat: [CLI_NO_MODEL] no model: pass --model PROVIDER/MODEL")
+    assert "default_model" in err
+
+
+def test_chat_needs_a_key_and_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TETHER_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["chat", "--model", "openai/gpt-test"]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    assert main(["chat", "--model", "openai/gpt-test"]) == 2  # pytest's stdin is no terminal
+    err = capsys.readouterr().err
+    assert "[CLI_NOT_A_TERMINAL]" in err
+    assert FAKE_KEY not in err
+
+
+def test_help_and_import_do_not_load_prompt_toolkit() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "import tether\n"
+        "from tether.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['chat', '--help'])\n"
+        "names = ('prompt_toolkit', 'tether.cli.chat')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(names)))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONWARNINGS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+    ).stdout
+    assert out.strip() == "[]"
+    assert chat_module.__doc__ is not None

@@ -1,0 +1,338 @@
+"""``tether chat`` in a real terminal: tmux runs it, the tests type and read the screen.
+
+The installed console script talks to the scripted ``ReplayServer`` (on the test's loop,
+127.0.0.1) as ``openai/gpt-test``, with a fake key in ``OPENAI_API_KEY`` and the data and
+config directories in the test's temporary directory. Shown here: a streamed answer; a
+``write_file`` call approved with ``y`` (the file is written) and one declined with ``n``
+(no file; the next request carries the ``TOOL_CALL_BLOCKED`` result); Ctrl-C during a stalled
+stream (the prompt comes back, the session file holds only complete messages, the chat goes
+on); a conversation restored after a restart, with ``/resume PREFIX`` and with ``-c``.
+
+No sleeps: every wait polls the screen for an expected string up to a deadline
+(``tmux_support``). The fake key must appear on no screen and in no file written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servers.replay import ReplayServer, Script, sse_body, sse_response
+from tmux_support import DEADLINE, POLL, Tmux, tmux_binary
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="tmux and POSIX terminals"),
+]
+
+TETHER = Path(sys.executable).parent / "tether"
+FAKE_KEY = "sk-tether-FAKE-CHAT-KEY-0123456789-never-print-me"
+MODEL = "openai/gpt-test"
+PROMPT = "chat>"  # capture-pane drops the trailing space
+_SCRUBBED = ("PYTHONDEVMODE", "PYTHONASYNCIODEBUG", "PYTHONWARNINGS", "TETHER_CONFIG", "TMUX")
+
+
+# --- the terminal -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    binary = tmux_binary()
+    if binary is None:
+        pytest.skip("tmux is not installed and cannot be (not root, or no apt-get)")
+    terminal = Tmux(binary, tmp_path)
+    try:
+        yield terminal
+    finally:
+        terminal.kill()
+
+
+def chat_env(tmp_path: Path) -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.endswith("_API_KEY") and name not in _SCRUBBED
+    }
+    env.update(
+        HOME=str(tmp_path / "home"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        TETHER_CONFIG=str(tmp_path / "config" / "tether" / "config.toml"),
+        OPENAI_API_KEY=FAKE_KEY,
+        PYTHONWARNINGS="default",
+        TERM="screen",
+        NO_COLOR="1",
+    )
+    return env
+
+
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def start_chat(tmux: Tmux, tmp_path: Path, url: str, *extra: str) -> None:
+    tmux.start(
+        [str(TETHER), "chat", "--model", MODEL, "--base-url", url, *extra],
+        env=chat_env(tmp_path),
+        cwd=workspace(tmp_path),
+    )
+
+
+async def say(tmux: Tmux, text: str) -> None:
+    tmux.type(text)
+    tmux.send("Enter")
+
+
+def sessions_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "tether" / "sessions"
+
+
+def session_files(tmp_path: Path) -> list[Path]:
+    return sorted(sessions_dir(tmp_path).glob("*.jsonl"))
+
+
+def assert_no_key_anywhere(tmux: Tmux, tmp_path: Path) -> None:
+    assert FAKE_KEY not in tmux.screen()
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and not path.is_socket() and path.name != "tmux.sock":
+            assert FAKE_KEY.encode() not in path.read_bytes(), path
+
+
+async def at_prompt(tmux: Tmux) -> None:
+    """Wait until the last line on screen is an empty prompt: prompt_toolkit reads keys
+    from then on (a Ctrl-D typed while the terminal is still in cooked mode is consumed by
+    the line discipline, as in any terminal program)."""
+    end = time.monotonic() + DEADLINE
+    while True:
+        lines = [line for line in tmux.screen().splitlines() if line.strip()]
+        if lines and lines[-1].strip() == PROMPT:
+            return
+        if time.monotonic() > end:
+            raise AssertionError(f"no empty prompt in {DEADLINE} s:\n{tmux.screen()}")
+        await asyncio.sleep(POLL)
+
+
+async def quit_chat(tmux: Tmux) -> None:
+    await at_prompt(tmux)
+    tmux.send("C-d")
+    assert await tmux.wait_exit() == 0, tmux.screen()
+    screen = tmux.screen()
+    assert "Traceback" not in screen, screen
+    assert "Warning" not in screen, screen
+
+
+# --- OpenAI stream bodies ---------------------------------------------------------------------
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-chat",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test-2026",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-chat",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test-2026",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def text_payloads(*parts: str) -> list[dict[str, Any]]:
+    return [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"content": part}) for part in parts),
+        chunk({}, "stop"),
+        usage(11, len(parts)),
+    ]
+
+
+def text_reply(*parts: str) -> Script:
+    return sse_response(sse_body(text_payloads(*parts)))
+
+
+def stalled_reply(first: str) -> Script:
+    payloads = text_payloads(first, " and the rest")
+    offset = len(sse_body(payloads[:2], done=False))
+    return sse_response(sse_body(payloads), stall_after=offset)
+
+
+def tool_reply(call_id: str, name: str, arguments: dict[str, Any]) -> Script:
+    payloads = [
+        chunk({"role": "assistant", "content": None}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
+                ]
+            }
+        ),
+        chunk({}, "tool_calls"),
+        usage(20, 5),
+    ]
+    return sse_response(sse_body(payloads))
+
+
+# --- the chats --------------------------------------------------------------------------------
+
+
+async def test_a_chat_streams_the_answer_and_counts_tokens(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("Hello ", "from the ", "model."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Say hello")
+        screen = await tmux.wait_for("[tokens: 11 in, 3 out · session: 11 in, 3 out]")
+        assert "Hello from the model." in screen
+        await tmux.wait_for(PROMPT, count=2)
+        await quit_chat(tmux)
+
+    body = server.requests[0].json
+    assert body["model"] == "gpt-test"
+    assert body["stream"] is True
+    system, user = body["messages"]
+    assert system["role"] == "system"
+    assert "write_file" in system["content"]
+    assert user == {"role": "user", "content": "Say hello"}
+    assert {tool["function"]["name"] for tool in body["tools"]} >= {"write_file", "bash"}
+    assert server.requests[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
+    assert_no_key_anywhere(tmux, tmp_path)
+
+
+async def test_a_tool_runs_after_yes_and_not_after_no(tmux: Tmux, tmp_path: Path) -> None:
+    project = workspace(tmp_path)
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "write_file", {"path": "yes.txt", "content": "hi\n"}))
+        server.respond(text_reply("Wrote it."))
+        server.respond(tool_reply("call-2", "write_file", {"path": "no.txt", "content": "x\n"}))
+        server.respond(text_reply("Understood."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+
+        await say(tmux, "Write yes.txt")
+        screen = await tmux.wait_for("allow write_file? [y]es / [n]o / [a]lways")
+        assert '→ write_file({"path":"yes.txt","content":"hi\\n"})' in screen
+        assert not (project / "yes.txt").exists()  # asked before it ran
+        await say(tmux, "y")
+        await tmux.wait_for("Wrote it.")
+        assert (project / "yes.txt").read_text(encoding="utf-8") == "hi\n"
+        await tmux.wait_for(PROMPT, count=2)  # the next prompt is up before typing more
+
+        await say(tmux, "Write no.txt")
+        await tmux.wait_for("allow write_file?", count=2)
+        await say(tmux, "n")
+        screen = await tmux.wait_for("Understood.")
+        assert "declined" in screen
+        await quit_chat(tmux)
+
+    assert not (project / "no.txt").exists()
+    messages = server.requests[3].json["messages"]
+    blocked = messages[-1]
+    assert blocked["role"] == "tool"
+    assert blocked["tool_call_id"] == "call-2"
+    assert "TOOL_CALL_BLOCKED" in blocked["content"]
+    assert "the user declined" in blocked["content"]
+    ran = server.requests[1].json["messages"][-1]
+    assert ran["tool_call_id"] == "call-1"
+    assert "TOOL_CALL_BLOCKED" not in ran["content"]
+    assert_no_key_anywhere(tmux, tmp_path)
+
+
+async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        stalled = server.respond(stalled_reply("The first words"))
+        server.respond(text_reply("Still here."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Tell me a long story")
+        await tmux.wait_for("The first words")
+        await stalled.stalled.wait()
+        tmux.send("C-c")
+        await tmux.wait_for("(turn cancelled)")
+        await tmux.wait_for(PROMPT, count=2)
+
+        (session,) = session_files(tmp_path)
+        records = [json.loads(line) for line in session.read_text(encoding="utf-8").splitlines()]
+        assert records[0]["type"] == "session"
+        assert [record["message"]["role"] for record in records[1:]] == ["user"]
+        assert records[1]["message"]["content"] == "Tell me a long story"
+
+        await say(tmux, "Are you there?")
+        await tmux.wait_for("Still here.")
+        await quit_chat(tmux)
+
+    await stalled.finished.wait()
+    assert stalled.outcome == "client-gone"
+    contents = [message["content"] for message in server.requests[1].json["messages"][1:]]
+    assert contents == ["Tell me a long story", "Are you there?"]
+    assert_no_key_anywhere(tmux, tmp_path)
+
+
+async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("I will remember 42."))
+        server.respond(text_reply("It was 42."))
+        server.respond(text_reply("Still 42."))
+
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Remember the number 42")
+        await tmux.wait_for("I will remember 42.")
+        await quit_chat(tmux)
+        (session,) = session_files(tmp_path)
+        ident = session.stem
+
+        start_chat(tmux, tmp_path, server.url)  # a new program: /resume a prefix of the ID
+        await tmux.wait_for(PROMPT)
+        await say(tmux, f"/resume {ident[:8]}")
+        screen = await tmux.wait_for(f"resumed session {ident} (2 messages)")
+        assert "you: Remember the number 42" in screen
+        await tmux.wait_for(PROMPT, count=2)
+        await say(tmux, "Which number?")
+        await tmux.wait_for("It was 42.")
+        await quit_chat(tmux)
+
+        start_chat(tmux, tmp_path, server.url, "-c")  # -c: the last session of this directory
+        await tmux.wait_for(f"resumed session {ident} (4 messages)")
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "And now?")
+        await tmux.wait_for("Still 42.")
+        await quit_chat(tmux)
+
+    contents = [
+        (message["role"], message["content"]) for message in server.requests[1].json["messages"]
+    ]
+    assert contents[1:] == [
+        ("user", "Remember the number 42"),
+        ("assistant", "I will remember 42."),
+        ("user", "Which number?"),
+    ]
+    assert len(server.requests[2].json["messages"]) == 1 + 5
+    assert session_files(tmp_path) == [session]  # resumed, not copied
+    assert_no_key_anywhere(tmux, tmp_path)
