@@ -661,3 +661,44 @@ async def test_llm_katan_answers_an_anthropic_run(
 
     assert completed.returncode == 0, completed.err
     assert completed.out.splitlines()[-1].startswith("status: completed · model turns: 1")
+
+
+async def test_session_continues_a_file_and_records_each_run(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    async with ReplayServer() as server:
+        server.respond(text_reply("Noted: 42."))
+        first = await tether(
+            *model_run(server.url, "--session", str(path), prompt="Remember 42."),
+            env=child_env(tmp_path),
+        )
+        server.respond(text_reply("It was 42."))
+        second = await tether(
+            *model_run(server.url, "--session", str(path), prompt="Which number?"),
+            env=child_env(tmp_path),
+        )
+    assert first.returncode == 0, first.err
+    assert second.returncode == 0, second.err
+    roles = [m["role"] for m in server.requests[1].json["messages"]]
+    assert roles == ["user", "assistant", "user"]
+    assert server.requests[1].json["messages"][0]["content"] == "Remember 42."
+    lines = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert lines[0]["type"] == "session"
+    assert [line["message"]["role"] for line in lines[1:]] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert FAKE_KEY.encode() not in path.read_bytes()
+
+
+async def test_a_session_file_that_cannot_be_used_is_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(b"not json\n")
+    async with ReplayServer() as server:
+        completed = await tether(
+            *model_run(server.url, "--session", str(path)), env=child_env(tmp_path)
+        )
+    assert completed.returncode == 2
+    assert "SESSION_INVALID_JSON" in completed.err
+    assert server.requests == []

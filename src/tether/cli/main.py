@@ -203,6 +203,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         f"--model: 1-{MODEL_MAX_STEPS}, default 64)",
     )
     run.add_argument("--json", action="store_true", help="one camelCase JSON event per line")
+    run.add_argument(
+        "--session",
+        type=_text,
+        metavar="PATH",
+        help="continue this session file and record the run into it (created if missing)",
+    )
     _model_options(run)
     rpc = commands.add_parser(
         "rpc",
@@ -289,6 +295,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             ("--base-url", args.base_url),
             ("--tools", args.tools),
             ("--system", args.system),
+            ("--session", args.session),
         ):
             if value is not None:
                 _usage(parser, f"{option} needs --model (without it, the fixture runs offline)")

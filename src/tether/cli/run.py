@@ -8,8 +8,9 @@ With ``--model`` (``run_model_command``) it runs a stateful ``Agent`` on the cho
 events the same way: the human view, or one camelCase JSON event per line (``--json``). A
 model run that failed in a way a person can fix (``tether.cli.models.run_problem``: server
 unreachable, key refused, rate limited, context overflow) also gets one line of advice on
-stderr and exit status 2. ``starting_transcript`` and ``after_run`` are where ``--session
-PATH`` will plug in.
+stderr and exit status 2. ``--session PATH`` (model runs) continues the session file's
+active branch and records the run into it (created when missing); a file it cannot use
+(``SESSION_...``) is exit status 2.
 
 Ctrl-C (SIGINT) is always answered, in both kinds of run:
 
@@ -90,9 +91,9 @@ __all__ = [
     "Interrupts",
     "UsageMeter",
     "add",
-    "after_run",
     "run_command",
     "run_model_command",
+    "session_agent",
     "sigint_blocked",
     "starting_transcript",
 ]
@@ -184,9 +185,18 @@ async def _run_agent(
 
     pacer = _Pacer()
     meter = UsageMeter(model, pacer.wait)
-    agent = build_agent(
-        meter, args, starting_transcript(args), context_window=choice.settings.context_window
-    )
+    window = choice.settings.context_window
+    session: str | None = getattr(args, "session", None)
+    if session is None:
+        agent = build_agent(meter, args, (), context_window=window)
+    else:
+        from tether.agent.session import SessionStoreError
+
+        try:
+            agent = await session_agent(meter, args, session, window)
+        except SessionStoreError as error:
+            warn(f"tether run: [{error.code}] {error.message} ({session})")
+            return EXIT_USAGE
     if interrupted.aborted:
         return EXIT_INTERRUPTED
     remove = interrupted.add_listener(lambda: agent.cancel(INTERRUPT_REASON))
@@ -202,7 +212,6 @@ async def _run_agent(
         result = await stream.result
     finally:
         remove()
-    after_run(args, agent)
     if view is not None:
         view.summary(result, meter.turns, meter.input_tokens, meter.output_tokens)
     problem = run_problem(result, meter.last_error, choice)
@@ -228,6 +237,14 @@ def build_agent(
     ``args.max_steps`` and the real-model limits, starting from ``messages``; it compacts
     automatically near ``context_window`` tokens (the config's, else 128,000)."""
     from tether.agent.agent import Agent
+
+    return Agent(messages=messages, **agent_options(model, args, context_window))
+
+
+def agent_options(
+    model: Model, args: argparse.Namespace, context_window: int | None
+) -> dict[str, Any]:
+    """The keyword options every model run's ``Agent`` is built with (see ``build_agent``)."""
     from tether.agent.auto_compaction import AutoCompaction
     from tether.loop.limits import RunLimits
 
@@ -236,33 +253,42 @@ def build_agent(
         from tether.tools.coding import coding_tools
 
         tools = coding_tools(Path.cwd())
-    return Agent(
-        model=model,
-        tools=tools,
-        system=args.system,
-        limits=RunLimits.for_real_models(),
-        max_steps=args.max_steps,
-        messages=messages,
-        compaction=AutoCompaction(context_window=context_window or DEFAULT_CONTEXT_WINDOW),
-    )
-
-
-# --- where --session PATH plugs in ------------------------------------------------------------
+    return {
+        "model": model,
+        "tools": tools,
+        "system": args.system,
+        "limits": RunLimits.for_real_models(),
+        "max_steps": args.max_steps,
+        "compaction": AutoCompaction(context_window=context_window or DEFAULT_CONTEXT_WINDOW),
+    }
 
 
 def starting_transcript(args: argparse.Namespace) -> Sequence[Message]:
-    """The transcript a model run starts from: empty, for now.
-
-    SESSION PLUG-IN POINT: ``--session PATH`` (the "Persistent session trees" issue) opens
-    or creates the session file here and returns its current branch; ``after_run`` then
-    appends what the run added. ``args`` will carry ``session``.
-    """
+    """The transcript an ``rpc`` Agent starts from: empty (``tether run --session`` starts
+    from its session file instead, see ``session_agent``)."""
     return ()
 
 
-def after_run(args: argparse.Namespace, agent: Agent) -> None:
-    """Called once a model run settled, with its ``Agent`` (``agent.messages`` is the new
-    transcript). SESSION PLUG-IN POINT: ``--session PATH`` persists the new entries here."""
+def _exists(path: str) -> bool:
+    return os.path.lexists(path)
+
+
+async def session_agent(
+    model: Model, args: argparse.Namespace, path: str, context_window: int | None
+) -> Agent:
+    """``tether run --session PATH``: an Agent over the session file's active branch (created
+    when missing, with ``SessionLimits.for_coding()``) that records every message into it as
+    the run goes, compactions included. Raises ``SessionStoreError`` for a file it cannot use.
+    """
+    from tether.agent.persistence import resume_agent
+    from tether.agent.session import SessionLimits, SessionStore, SessionStoreOptions, SessionTree
+
+    options = SessionStoreOptions(limits=SessionLimits.for_coding())
+    if _exists(path):
+        store = await SessionStore.load(path, options)
+    else:
+        store = await SessionStore.create(path, options)
+    return await resume_agent(SessionTree(store), **agent_options(model, args, context_window))
 
 
 # --- the display and its pace ---------------------------------------------------------------
