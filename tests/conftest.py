@@ -15,10 +15,12 @@ import os
 import pytest
 from hypothesis import settings
 
-from support import run_async
+from support import DEFAULT_EXAMPLES, FUZZ_EXAMPLES, run_async
 
-settings.register_profile("default", max_examples=100, deadline=None)
-settings.register_profile("fuzz", max_examples=2_000, deadline=None)
+# A slow property test runs fewer examples by default with ``@settings(max_examples=examples(n))``
+# (tests/support.py), which scales ``n`` up under ``fuzz``.
+settings.register_profile("default", max_examples=DEFAULT_EXAMPLES, deadline=None)
+settings.register_profile("fuzz", max_examples=FUZZ_EXAMPLES, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

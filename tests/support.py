@@ -8,7 +8,28 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import settings
+
 from tether import EventStream, ModelChunk, ModelResponse
+
+DEFAULT_EXAMPLES = 100
+"""``max_examples`` of the default Hypothesis profile (tests/conftest.py)."""
+FUZZ_EXAMPLES = 20 * DEFAULT_EXAMPLES
+"""``max_examples`` of the ``fuzz`` profile (``HYPOTHESIS_PROFILE=fuzz``, ``make fuzz``)."""
+
+
+def examples(count: int) -> int:
+    """``max_examples`` for a property test that wants ``count`` examples in a default run.
+
+    Under the loaded profile's budget the count scales with it: ``count`` under the default
+    profile, and under a larger one (``fuzz``) ``count`` times the same factor, never less
+    than that profile's own ``max_examples``, so ``make fuzz`` runs every such test at least
+    at the full fuzz strength. Call it at decoration time (``@settings(max_examples=...)``),
+    after tests/conftest.py loaded the profile.
+    """
+    budget = settings().max_examples
+    scaled = max(1, count * budget // DEFAULT_EXAMPLES)
+    return max(scaled, budget) if budget > DEFAULT_EXAMPLES else scaled
 
 
 class LoopProblems(AssertionError):
@@ -16,14 +37,29 @@ class LoopProblems(AssertionError):
 
 
 def run_async(test: Callable[..., Coroutine[Any, Any, Any]], /, **kwargs: Any) -> Any:
-    """Run ``test(**kwargs)`` on a fresh debug loop and enforce the harness rules."""
+    """Run ``test(**kwargs)`` on a fresh debug loop and enforce the harness rules.
+
+    The collection after the test must find what the test allocated and dropped (a coroutine
+    never awaited, a pending task destroyed); everything alive before the run (the imported
+    SDKs, every collected test item, Hypothesis' caches: some 100,000s of objects) cannot be
+    part of that, yet a full ``gc.collect()`` traverses it all, which used to be most of the
+    suite's wall time. So that heap is frozen for the run (``gc.freeze``: it is still alive,
+    merely not traversed) and unfrozen afterwards, back into the oldest generation where the
+    automatic collections see it again. Reference counting is untouched: an old object the
+    test releases is still freed at once; only an old object in a cycle that becomes garbage
+    during the run waits for a later collection.
+    """
     reports: list[dict[str, Any]] = []
-    with asyncio.Runner(debug=True) as runner:
-        loop = runner.get_loop()
-        loop.set_exception_handler(lambda _loop, context: reports.append(context))
-        outcome = runner.run(_checked(test, kwargs))
-        gc.collect()
-        runner.run(asyncio.sleep(0))
+    gc.freeze()
+    try:
+        with asyncio.Runner(debug=True) as runner:
+            loop = runner.get_loop()
+            loop.set_exception_handler(lambda _loop, context: reports.append(context))
+            outcome = runner.run(_checked(test, kwargs))
+            gc.collect()
+            runner.run(asyncio.sleep(0))
+    finally:
+        gc.unfreeze()
     if reports:
         details = "; ".join(str(report.get("message") or report) for report in reports)
         raise LoopProblems(f"event loop reported problems: {details}")

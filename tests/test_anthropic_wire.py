@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anthropic_bodies as bodies
+from support import examples
 from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
@@ -1123,7 +1124,7 @@ def sequences(payloads: Any) -> Any:
     return st.one_of(body, st.tuples(start, body).map(lambda pair: [pair[0], *pair[1]]))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(items=sequences(payload_strategy(json_values)), reserved=RESERVED)
 def test_any_payloads_only_raise_provider_errors(
     items: list[tuple[object, str]], reserved: frozenset[str]
@@ -1131,7 +1132,7 @@ def test_any_payloads_only_raise_provider_errors(
     check_sequence(items, reserved)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(items=sequences(payload_strategy(st.nothing())), reserved=RESERVED)
 def test_well_shaped_payload_sequences(
     items: list[tuple[object, str]], reserved: frozenset[str]

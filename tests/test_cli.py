@@ -90,8 +90,16 @@ def test_run_shows_the_round_trip_for_a_person() -> None:
     assert "14 out" in summary
 
 
-def test_run_json_writes_one_camel_case_event_per_line() -> None:
-    completed = tether("run", "--json")
+@pytest.fixture(scope="module")
+def run_json() -> subprocess.CompletedProcess[str]:
+    """``tether run --json`` on the bundled fixture, run once for the tests that only read it."""
+    return tether("run", "--json")
+
+
+def test_run_json_writes_one_camel_case_event_per_line(
+    run_json: subprocess.CompletedProcess[str],
+) -> None:
+    completed = run_json
 
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == ""
@@ -103,8 +111,10 @@ def test_run_json_writes_one_camel_case_event_per_line() -> None:
     assert not [key for key in keys if "_" in key]
 
 
-def test_run_json_events_carry_the_round_trip_values() -> None:
-    events = json_lines(tether("run", "--json").stdout)
+def test_run_json_events_carry_the_round_trip_values(
+    run_json: subprocess.CompletedProcess[str],
+) -> None:
+    events = json_lines(run_json.stdout)
 
     tool_chunk = events[1]["payload"]["chunk"]
     assert tool_chunk["requestId"] == "request-001"

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 
-from servers.katan import OPENAI_KEY, KatanFactory, KatanServer
+from servers.katan import OPENAI_KEY, KatanFactory, KatanServer, KatanStartError, run_katan
 from servers.replay import ReplayServer, Script, json_response, sse_response
 from tether import (
     AbortController,
@@ -386,6 +388,20 @@ async def test_the_model_repr_never_shows_the_key() -> None:
 # --- llm-katan: a server nobody here wrote -----------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def katan_validating_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KatanServer]:
+    """One llm-katan with ``--validate-keys`` for this module's key tests (as ``katan_server``
+    is shared: besides a request counter it keeps no state, so no answer depends on the order
+    of the tests). If it cannot start, the test fails with its stderr."""
+    with ExitStack() as stack:
+        try:
+            workdir = tmp_path_factory.mktemp("katan-keys")
+            server = stack.enter_context(run_katan(workdir, "--validate-keys"))
+        except KatanStartError as error:
+            pytest.fail(str(error), pytrace=False)
+        yield server
+
+
 @pytest.mark.slow
 async def test_llm_katan_streams_a_text_answer(katan_server: KatanServer) -> None:
     compat = OpenAIChatCompat(max_tokens_field="max_tokens")
@@ -412,8 +428,10 @@ async def test_llm_katan_rate_limit_is_retried_then_reported(katan_factory: Kata
 
 
 @pytest.mark.slow
-async def test_llm_katan_rejects_a_wrong_key_as_auth_failed(katan_factory: KatanFactory) -> None:
-    server = katan_factory("--validate-keys")
+async def test_llm_katan_rejects_a_wrong_key_as_auth_failed(
+    katan_validating_keys: KatanServer,
+) -> None:
+    server = katan_validating_keys
     async with OpenAIChatModel(server.model, base_url=server.base_url, api_key=SECRET) as model:
         _, result = await run_once(model)
     message = failure(result)
@@ -423,9 +441,9 @@ async def test_llm_katan_rejects_a_wrong_key_as_auth_failed(katan_factory: Katan
 
 @pytest.mark.slow
 async def test_llm_katan_accepts_the_right_key_in_the_authorization_header(
-    katan_factory: KatanFactory,
+    katan_validating_keys: KatanServer,
 ) -> None:
-    server = katan_factory("--validate-keys")
+    server = katan_validating_keys
     compat = OpenAIChatCompat(max_tokens_field="max_tokens")
     async with OpenAIChatModel(
         server.model, base_url=server.base_url, api_key=OPENAI_KEY, compat=compat

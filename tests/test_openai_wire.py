@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import openai_bodies as bodies
+from support import examples
 from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
@@ -1541,7 +1542,7 @@ def check_sequence(
     assert not set(ids) & reserved
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(items=sequences(noisy_payloads), done=st.booleans(), compat=compats, reserved=RESERVED)
 def test_any_payloads_only_raise_provider_errors(
     items: list[tuple[object, str]], done: bool, compat: OpenAIChatCompat, reserved: frozenset[str]
@@ -1549,7 +1550,7 @@ def test_any_payloads_only_raise_provider_errors(
     check_sequence(items, done, compat, reserved)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(items=sequences(shaped_payloads), done=st.booleans(), compat=compats, reserved=RESERVED)
 def test_well_shaped_payload_sequences(
     items: list[tuple[object, str]], done: bool, compat: OpenAIChatCompat, reserved: frozenset[str]

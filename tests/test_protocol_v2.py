@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support import examples
 from tether import (
     AbortController,
     FixtureProviderAdapter,
@@ -1026,7 +1027,7 @@ def test_every_builder_is_registered_once_with_its_parameters() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(REGISTERED))
-@settings(suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_builder_output_equals_the_public_constructor(name: str, data: st.DataObject) -> None:
     cls, params = REGISTERED[name]
