@@ -23,6 +23,11 @@ settings.register_profile("default", max_examples=DEFAULT_EXAMPLES, deadline=Non
 settings.register_profile("fuzz", max_examples=FUZZ_EXAMPLES, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# Child processes (the CLI tests) keep PYTHONDEVMODE but not asyncio's debug mode: its
+# "Executing <Task ...> took 0.1 seconds" notes on stderr depend on the machine's load, not
+# on the code. The tests' own loops are debug loops either way (tests/support.py).
+os.environ.pop("PYTHONASYNCIODEBUG", None)
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:

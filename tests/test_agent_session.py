@@ -24,7 +24,7 @@ from tether import (
 from tether.abort import AbortSignal
 from tether.agent import Agent
 from tether.agent.auto_compaction import AutoCompaction
-from tether.agent.compaction import ContextSummaryRequest
+from tether.agent.compaction import ContextCompactionRecord, ContextSummary, ContextSummaryRequest
 from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.session import CompactionEntry, SessionStore, SessionTree
 from tether.jsonvalue import JsonObject
@@ -226,3 +226,77 @@ async def test_messages_a_failed_recording_missed_are_written_first_next_time(
     assert second.status == "completed"
     on_disk = await reloaded(tree)
     assert on_disk.active_messages == agent.messages  # in order, nothing twice
+
+
+def same_context(agent: Agent, tree: SessionTree) -> bool:
+    """Whether the session's active context is exactly what the Agent's model sees."""
+    context = tree.active_context()
+    messages = agent.messages[1:] if agent.summary is not None else agent.messages
+    summary = None if agent.summary is None else (agent.summary.id, agent.summary.content)
+    recorded = None if context.summary is None else (context.summary.id, context.summary.content)
+    return messages == context.messages and summary == recorded
+
+
+async def test_a_compaction_the_session_could_not_record_is_not_adopted(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+
+    class Flaky(SessionRecorder):
+        fail = True
+
+        async def record_compaction(
+            self,
+            summary: ContextSummary,
+            kept: tuple[Message, ...],
+            record: ContextCompactionRecord,
+        ) -> None:
+            if self.fail:
+                self.fail = False
+                raise OSError("disk full")
+            await super().record_compaction(summary, kept, record)
+
+    def summarize(request: ContextSummaryRequest, signal: AbortSignal) -> str:
+        return f"summary of {len(request.messages)}"
+
+    model = ScriptedModel([text_reply("a" * 200, response_id=f"r{n}") for n in range(10)])
+    policy = AutoCompaction(context_window=800, reserve_tokens=200, summarizer=summarize)
+    agent = Agent(model=model, compaction=policy, recorder=Flaky(tree))
+    statuses = [(await bounded(agent.run(f"q{n} " + "x" * 200))).status for n in range(7)]
+    assert "failed" in statuses
+    assert agent.compactions  # a later compaction was recorded and adopted
+    assert same_context(agent, await reloaded(tree))
+
+
+async def test_a_resumed_session_records_new_messages_even_with_old_ids(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+    policy = AutoCompaction(
+        context_window=100_000,
+        keep_recent_messages=0,
+        summarizer=lambda request, signal: "they said hi",
+    )
+    model = ScriptedModel(
+        [text_reply("hello " + "z" * 400, response_id=f"resp-{n}") for n in range(4)]
+    )
+    agent = Agent(model=model, compaction=policy, recorder=SessionRecorder(tree))
+    await bounded(agent.run("hi"))
+    await bounded(agent.run("more " + "w" * 400))
+    assert await bounded(agent.compact()) is not None
+    resumed = await resume_agent(await reloaded(tree), model=model, compaction=policy)
+    assert (await bounded(resumed.run("hi"))).status == "completed"  # the same text as turn 1
+    assert resumed.messages[-2].id not in ("agent-user-000001", "agent-user-000002")
+    assert same_context(resumed, await reloaded(tree))
+
+
+async def test_a_recorder_raising_cancelled_error_is_a_recording_failure(tmp_path: Path) -> None:
+    tree = await new_tree(tmp_path)
+
+    class Cancelling(SessionRecorder):
+        async def record_messages(self, messages: tuple[Message, ...]) -> None:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            future.cancel()
+            await future
+
+    agent = Agent(model=ScriptedModel([text_reply("a")]), recorder=Cancelling(tree))
+    result = await bounded(agent.run("hi"))
+    assert result.status == "failed"
+    assert result.error.code == "AGENT_RECORDING_FAILED"
+    assert not agent.is_running

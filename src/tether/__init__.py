@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tether.agent.auto_compaction import (
         SUMMARY_PREFIX,
         AutoCompaction,
+        forced_options,
         summary_message,
     )
     from tether.agent.compaction import (
@@ -561,6 +562,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "tether.agent.auto_compaction": (
         "SUMMARY_PREFIX",
         "AutoCompaction",
+        "forced_options",
         "summary_message",
     ),
     "tether.agent.session": (
@@ -833,6 +835,7 @@ __all__ = [
     "estimate_context_units",
     "estimate_tokens",
     "execute_tool_call",
+    "forced_options",
     "freeze_json",
     "from_json",
     "grep_tool",

@@ -204,7 +204,7 @@ class AgentRecordingError(TetherError):
     """The recorder could not write the transcript (``AGENT_RECORDING_FAILED``); a run ends
     ``failed`` with this code, ``Agent.compact()`` raises it."""
 
-    def __init__(self, error: Exception) -> None:
+    def __init__(self, error: BaseException) -> None:
         detail = message_of(error, type(error).__name__)
         super().__init__(
             "AGENT_RECORDING_FAILED", f"The transcript could not be recorded: {detail}"
@@ -274,8 +274,11 @@ class Agent:
     ``limits.max_steps``), ``messages`` (the starting transcript, checked and frozen),
     ``system`` (sent with every request), ``limits`` (``RunLimits``; the transcript cap is
     ``limits.max_initial_messages``), ``before_tool_call`` / ``after_tool_call`` (see
-    ``tether.loop.hooks``). Option errors raise ``TypeError`` (``AgentMessageLimitError`` for
-    a transcript that is too long).
+    ``tether.loop.hooks``), ``summary`` (a ``ContextSummary`` the context starts with),
+    ``compaction`` (``AutoCompaction``), ``recorder`` (a ``TranscriptRecorder``),
+    ``history`` (messages compacted away before ``messages``: only read so generated IDs
+    and request numbers continue after them). Option errors raise ``TypeError``
+    (``AgentMessageLimitError`` for a transcript that is too long).
     """
 
     __slots__ = (
@@ -325,6 +328,7 @@ class Agent:
         summary: ContextSummary | None = None,
         compaction: AutoCompaction | None = None,
         recorder: TranscriptRecorder | None = None,
+        history: Sequence[Message] = (),
     ) -> None:
         self._open_stream = _bound_stream(model)
         if tools is not None and not isinstance(tools, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -382,11 +386,14 @@ class Agent:
             for block in message.content
             if block.type == "toolCall"
         }
-        self._next_number = _next_generated_number(self._transcript)
+        if not isinstance(history, list | tuple):
+            raise TypeError("Agent history must be a list or tuple of messages")
+        earlier = [*history, *self._transcript]
+        self._next_number = _next_generated_number(earlier)
         # Requests are numbered over the Agent's life, not per run, starting after the turns
-        # the transcript already holds: IDs derived from request IDs (a scripted model's
-        # default call IDs) then never collide with earlier ones.
-        self._requests = sum(1 for message in self._transcript if message.role == "assistant")
+        # the transcript (and its compacted history) already holds: IDs derived from request
+        # IDs (a scripted model's default call IDs) then never collide with earlier ones.
+        self._requests = sum(1 for message in earlier if message.role == "assistant")
         self._listeners: dict[int, AgentSubscriber] = {}
         self._snapshot: tuple[tuple[int, AgentSubscriber], ...] = ()
         self._next_listener = 1
@@ -893,6 +900,9 @@ class Agent:
             return
         try:
             await recorder.record_messages(tuple(pending))
+        except asyncio.CancelledError as error:
+            reraise_task_cancellation(error)  # the run's task itself is being cancelled
+            raise AgentRecordingError(error) from error
         except Exception as error:
             raise AgentRecordingError(error) from error
         pending.clear()
@@ -974,18 +984,24 @@ class Agent:
         compacted = outcome.context
         summary = compacted.summary
         assert summary is not None  # a compacted context always has one
+        recorder = self._recorder
+        if recorder is not None:
+            # The session first: what it holds must always be what the model sees, so the
+            # Agent takes the compacted context only once the session recorded it.
+            try:
+                await self._persist(())  # messages a failed write left behind come first
+                await recorder.record_compaction(summary, compacted.messages, outcome.record)
+            except asyncio.CancelledError as error:
+                reraise_task_cancellation(error)
+                raise AgentRecordingError(error) from error
+            except Exception as error:
+                raise AgentRecordingError(error) from error
         message = summary_message(summary)
         self._summary = summary
         self._compactions.append(outcome.record)
         self._compaction_error = None
         self._transcript = [message, *compacted.messages]
         self._last_usage = None
-        recorder = self._recorder
-        if recorder is not None:
-            try:
-                await recorder.record_compaction(summary, compacted.messages, outcome.record)
-            except Exception as error:
-                raise AgentRecordingError(error) from error
         return message
 
     def _select(self, active: _ActiveRun, state: _LogicalRun, result: RunResult) -> RunResult:

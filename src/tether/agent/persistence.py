@@ -30,17 +30,19 @@ __all__ = ["SessionRecorder", "resume_agent"]
 class SessionRecorder:
     """Appends an Agent's transcript to ``tree`` as it grows (a ``TranscriptRecorder``)."""
 
-    __slots__ = ("_entries", "_tree")
+    __slots__ = ("_entries", "_mine", "_tree")
 
     def __init__(self, tree: SessionTree) -> None:
         if not isinstance(tree, SessionTree):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("SessionRecorder needs a SessionTree")
         self._tree = tree
+        # Message ID -> entry ID on the branch, for a compaction's first kept entry.
         self._entries: dict[str, str] = {
             entry.message.id: entry.id
             for entry in tree.active_entries
             if type(entry) is MessageEntry
         }
+        self._mine: dict[str, str] = {}  # what this recorder wrote: the only thing it skips
 
     @property
     def tree(self) -> SessionTree:
@@ -51,13 +53,18 @@ class SessionRecorder:
         """Append ``messages`` under the active leaf, in order, skipping any this recorder
         already wrote (so an Agent can retry after a failure without duplicates)."""
         for message in messages:
-            if self._entries.get(message.id) is not None and self._written(message):
+            if self._written(message):
                 continue
             entry = await self._tree.append(message)
             self._entries[message.id] = entry.id
+            self._mine[message.id] = entry.id
 
     def _written(self, message: Message) -> bool:
-        entry = self._tree.store.get(self._entries[message.id])
+        """Whether this recorder already wrote ``message`` (an Agent retrying a write)."""
+        entry_id = self._mine.get(message.id)
+        if entry_id is None:
+            return False
+        entry = self._tree.store.get(entry_id)
         return type(entry) is MessageEntry and entry.message == message
 
     async def record_compaction(
@@ -84,7 +91,7 @@ async def resume_agent(tree: SessionTree, **options: Any) -> Agent:
     ``recorder`` come from the tree). Unanswered tool calls at the end of the branch are
     closed first (see the module docstring).
     """
-    for name in ("messages", "summary", "recorder"):
+    for name in ("messages", "summary", "recorder", "history"):
         if name in options:
             raise TypeError(f"resume_agent() takes {name} from the session")
     recorder = SessionRecorder(tree)
@@ -99,7 +106,13 @@ async def resume_agent(tree: SessionTree, **options: Any) -> Agent:
         if context.summary is None
         else ContextSummary(id=context.summary.id, content=context.summary.content)
     )
-    return Agent(messages=messages, summary=summary, recorder=recorder, **options)
+    return Agent(
+        messages=messages,
+        summary=summary,
+        recorder=recorder,
+        history=tree.active_messages,
+        **options,
+    )
 
 
 def _closing_results(messages: list[Message]) -> list[ToolResultMessage]:
