@@ -4,8 +4,9 @@ One ``Agent`` on the chosen model (``tether.cli.models``) with the coding tools 
 the current directory (``tether.tools.coding``) and a system prompt built from the context
 files (``tether.cli.context_files``). What a person sees and can do:
 
-* **Output.** Assistant text is written as it streams (plain text; markdown and code fences
-  as the model wrote them), thinking dimmed, each tool call as ``→ name({arguments})`` and
+* **Output.** Assistant text is written as it streams, its markdown styled on a colour
+  terminal (code blocks and inline code cyan, headings and bold bold; every character kept,
+  see ``tether.cli.markdown``), thinking dimmed, each tool call as ``→ name({arguments})`` and
   its result as the first lines (``edit_file``: the first lines of its diff), then a usage
   line per turn: the turn's tokens and the session's. Colour only on a terminal without
   ``NO_COLOR``.
@@ -265,12 +266,16 @@ def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
 
 class ChatView:
     """Writes a chat's events for a person (see the module docstring); ``color`` adds ANSI
-    dim/red/green."""
+    dim/red/green, and styles the assistant's markdown as it streams
+    (``tether.cli.markdown``)."""
 
     def __init__(self, out: Output, *, color: bool) -> None:
+        from tether.cli.markdown import MarkdownStream
+
         self.out = out
         self.color = color
         self.mode: Literal["line", "text", "thinking"] = "line"
+        self.markdown = MarkdownStream(color=color)
 
     def _style(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -286,6 +291,8 @@ class ChatView:
 
     def end_stream(self) -> None:
         """End streamed text or thinking with a newline, if any was written."""
+        if self.mode == "text":
+            self.out.write(self.markdown.finish())
         if self.mode != "line":
             self.mode = "line"
             self.out.write("\n")
@@ -299,7 +306,7 @@ class ChatView:
                     if self.mode == "thinking":
                         self.end_stream()
                     self.mode = "text"
-                    self.write(chunk.delta)
+                    self.write(self.markdown.feed(chunk.delta))
                 elif chunk.type == "thinkingDelta" and chunk.delta:
                     if self.mode == "text":
                         self.end_stream()
