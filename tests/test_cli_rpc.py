@@ -723,3 +723,41 @@ async def test_llm_katan_answers_a_prompt(tmp_path: Path, katan_server: KatanSer
     assert result["status"] == "completed"
     assert result["finalText"]
     assert roles(messages) == ["user", "assistant"]
+
+
+async def test_compact_runs_in_the_background_and_abort_cancels_it(tmp_path: Path) -> None:
+    async with (
+        ReplayServer() as server,
+        rpc("--model", MODEL, "--base-url", server.url, env=child_env(tmp_path)) as session,
+    ):
+        for n in range(3):
+            server.respond(text_reply(f"Answer {n}: " + "x" * 300))
+            await session.ok({"id": f"p{n}", "type": "prompt", "message": "q" * 300})
+            await session.until(is_event("run.finished"))
+        before = (await session.ok({"id": "m1", "type": "get_messages"}))["messages"]
+
+        stalled = server.respond(stalled_reply("The summary starts"))
+        await session.send({"id": "c1", "type": "compact"})
+        async with asyncio.timeout(BOUND):
+            await stalled.stalled.wait()  # the summarizer's request is in flight
+        busy = await session.refused({"id": "p9", "type": "prompt", "message": "now"}, "p9")
+        assert busy["code"] == "AGENT_BUSY"
+        assert await session.ok({"id": "a1", "type": "abort"}) == {"cancelled": True}
+        cancelled = (await session.until(lambda line: is_response(line, "c1")))[-1]
+        assert cancelled["success"] is False
+        assert cancelled["error"]["code"] == "CONTEXT_CANCELLED"
+        after = (await session.ok({"id": "m2", "type": "get_messages"}))["messages"]
+        assert after == before  # a cancelled compaction changes nothing
+        state = await session.ok({"id": "s1", "type": "get_state"})
+        assert state["isRunning"] is False
+
+        server.respond(text_reply("The three questions were all about q."))
+        response = await session.call({"id": "c2", "type": "compact"}, "c2")
+        assert response["success"] is True, response["error"]
+        compacted = response["data"]
+        assert compacted["compacted"] is True
+        messages = (await session.ok({"id": "m3", "type": "get_messages"}))["messages"]
+        assert messages[0]["content"].endswith("The three questions were all about q.")
+        assert len(messages) < len(before)
+        status, _ = await session.finish()
+    assert status == 0

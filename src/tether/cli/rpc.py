@@ -35,11 +35,12 @@ separator (``tether.cli.render.json_line``).
   (``CLI_UNKNOWN_PROVIDER``, ``CLI_MISSING_API_KEY``...). ``data: {model, baseUrl}``.
 * ``new_session``: only while idle; an empty transcript and empty queues on the same model
   (``data: null``).
-* ``compact``: compact the context now (``Agent.compact``): ``{compacted: false}`` when
-  there was nothing to compact, else ``{compacted, summaryId, compactedMessages,
-  unitsBefore, unitsAfter}``; a ``CONTEXT_...`` error code when it cannot. Every Agent also
-  compacts on its own near the model's ``context_window`` (from the config; 128,000 tokens
-  by default).
+* ``compact``: compact the context now (``Agent.compact``), in the background: the response
+  comes when it is done, and ``abort`` cancels it (``CONTEXT_CANCELLED``, nothing changed);
+  ``{compacted: false}`` when there was nothing to compact, else ``{compacted, summaryId,
+  compactedMessages, unitsBefore, unitsAfter}``; a ``CONTEXT_...`` error code when it
+  cannot. Every Agent also compacts on its own near the model's ``context_window`` (from
+  the config; 128,000 tokens by default).
 
 **Responses** echo the ``id``::
 
@@ -133,6 +134,10 @@ _EOF_REASON: Final = "Standard input closed"
 _NOTICE: Final = b"tether rpc: interrupted; stopping (Ctrl-C again quits at once)\n"
 
 RequestId: TypeAlias = str | int | None
+
+
+_LATER: Final = object()
+"""What a command returns whose response is written later, by the task it started."""
 
 
 class RpcError(TetherError):
@@ -364,6 +369,8 @@ class _Session:
                 request_id, command, "RPC_INTERNAL_ERROR", f"{type(error).__name__}: {error}"
             )
         else:
+            if data is _LATER:
+                return
             self.write(
                 {
                     "type": "response",
@@ -424,26 +431,47 @@ class _Session:
                 self.usage_before = ZERO_USAGE
                 return None
             case _:  # "compact"
-                return await self.compact()
+                return self.compact(request.id)
 
-    async def compact(self) -> object:
-        """Compact the context now (``Agent.compact``): a summary replaces the oldest part."""
+    def compact(self, request_id: RequestId) -> object:
+        """Start ``Agent.compact`` (a summary replaces the oldest part); the response comes
+        when it is done, and lines keep being read meanwhile, so ``abort`` cancels it."""
+        self.idle("compact")
+        task = asyncio.get_running_loop().create_task(self.compacting(request_id))
+        self.pumps.add(task)
+        task.add_done_callback(self.pumps.discard)
+        return _LATER
+
+    async def compacting(self, request_id: RequestId) -> None:
         from tether.agent.compaction import ContextCompactionError
 
-        self.idle("compact")
         try:
             record = await self.agent.compact()
         except ContextCompactionError as error:
-            raise RpcError(error.code, error.message) from None
-        if record is None:
-            return {"compacted": False}
-        return {
-            "compacted": True,
-            "summaryId": record.summary_id,
-            "compactedMessages": record.boundary,
-            "unitsBefore": record.units_before,
-            "unitsAfter": record.units_after,
-        }
+            self.refuse(request_id, "compact", error.code, error.message)
+            return
+        except Exception as error:  # a bug: answered, never a crash
+            self.refuse(
+                request_id, "compact", "RPC_INTERNAL_ERROR", f"{type(error).__name__}: {error}"
+            )
+            return
+        data: dict[str, object] = {"compacted": record is not None}
+        if record is not None:
+            data.update(
+                summaryId=record.summary_id,
+                compactedMessages=record.boundary,
+                unitsBefore=record.units_before,
+                unitsAfter=record.units_after,
+            )
+        self.write(
+            {
+                "type": "response",
+                "id": request_id,
+                "command": "compact",
+                "success": True,
+                "data": data,
+            }
+        )
 
     def idle(self, command: str) -> None:
         if self.agent.is_running:
