@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 import openai_bodies as bodies
 from support import examples
+from tether._text import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
@@ -1363,8 +1364,8 @@ def test_preset_fields_are_checked(changes: dict[str, Any]) -> None:
 
 @given(
     index=st.integers(min_value=0, max_value=2**40),
-    call_id=st.none() | st.text(min_size=1).filter(str.strip),
-    name=st.none() | st.text(min_size=1).filter(str.strip),
+    call_id=st.none() | st.text(min_size=1).filter(is_non_empty),  # JS trim(): U+FEFF too
+    name=st.none() | st.text(min_size=1).filter(is_non_empty),
     arguments_delta=st.text(),
 )
 def test_the_fast_delta_constructor_equals_the_public_one(
