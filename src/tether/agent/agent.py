@@ -98,6 +98,7 @@ from tether.protocol import (
     ModelUsage,
     RunError,
     RunResult,
+    ToolResultMessage,
     UserMessage,
     assert_never,
 )
@@ -856,19 +857,10 @@ class Agent:
         every later request is rejected (APIs require a result per call). Each gets an
         ``is_error`` result ``TOOL_CALL_NOT_RUN``, announced with ``message.accepted``.
         """
-        answered = {m.tool_call_id for m in self._transcript if m.role == "toolResult"}
         code = result.error.code if result.status == "failed" else "cancelled"
-        closing: list[Message] = []
-        for message in self._transcript:
-            if message.role != "assistant":
-                continue
-            for block in message.content:
-                if block.type == "toolCall" and block.id not in answered:
-                    text = f"The turn ended ({code}) before this tool call ran"
-                    content = serialize_output(
-                        {"error": {"code": "TOOL_CALL_NOT_RUN", "message": text}}
-                    )
-                    closing.append(trusted.tool_result(block, content, True))
+        closing = unanswered_call_results(
+            self._transcript, f"The turn ended ({code}) before this tool call ran"
+        )
         if not closing:
             return result
         for message in closing:
@@ -1067,6 +1059,21 @@ def _bound_stream(model: object) -> Callable[[ModelRequest, AbortSignal], object
     if not callable(stream):
         raise TypeError("Agent model.stream must be a function")
     return stream
+
+
+def unanswered_call_results(messages: Sequence[Message], reason: str) -> list[ToolResultMessage]:
+    """An ``is_error`` result ``TOOL_CALL_NOT_RUN`` (message ``reason``) for every tool call in
+    ``messages`` that has no result, in call order: what closes a transcript whose turn (or
+    process) ended between a call and its result, so it is a valid request again."""
+    answered = {message.tool_call_id for message in messages if message.role == "toolResult"}
+    content = serialize_output({"error": {"code": "TOOL_CALL_NOT_RUN", "message": reason}})
+    return [
+        trusted.tool_result(block, content, True)
+        for message in messages
+        if message.role == "assistant"
+        for block in message.content
+        if block.type == "toolCall" and block.id not in answered
+    ]
 
 
 def _require_loop(method: str) -> None:

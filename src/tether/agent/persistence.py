@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether.agent.agent import Agent
+from tether.agent.agent import Agent, unanswered_call_results
 from tether.agent.compaction import ContextCompactionRecord, ContextSummary
 from tether.agent.session import MessageEntry, SessionTree
-from tether.protocol import Message, ToolResultMessage
-from tether.protocol import _trusted as trusted
-from tether.tools.serialize import serialize_output
+from tether.protocol import Message
 
 __all__ = ["SessionRecorder", "resume_agent"]
 
@@ -97,7 +95,7 @@ async def resume_agent(tree: SessionTree, **options: Any) -> Agent:
     recorder = SessionRecorder(tree)
     context = tree.active_context()
     messages = list(context.messages)
-    closing = _closing_results(messages)
+    closing = unanswered_call_results(messages, "The session ended before this tool call ran")
     if closing:
         await recorder.record_messages(tuple(closing))
         messages.extend(closing)
@@ -113,23 +111,3 @@ async def resume_agent(tree: SessionTree, **options: Any) -> Agent:
         history=tree.active_messages,
         **options,
     )
-
-
-def _closing_results(messages: list[Message]) -> list[ToolResultMessage]:
-    answered = {message.tool_call_id for message in messages if message.role == "toolResult"}
-    closing: list[ToolResultMessage] = []
-    for message in messages:
-        if message.role != "assistant":
-            continue
-        for block in message.content:
-            if block.type == "toolCall" and block.id not in answered:
-                content = serialize_output(
-                    {
-                        "error": {
-                            "code": "TOOL_CALL_NOT_RUN",
-                            "message": "The session ended before this tool call ran",
-                        }
-                    }
-                )
-                closing.append(trusted.tool_result(block, content, True))
-    return closing
