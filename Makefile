@@ -20,8 +20,10 @@ $(VENV)/.build-installed: requirements/build.txt pyproject.toml | $(BIN)/python
 	$(PIP) install --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.dev-installed: requirements/dev.txt $(VENV)/.build-installed
+$(VENV)/.dev-installed: requirements/dev.txt $(VENV)/.build-installed examples/hello-extension/pyproject.toml
 	$(PIP) install --require-hashes -r requirements/dev.txt
+	# The example extension package (examples/hello-extension), found through its entry point.
+	$(PIP) install --no-deps --no-build-isolation -e examples/hello-extension
 	touch $@
 
 run: $(VENV)/.build-installed

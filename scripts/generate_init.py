@@ -37,6 +37,9 @@ MODULES = (
     "tether.agent.auto_compaction",
     "tether.agent.session",
     "tether.agent.persistence",
+    "tether.agent.resources",
+    "tether.agent.skills",
+    "tether.agent.extensions",
     "tether.trace",
 )
 """The modules whose ``__all__`` the package root re-exports, lowest layer first."""

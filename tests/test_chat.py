@@ -442,3 +442,80 @@ def test_help_and_import_do_not_load_prompt_toolkit() -> None:
     ).stdout
     assert out.strip() == "[]"
     assert chat_module.__doc__ is not None
+
+
+# --- skills and prompt templates (tether.cli.chat_resources) ----------------------------------
+
+
+def skill_file(root: Path, name: str, description: str, body: str) -> None:
+    folder = root / "skills" / name
+    folder.mkdir(parents=True)
+    text = f"---\nname: {name}\ndescription: {description}\n---\n{body}"
+    (folder / "SKILL.md").write_text(text, encoding="utf-8")
+
+
+async def test_skills_are_announced_and_loaded_and_templates_expand(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    project_root = tmp_path / "project" / ".tether"
+    user_root = tmp_path / "config" / "tether"
+    skill_file(project_root, "release", "How to cut a release", "Tag it, then push the tag.\n")
+    skill_file(user_root, "release", "The user's release notes", "never seen\n")
+    skill_file(user_root, "review", "How to review a change", "Read the diff twice.\n")
+    (user_root / "skills" / "Bad").mkdir()
+    (user_root / "skills" / "Bad" / "SKILL.md").write_text("no front matter", encoding="utf-8")
+    (project_root / "prompts").mkdir()
+    (project_root / "prompts" / "fix.md").write_text(
+        "---\ndescription: Fix an issue\n---\nFix issue $1 in $2 ($ARGUMENTS)", encoding="utf-8"
+    )
+    call = ScriptedToolCall(name="load_skill", arguments=JsonObject({"name": "release"}), id="s1")
+    model = ScriptedModel(
+        [
+            ScriptedReply(tool_calls=(call,)),
+            ScriptedReply(text=("Done.",)),
+            ScriptedReply(text=("Fixed.",)),
+        ]
+    )
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+
+    first = await chat.turn("release it")
+    assert await chat.command(Command("help"))
+    assert await chat.command(Command("fix", '42 "the parser"'))
+    assert await chat.command(Command("nope"))
+    await chat.close()
+
+    assert first.status == "completed"
+    system = model.requests[0].system
+    assert system is not None
+    assert "release: How to cut a release" in system  # the project root wins the name
+    assert "review: How to review a change" in system
+    assert "The user's release notes" not in system
+    assert "load_skill" in [spec.name for spec in model.requests[0].tools]
+    loaded = model.requests[1].messages[-1]
+    assert loaded.role == "toolResult"
+    assert not loaded.is_error
+    assert loaded.content == "Tag it, then push the tag.\n"
+    prompt = model.requests[2].messages[-1]
+    assert prompt.role == "user"
+    assert prompt.content == "Fix issue 42 in the parser (42 the parser)"
+    text = shown(buffer)
+    assert text.count("(ignored) skill skills/Bad/SKILL.md") == 1
+    assert "/fix       Fix an issue" in text
+    assert "unknown command /nope" in text
+
+
+async def test_without_resource_roots_there_are_no_skills(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    model = ScriptedModel([ScriptedReply(text=("Hi.",))])
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+
+    await chat.turn("hello")
+    assert await chat.command(Command("fix", "1"))
+    await chat.close()
+
+    system = model.requests[0].system
+    assert system is not None
+    assert "## Skills" not in system
+    assert "load_skill" not in [spec.name for spec in model.requests[0].tools]
+    assert "unknown command /fix" in shown(buffer)

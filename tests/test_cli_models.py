@@ -75,6 +75,7 @@ def json_rows(output: str) -> list[dict[str, Any]]:
 
 CONFIG = """\
 default_model = "gpu-box/qwen3-coder"
+extensions = ["hello", "team.tools"]
 
 [providers.gpu-box]
 base_url = "http://user:secret@gpu-box:8000/v1"
@@ -308,6 +309,7 @@ def test_a_full_config_is_read_into_frozen_values(tmp_path: Path) -> None:
     assert config.models["openai/gpt-4o-mini"].max_output_tokens is None
     assert config.tools.auto_approve is True
     assert config.tools.approve == ("bash", "write_file")
+    assert config.extensions == ("hello", "team.tools")
     with pytest.raises(TypeError):
         config.providers["x"] = box  # type: ignore[index]
     with pytest.raises(AttributeError):
@@ -323,6 +325,7 @@ def test_a_missing_file_is_the_defaults(tmp_path: Path) -> None:
     assert dict(config.models) == {}
     assert config.tools.auto_approve is False
     assert config.tools.approve == DEFAULT_APPROVE
+    assert config.extensions == ()
 
 
 def test_an_empty_file_is_the_defaults_too(tmp_path: Path) -> None:
@@ -358,6 +361,10 @@ def test_an_empty_file_is_the_defaults_too(tmp_path: Path) -> None:
         ("[tools]\napprove = ['rm_rf']\n", "may name only these tools"),
         ("[tools]\napprove = [1]\n", "may name only these tools"),
         ("tools = 1\n", "'tools' must be a table"),
+        ("extensions = 'hello'\n", "'extensions' must be a list"),
+        ("extensions = ['a b']\n", "may hold only entry point names"),
+        ("extensions = [1]\n", "may hold only entry point names"),
+        ("extensions = ['a', 'a']\n", "names 'a' twice"),
         (f"x{'y' * 200} = 1\n", "unknown key 'xyyy"),
     ],
 )

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from tether.agent.compaction import ContextSummary
     from tether.agent.persistence import SessionRecorder
     from tether.agent.session import SessionStore, SessionTree
+    from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
     from tether.cli.run import UsageMeter
     from tether.loop.hooks import BlockToolCall, ToolCallContext
@@ -455,6 +456,7 @@ class Chat:
         self._meter: UsageMeter | None = None
         self._tools: ToolRegistry | None = None
         self._system: str | None = None
+        self._resources: ChatResources | None = None
         self._running: Agent | None = None
 
     # -- building ------------------------------------------------------------------------------
@@ -496,8 +498,10 @@ class Chat:
         from tether.loop.limits import RunLimits
         from tether.tools.coding import coding_tools
 
+        resources = await self.resources()
         if self._tools is None:
             self._tools = coding_tools(self.cwd)
+            self._tools.register_many(resources.tools())
         if self._system is None:
             self._system = system_prompt(
                 self.cwd,
@@ -505,6 +509,9 @@ class Chat:
                 introduction=self.introduction,
                 config_dir=user_config_dir(),
             )
+            section = resources.system_section()
+            if section:
+                self._system += "\n" + section
         if self._meter is None:
             self._meter = UsageMeter(self.build_model(self.choice), None)
         options: dict[str, Any] = {
@@ -523,6 +530,18 @@ class Chat:
         agent.subscribe(lambda event, _signal: self.view.show(event))
         self._agent = agent
         return agent
+
+    async def resources(self) -> ChatResources:
+        """The skills and prompt templates (``tether.cli.chat_resources``), read once; their
+        problems are shown then."""
+        if self._resources is None:
+            from tether.cli.chat_resources import load_chat_resources
+            from tether.cli.context_files import user_config_dir
+
+            self._resources = await load_chat_resources(self.cwd, user_config_dir())
+            for problem in self._resources.problems:
+                self.view.line(f"(ignored) {problem}")
+        return self._resources
 
     async def close(self) -> None:
         """Close the model's HTTP client."""
@@ -607,11 +626,20 @@ class Chat:
         view = self.view
         name, argument = command.name, command.argument
         if not command.known:
-            view.line(f"unknown command /{name} (/help lists them)")
+            expanded = (await self.resources()).expand(f"/{name} {argument}")
+            if expanded is None:
+                view.line(f"unknown command /{name} (/help lists them)")
+            else:
+                await self.turn(expanded)
         elif name == "quit":
             return False
         elif name == "help":
             view.write(HELP)
+            templates = (await self.resources()).templates
+            if templates:
+                view.line("prompt templates (/name args):")
+                for template in templates:
+                    view.line(f"  /{template.name:<9} {shorten(template.description, 70)}")
         elif name == "usage":
             total = self.session_tokens
             view.line(f"session tokens: {total[0]} in, {total[1]} out · model {self.choice.spec}")

@@ -18,6 +18,9 @@ settings below. It is read with ``tomllib``, at most 1 MiB, and only if it is a 
     context_window = 128000                  # tokens (for context management)
     max_output_tokens = 4096                 # sent with every request
 
+    extensions = ["hello"]                   # installed extensions to load (entry points
+                                             # of group "tether.extensions", by name)
+
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false
     approve = ["write_file", "edit_file", "bash", "python_process"]
@@ -87,7 +90,7 @@ APPROVABLE_TOOLS: Final = (
 DEFAULT_APPROVE: Final = ("write_file", "edit_file", "bash", "python_process")
 """The tools asked about before they run, unless the config says otherwise."""
 
-_TOP_KEYS: Final = ("default_model", "providers", "models", "tools")
+_TOP_KEYS: Final = ("default_model", "extensions", "providers", "models", "tools")
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MODEL_KEYS: Final = ("context_window", "max_output_tokens")
 _TOOL_KEYS: Final = ("auto_approve", "approve")
@@ -178,6 +181,9 @@ class CliConfig:
     providers: Mapping[str, ProviderConfig] = field(default_factory=_empty_providers)
     models: Mapping[str, ModelSettings] = field(default_factory=_empty_models)
     tools: ToolSettings = field(default_factory=ToolSettings)
+    extensions: tuple[str, ...] = ()
+    """Names of installed extensions (entry points of group ``tether.extensions``) that
+    ``tether chat`` activates, in this order."""
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -266,6 +272,7 @@ class _Reader:
             default = self.spec(default, "default_model", names)
         models = self.models(data.get("models", {}), names)
         tools = self.tools(data.get("tools", {}))
+        extensions = self.extensions(data.get("extensions", []))
         return CliConfig(
             path=self.path,
             found=True,
@@ -273,7 +280,22 @@ class _Reader:
             providers=MappingProxyType(providers),
             models=MappingProxyType(models),
             tools=tools,
+            extensions=extensions,
         )
+
+    def extensions(self, value: object) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            raise self.fail("'extensions' must be a list of extension names")
+        names: list[str] = []
+        for item in cast("list[object]", value):
+            if not isinstance(item, str) or not _NAME.fullmatch(item):
+                raise self.fail(
+                    "'extensions' may hold only entry point names (letters, digits, '.', '_', '-')"
+                )
+            if item in names:
+                raise self.fail(f"'extensions' names {item!r} twice")
+            names.append(item)
+        return tuple(names)
 
     def spec(self, value: object, key: str, names: set[str]) -> str:
         if not isinstance(value, str):

@@ -1,0 +1,131 @@
+"""Callback scopes and awaitable adoption: how an extension host runs caller code.
+
+Every extension callback (factory, ``activate``, hook, disposer) runs in a copy of the current
+``contextvars`` context in which ``_SCOPE`` names a fresh ``Scope`` for the host, linked to
+the scopes already active around the call. ``asyncio.create_task`` and ``loop.call_later``
+copy the context, so detached work started inside the callback sees the same scope: while it
+is ``active`` the host refuses its public operations (``EXTENSION_REENTRANT_OPERATION``). The
+scope turns inactive once the callback has *finally* settled (its awaitables fully adopted),
+so work that merely started inside it and runs later may call the host normally.
+
+A callback may return a plain value, a coroutine, a Future or any awaitable; what an
+awaitable gives is adopted again, at most ``MAX_ADOPTION_DEPTH`` levels deep, and an
+awaitable that gives itself (or an earlier one) back is a cycle. The first level completing
+is the *selection* of the outcome (``on_selected``), the last its final settlement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, cast
+
+from tether._race import neutralize, race, reraise_task_cancellation
+from tether.abort import AbortSignal
+from tether.tools.contract import is_awaitable
+
+__all__ = ["MAX_ADOPTION_DEPTH", "Scope", "in_scope", "invoke"]
+
+MAX_ADOPTION_DEPTH: Final = 32
+"""How many nested awaitables a callback's result may be adopted through."""
+
+
+class Scope:
+    """One running callback of one host: ``active`` until it has finally settled."""
+
+    __slots__ = ("active", "host", "parent")
+
+    def __init__(self, host: object, parent: Scope | None) -> None:
+        self.host = host
+        self.parent = parent
+        self.active = True
+
+
+_SCOPE: Final[contextvars.ContextVar[Scope | None]] = contextvars.ContextVar(
+    "tether_extension_scope", default=None
+)
+
+
+def in_scope(host: object) -> bool:
+    """Whether the calling code runs inside an active callback of ``host``."""
+    scope = _SCOPE.get()
+    while scope is not None:
+        if scope.host is host and scope.active:
+            return True
+        scope = scope.parent
+    return False
+
+
+def _nothing() -> None:
+    return None
+
+
+async def invoke(
+    host: object,
+    callback: Callable[..., object],
+    *args: object,
+    signal: AbortSignal | None = None,
+    on_selected: Callable[[], None] = _nothing,
+) -> Any:
+    """Call ``callback(*args)`` in a fresh scope of ``host`` and adopt what it returns.
+
+    With a ``signal``, waiting stops at once when it aborts (the abort reason is raised) and
+    the callback's task is cancelled. A ``CancelledError`` the callback raised on its own
+    (while the caller is not being cancelled) becomes a ``RuntimeError``.
+    """
+    context = contextvars.copy_context()
+    scope = Scope(host, _SCOPE.get())
+    context.run(_SCOPE.set, scope)
+    try:
+        result = context.run(callback, *args)
+    except BaseException:
+        scope.active = False
+        on_selected()
+        raise
+    if not is_awaitable(result):
+        scope.active = False
+        on_selected()
+        return result
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(_adopt(result, scope, on_selected), context=context)
+
+    def settled(finished: asyncio.Task[Any]) -> None:
+        scope.active = False
+        if not finished.cancelled():
+            finished.exception()  # retrieved: a failure is reported by the awaiting side
+
+    task.add_done_callback(settled)
+    try:
+        if signal is None:
+            return await task
+        return await race(signal, task)
+    except BaseException as error:
+        if not task.done():
+            task.cancel()
+        if isinstance(error, asyncio.CancelledError):
+            reraise_task_cancellation(error)
+            raise RuntimeError("Extension callback was cancelled") from None
+        raise
+
+
+async def _adopt(value: Any, scope: Scope, on_selected: Callable[[], None]) -> Any:
+    seen: list[object] = []
+    try:
+        while is_awaitable(value):
+            if len(seen) == MAX_ADOPTION_DEPTH:
+                neutralize(value)
+                raise TypeError(
+                    f"Extension callback result nests more than {MAX_ADOPTION_DEPTH} awaitables"
+                )
+            if any(earlier is value for earlier in seen):
+                raise TypeError("Extension callback result is an awaitable that awaits itself")
+            seen.append(value)
+            try:
+                value = await cast("Awaitable[Any]", value)
+            finally:
+                if len(seen) == 1:
+                    on_selected()
+        return value
+    finally:
+        scope.active = False

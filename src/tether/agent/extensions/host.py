@@ -1,0 +1,618 @@
+"""``ExtensionHost``: transactional activation, serialized work, reverse-order disposal.
+
+* ``discover(definitions)`` records a batch of ``ExtensionDefinition`` values (or exact
+  ``dict``s with ``id`` and ``create``) all or nothing, without calling a factory.
+* ``activate``, ``emit`` and ``dispose`` run one at a time, in call order, on one queue; a
+  failed operation does not block later ones. Each returns an ``asyncio.Future`` (not a
+  coroutine): a failure raised before the work is queued (reentrancy, a bad signal, a
+  disposed host) is already failed, and every returned future has its exception marked as
+  retrieved, so a caller that never awaits one never gets "exception was never retrieved".
+  Cancelling a returned future stops only that waiter: the work goes on (pass a ``signal``
+  to cancel an activation).
+* **Activation is a transaction.** ``create()`` and ``activate(context)`` stage tools, hooks
+  and disposers; they become visible only when everything succeeded and the tools were
+  registered as one batch on a snapshot of the live registry (a duplicate name fails it
+  all). On any failure the staged disposers run in reverse order, then the instance's
+  ``dispose``; nothing staged remains and the status is ``failed`` (it may be activated
+  again). Cancellation (the caller's signal, or ``dispose()`` while activating) gives
+  ``EXTENSION_CANCELLED`` and the same rollback: the host stops waiting at once (so a
+  callback that ignores cancellation cannot hold the host up), cancels the callback's task
+  and rolls back while it unwinds. A bare ``BaseException`` from extension code is never
+  swallowed: cleanups still all run, then it propagates.
+* ``emit(event)`` calls the hooks in activation order, then registration order, each awaited
+  before the next; failures are reported per hook and later hooks still run. tether's agent
+  events are frozen dataclasses, so they are passed as they are (no copy is needed).
+* ``dispose()`` (idempotent: the same future on every call) aborts an activation in flight,
+  then disposes every active extension in reverse activation order, attempting every
+  cleanup, and restores the base tools.
+* **Reentrancy.** While a callback of this host runs (and detached work started inside it,
+  until the callback has finally settled), ``discover`` raises and ``activate``, ``emit`` and
+  ``dispose`` return failed futures, all with ``EXTENSION_REENTRANT_OPERATION``.
+
+Caller objects are read defensively: exact ``list``/``tuple``/``dict`` types only, the
+``ResourceLoader``/``ToolRegistry`` classes' own methods (a subclass's overrides are never
+called), and instance functions through ``inspect.getattr_static`` (no ``__getattr__``,
+property or other descriptor code runs; an accessor counts as "not a function").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeVar, cast, get_args
+
+from tether._race import follow_signal, observe, signal_aborted, signal_reason
+from tether._text import is_non_empty, message_of
+from tether._types import type_of
+from tether.abort import AbortController, AbortError, AbortSignal
+from tether.agent.extensions._instance import ACCESSOR, MISSING, read_function
+from tether.agent.extensions._scope import in_scope, invoke
+from tether.agent.extensions.errors import (
+    ExtensionAggregateError,
+    ExtensionError,
+    ExtensionErrorCode,
+)
+from tether.agent.extensions.values import (
+    AgentEventHook,
+    ExtensionContext,
+    ExtensionDefinition,
+    ExtensionDisposer,
+    ExtensionHookFailure,
+    ExtensionMetadata,
+    ExtensionStatus,
+    check_definition,
+    is_extension_id,
+)
+from tether.agent.resources import ResourceLoader
+from tether.protocol import AgentEvent
+from tether.protocol._fields import MAX_SAFE_INTEGER
+from tether.tools.contract import ToolContractError, ToolRegistry
+
+__all__ = ["ExtensionHost"]
+
+T = TypeVar("T")
+
+_EVENT_TYPES: Final = frozenset(get_args(AgentEvent))
+_DISPOSED_REASON: Final = "ExtensionHost disposed"
+_CALLBACK_FAILED: Final = "Extension callback failed"
+_REENTRANT: Final = "ExtensionHost operations cannot be called from inside an extension callback"
+_CLOSED: Final = "Extension activation context is closed"
+
+
+def _failure_message(error: BaseException) -> str:
+    """The error's text, else its class name, else the generic text."""
+    name = type(error).__name__
+    return message_of(error, name if is_non_empty(name) else _CALLBACK_FAILED)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Record:
+    definition: ExtensionDefinition
+    status: ExtensionStatus = "discovered"
+    hooks: tuple[AgentEventHook, ...] = ()
+    disposers: tuple[ExtensionDisposer, ...] = ()
+    dispose: Callable[[], object] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class _Stage:
+    open: bool = True
+    tools: list[object] = field(default_factory=list[object])
+    hooks: list[AgentEventHook] = field(default_factory=list[AgentEventHook])
+    disposers: list[ExtensionDisposer] = field(default_factory=list[ExtensionDisposer])
+
+
+def _error(code: ExtensionErrorCode, message: str) -> ExtensionError:
+    return ExtensionError(code, message)
+
+
+class ExtensionHost:
+    """Discovers, activates and disposes extensions over one ``ResourceLoader`` and a base set
+    of tools (see the module docstring for the rules).
+
+    ``tools`` may be a ``ToolRegistry`` (its tools are snapshotted; later changes to it do not
+    reach the host), an exact ``list``/``tuple`` of tool definitions, or ``None``. Anything
+    else, or a ``resources`` that is not a ``ResourceLoader``, raises ``ExtensionError``
+    ``EXTENSION_INVALID_OPTIONS``.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_activation",
+        "_base",
+        "_disposal",
+        "_live",
+        "_order",
+        "_records",
+        "_resources",
+        "_state",
+        "_tail",
+        "_tasks",
+    )
+
+    def __init__(
+        self,
+        *,
+        resources: ResourceLoader,
+        tools: ToolRegistry | Sequence[object] | None = None,
+    ) -> None:
+        if type_of(resources) is not ResourceLoader:
+            raise _error(
+                "EXTENSION_INVALID_OPTIONS", "ExtensionHost resources must be a ResourceLoader"
+            )
+        self._resources: ResourceLoader = resources
+        self._base = self._base_tools(tools)
+        self._live = ToolRegistry.snapshot(self._base)
+        self._records: dict[str, _Record] = {}
+        self._order: list[str] = []
+        self._state: Literal["open", "disposing", "disposed"] = "open"
+        self._activation: AbortController | None = None
+        self._disposal: asyncio.Future[None] | None = None
+        self._tail: asyncio.Future[Any] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
+
+    @staticmethod
+    def _base_tools(tools: object) -> ToolRegistry:
+        if tools is None:
+            return ToolRegistry()
+        kind = type_of(tools)
+        if isinstance(tools, ToolRegistry) and kind.__getattribute__ is object.__getattribute__:
+            return ToolRegistry.snapshot(tools)
+        if kind is list or kind is tuple:
+            registry = ToolRegistry()
+            try:
+                ToolRegistry.register_many(registry, tuple(tools))  # pyright: ignore[reportArgumentType]
+            except ToolContractError as error:
+                raise _error(
+                    "EXTENSION_INVALID_OPTIONS", f"ExtensionHost tools are invalid: {error}"
+                ) from error
+            return registry
+        raise _error(
+            "EXTENSION_INVALID_OPTIONS",
+            "ExtensionHost tools must be a ToolRegistry or a list of tool definitions",
+        )
+
+    # -- getters ---------------------------------------------------------------------------
+
+    @property
+    def resources(self) -> ResourceLoader:
+        """The host's resource loader (the one each ``ExtensionContext`` receives)."""
+        return self._resources
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """A detached snapshot of the live tools: base tools, then each active extension's."""
+        return ToolRegistry.snapshot(self._live)
+
+    @property
+    def extensions(self) -> tuple[ExtensionMetadata, ...]:
+        """Every discovered extension and its status, in discovery order."""
+        return tuple(
+            ExtensionMetadata(id=extension_id, status=record.status)
+            for extension_id, record in self._records.items()
+        )
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    def discover(self, definitions: Sequence[ExtensionDefinition | dict[str, object]]) -> None:
+        """Record a batch of definitions (status ``discovered``), all or nothing.
+
+        Raises ``ExtensionError``: ``EXTENSION_REENTRANT_OPERATION`` from inside a callback,
+        ``EXTENSION_HOST_DISPOSED`` once ``dispose()`` was called,
+        ``INVALID_EXTENSION_DEFINITION`` for a batch that is not an exact ``list``/``tuple``
+        or an entry that is neither an ``ExtensionDefinition`` nor an exact ``dict`` with a
+        valid ``id`` and a callable ``create``, ``DUPLICATE_EXTENSION_ID`` for an id given
+        twice or already discovered.
+        """
+        if in_scope(self):
+            raise _error("EXTENSION_REENTRANT_OPERATION", _REENTRANT)
+        if self._state != "open":
+            raise _error("EXTENSION_HOST_DISPOSED", "ExtensionHost is disposed")
+        kind = type_of(definitions)
+        if kind is not list and kind is not tuple:
+            raise _error(
+                "INVALID_EXTENSION_DEFINITION", "Extension definitions must be a list or tuple"
+            )
+        batch: list[ExtensionDefinition] = []
+        seen: set[str] = set()
+        for index, entry in enumerate(tuple(definitions)):
+            definition = self._definition(index, entry)
+            extension_id = definition.id
+            if extension_id in seen:
+                raise _error(
+                    "DUPLICATE_EXTENSION_ID", f'Extension id "{extension_id}" appears twice'
+                )
+            if extension_id in self._records:
+                raise _error(
+                    "DUPLICATE_EXTENSION_ID",
+                    f'Extension id "{extension_id}" is already discovered',
+                )
+            seen.add(extension_id)
+            batch.append(definition)
+        for definition in batch:
+            self._records[definition.id] = _Record(definition=definition)
+
+    @staticmethod
+    def _definition(index: int, entry: object) -> ExtensionDefinition:
+        kind = type_of(entry)
+        if kind is ExtensionDefinition:
+            given = cast(ExtensionDefinition, entry)
+            extension_id: object = given.id
+            create: object = given.create
+        elif kind is dict:
+            fields = cast("dict[str, object]", entry)
+            extension_id = fields.get("id", MISSING)
+            create = fields.get("create", MISSING)
+        else:
+            raise _error(
+                "INVALID_EXTENSION_DEFINITION",
+                f"Extension definition {index} must be an ExtensionDefinition or a dict "
+                f"with id and create (got {kind.__name__})",
+            )
+        check_definition(extension_id, create)
+        if kind is ExtensionDefinition:
+            return entry  # pyright: ignore[reportReturnType]
+        return ExtensionDefinition(id=extension_id, create=create)  # pyright: ignore[reportArgumentType]
+
+    # -- the queue ----------------------------------------------------------------------------
+
+    def _rejected(self, error: ExtensionError) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_exception(error)
+        future.exception()  # pre-observed: never "exception was never retrieved"
+        return future
+
+    def _enqueue(self, body: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        public: asyncio.Future[T] = loop.create_future()
+        observe(public)
+        task = loop.create_task(self._run(self._tail, body, public))
+        self._tail = task
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return public
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()
+
+    @staticmethod
+    async def _run(
+        previous: asyncio.Future[Any] | None,
+        body: Callable[[], Coroutine[Any, Any, T]],
+        public: asyncio.Future[T],
+    ) -> None:
+        if previous is not None and not previous.done():
+            await asyncio.wait((previous,))
+        try:
+            value = await body()
+        except BaseException as error:
+            if not public.done():
+                if isinstance(error, asyncio.CancelledError):
+                    public.cancel()
+                else:
+                    public.set_exception(error)
+            if isinstance(error, Exception):
+                return
+            raise  # never swallowed; the task's own record of it is observed (_enqueue)
+        if not public.done():
+            public.set_result(value)
+
+    # -- activation ---------------------------------------------------------------------------
+
+    def activate(self, id: str, signal: AbortSignal | None = None) -> asyncio.Future[None]:
+        """Activate a discovered (or ``failed``) extension as one transaction.
+
+        The future fails with ``ExtensionError``: ``EXTENSION_REENTRANT_OPERATION``,
+        ``EXTENSION_INVALID_OPTIONS`` (a ``signal`` that is not an ``AbortSignal``),
+        ``EXTENSION_HOST_DISPOSED``, ``EXTENSION_NOT_FOUND``, ``EXTENSION_ALREADY_ACTIVE``,
+        ``INVALID_EXTENSION_DEFINITION`` (an instance without an ``activate`` function, a bad
+        ``dispose``, hook or disposer), ``EXTENSION_CANCELLED``,
+        ``EXTENSION_ACTIVATION_FAILED`` (anything else the extension raised, or a tool that
+        cannot be registered; the original error is the ``__cause__``), or
+        ``EXTENSION_ACTIVATION_ROLLBACK_FAILED`` when a cleanup failed too: its ``__cause__``
+        is an ``ExtensionAggregateError`` of the primary failure, then the cleanup failures.
+        """
+        if in_scope(self):
+            return self._rejected(_error("EXTENSION_REENTRANT_OPERATION", _REENTRANT))
+        if signal is not None:
+            try:
+                if type_of(signal) is not AbortSignal:
+                    raise TypeError
+                signal_aborted(signal)
+            except Exception:
+                return self._rejected(
+                    _error("EXTENSION_INVALID_OPTIONS", "Activation signal must be an AbortSignal")
+                )
+        if self._state != "open":
+            return self._rejected(_error("EXTENSION_HOST_DISPOSED", "ExtensionHost is disposed"))
+        return self._enqueue(lambda: self._activate(id, signal))
+
+    async def _activate(self, extension_id: object, signal: AbortSignal | None) -> None:
+        if self._state != "open":
+            raise _error("EXTENSION_HOST_DISPOSED", "ExtensionHost is disposed")
+        record = self._records.get(extension_id) if is_extension_id(extension_id) else None  # pyright: ignore[reportArgumentType]
+        if record is None:
+            shown = f'"{extension_id}"' if type_of(extension_id) is str else repr(extension_id)
+            raise _error("EXTENSION_NOT_FOUND", f"Extension {shown} was not discovered")
+        name = record.definition.id
+        if record.status == "active":
+            raise _error("EXTENSION_ALREADY_ACTIVE", f'Extension "{name}" is already active')
+        controller = AbortController()
+        unfollow = follow_signal(signal, controller)
+        assert unfollow is not None  # a signal that cannot be read was refused by activate()
+        self._activation = controller
+        record.status = "activating"
+        stage = _Stage()
+        instance_dispose: list[Callable[[], object]] = []
+        try:
+            await self._transaction(record, controller, stage, instance_dispose)
+        except Exception as error:
+            await self._roll_back(record, controller, stage, instance_dispose, error)
+        except BaseException:
+            stage.open = False
+            record.status = "failed"
+            raise
+        finally:
+            self._activation = None
+            unfollow()
+
+    def _check_cancelled(self, name: str, controller: AbortController) -> None:
+        if self._state != "open" or signal_aborted(controller.signal):
+            raise self._cancelled(name, controller)
+
+    def _cancelled(self, name: str, controller: AbortController) -> ExtensionError:
+        error = _error("EXTENSION_CANCELLED", f'Extension "{name}" activation was cancelled')
+        reason = signal_reason(controller.signal)
+        if isinstance(reason, BaseException):
+            error.__cause__ = reason
+        return error
+
+    async def _transaction(
+        self,
+        record: _Record,
+        controller: AbortController,
+        stage: _Stage,
+        instance_dispose: list[Callable[[], object]],
+    ) -> None:
+        name = record.definition.id
+        signal = controller.signal
+        self._check_cancelled(name, controller)
+        instance = await invoke(self, record.definition.create, signal=signal)
+        dispose = read_function(instance, "dispose")
+        if dispose is not MISSING:
+            if dispose is ACCESSOR or not callable(dispose):
+                raise _error(
+                    "INVALID_EXTENSION_DEFINITION",
+                    f'Extension "{name}" dispose must be a function',
+                )
+            instance_dispose.append(dispose)
+        activate = read_function(instance, "activate")
+        if activate is MISSING or activate is ACCESSOR or not callable(activate):
+            raise _error(
+                "INVALID_EXTENSION_DEFINITION",
+                f'Extension "{name}" instance must have an activate function',
+            )
+        self._check_cancelled(name, controller)
+        context = self._context(name, signal, stage)
+
+        def selected() -> None:
+            stage.open = False
+
+        await invoke(self, activate, context, signal=signal, on_selected=selected)
+        stage.open = False
+        self._check_cancelled(name, controller)
+        candidate = ToolRegistry.snapshot(self._live)
+        ToolRegistry.register_many(candidate, tuple(stage.tools))
+        self._live = candidate
+        record.hooks = tuple(stage.hooks)
+        record.disposers = tuple(stage.disposers)
+        record.dispose = instance_dispose[0] if instance_dispose else None
+        self._order.append(name)
+        record.status = "active"
+
+    def _context(self, name: str, signal: AbortSignal, stage: _Stage) -> ExtensionContext:
+        def check_open() -> None:
+            if not stage.open:
+                raise _error("EXTENSION_ACTIVATION_FAILED", _CLOSED)
+
+        def register_tool(definition: object) -> None:
+            check_open()
+            stage.tools.append(definition)
+
+        def on_agent_event(hook: AgentEventHook) -> None:
+            check_open()
+            if not callable(hook):
+                raise _error(
+                    "INVALID_EXTENSION_DEFINITION",
+                    f'Extension "{name}" agent event hook must be a function',
+                )
+            stage.hooks.append(hook)
+
+        def on_dispose(disposer: ExtensionDisposer) -> None:
+            check_open()
+            if not callable(disposer):
+                raise _error(
+                    "INVALID_EXTENSION_DEFINITION",
+                    f'Extension "{name}" disposer must be a function',
+                )
+            stage.disposers.append(disposer)
+
+        return ExtensionContext(
+            resources=self._resources,
+            signal=signal,
+            register_tool=register_tool,
+            on_agent_event=on_agent_event,
+            on_dispose=on_dispose,
+        )
+
+    async def _roll_back(
+        self,
+        record: _Record,
+        controller: AbortController,
+        stage: _Stage,
+        instance_dispose: list[Callable[[], object]],
+        error: Exception,
+    ) -> None:
+        stage.open = False
+        name = record.definition.id
+        if isinstance(error, ExtensionError) and error.code == "EXTENSION_CANCELLED":
+            normalized = error
+        elif self._state != "open" or signal_aborted(controller.signal):
+            normalized = self._cancelled(name, controller)
+            normalized.__cause__ = error
+        elif isinstance(error, ExtensionError):
+            normalized = error
+        else:
+            normalized = _error(
+                "EXTENSION_ACTIVATION_FAILED",
+                f'Extension "{name}" activation failed: {_failure_message(error)}',
+            )
+            normalized.__cause__ = error
+        failures, escaping = await self._clean_up((*reversed(stage.disposers), *instance_dispose))
+        record.status = "failed"
+        if escaping is not None:
+            raise escaping
+        if not failures:
+            raise normalized
+        primary = (
+            error
+            if normalized.code == "EXTENSION_ACTIVATION_FAILED"
+            and not isinstance(error, ExtensionError)
+            else normalized
+        )
+        aggregate = ExtensionAggregateError(
+            "EXTENSION_ACTIVATION_ROLLBACK_FAILED",
+            f'Extension "{name}" rollback failed',
+            (primary, *failures),
+        )
+        raise _error(
+            "EXTENSION_ACTIVATION_ROLLBACK_FAILED",
+            f'Extension "{name}" activation failed and {len(failures)} cleanup(s) failed',
+        ) from aggregate
+
+    async def _clean_up(
+        self, cleanups: Sequence[Callable[[], object]]
+    ) -> tuple[list[Exception], BaseException | None]:
+        """Run every cleanup in order, in a callback scope: the failures, and the first bare
+        ``BaseException`` (never swallowed: the caller raises it once everything ran)."""
+        failures: list[Exception] = []
+        escaping: BaseException | None = None
+        for cleanup in cleanups:
+            try:
+                await invoke(self, cleanup)
+            except Exception as error:
+                failures.append(error)
+            except BaseException as error:
+                if escaping is None:
+                    escaping = error
+        return failures, escaping
+
+    # -- events -------------------------------------------------------------------------------
+
+    def emit(self, event: AgentEvent) -> asyncio.Future[tuple[ExtensionHookFailure, ...]]:
+        """Call every active hook with ``event``; resolves with the hooks' failures.
+
+        ``event`` must be one of tether's agent events (``tether.protocol.AgentEvent``):
+        they are frozen, so every hook sees the same immutable value. Anything else fails
+        with ``INVALID_AGENT_EVENT``; also ``EXTENSION_REENTRANT_OPERATION`` and
+        ``EXTENSION_HOST_DISPOSED``.
+        """
+        if in_scope(self):
+            return self._rejected(_error("EXTENSION_REENTRANT_OPERATION", _REENTRANT))
+        if self._state != "open":
+            return self._rejected(_error("EXTENSION_HOST_DISPOSED", "ExtensionHost is disposed"))
+        kind = type_of(event)
+        if kind not in _EVENT_TYPES:
+            return self._rejected(
+                _error(
+                    "INVALID_AGENT_EVENT",
+                    f"Agent event must be a tether AgentEvent (got {kind.__name__})",
+                )
+            )
+        sequence: int = event.sequence
+        if type_of(sequence) is not int or not 0 <= sequence <= MAX_SAFE_INTEGER:
+            return self._rejected(
+                _error(
+                    "INVALID_AGENT_EVENT",
+                    "Agent event sequence must be a non-negative safe integer",
+                )
+            )
+        return self._enqueue(lambda: self._emit(event))
+
+    async def _emit(self, event: AgentEvent) -> tuple[ExtensionHookFailure, ...]:
+        failures: list[ExtensionHookFailure] = []
+        hooks = [
+            (extension_id, index, hook)
+            for extension_id in self._order
+            for index, hook in enumerate(self._records[extension_id].hooks)
+        ]
+        for extension_id, index, hook in hooks:
+            try:
+                await invoke(self, hook, event)
+            except Exception as error:
+                failures.append(
+                    ExtensionHookFailure(
+                        extension_id=extension_id,
+                        hook_index=index,
+                        message=_failure_message(error),
+                    )
+                )
+        return tuple(failures)
+
+    # -- disposal -----------------------------------------------------------------------------
+
+    def dispose(self) -> asyncio.Future[None]:
+        """Dispose the host: the same future on every call.
+
+        Aborts an activation in flight (it fails ``EXTENSION_CANCELLED``), then, after the
+        work already queued, runs each active extension's disposers (reverse registration
+        order) and its instance ``dispose``, extensions in reverse activation order, every
+        one attempted. Fails with ``EXTENSION_DISPOSAL_FAILED`` (``__cause__``: an
+        ``ExtensionAggregateError`` of every failure in attempt order). From inside a
+        callback it fails ``EXTENSION_REENTRANT_OPERATION`` and changes nothing.
+        """
+        if in_scope(self):
+            return self._rejected(_error("EXTENSION_REENTRANT_OPERATION", _REENTRANT))
+        if self._disposal is not None:
+            return self._disposal
+        disposal = self._enqueue(self._dispose)
+        self._disposal = disposal
+        self._state = "disposing"
+        activation = self._activation
+        if activation is not None:
+            activation.abort(AbortError(_DISPOSED_REASON))
+        return disposal
+
+    async def _dispose(self) -> None:
+        failures: list[Exception] = []
+        escaping: BaseException | None = None
+        for extension_id in reversed(self._order):
+            record = self._records[extension_id]
+            cleanups = [*reversed(record.disposers)]
+            if record.dispose is not None:
+                cleanups.append(record.dispose)
+            failed, escaped = await self._clean_up(cleanups)
+            failures.extend(failed)
+            escaping = escaping or escaped
+            record.status = "disposed"
+            record.hooks = record.disposers = ()
+            record.dispose = None
+        self._order.clear()
+        self._live = ToolRegistry.snapshot(self._base)
+        self._state = "disposed"
+        if escaping is not None:
+            raise escaping
+        if failures:
+            aggregate = ExtensionAggregateError(
+                "EXTENSION_DISPOSAL_FAILED", "ExtensionHost disposal failed", failures
+            )
+            raise _error(
+                "EXTENSION_DISPOSAL_FAILED",
+                f"ExtensionHost disposal failed: {len(failures)} cleanup(s) failed",
+            ) from aggregate
+
+    def __repr__(self) -> str:
+        return f"<ExtensionHost {self._state} {[m.id for m in self.extensions]}>"

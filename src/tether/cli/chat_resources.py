@@ -1,0 +1,103 @@
+"""The skills and prompt templates ``tether chat`` offers, read as resources.
+
+Two trusted roots, in precedence order, each used only when it is a directory:
+
+* ``project``: ``<cwd>/.tether``;
+* ``user``: the user's config directory (``~/.config/tether``, see
+  ``tether.cli.context_files.user_config_dir``).
+
+Under them, ``skills/<name>/SKILL.md`` are skills and ``prompts/<name>.md`` are prompt
+templates (formats: ``tether.agent.skills``). Skills are announced in the system prompt and
+read on demand by the ``load_skill`` tool; ``/name args`` in the chat expands a template and
+sends it. Every read goes through one ``ResourceLoader``, so a file is confined to its root
+and re-checked on each read. A file that breaks the format is reported once when the chat
+starts its agent (``problems``) and otherwise ignored; a root that cannot be listed is too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from tether.agent.resources import ResourceLoader
+    from tether.agent.skills import PromptTemplate, Skill
+    from tether.tools.contract import ToolDefinition
+
+__all__ = ["PROJECT_DIRECTORY", "ChatResources", "load_chat_resources", "resource_directories"]
+
+PROJECT_DIRECTORY: Final = ".tether"
+"""The project's resource directory, relative to the chat's working directory."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatResources:
+    """What the resource roots hold: ``skills`` and ``templates`` (sorted by name), the
+    ``loader`` that reads them (``None`` when no root exists) and one line per problem."""
+
+    loader: ResourceLoader | None = None
+    skills: tuple[Skill, ...] = ()
+    templates: tuple[PromptTemplate, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def system_section(self) -> str:
+        """The system prompt section announcing the skills (``""`` when there are none)."""
+        from tether.agent.skills import skills_system_prompt
+
+        return skills_system_prompt(self.skills)
+
+    def tools(self) -> tuple[ToolDefinition[Any, Any], ...]:
+        """``(load_skill,)`` when there are skills, else ``()``."""
+        if self.loader is None or not self.skills:
+            return ()
+        from tether.agent.skills import load_skill_tool
+
+        return (load_skill_tool(self.loader, self.skills),)
+
+    def expand(self, text: str) -> str | None:
+        """The prompt ``/name args`` expands to when ``name`` is a template, else ``None``."""
+        from tether.agent.skills import expand_slash_command
+
+        return expand_slash_command(text, self.templates)
+
+
+def resource_directories(cwd: Path, config_dir: Path) -> list[tuple[str, Path]]:
+    """The ``(root id, directory)`` pairs that exist, in precedence order."""
+    candidates = [("project", cwd / PROJECT_DIRECTORY), ("user", config_dir)]
+    return [(name, path) for name, path in candidates if path.is_dir()]
+
+
+async def load_chat_resources(cwd: Path, config_dir: Path) -> ChatResources:
+    """Discover the skills and templates under the roots of ``cwd`` and ``config_dir``."""
+    from tether.agent.resources import ResourceError, ResourceLoader, ResourceRootDefinition
+    from tether.agent.skills import discover_prompt_templates, discover_skills
+
+    directories = resource_directories(cwd, config_dir)
+    if not directories:
+        return ChatResources()
+    try:
+        loader = await ResourceLoader.create(
+            [ResourceRootDefinition(id=name, directory=path) for name, path in directories]
+        )
+    except ResourceError as error:
+        return ChatResources(problems=(f"resources: [{error.code}] {error}",))
+    problems: list[str] = []
+    skills: Sequence[Skill] = ()
+    templates: Sequence[PromptTemplate] = ()
+    try:
+        found = await discover_skills(loader)
+        skills = found.skills
+        problems += [f"skill {p.path}: [{p.code}] {p.message}" for p in found.problems]
+    except ResourceError as error:
+        problems.append(f"skills: [{error.code}] {error}")
+    try:
+        listed = await discover_prompt_templates(loader)
+        templates = listed.templates
+        problems += [f"template {p.path}: [{p.code}] {p.message}" for p in listed.problems]
+    except ResourceError as error:
+        problems.append(f"prompts: [{error.code}] {error}")
+    return ChatResources(
+        loader=loader, skills=tuple(skills), templates=tuple(templates), problems=tuple(problems)
+    )
