@@ -40,6 +40,7 @@ MODULES = (
     "tether.agent.resources",
     "tether.agent.skills",
     "tether.agent.extensions",
+    "tether.evals",
     "tether.trace",
 )
 """The modules whose ``__all__`` the package root re-exports, lowest layer first."""
