@@ -40,6 +40,7 @@ MODULES = (
     "tether.agent.resources",
     "tether.agent.skills",
     "tether.agent.extensions",
+    "tether.agent.runtime",
     "tether.evals",
     "tether.trace",
 )

@@ -1,0 +1,102 @@
+"""Checkpoint 13: runtime composition and replacement.
+
+``await create_runtime(options)`` builds one ``Runtime``: a workspace (canonical root, session
+path), tools, resources, a session, extensions and an Agent, each from a factory that an
+override can replace (see ``ledger``), with everything made so far rolled back if any step
+fails (see ``build``). ``RuntimeManager`` owns a current runtime and replaces it without a
+gap: the new one is fully built before it is published, then the old one is disposed (see
+``manager``). Options are captured once, at call time (see ``options``).
+
+**Where tether differs from the workshop** (on purpose):
+
+1. *Default tools* are ``coding_tools(root)``, tether's seven coding tools (``read_file``,
+   ``write_file``, ``edit_file``, ``list_files``, ``grep``, ``bash``, ``python_process``;
+   the workshop had three), followed by the base tools.
+2. *Persistence.* The workshop appends messages to the session from an Agent subscriber and
+   reconciles afterwards. tether's Agent writes through its ``recorder``: the default agent
+   factory is ``resume_agent`` (the last compaction's summary plus the messages after it,
+   unanswered tool calls closed and recorded, ``recorder=SessionRecorder(tree)``), so every
+   message is on disk before the run goes on and automatic compaction records compaction
+   entries. The runtime's event tail therefore does not append; it (a) checks *coherence*
+   (the session's active context equals the Agent's transcript) where that is exact: at
+   construction, synchronously when ``run.finished`` is published (the Agent publishes it
+   after its last recorder write, before any new run can start; ``message.accepted`` is
+   published *before* the recorder writes that message, so it is not a checkpoint), and in
+   ``flush``/``dispose`` while the Agent is idle. A mismatch is ``RUNTIME_SESSION_DIVERGED``
+   and poisons the runtime (so does a run that ended ``AGENT_RECORDING_FAILED``: the session
+   is behind the transcript). (b) It emits each event to the ``ExtensionHost`` in order.
+   Extension hooks for ``message.accepted`` may run before that message reaches the file.
+3. *One runtime per session file.* A process-wide registry keyed by the canonical session
+   path is held from construction until disposal; a second runtime on a held file (another
+   ``create_runtime``, another manager) fails ``RUNTIME_SESSION_IN_USE``. A manager may
+   replace its current runtime with one on the same file only while the current Agent is
+   idle; the two share the claim until the swap, neither rewrites the file meanwhile, and if
+   the old session changed after the candidate loaded it, the candidate is disposed and the
+   replace fails ``RUNTIME_SESSION_DIVERGED`` (the old runtime stays current).
+4. *Session directory.* ``RuntimeSessionOptions.directory`` puts the session file under a
+   directory other than the workspace (captured and identity-checked like the root), so a
+   host can keep sessions in a per-user data directory.
+5. *Agent options.* ``RuntimeOptions.agent_options`` (``RuntimeAgentOptions``) passes the
+   system prompt, ``RunLimits``, the tool-call approval hooks and ``AutoCompaction`` through
+   to the default agent factory.
+
+Python forms: ``dispose()`` returns one awaitable (shielded: cancelling a waiter does not
+stop the disposal); ``RuntimeManager.replace()`` captures its options synchronously and
+returns an ``asyncio.Task``; reentrancy scopes are ``ContextVar``-based (see ``scope``).
+"""
+
+from tether.agent.runtime.errors import (
+    RUNTIME_ERROR_CODES,
+    RuntimeAggregateError,
+    RuntimeErrorCode,
+    TetherRuntimeError,
+)
+from tether.agent.runtime.inputs import (
+    RuntimeAgentInput,
+    RuntimeExtensionsInput,
+    RuntimeResourcesInput,
+    RuntimeSessionInput,
+    RuntimeToolsInput,
+)
+from tether.agent.runtime.ledger import RUNTIME_MAX_ADOPTION_DEPTH
+from tether.agent.runtime.manager import RuntimeManager, RuntimeManagerState, create_runtime
+from tether.agent.runtime.options import (
+    RUNTIME_WORKSPACE_ROOT_ID,
+    RuntimeAgentOptions,
+    RuntimeFactories,
+    RuntimeOptions,
+    RuntimeSessionMode,
+    RuntimeSessionOptions,
+    RuntimeWorkspaceOptions,
+    check_runtime_session_path,
+)
+from tether.agent.runtime.owned import RUNTIME_DISPOSE_REASON, Runtime, RuntimeState
+from tether.agent.runtime.workspace import RuntimeWorkspace
+
+__all__ = [
+    "RUNTIME_DISPOSE_REASON",
+    "RUNTIME_ERROR_CODES",
+    "RUNTIME_MAX_ADOPTION_DEPTH",
+    "RUNTIME_WORKSPACE_ROOT_ID",
+    "Runtime",
+    "RuntimeAgentInput",
+    "RuntimeAgentOptions",
+    "RuntimeAggregateError",
+    "RuntimeErrorCode",
+    "RuntimeExtensionsInput",
+    "RuntimeFactories",
+    "RuntimeManager",
+    "RuntimeManagerState",
+    "RuntimeOptions",
+    "RuntimeResourcesInput",
+    "RuntimeSessionInput",
+    "RuntimeSessionMode",
+    "RuntimeSessionOptions",
+    "RuntimeState",
+    "RuntimeToolsInput",
+    "RuntimeWorkspace",
+    "RuntimeWorkspaceOptions",
+    "TetherRuntimeError",
+    "check_runtime_session_path",
+    "create_runtime",
+]

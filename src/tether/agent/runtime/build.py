@@ -1,0 +1,314 @@
+"""Building a runtime: the default factories and the construction order, with rollback.
+
+1. Session parents (checked in ``resume``, made in ``create``; see ``workspace``).
+2. Tools: ``coding_tools(root)`` (tether's seven) followed by the base tools.
+3. Resources: ``ResourceLoader.create([workspace root, *resource_roots])``.
+4. Session: ``SessionStore.load`` (``resume``) or ``SessionStore.create`` (``create``; a file
+   this call made is recorded with its identity and bytes, so rollback can prove it is still
+   the file it made before removing it). The product must be a store on the runtime's session
+   file; a ``SessionTree`` is built on it (active leaf = last record).
+5. Extensions: an ``ExtensionHost`` over the resources and the tools step's product; every
+   definition discovered, then activated in order (on failure the host is disposed).
+6. Agent: ``resume_agent(session, model, tools=host.tools, max_steps, **agent_options)``.
+7. A final identity check; the Agent's transcript must equal the session's active context
+   (``RUNTIME_SESSION_DIVERGED``).
+8. The runtime is opened (it subscribes to the Agent) and the ledger committed.
+
+On any failure every still-owned ledger record is rolled back in reverse; a
+``TetherRuntimeError`` with a clean rollback is raised unchanged, anything else becomes
+``RUNTIME_CONSTRUCTION_FAILED`` (its cause the error, or an aggregate of the error and every
+cleanup failure). The session claim is taken before step 1 and released on failure.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, cast
+
+from tether._text import message_of
+from tether.agent.agent import Agent
+from tether.agent.extensions import ExtensionHost
+from tether.agent.persistence import resume_agent
+from tether.agent.resources import ResourceLoader, ResourceRootDefinition
+from tether.agent.runtime.errors import (
+    RuntimeAggregateError,
+    TetherRuntimeError,
+    fail,
+)
+from tether.agent.runtime.inputs import (
+    RuntimeAgentInput,
+    RuntimeExtensionsInput,
+    RuntimeResourcesInput,
+    RuntimeSessionInput,
+    RuntimeToolsInput,
+)
+from tether.agent.runtime.ledger import Ledger, LedgerRecord, invoke_factory, remove_created_file
+from tether.agent.runtime.options import (
+    RUNTIME_WORKSPACE_ROOT_ID,
+    CapturedWorkspaceOptions,
+    SharedLayer,
+)
+from tether.agent.runtime.owned import (
+    Runtime,
+    RuntimeCore,
+    check_coherence,
+    core_of,
+    file_mark,
+    session_transcript,
+)
+from tether.agent.runtime.workspace import (
+    CreatedParent,
+    Identity,
+    SessionClaim,
+    WorkspaceState,
+    capture_workspace,
+    claim_session,
+    identity_of,
+    remove_parents,
+)
+from tether.agent.session import SessionStore, SessionStoreOptions, SessionTree
+from tether.tools import ToolRegistry
+from tether.tools.coding import coding_tools
+
+__all__ = ["build_runtime"]
+
+
+def _definitions(registry: ToolRegistry) -> list[object]:
+    return [registry.get(name) for name in registry.names]
+
+
+class _Construction:
+    """One construction's workspace, shared layer and ledger, with the default factories."""
+
+    __slots__ = ("ledger", "shared", "store_options", "workspace")
+
+    def __init__(
+        self, workspace: WorkspaceState, shared: SharedLayer, store_options: SessionStoreOptions
+    ) -> None:
+        self.workspace = workspace
+        self.shared = shared
+        self.store_options = store_options
+        self.ledger = Ledger()
+
+    async def tools(self, spec: RuntimeToolsInput) -> ToolRegistry:
+        coding = coding_tools(spec.workspace.root)
+        return ToolRegistry([*_definitions(coding), *_definitions(spec.base_tools)])
+
+    async def resources(self, spec: RuntimeResourcesInput) -> ResourceLoader:
+        workspace = ResourceRootDefinition(
+            id=RUNTIME_WORKSPACE_ROOT_ID, directory=spec.workspace.root
+        )
+        return await ResourceLoader.create([workspace, *spec.roots])
+
+    async def session(self, spec: RuntimeSessionInput) -> SessionStore:
+        path = spec.workspace.session_path
+        if spec.workspace.session_mode == "resume":
+            return await SessionStore.load(path, spec.options)
+        store = await SessionStore.create(path, spec.options)  # exclusive: the file is new
+        identity, content = _created(path)
+        self.ledger.add(
+            "Session file",
+            store,
+            resource_key=SessionStore.canonical_path_of(store),
+            cleanup=remove_created_file(path, identity, content),
+        )
+        return store
+
+    async def extensions(self, spec: RuntimeExtensionsInput) -> ExtensionHost:
+        host = ExtensionHost(resources=spec.resources, tools=spec.tools)
+        try:
+            host.discover(list(spec.definitions))
+            for definition in spec.definitions:
+                await host.activate(definition.id)
+        except Exception as error:
+            try:
+                await host.dispose()
+            except Exception as cleanup:
+                raise RuntimeAggregateError(
+                    "RUNTIME_CONSTRUCTION_FAILED",
+                    "Extension activation and host disposal failed",
+                    (error, cleanup),
+                ) from None
+            raise
+        self.register_host(host)
+        return host
+
+    def register_host(self, host: ExtensionHost) -> LedgerRecord:
+        async def dispose() -> None:
+            await host.dispose()
+
+        return self.ledger.add("ExtensionHost", host, cleanup=dispose)
+
+    async def agent(self, spec: RuntimeAgentInput) -> Agent:
+        options = spec.options
+        extra: dict[str, Any] = {}
+        if spec.max_steps is not None:
+            extra["max_steps"] = spec.max_steps
+        return await resume_agent(
+            spec.session,
+            model=spec.model,
+            tools=spec.tools,
+            system=options.system,
+            limits=options.limits,
+            before_tool_call=options.before_tool_call,
+            after_tool_call=options.after_tool_call,
+            compaction=options.compaction,
+            **extra,
+        )
+
+
+def _created(path: str) -> tuple[Identity, bytes]:
+    """The identity and bytes of a session file this construction just made."""
+    with open(path, "rb") as handle:
+        return identity_of(os.fstat(handle.fileno())), handle.read()
+
+
+def _is_agent(value: object) -> bool:
+    return isinstance(value, Agent) and not value.is_running
+
+
+async def build_runtime(
+    options: CapturedWorkspaceOptions,
+    shared: SharedLayer,
+    *,
+    share_with: Runtime | None = None,
+) -> Runtime:
+    """Build a runtime (see the module docstring). ``share_with``: the manager's current
+    runtime, which may keep holding the same session file while this one is built."""
+    workspace = capture_workspace(options)
+    share_claim: SessionClaim | None = None
+    if share_with is not None:
+        current = core_of(share_with)
+        if current.claim.key == workspace.session_key and not current.claim.released:
+            if share_with.agent.is_running:
+                raise TetherRuntimeError(
+                    "RUNTIME_SESSION_IN_USE",
+                    "The current runtime's agent is running on this session file",
+                )
+            share_claim = current.claim
+    claim = claim_session(workspace.session_key, share_claim)
+    build = _Construction(workspace, shared, options.session.options)
+    try:
+        return await _build(build, claim)
+    except BaseException as error:
+        failures = await build.ledger.rollback()
+        claim.release()
+        if not isinstance(error, Exception):
+            raise
+        if isinstance(error, TetherRuntimeError) and not failures:
+            raise
+        if failures:
+            failure = fail(
+                "RUNTIME_CONSTRUCTION_FAILED",
+                "Runtime construction and rollback failed",
+                error,
+                *failures,
+            )
+        else:
+            failure = fail(
+                "RUNTIME_CONSTRUCTION_FAILED",
+                f"Runtime construction failed: {message_of(error, type(error).__name__)}",
+                error,
+            )
+        raise failure from failure.__cause__
+
+
+async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
+    workspace = build.workspace
+    public = workspace.public
+    shared = build.shared
+    factories = shared.factories
+    ledger = build.ledger
+    created = workspace.prepare_parents()
+    if created:
+        ledger.add("SessionParents", created, cleanup=_remover(created))
+    tools = await invoke_factory(
+        label="Tools",
+        ledger=ledger,
+        workspace=workspace,
+        input_value=RuntimeToolsInput(
+            workspace=public, base_tools=ToolRegistry.snapshot(shared.base_tools)
+        ),
+        override=factories.create_tools,
+        default=build.tools,
+        guard=lambda value: isinstance(value, ToolRegistry),
+    )
+    resources = await invoke_factory(
+        label="Resources",
+        ledger=ledger,
+        workspace=workspace,
+        input_value=RuntimeResourcesInput(workspace=public, roots=shared.resource_roots),
+        override=factories.create_resources,
+        default=build.resources,
+        guard=lambda value: isinstance(value, ResourceLoader),
+    )
+    store = await invoke_factory(
+        label="Session",
+        ledger=ledger,
+        workspace=workspace,
+        input_value=RuntimeSessionInput(workspace=public, options=build.store_options),
+        override=factories.create_session,
+        default=build.session,
+        guard=lambda value: isinstance(value, SessionStore),
+        register=lambda value: ledger.add(
+            "Session", value, resource_key=SessionStore.canonical_path_of(value)
+        ),
+        key_of=SessionStore.canonical_path_of,
+        before=workspace.check_parent,
+    )
+    if SessionStore.canonical_path_of(store) != workspace.session_key:
+        raise TypeError("Session factory returned a store for another session file")
+    loaded = file_mark(store.path)
+    tree = SessionTree(store)
+    host = await invoke_factory(
+        label="Extensions",
+        ledger=ledger,
+        workspace=workspace,
+        input_value=RuntimeExtensionsInput(
+            workspace=public,
+            resources=resources,
+            tools=ToolRegistry.snapshot(tools),
+            definitions=shared.extensions,
+        ),
+        override=factories.create_extensions,
+        default=build.extensions,
+        guard=lambda value: isinstance(value, ExtensionHost),
+        register=lambda value: build.register_host(cast(ExtensionHost, value)),
+    )
+    agent = await invoke_factory(
+        label="Agent",
+        ledger=ledger,
+        workspace=workspace,
+        input_value=RuntimeAgentInput(
+            workspace=public,
+            model=shared.model,
+            tools=host.tools,
+            session=tree,
+            messages=session_transcript(tree),
+            max_steps=shared.max_steps,
+            options=shared.agent_options,
+        ),
+        override=factories.create_agent,
+        default=build.agent,
+        guard=_is_agent,
+    )
+    workspace.check()
+    verdict = check_coherence(tree, agent.messages)
+    if verdict is not None:
+        raise verdict
+    runtime = Runtime._open(  # pyright: ignore[reportPrivateUsage] - the builder's door
+        core=RuntimeCore(workspace=workspace, claim=claim, loaded=loaded),
+        agent=agent,
+        session=tree,
+        extensions=host,
+        resources=resources,
+    )
+    ledger.commit()
+    return runtime
+
+
+def _remover(created: tuple[CreatedParent, ...]) -> Any:
+    async def cleanup() -> None:
+        remove_parents(created)
+
+    return cleanup

@@ -1,0 +1,201 @@
+"""``RuntimeManager``: one current runtime, replaced without a gap.
+
+Every operation runs on one queue, inside the manager's operation scope (so a factory of a
+replacement, or an extension disposer it triggers, that calls ``replace``/``flush``/``dispose``
+gets ``RUNTIME_REENTRANT_OPERATION``). The shared layer is captured once, at ``create``.
+
+``replace(workspace)`` checks reentrancy, state and the workspace options at call time
+(``os.chdir`` afterwards changes nothing), then, queued: builds a full candidate while
+``current`` still returns the old runtime; if the manager began disposing meanwhile, disposes
+the candidate and fails ``RUNTIME_DISPOSED``; publishes the candidate; only then disposes the
+old runtime (a failure there is ``RUNTIME_REPLACEMENT_CLEANUP_FAILED``, the candidate stays
+current). A failed build leaves the old runtime current and fully usable.
+
+**Same session file** (tether's): the candidate may load the file the current runtime holds
+only while the current Agent is idle (else ``RUNTIME_SESSION_IN_USE``). At the swap, if the
+old session changed since the candidate loaded it (a run started, an entry was written, the
+file was rewritten), the candidate is disposed and the replace fails
+``RUNTIME_SESSION_DIVERGED``; the old runtime stays current. This is how a host switches the
+model (or the agent options) of a live conversation: replace onto the same session, with a
+``create_agent`` override that passes the new model to the fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from tether._race import observe
+from tether.agent.runtime.build import build_runtime
+from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError
+from tether.agent.runtime.options import (
+    CapturedWorkspaceOptions,
+    SharedLayer,
+    capture_shared,
+    capture_workspace_options,
+)
+from tether.agent.runtime.owned import Disposal, Runtime, core_of, file_mark
+from tether.agent.runtime.scope import assert_not_reentrant, operation_scope
+
+__all__ = ["RuntimeManager", "RuntimeManagerState", "create_runtime"]
+
+RuntimeManagerState: TypeAlias = Literal["open", "disposing", "disposed"]
+
+T = TypeVar("T")
+
+
+async def create_runtime(options: object) -> Runtime:
+    """Capture ``options`` (``RuntimeOptions`` or its ``dict``) and build a runtime."""
+    workspace, shared = capture_shared(options)
+    return await build_runtime(workspace, shared)
+
+
+def _disposed() -> TetherRuntimeError:
+    return TetherRuntimeError("RUNTIME_DISPOSED", "Runtime manager is disposed")
+
+
+class RuntimeManager:
+    """Owns the current runtime; see the module docstring. Build one with
+    ``await RuntimeManager.create(options)``; the constructor is private."""
+
+    __slots__ = ("_current", "_disposal", "_shared", "_state", "_tail")
+
+    _current: Runtime
+    _disposal: Disposal | None
+    _shared: SharedLayer
+    _state: RuntimeManagerState
+    _tail: asyncio.Future[Any] | None
+
+    def __init__(self) -> None:
+        raise TypeError("use 'await RuntimeManager.create(options)' to build a manager")
+
+    @classmethod
+    async def create(cls, options: object) -> RuntimeManager:
+        """Capture ``options`` and build the first runtime."""
+        workspace, shared = capture_shared(options)
+        manager = object.__new__(cls)
+        manager._shared = shared
+        manager._state = "open"
+        manager._tail = None
+        manager._disposal = None
+        with operation_scope(manager):
+            manager._current = await build_runtime(workspace, shared)
+        return manager
+
+    @property
+    def state(self) -> RuntimeManagerState:
+        """``open``, ``disposing`` or ``disposed``."""
+        return self._state
+
+    @property
+    def current(self) -> Runtime:
+        """The current runtime (``RUNTIME_DISPOSED`` unless the manager is open)."""
+        if self._state != "open":
+            raise _disposed()
+        return self._current
+
+    def _enqueue(self, operation: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Task[T]:
+        previous = self._tail
+
+        async def run() -> T:
+            if previous is not None and not previous.done():
+                await asyncio.wait((previous,))
+            with operation_scope(self):
+                return await operation()
+
+        task = asyncio.ensure_future(run())
+        self._tail = task
+        return task
+
+    def replace(self, workspace: object) -> asyncio.Task[Runtime]:
+        """Queue a replacement onto ``workspace`` (``RuntimeWorkspaceOptions`` or its
+        ``dict``), captured now; await the returned task for the new current runtime."""
+        assert_not_reentrant(self, "RuntimeManager.replace")
+        if self._state != "open":
+            raise _disposed()
+        captured = capture_workspace_options(workspace)
+        return self._enqueue(lambda: self._replace(captured))
+
+    async def _replace(self, captured: CapturedWorkspaceOptions) -> Runtime:
+        if self._state != "open":
+            raise _disposed()
+        previous = self._current
+        candidate = await build_runtime(captured, self._shared, share_with=previous)
+        problem: TetherRuntimeError | None = None
+        if self._state != "open":
+            problem = _disposed()
+        elif core_of(candidate).claim.shared:
+            problem = _same_file_problem(previous, candidate)
+        if problem is not None:
+            try:
+                await candidate.dispose()
+            except Exception as cleanup:
+                error = TetherRuntimeError(
+                    "RUNTIME_DISPOSAL_FAILED", "Runtime replacement candidate disposal failed"
+                )
+                error.__cause__ = RuntimeAggregateError(
+                    "RUNTIME_DISPOSAL_FAILED",
+                    "Runtime replacement candidate disposal failed",
+                    (problem, cleanup),
+                )
+                raise error from error.__cause__
+            raise problem
+        self._current = candidate
+        try:
+            await previous.dispose()
+        except Exception as cleanup:
+            error = TetherRuntimeError(
+                "RUNTIME_REPLACEMENT_CLEANUP_FAILED",
+                "The previous runtime could not be disposed (the replacement is current)",
+            )
+            error.__cause__ = cleanup
+            raise error from cleanup
+        return candidate
+
+    async def flush(self) -> None:
+        """Flush the current runtime, after every queued replacement."""
+        assert_not_reentrant(self, "RuntimeManager.flush")
+        if self._state != "open":
+            raise _disposed()
+        await asyncio.shield(self._enqueue(self._flush))
+
+    async def _flush(self) -> None:
+        await self._current.flush()
+
+    def dispose(self) -> Disposal:
+        """Dispose the manager and its current runtime after queued replacements;
+        idempotent (the same awaitable). ``current`` raises ``RUNTIME_DISPOSED`` at once."""
+        assert_not_reentrant(self, "RuntimeManager.dispose")
+        if self._disposal is None:
+            self._state = "disposing"
+            task = self._enqueue(self._dispose)
+            observe(task)
+            self._disposal = Disposal(task)
+        return self._disposal
+
+    async def _dispose(self) -> None:
+        try:
+            await self._current.dispose()
+        finally:
+            self._state = "disposed"
+
+    def __repr__(self) -> str:
+        return f"<RuntimeManager {self._state}>"
+
+
+def _same_file_problem(previous: Runtime, candidate: Runtime) -> TetherRuntimeError | None:
+    """Why the old session is no longer what the candidate loaded (or ``None``)."""
+    loaded = core_of(candidate).loaded
+    same = (
+        not previous.agent.is_running
+        and file_mark(candidate.store.path) == loaded
+        and tuple(entry.id for entry in previous.session.entries)
+        == tuple(entry.id for entry in candidate.session.entries)
+    )
+    if same:
+        return None
+    return TetherRuntimeError(
+        "RUNTIME_SESSION_DIVERGED",
+        "The session changed while its replacement was built; the current runtime stays",
+    )

@@ -1,0 +1,415 @@
+"""``Runtime``: one built composition (workspace, tools, resources, session, extensions, agent)
+and what it keeps true while it lives.
+
+* **The event tail.** The runtime subscribes to its Agent. Each event becomes one operation
+  on a strictly sequential tail: an identity check, the coherence verdict (``run.finished``
+  only), the event emitted to the ``ExtensionHost`` inside the runtime's operation scope
+  (hook failures are ``RUNTIME_EVENT_FAILED`` with an aggregate of
+  ``"<extensionId>[<hookIndex>]: <message>"`` errors), another identity check. The tail does
+  not write the session: the Agent's ``SessionRecorder`` already wrote every message before
+  the run went on (see ``tether.agent.runtime``).
+* **Coherence**, exact because it is checked only where the Agent is idle or settling: the
+  session's active context (its last compaction summary as the summary message, then the
+  messages) must equal the Agent's transcript. At ``run.finished`` the verdict is taken
+  synchronously inside the subscriber call (the Agent publishes it after its last recorder
+  write and before a new run can start), against the result's messages; ``flush`` and
+  ``dispose`` check when the Agent is idle. A mismatch is ``RUNTIME_SESSION_DIVERGED``.
+* **Poisoning.** The first event-operation failure (or a divergence) is stored: the state
+  becomes ``failed`` and every later event operation and ``flush()`` raises that same error
+  object. Non-runtime errors are normalized to ``RUNTIME_EVENT_FAILED``.
+* **flush()** (queued after pending events): identity, coherence, ``SessionStore.flush``,
+  coherence, identity. **dispose()** (idempotent, same awaitable): cancel a running Agent
+  with ``"Runtime disposed"`` and wait for it to settle and its ``run.finished`` operation,
+  unsubscribe, check coherence, flush the store, dispose the extensions (in the operation
+  scope), release the session file; state ``disposed`` even on failure
+  (``RUNTIME_DISPOSAL_FAILED`` with an aggregate of every failure). While a same-file
+  replacement shares the session file, neither writes the store (a rewrite would invalidate
+  the other's view of the file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Final, Literal, TypeAlias, TypeVar
+
+from tether._race import observe
+from tether.abort import AbortSignal
+from tether.agent.agent import Agent
+from tether.agent.auto_compaction import summary_message
+from tether.agent.compaction import ContextSummary
+from tether.agent.extensions import ExtensionHookFailure, ExtensionHost
+from tether.agent.resources import ResourceLoader
+from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError, fail
+from tether.agent.runtime.scope import assert_not_reentrant, operation_scope
+from tether.agent.runtime.workspace import RuntimeWorkspace, SessionClaim, WorkspaceState
+from tether.agent.session import SessionStore, SessionTree
+from tether.protocol import AgentEvent, Message
+from tether.tools import ToolRegistry
+
+__all__ = [
+    "RUNTIME_DISPOSE_REASON",
+    "Disposal",
+    "Runtime",
+    "RuntimeCore",
+    "RuntimeState",
+    "core_of",
+    "file_mark",
+    "session_transcript",
+]
+
+RuntimeState: TypeAlias = Literal["open", "failed", "disposing", "disposed"]
+"""``failed``: poisoned by an event failure or a divergence (``flush`` raises the stored error;
+``dispose`` still works)."""
+
+RUNTIME_DISPOSE_REASON: Final = "Runtime disposed"
+"""The cancellation reason of a run still going when its runtime is disposed."""
+
+T = TypeVar("T")
+
+FileMark: TypeAlias = "tuple[int, int, int, int] | None"
+
+
+def file_mark(path: str) -> FileMark:
+    """What changes whenever a session file is rewritten: (device, inode, size, mtime)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def session_transcript(tree: SessionTree) -> tuple[Message, ...]:
+    """The session's active context as an Agent transcript: the last compaction's summary as
+    its summary message (what ``Agent`` puts first), then the messages."""
+    context = tree.active_context()
+    if context.summary is None:
+        return context.messages
+    summary = ContextSummary(id=context.summary.id, content=context.summary.content)
+    return (summary_message(summary), *context.messages)
+
+
+def _diverged(detail: str) -> TetherRuntimeError:
+    return TetherRuntimeError(
+        "RUNTIME_SESSION_DIVERGED", f"Runtime session diverged from the agent transcript: {detail}"
+    )
+
+
+def check_coherence(tree: SessionTree, messages: tuple[Message, ...]) -> TetherRuntimeError | None:
+    """``RUNTIME_SESSION_DIVERGED`` unless the session's active context is ``messages``."""
+    persisted = session_transcript(tree)
+    if persisted == messages:
+        return None
+    if len(persisted) < len(messages) and persisted == messages[: len(persisted)]:
+        return _diverged(f"{len(messages) - len(persisted)} message(s) were not recorded")
+    return _diverged("the session was changed outside the runtime")
+
+
+class RuntimeCore:
+    """A runtime's mutable state (the runtime object itself is frozen)."""
+
+    __slots__ = (
+        "claim",
+        "disposal",
+        "loaded",
+        "poison",
+        "state",
+        "tail",
+        "unsubscribe",
+        "workspace",
+    )
+
+    def __init__(self, *, workspace: WorkspaceState, claim: SessionClaim, loaded: FileMark) -> None:
+        self.workspace = workspace
+        self.claim = claim
+        self.loaded = loaded  # the session file as this runtime's store loaded or made it
+        self.state: RuntimeState = "open"
+        self.poison: TetherRuntimeError | None = None
+        self.tail: asyncio.Future[Any] | None = None
+        self.disposal: Disposal | None = None
+        self.unsubscribe: Callable[[], None] = _nothing
+
+    def enqueue(self, operation: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Task[T]:
+        """Run ``operation`` after every operation queued before it."""
+        previous = self.tail
+
+        async def run() -> T:
+            if previous is not None and not previous.done():
+                await asyncio.wait((previous,))
+            return await operation()
+
+        task = asyncio.ensure_future(run())
+        observe(task)
+        self.tail = task
+        return task
+
+    async def drain(self) -> None:
+        """Wait until the tail is empty (operations queued meanwhile included)."""
+        while True:
+            tail = self.tail
+            if tail is None or tail.done():
+                return
+            await asyncio.wait((tail,))
+
+
+def _nothing() -> None:  # pragma: no cover - replaced when the runtime opens
+    pass
+
+
+class Disposal:
+    """The one awaitable ``dispose()`` returns: the disposal task, shielded from the
+    cancellation of whoever awaits it."""
+
+    __slots__ = ("task",)
+
+    def __init__(self, task: asyncio.Task[None]) -> None:
+        self.task = task
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return asyncio.shield(self.task).__await__()
+
+    def done(self) -> bool:
+        """Whether the disposal finished."""
+        return self.task.done()
+
+
+class Runtime:
+    """A built composition; see the module docstring. Build one with ``create_runtime`` (or a
+    ``RuntimeManager``); the constructor is private. Attributes cannot be set."""
+
+    __slots__ = ("_agent", "_core", "_extensions", "_resources", "_session", "_tools")
+
+    _agent: Agent
+    _core: RuntimeCore
+    _extensions: ExtensionHost
+    _resources: ResourceLoader
+    _session: SessionTree
+    _tools: ToolRegistry
+
+    def __init__(self) -> None:
+        raise TypeError("use 'await create_runtime(options)' to build a runtime")
+
+    @classmethod
+    def _open(
+        cls,
+        *,
+        core: RuntimeCore,
+        agent: Agent,
+        session: SessionTree,
+        extensions: ExtensionHost,
+        resources: ResourceLoader,
+    ) -> Runtime:
+        runtime = object.__new__(cls)
+        for name, value in (
+            ("_core", core),
+            ("_agent", agent),
+            ("_session", session),
+            ("_extensions", extensions),
+            ("_resources", resources),
+            ("_tools", extensions.tools),
+        ):
+            object.__setattr__(runtime, name, value)
+        core.unsubscribe = agent.subscribe(runtime._on_event)
+        return runtime
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Runtime is frozen (cannot set {name!r})")
+
+    # -- what it is ------------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> RuntimeWorkspace:
+        """The canonical root, the absolute session path and the session mode."""
+        return self._core.workspace.public
+
+    @property
+    def agent(self) -> Agent:
+        """The Agent (recording into ``session``)."""
+        return self._agent
+
+    @property
+    def session(self) -> SessionTree:
+        """The session tree over the runtime's store."""
+        return self._session
+
+    @property
+    def store(self) -> SessionStore:
+        """The session store (``session.store``)."""
+        return self._session.store
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools after extension activation (the host's snapshot)."""
+        return self._tools
+
+    @property
+    def extensions(self) -> ExtensionHost:
+        """The extension host."""
+        return self._extensions
+
+    @property
+    def resources(self) -> ResourceLoader:
+        """The resource loader (the workspace root first)."""
+        return self._resources
+
+    @property
+    def state(self) -> RuntimeState:
+        """``open``, ``failed`` (poisoned), ``disposing`` or ``disposed``."""
+        return self._core.state
+
+    @property
+    def error(self) -> TetherRuntimeError | None:
+        """The error that poisoned the runtime, if any."""
+        return self._core.poison
+
+    # -- the event tail ----------------------------------------------------------------------
+
+    def _on_event(self, event: AgentEvent, signal: AbortSignal) -> asyncio.Task[None] | None:
+        verdict: TetherRuntimeError | None = None
+        if event.type == "run.finished":
+            # Exact here: the Agent publishes run.finished after its last recorder write of
+            # the run, and no other run can start before this call returns.
+            verdict = check_coherence(self._session, event.payload.result.messages)
+        return self._core.enqueue(lambda: self._event_operation(event, verdict))
+
+    async def _event_operation(self, event: AgentEvent, verdict: TetherRuntimeError | None) -> None:
+        core = self._core
+        if core.poison is not None:
+            return
+        try:
+            core.workspace.check()
+            if verdict is not None:
+                raise verdict
+            with operation_scope(self):
+                failures = await self._extensions.emit(event)
+            if failures:
+                raise _event_failed(failures)
+            core.workspace.check()
+        except Exception as error:
+            self._poison(error)
+
+    def _poison(self, error: Exception) -> TetherRuntimeError:
+        core = self._core
+        if core.poison is not None:
+            return core.poison
+        if not isinstance(error, TetherRuntimeError):
+            error = fail("RUNTIME_EVENT_FAILED", "Agent event processing failed", error)
+        core.poison = error
+        if core.state == "open":
+            core.state = "failed"
+        return error
+
+    def _coherence_now(self) -> TetherRuntimeError | None:
+        """The coherence verdict when the Agent is idle (``None`` while it runs: a running
+        Agent's transcript is ahead of its recorder by design)."""
+        if self._agent.is_running:
+            return None
+        return check_coherence(self._session, self._agent.messages)
+
+    # -- flush ------------------------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Write the session's current generation after every pending event operation.
+
+        ``RUNTIME_REENTRANT_OPERATION`` from inside the runtime's own operations (an extension
+        hook or disposer); ``RUNTIME_DISPOSED`` once disposing; the stored error once poisoned;
+        ``RUNTIME_ROOT_CHANGED``; ``RUNTIME_SESSION_DIVERGED`` (which poisons).
+        """
+        assert_not_reentrant(self, "Runtime.flush")
+        core = self._core
+        if core.state == "disposing" or core.state == "disposed":
+            raise TetherRuntimeError("RUNTIME_DISPOSED", "Runtime is disposed")
+        if core.poison is not None:
+            raise core.poison
+        await asyncio.shield(core.enqueue(self._flush_operation))
+
+    async def _flush_operation(self) -> None:
+        core = self._core
+        if core.poison is not None:
+            raise core.poison
+        core.workspace.check()
+        self._assert_coherent()
+        if not core.claim.shared:
+            await self._session.store.flush()
+        self._assert_coherent()
+        core.workspace.check()
+
+    def _assert_coherent(self) -> None:
+        verdict = self._coherence_now()
+        if verdict is not None:
+            raise self._poison(verdict)
+
+    # -- dispose ----------------------------------------------------------------------------
+
+    def dispose(self) -> Disposal:
+        """Dispose the runtime (see the module docstring); idempotent: every call returns the
+        same awaitable. ``RUNTIME_REENTRANT_OPERATION`` (raised at once, state unchanged)
+        from inside the runtime's own operations."""
+        assert_not_reentrant(self, "Runtime.dispose")
+        core = self._core
+        if core.disposal is None:
+            core.state = "disposing"
+            core.disposal = Disposal(asyncio.ensure_future(self._dispose()))
+            observe(core.disposal.task)
+        return core.disposal
+
+    async def _dispose(self) -> None:
+        core = self._core
+        agent = self._agent
+        failures: list[Exception] = []
+        try:
+            while agent.is_running or not _settled(core.tail):
+                if agent.is_running:
+                    agent.cancel(RUNTIME_DISPOSE_REASON)
+                    await agent.wait_until_idle()
+                await core.drain()
+            if core.poison is not None:
+                failures.append(core.poison)
+            core.unsubscribe()
+            verdict = None if core.poison is not None else self._coherence_now()
+            if verdict is not None:
+                failures.append(verdict)
+            if not core.claim.shared:
+                try:
+                    await self._session.store.flush()
+                except Exception as error:
+                    failures.append(error)
+            with operation_scope(self):
+                try:
+                    await self._extensions.dispose()
+                except Exception as error:
+                    failures.append(error)
+        finally:
+            core.claim.release()
+            core.state = "disposed"
+        if failures:
+            error = TetherRuntimeError("RUNTIME_DISPOSAL_FAILED", "Runtime disposal failed")
+            error.__cause__ = RuntimeAggregateError(
+                "RUNTIME_DISPOSAL_FAILED", "Runtime disposal failed", failures
+            )
+            raise error
+
+    def __repr__(self) -> str:
+        return f"<Runtime {self._core.state} {self.workspace.session_path!r}>"
+
+
+def _settled(tail: asyncio.Future[Any] | None) -> bool:
+    return tail is None or tail.done()
+
+
+def _event_failed(failures: tuple[ExtensionHookFailure, ...]) -> TetherRuntimeError:
+    errors = [
+        RuntimeError(f"{failure.extension_id}[{failure.hook_index}]: {failure.message}")
+        for failure in failures
+    ]
+    error = TetherRuntimeError("RUNTIME_EVENT_FAILED", "Extension hooks failed for an agent event")
+    error.__cause__ = RuntimeAggregateError(
+        "RUNTIME_EVENT_FAILED", "Extension hooks failed", errors
+    )
+    return error
+
+
+def core_of(runtime: Runtime) -> RuntimeCore:
+    """The mutable state of ``runtime`` (for the builder and the manager)."""
+    return runtime._core  # pyright: ignore[reportPrivateUsage] - the package's own seam
