@@ -359,7 +359,11 @@ async def test_commands_new_sessions_resume_tree_usage(tmp_path: Path, config: C
         "first",
         "again",
     ]
-    assert len(tree.entries) == 6  # the old branch stays
+    branched = chat.tree  # a runtime built on the same file, moved to that entry
+    assert branched is not None
+    assert branched is not tree
+    assert branched.store.header.id == first_id
+    assert len(branched.entries) == 6  # the old branch stays
     await chat.command(Command("resume", "zzz"))
     assert "no session 'zzz'" in shown(buffer)
     await chat.command(Command("bogus"))
@@ -519,3 +523,162 @@ async def test_without_resource_roots_there_are_no_skills(
     assert "## Skills" not in system
     assert "load_skill" not in [spec.name for spec in model.requests[0].tools]
     assert "unknown command /fix" in shown(buffer)
+
+
+# --- the chat's runtime (tether.agent.runtime): /cd, /model, /new, extensions ---------------
+
+
+async def test_cd_continues_the_session_in_another_workspace(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    model = ScriptedModel(
+        [
+            write("here.txt", "1", "c1"),
+            ScriptedReply(text=("ok",)),
+            write("there.txt", "2", "c2"),
+            ScriptedReply(text=("ok",)),
+        ]
+    )
+    chat, buffer = make_chat(tmp_path, config, model, Answers("a"))
+
+    await chat.turn("write here")
+    first_id = chat.session_id
+    assert not await chat.change_directory(str(tmp_path / "missing"))
+    assert await chat.command(Command("cd", "../other"))
+    await chat.turn("write there")
+    await chat.close()
+
+    assert (tmp_path / "project" / "here.txt").read_text(encoding="utf-8") == "1"
+    assert (other / "there.txt").read_text(encoding="utf-8") == "2"
+    assert not (tmp_path / "project" / "there.txt").exists()
+    assert chat.session_id == first_id
+    assert chat.cwd == other.resolve()
+    text = shown(buffer)
+    assert f"no directory {tmp_path / 'missing'}" in text
+    assert f"workspace: {other.resolve()}" in text
+    system = model.requests[2].system
+    assert system is not None
+    assert str(other.resolve()) in system
+    users = [m.content for m in model.requests[2].messages if m.role == "user"]
+    assert users == ["write here", "write there"]
+
+
+async def test_a_model_switch_that_cannot_be_built_keeps_the_old_runtime(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    first = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("three",))])
+    second = ScriptedModel([ScriptedReply(text=("two",))])
+    project = tmp_path / "project"
+    project.mkdir()
+    chat_view, buffer = view()
+    built: list[str] = []
+
+    def build(choice: ModelChoice) -> Model:
+        built.append(choice.spec)
+        if choice.spec == "openai/broken":
+            raise RuntimeError("no such deployment")
+        return first if len(built) == 1 else second
+
+    chat = Chat(
+        choice=a_choice(config),
+        config=config,
+        cwd=project,
+        data_dir=tmp_path / "data",
+        view=chat_view,
+        ask=Answers(),
+        build_model=build,
+    )
+    await chat.turn("hello")
+    runtime = chat.runtime
+    assert await chat.command(Command("model", "openai/broken"))
+    assert chat.runtime is runtime  # the old runtime stays current and usable
+    assert chat.choice.spec == "openai/gpt-test"
+    await chat.turn("still there?")
+    assert await chat.command(Command("model", "openai/gpt-other"))
+    assert chat.runtime is not runtime
+    await chat.turn("and now?")
+    session_id = chat.session_id
+    await chat.close()
+
+    text = shown(buffer)
+    assert "[RUNTIME_CONSTRUCTION_FAILED]" in text
+    assert "no such deployment" in text
+    assert "model: openai/gpt-other" in text
+    assert [m.content for m in second.requests[0].messages if m.role == "user"] == [
+        "hello",
+        "still there?",
+        "and now?",
+    ]
+    lines = (tmp_path / "data" / "sessions" / f"{session_id}.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + 6  # header, three exchanges: the session stayed writable
+
+
+async def test_new_replaces_the_runtime_and_extensions_see_every_runtime(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    from tether.agent.extensions import ExtensionContext, ExtensionDefinition
+    from tether.protocol import AgentEvent, RunFinishedEvent
+    from tether.tools import tool
+
+    seen: list[str] = []
+    disposed: list[int] = []
+
+    @tool
+    def shout(text: str) -> str:
+        """Upper-case a text.
+
+        Args:
+            text: The text.
+        """
+        return text.upper()
+
+    class Loud:
+        def activate(self, context: ExtensionContext) -> None:
+            context.register_tool(shout)
+            context.on_agent_event(self.on_event)
+            context.on_dispose(lambda: disposed.append(len(seen)))
+
+        def on_event(self, event: AgentEvent) -> None:
+            if isinstance(event, RunFinishedEvent):
+                seen.append(event.payload.result.status)
+
+    call = ScriptedToolCall(name="shout", arguments=JsonObject({"text": "hi"}), id="s1")
+    model = ScriptedModel(
+        [ScriptedReply(tool_calls=(call,)), ScriptedReply(text=("HI",)), ScriptedReply(text=("b",))]
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    chat_view, _buffer = view()
+
+    def build(_: ModelChoice) -> Model:
+        return model
+
+    chat = Chat(
+        choice=a_choice(config),
+        config=config,
+        cwd=project,
+        data_dir=tmp_path / "data",
+        view=chat_view,
+        ask=Answers(),
+        build_model=build,
+        extensions=(ExtensionDefinition(id="loud", create=Loud),),
+    )
+    await chat.turn("shout hi")
+    first_id = chat.session_id
+    assert await chat.new_session()
+    assert disposed == [1]  # the old runtime's extensions were disposed after the swap
+    await chat.turn("again")
+    second_id = chat.session_id
+    await chat.close()
+
+    assert second_id not in (None, first_id)
+    assert seen == ["completed", "completed"]
+    assert disposed == [1, 2]
+    result = model.requests[1].messages[-1]
+    assert result.role == "toolResult"
+    assert result.content == "HI"
+    sessions = sorted(p.name for p in (tmp_path / "data" / "sessions").glob("*.jsonl"))
+    assert sessions == sorted([f"{first_id}.jsonl", f"{second_id}.jsonl"])

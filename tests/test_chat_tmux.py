@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -336,3 +337,73 @@ async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: 
     assert len(server.requests[2].json["messages"]) == 1 + 5
     assert session_files(tmp_path) == [session]  # resumed, not copied
     assert_no_key_anywhere(tmux, tmp_path)
+
+
+async def test_a_configured_extension_adds_its_tool_and_hook(tmux: Tmux, tmp_path: Path) -> None:
+    """The example package (examples/hello-extension, installed in the test venv) is named in
+    the config file; the chat activates it from its entry point: its tool is offered and
+    runs, and its event hook logs each finished run. ``/cd`` then moves the same session to
+    another workspace (a replaced runtime), where a project skill is announced."""
+    config = tmp_path / "config" / "tether" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('extensions = ["hello"]\n', encoding="utf-8")
+    log = tmp_path / "hello.log"
+    other = tmp_path / "other"
+    skill = other / ".tether" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: How this project deploys\n---\nRun make deploy.\n",
+        encoding="utf-8",
+    )
+    env = chat_env(tmp_path) | {"TETHER_HELLO_LOG": str(log)}
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "hello_word_count", {"text": "one two three"}))
+        server.respond(text_reply("Three words."))
+        server.respond(text_reply("Deploying."))
+        tmux.start(
+            [str(TETHER), "chat", "--model", MODEL, "--base-url", server.url],
+            env=env,
+            cwd=workspace(tmp_path),
+        )
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Count the words")
+        screen = await tmux.wait_for("Three words.")
+        assert "→ hello_word_count" in screen
+        await tmux.wait_for(PROMPT, count=2)
+        await say(tmux, f"/cd {other}")
+        await tmux.wait_for(f"workspace: {other}")
+        await say(tmux, "Deploy it")
+        await tmux.wait_for("Deploying.")
+        await quit_chat(tmux)
+
+    first = server.requests[0].json
+    assert "hello_word_count" in {tool["function"]["name"] for tool in first["tools"]}
+    assert server.requests[1].json["messages"][-1]["content"] == "3"
+    moved = server.requests[2].json
+    assert "deploy: How this project deploys" in moved["messages"][0]["content"]
+    assert str(other) in moved["messages"][0]["content"]
+    assert "load_skill" in {tool["function"]["name"] for tool in moved["tools"]}
+    assert [m["content"] for m in moved["messages"] if m["role"] == "user"] == [
+        "Count the words",
+        "Deploy it",
+    ]
+    assert len(session_files(tmp_path)) == 1  # the same session, continued
+    logged = log.read_text(encoding="utf-8").splitlines()
+    assert len(logged) == 2  # one line per finished run, from both runtimes' hooks
+    assert all(re.fullmatch(r"run\.finished \d+ completed", line) for line in logged), logged
+    assert_no_key_anywhere(tmux, tmp_path)
+
+
+async def test_a_missing_extension_is_a_clear_error(tmux: Tmux, tmp_path: Path) -> None:
+    config = tmp_path / "config" / "tether" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('extensions = ["not-installed"]\n', encoding="utf-8")
+    tmux.start(
+        [str(TETHER), "chat", "--model", MODEL, "--base-url", "http://127.0.0.1:9"],
+        env=chat_env(tmp_path),
+        cwd=workspace(tmp_path),
+    )
+    assert await tmux.wait_exit() == 2
+    screen = tmux.screen()
+    assert "[CLI_EXTENSION_UNAVAILABLE]" in screen
+    assert "not-installed" in screen

@@ -46,6 +46,7 @@ from tether.agent.extensions import (
     ExtensionHost,
     ExtensionMetadata,
 )
+from tether.agent.extensions import host as host_module
 from tether.agent.resources import ResourceLoader
 
 USER = UserMessage(id="u1", content="hi")
@@ -740,10 +741,9 @@ async def test_cancellation_by_the_callers_signal_rolls_back(tmp_path: Path) -> 
     assert isinstance(error.__cause__, AbortError)
     assert parked.signal is not None
     assert parked.signal.reason is reason
-    # The host stops waiting at once (a callback that ignores cancellation cannot hold the
-    # host) and requests the callback's cancellation; the rollback runs meanwhile.
-    await turns()
-    assert log == ["disposer", "dispose", "activate cancelled"]
+    # The host stops waiting at once, cancels the callback's task and gives it one loop turn
+    # to unwind before the rollback: the callback's own cleanup runs first.
+    assert log == ["activate cancelled", "disposer", "dispose"]
     assert host.tools.names == ()
     assert host.extensions == (ExtensionMetadata(id="ext", status="failed"),)
     assert await host.emit(EVENT) == ()
@@ -768,7 +768,7 @@ async def test_dispose_during_activation_cancels_it(tmp_path: Path) -> None:
     await fails(pending, "EXTENSION_CANCELLED", 'Extension "ext" activation was cancelled')
     async with asyncio.timeout(5):
         await disposal
-    assert log == ["disposer", "dispose", "activate cancelled"]
+    assert log == ["activate cancelled", "disposer", "dispose"]
     assert host.extensions == (ExtensionMetadata(id="ext", status="failed"),)
     assert host.tools.names == ()
 
@@ -790,8 +790,9 @@ async def test_an_activation_queued_behind_dispose_finds_the_host_disposed(tmp_p
 
 
 async def test_a_callback_ignoring_cancellation_stays_guarded_until_it_settles(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(host_module, "ABANDONED_TASK_GRACE", 0.01)
     host = await make_host(tmp_path)
     entered, finish = asyncio.Event(), asyncio.Event()
     outcomes: list[str] = []
@@ -812,7 +813,20 @@ async def test_a_callback_ignoring_cancellation_stays_guarded_until_it_settles(
     pending = host.activate("ext")
     async with asyncio.timeout(5):
         await entered.wait()
-    await host.dispose()  # not held up by the stubborn callback
+    # Not held up by the stubborn callback beyond the grace period; it is reported.
+    error = await fails(
+        host.dispose(),
+        "EXTENSION_DISPOSAL_FAILED",
+        "ExtensionHost disposal failed: 1 cleanup(s) failed",
+    )
+    aggregate = error.__cause__
+    assert isinstance(aggregate, ExtensionAggregateError)
+    assert [(e.code, str(e)) for e in cast("tuple[ExtensionError, ...]", aggregate.errors)] == [
+        (
+            "EXTENSION_DISPOSAL_FAILED",
+            "A cancelled extension callback was still running when disposal stopped waiting",
+        )
+    ]
     await fails(pending, "EXTENSION_CANCELLED")
     assert outcomes == ["cancel ignored"]
     finish.set()
@@ -1470,6 +1484,8 @@ async def test_a_cancelled_queue_task_cancels_its_future(tmp_path: Path) -> None
     with pytest.raises(asyncio.CancelledError):
         await queue_task
     assert pending.cancelled()
+    # The rollback still ran in full (after the callback's one turn to unwind).
+    assert log == ["activate cancelled", "disposer", "dispose"]
     assert host.extensions == (ExtensionMetadata(id="ext", status="failed"),)
     assert host.tools.names == ()
     await host.dispose()
@@ -1503,3 +1519,148 @@ async def test_slotted_instances_and_non_exception_abort_reasons(tmp_path: Path)
     await host.dispose()
     assert log == ["slotted"]
     assert repr(host) == "<ExtensionHost disposed ['slotted', 'ext']>"
+
+
+# -- cancellation edge cases -------------------------------------------------------------------
+
+
+def raise_cancelled(*_args: object) -> None:
+    """A plain (synchronous) callback raising ``CancelledError`` on its own."""
+    raise asyncio.CancelledError
+
+
+async def test_a_sync_hook_raising_cancelled_error_is_a_reported_failure(tmp_path: Path) -> None:
+    host = await make_host(tmp_path)
+    log: list[str] = []
+
+    def activate(context: ExtensionContext) -> None:
+        context.on_agent_event(raise_cancelled)
+        context.on_agent_event(lambda event: log.append("second"))
+
+    host.discover([definition(on_activate(activate))])
+    await host.activate("ext")
+    assert await host.emit(EVENT) == (
+        ExtensionHookFailure(
+            extension_id="ext", hook_index=0, message="Extension callback was cancelled"
+        ),
+    )
+    assert log == ["second"]
+    await host.dispose()
+
+
+async def test_a_sync_activate_raising_cancelled_error_fails_and_rolls_back(
+    tmp_path: Path,
+) -> None:
+    host = await make_host(tmp_path)
+    log: list[str] = []
+
+    def activate(context: ExtensionContext) -> None:
+        context.on_dispose(lambda: log.append("disposer"))
+        raise asyncio.CancelledError
+
+    host.discover([definition({"activate": activate, "dispose": lambda: log.append("dispose")})])
+    error = await fails(
+        host.activate("ext"),
+        "EXTENSION_ACTIVATION_FAILED",
+        'Extension "ext" activation failed: Extension callback was cancelled',
+    )
+    assert isinstance(error.__cause__, RuntimeError)
+    assert log == ["disposer", "dispose"]
+    assert host.extensions == (ExtensionMetadata(id="ext", status="failed"),)
+    await host.dispose()
+
+
+async def test_a_sync_disposer_raising_cancelled_error_is_a_disposal_failure(
+    tmp_path: Path,
+) -> None:
+    host = await make_host(tmp_path)
+    log: list[str] = []
+
+    def activate(context: ExtensionContext) -> None:
+        context.on_dispose(lambda: log.append("first disposer"))
+        context.on_dispose(raise_cancelled)
+
+    host.discover([definition(on_activate(activate))])
+    await host.activate("ext")
+    error = await fails(
+        host.dispose(),
+        "EXTENSION_DISPOSAL_FAILED",
+        "ExtensionHost disposal failed: 1 cleanup(s) failed",
+    )
+    aggregate = error.__cause__
+    assert isinstance(aggregate, ExtensionAggregateError)
+    assert [(type(e), str(e)) for e in aggregate.errors] == [
+        (RuntimeError, "Extension callback was cancelled")
+    ]
+    assert log == ["first disposer"]
+    assert host.extensions == (ExtensionMetadata(id="ext", status="disposed"),)
+
+
+async def test_a_bare_base_exception_from_activate_still_rolls_back(tmp_path: Path) -> None:
+    host = await make_host(tmp_path)
+    log: list[str] = []
+
+    async def activate(context: ExtensionContext) -> None:
+        context.register_tool(make_tool("staged"))
+        context.on_dispose(lambda: log.append("disposer0"))
+        context.on_dispose(lambda: log.append("disposer1"))
+        raise Escape
+
+    host.discover([definition({"activate": activate, "dispose": lambda: log.append("dispose")})])
+    with pytest.raises(Escape):
+        await host.activate("ext")
+    assert log == ["disposer1", "disposer0", "dispose"]
+    assert host.extensions == (ExtensionMetadata(id="ext", status="failed"),)
+    assert host.tools.names == ()
+    await host.dispose()
+    assert log == ["disposer1", "disposer0", "dispose"]
+
+
+async def test_a_queue_task_cancelled_while_waiting_cancels_its_future(tmp_path: Path) -> None:
+    host = await make_host(tmp_path)
+    log: list[str] = []
+    parked = Parked(log)
+    host.discover([definition(parked)])
+    first = host.activate("ext")
+    second = host.emit(EVENT)
+    queue_task = cast("asyncio.Task[None]", host._tail)  # pyright: ignore[reportPrivateUsage]
+    async with asyncio.timeout(5):
+        await parked.entered.wait()
+    queue_task.cancel()  # the emit's task, still waiting for the activation before it
+    await asyncio.wait((queue_task,))
+    assert second.cancelled()
+    assert not first.done()
+    parked.release.set()
+    async with asyncio.timeout(5):
+        await first
+    assert log == ["activate resumed"]
+    assert host.extensions == (ExtensionMetadata(id="ext", status="active"),)
+    await host.dispose()
+
+
+async def test_dispose_waits_for_a_callback_slow_to_unwind(tmp_path: Path) -> None:
+    host = await make_host(tmp_path)
+    log: list[str] = []
+    entered = asyncio.Event()
+
+    async def activate(context: ExtensionContext) -> None:
+        context.on_dispose(lambda: log.append("disposer"))
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            log.append("cancelled")
+            await turns(50)  # far longer than the one turn the host gives before rolling back
+            log.append("unwound")
+            raise
+
+    host.discover([definition(on_activate(activate))])
+    pending = host.activate("ext")
+    async with asyncio.timeout(5):
+        await entered.wait()
+    disposal = host.dispose()
+    await fails(pending, "EXTENSION_CANCELLED")
+    assert log == ["cancelled", "disposer"]
+    async with asyncio.timeout(5):
+        await disposal
+    assert log == ["cancelled", "disposer", "unwound"]

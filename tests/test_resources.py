@@ -18,6 +18,7 @@ import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -452,6 +453,41 @@ async def test_file_growing_past_the_cap_during_the_read(
     assert error.code == "RESOURCE_TOO_LARGE"
 
 
+def _sized(info: os.stat_result, size: int) -> os.stat_result:
+    """``info`` with ``st_size`` replaced, every other field (``st_mtime_ns`` too) kept."""
+    fields = list(info)
+    fields[stat.ST_SIZE] = size
+    extra = {name: getattr(info, name) for name in dir(info) if name.startswith("st_")}
+    return os.stat_result(fields, extra)
+
+
+async def test_a_file_returning_more_than_its_reported_size_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Like a /proc file: stat and fstat report size 0 every time, yet the read returns data.
+    # Identity, mtime and the path all stay the same, so only "size == bytes read" catches it.
+    target = os.path.realpath(write(tmp_path / "proc.txt", "data"))
+    loader = await loader_for(tmp_path)
+    real_fstat, real_stat = os.fstat, os.stat
+    inode = real_stat(target).st_ino
+
+    def zero_fstat(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        return _sized(info, 0) if info.st_ino == inode else info
+
+    def zero_stat(path: str, *args: Any, **kwargs: Any) -> os.stat_result:
+        info = real_stat(path, *args, **kwargs)
+        return _sized(info, 0) if info.st_ino == inode else info
+
+    monkeypatch.setattr(os, "fstat", zero_fstat)
+    monkeypatch.setattr(os, "stat", zero_stat)
+    error = await load_error(loader, "proc.txt")
+    assert (error.code, str(error)) == (
+        "RESOURCE_ROOT_CHANGED",
+        'Resource "proc.txt" changed while it was read',
+    )
+
+
 async def test_directory_and_fifo_are_not_files(tmp_path: Path) -> None:
     (tmp_path / "dir").mkdir()
     os.mkfifo(tmp_path / "pipe")
@@ -811,6 +847,37 @@ async def test_list_directory_os_failures(tmp_path: Path, monkeypatch: pytest.Mo
 def test_valid_names_match_the_grammar(names: list[str]) -> None:
     for name in names:
         assert resources._valid_name(name) == (_normalized_or_none(name) == name)
+
+
+def test_names_that_are_not_utf8_are_invalid() -> None:
+    undecodable = os.fsdecode(b"\xff.md")  # what os.scandir gives: a lone surrogate
+    assert undecodable == "\udcff.md"
+    assert not resources._valid_name(undecodable)
+    assert not resources._valid_name("a\ud800")
+    assert resources._valid_name("caf\u00e9.md")
+
+
+def write_raw(path: bytes, data: bytes) -> None:
+    """Write a file whose name is raw bytes (maybe not valid UTF-8)."""
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+async def test_list_directory_skips_names_that_are_not_utf8(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    write(prompts / "good.md", "good")
+    raw = os.fsencode(prompts)
+    write_raw(raw + b"/\xff.md", b"bad name")
+    os.mkdir(raw + b"/sk\xff")
+    write_raw(raw + b"/caf\xc3\xa9.md", b"ok")  # valid UTF-8: listed
+    loader = await loader_for(tmp_path)
+    listed = await loader.list_directory("prompts")
+    assert listed == (
+        ResourceEntry(root_id="r0", path="prompts/caf\u00e9.md", kind="file"),
+        ResourceEntry(root_id="r0", path="prompts/good.md", kind="file"),
+    )
+    for entry in listed:
+        entry.path.encode("utf-8")
 
 
 async def test_cancelled_load_stops_waiting(

@@ -127,7 +127,60 @@ def test_front_matter_never_raises_and_body_is_a_suffix(text: str) -> None:
             assert key
             assert ":" not in key
             assert key in text
-            assert value in text
+            # a block scalar's value is re-joined, but every word of it comes from the text
+            assert all(word in text for word in value.split())
+
+
+_BLOCK_SCALARS: list[tuple[str, dict[str, str]]] = [
+    (
+        "description: >-\n  Extract text and tables.\n  Use for PDFs.\nname: pdf\n",
+        {"description": "Extract text and tables. Use for PDFs.", "name": "pdf"},
+    ),
+    (
+        "description: >\n    One\n    two\n\n    New paragraph\n",
+        {"description": "One two\nNew paragraph"},
+    ),
+    (
+        "description: |\n  Line one\n    indented more\n\n  last\n",
+        {"description": "Line one\n  indented more\n\nlast"},
+    ),
+    ("description: |-\n\tTabbed\n\tlines\n", {"description": "Tabbed\nlines"}),
+    ("a: >+\n  kept\nb: |+\n  too\n", {"a": "kept", "b": "too"}),
+    ("description: >\nname: x\n", {"description": "", "name": "x"}),
+    ("description: |\n  ---\n  not the end\n", {"description": "---\nnot the end"}),
+    ("description: |2\n  taken literally\n", {"description": "|2"}),
+    ("description: '>'\n  ignored\n", {"description": ">"}),
+    ("a: first\na: >\n  second ignored\nb: c\n", {"a": "first", "b": "c"}),
+]
+
+
+@pytest.mark.parametrize(("fields", "expected"), _BLOCK_SCALARS)
+def test_front_matter_block_scalars(fields: str, expected: dict[str, str]) -> None:
+    parsed = parse_front_matter(f"---\n{fields}---\nbody\n")
+    assert parsed is not None
+    assert (dict(parsed[0]), parsed[1]) == (expected, "body\n")
+
+
+async def test_a_block_scalar_description_reaches_the_system_prompt(tmp_path: Path) -> None:
+    write(
+        tmp_path / "skills" / "pdf" / "SKILL.md",
+        "---\nname: pdf\ndescription: >-\n  Extract text and tables from PDF files.\n"
+        "  Use when the user mentions PDFs.\n---\nbody\n",
+    )
+    write(
+        tmp_path / "skills" / "notes" / "SKILL.md",
+        "---\ndescription: |\n  Keep notes.\n  One per line.\nname: notes\n---\n",
+    )
+    found = await discover_skills(await loader_for(tmp_path))
+    assert found.problems == ()
+    assert [(skill.name, skill.description) for skill in found.skills] == [
+        ("notes", "Keep notes.\nOne per line."),
+        ("pdf", "Extract text and tables from PDF files. Use when the user mentions PDFs."),
+    ]
+    assert skills_system_prompt(found.skills).endswith(
+        "- notes: Keep notes. One per line.\n"
+        "- pdf: Extract text and tables from PDF files. Use when the user mentions PDFs.\n"
+    )
 
 
 # --- skills discovery ---------------------------------------------------------------------------
@@ -490,8 +543,13 @@ def test_split_arguments(arguments: str, expected: tuple[str, ...]) -> None:
         ("Review $1 then $2.", "main.py 'the tests'", "Review main.py then the tests."),
         ("[$1][$3]", "a", "[a][]"),
         ("All: $@ / $ARGUMENTS", ' x  "y z" ', "All: x y z / x y z"),
-        ("$10 $9", "a b c d e f g h i", "a0 i"),
-        ("$0 $$1 $ARG $arguments $", "v", "$0 $v $ARG $arguments $"),
+        ("$10 $9", "a b c d e f g h i", " i"),
+        ("$10|$11|$01", "a b c d e f g h i j", "j||a"),
+        ("$0 $$1 $ARG $arguments $", "v", " $v $ARG $arguments $"),
+        ("${@:2}|${@:2:2}|${@:0}|${@:1:0}|${@:9}", "a b c d", "b c d|b c|a b c d||"),
+        ("${@:3:99}|${@:99999999999999999999999}|$99999999999999999999999", "a b c", "c||"),
+        ("${@}|${@:}|${@:1:}|${@:x}|${ARGUMENTS}", "a", "${@}|${@:}|${@:1:}|${@:x}|${ARGUMENTS}"),
+        ("${@:1}", "'$2' '${@:1}'", "$2 ${@:1}"),
         ("$1", "'$2' other", "$2"),  # substituted text is not expanded again
         ("no placeholders", "ignored", "no placeholders"),
     ],
@@ -509,6 +567,25 @@ def test_expansion_never_raises(content: str, arguments: str) -> None:
     result = expand_template(template(content), arguments)
     if "$" not in content:
         assert result == content
+
+
+@settings(max_examples=examples(200))
+@given(
+    st.text(alphabet="${}@:0123456789ARGUMENTS x", max_size=80),
+    st.text(alphabet="ab '\"$1{}@: ", max_size=40),
+)
+def test_placeholder_heavy_expansion_never_raises(content: str, arguments: str) -> None:
+    expand_template(template(content), arguments)
+
+
+@given(_WORDS, st.integers(0, 12), st.integers(0, 12) | st.none())
+def test_argument_slices_match_python_slices(
+    words: list[str], start: int, length: int | None
+) -> None:
+    placeholder = f"${{@:{start}}}" if length is None else f"${{@:{start}:{length}}}"
+    first = max(start - 1, 0)
+    chosen = words[first:] if length is None else words[first : first + length]
+    assert expand_template(template(placeholder), " ".join(words)) == " ".join(chosen)
 
 
 @given(_WORDS)

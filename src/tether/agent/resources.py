@@ -187,8 +187,15 @@ def _check_segment(segment: str) -> None:
 
 
 def _valid_name(name: str) -> bool:
-    """Whether a directory entry's name is one segment the grammar accepts unchanged."""
+    """Whether a directory entry's name is one segment the grammar accepts unchanged.
+
+    A name that is not strict UTF-8 (``os.scandir`` gives undecodable bytes as lone
+    surrogates) is refused, so no such string ever reaches a path or a message."""
     if not name or name in (".", "..") or any(char in name for char in "\0/\\:"):
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
         return False
     try:
         _check_segment(name)
@@ -591,11 +598,11 @@ class ResourceLoader:
         A name several roots have is reported once, from the highest-precedence root. Only
         regular files and directories are listed; a symlink is followed when its target stays
         inside its root and skipped otherwise (dangling too), as are names the path grammar
-        would reject (``con.txt``, ``a:b``, ``x.``). A root where ``path`` is missing or not a
-        directory contributes nothing, so a directory no root has lists as ``()``. The
-        directory itself escaping its root: ``RESOURCE_OUTSIDE_TRUSTED_ROOTS``; more than
-        ``MAX_DIRECTORY_ENTRIES`` entries in one root: ``RESOURCE_TOO_LARGE``; root checks as
-        in ``load_text``.
+        would reject (``con.txt``, ``a:b``, ``x.``) and names that are not valid UTF-8
+        (undecodable bytes). A root where ``path`` is missing or not a directory contributes
+        nothing, so a directory no root has lists as ``()``. The directory itself escaping
+        its root: ``RESOURCE_OUTSIDE_TRUSTED_ROOTS``; more than ``MAX_DIRECTORY_ENTRIES``
+        entries in one root: ``RESOURCE_TOO_LARGE``; root checks as in ``load_text``.
         """
         segments = _segments(path)
         return await asyncio.to_thread(_list, self._roots, segments)

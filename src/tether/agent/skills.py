@@ -12,7 +12,9 @@ The formats follow Pi's coding agent and the Agent Skills convention:
 * a **prompt template** is ``prompts/<name>.md`` (the same name rule, from the file name),
   with optional front matter holding ``description``. ``/name args`` in user input
   (``parse_slash_command``) expands the template with shell-like arguments
-  (``expand_template``): ``$1``..``$9``, ``$@`` and ``$ARGUMENTS``.
+  (``expand_template``) as Pi does: ``$N`` (the Nth argument, any number of digits; ``$0``
+  and missing ones are empty), ``${@:N}`` (the arguments from the Nth on), ``${@:N:L}`` (``L``
+  arguments from the Nth), ``$@`` and ``$ARGUMENTS`` (all of them).
 
 Discovery never fails because of one bad file: a file that cannot be read or does not follow
 the format becomes a ``SkillProblem``/``TemplateProblem`` next to the good entries. Only a
@@ -22,12 +24,19 @@ that has a file wins its name.
 
 The front matter parser is deliberately tiny (no YAML): one ``key: value`` per line, the
 value optionally wrapped in matching single or double quotes; blank lines, ``#`` comments,
-indented lines and lines without ``:`` are ignored; the first occurrence of a key wins.
+indented lines and lines without ``:`` are ignored; the first occurrence of a key wins. The
+one piece of YAML it knows is the block scalar that skill files commonly use for long
+descriptions: a value of ``|`` or ``>`` (optionally with a ``-`` or ``+`` chomping indicator)
+takes the indented (and blank) lines after it, dedented; ``|`` keeps their line breaks, ``>``
+folds each run of lines into one line joined by spaces (a blank line stays a line break).
+The result is stripped, so chomping indicators make no difference; indentation indicators
+(``|2``) are not supported (such a value is taken literally).
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeAlias, cast
@@ -181,28 +190,60 @@ def _unquote(value: str) -> str:
     return value
 
 
+_BLOCK_INDICATORS: Final = frozenset({"|", "|-", "|+", ">", ">-", ">+"})
+
+
+def _block_scalar(lines: list[str], literal: bool) -> str:
+    """A block scalar's value from its lines (see the module docs)."""
+    dedented = textwrap.dedent("\n".join(lines)).split("\n")
+    if literal:
+        return "\n".join(dedented).strip(JS_WHITESPACE)
+    paragraphs: list[list[str]] = [[]]
+    for line in dedented:
+        if line.strip(" \t"):
+            paragraphs[-1].append(line.strip(" \t"))
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return "\n".join(" ".join(paragraph) for paragraph in paragraphs if paragraph)
+
+
 def parse_front_matter(text: str) -> tuple[Mapping[str, str], str] | None:
     """Split ``text`` into its front matter fields and the body after it, or ``None`` when it
     has none (the first line is not ``---``, or no later line closes it with ``---``).
 
     Delimiter lines may carry trailing spaces or tabs. Fields are ``key: value`` lines (see
     the module docs); keys and values are stripped and a value's matching outer quotes
-    removed. The body starts right after the closing line's terminator.
+    removed; a ``|`` or ``>`` value takes the indented lines after it (a block scalar). The
+    body starts right after the closing line's terminator.
     """
     fields: dict[str, str] = {}
+    block: list[str] | None = None  # the lines of the block scalar being read, if any
+    block_key = ""
+    literal = False
     lines = iter(_lines(text))
     first = next(lines, None)
     if first is None or first[0].rstrip(" \t") != "---":
         return None
     for line, end in lines:
-        if line.rstrip(" \t") == "---":
+        closing = line.rstrip(" \t") == "---"
+        if block is not None:
+            if not closing and (not line.strip(" \t") or line[0] in " \t"):
+                block.append(line)
+                continue
+            fields[block_key] = _block_scalar(block, literal)
+            block = None
+        if closing:
             return fields, text[end:]
         if not line or line[0] in " \t#" or ":" not in line:
             continue
         key, value = line.split(":", 1)
         key = key.strip(JS_WHITESPACE)
         if key and key not in fields:
-            fields[key] = _unquote(value.strip(JS_WHITESPACE))
+            value = value.strip(JS_WHITESPACE)
+            if value in _BLOCK_INDICATORS:
+                block, block_key, literal = [], key, value[0] == "|"
+            else:
+                fields[key] = _unquote(value)
     return None
 
 
@@ -443,23 +484,40 @@ def split_arguments(arguments: str) -> tuple[str, ...]:
     return tuple(result)
 
 
-_PLACEHOLDER: Final = re.compile(r"\$(?:([1-9])|@|ARGUMENTS)")
+_PLACEHOLDER: Final = re.compile(r"\$(?:([0-9]+)|\{@:([0-9]+)(?::([0-9]+))?\}|@|ARGUMENTS)")
+
+
+def _number(digits: str) -> int:
+    """``digits`` as a number, capped far above any possible argument count (so a huge one
+    never reaches ``int``'s digit limit)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def expand_template(template: PromptTemplate, arguments: str) -> str:
-    """``template.content`` with ``$1``..``$9`` replaced by the positional arguments
-    (``split_arguments``; a missing one becomes ``""``) and ``$@`` and ``$ARGUMENTS`` by all
-    of them joined with single spaces. Nothing else changes (``$10`` is ``$1`` then ``0``);
-    substituted text is never expanded again."""
+    """``template.content`` with its placeholders replaced, as Pi does, by the arguments
+    (``split_arguments``):
+
+    * ``$N`` (any number of digits, ``$10`` is the tenth): the Nth argument; ``$0`` and a
+      missing one become ``""``;
+    * ``${@:N}``: the arguments from the Nth on, joined with single spaces (``N`` of ``0``
+      counts as ``1``); ``${@:N:L}``: at most ``L`` of them from the Nth;
+    * ``$@`` and ``$ARGUMENTS``: all the arguments joined with single spaces.
+
+    Nothing else changes; substituted text is never expanded again.
+    """
     values = split_arguments(arguments)
-    joined = " ".join(values)
 
     def replace(match: re.Match[str]) -> str:
-        digit = match.group(1)
-        if digit is None:
-            return joined
-        index = int(digit) - 1
-        return values[index] if index < len(values) else ""
+        position, start, length = match.groups()
+        if position is not None:
+            index = _number(position) - 1
+            return values[index] if 0 <= index < len(values) else ""
+        if start is None:
+            return " ".join(values)
+        first = max(_number(start) - 1, 0)
+        last = len(values) if length is None else first + _number(length)
+        return " ".join(values[first:last])
 
     return _PLACEHOLDER.sub(replace, template.content)
 

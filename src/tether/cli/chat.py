@@ -1,8 +1,13 @@
 """``tether chat``: the interactive coding agent in the current directory.
 
-One ``Agent`` on the chosen model (``tether.cli.models``) with the coding tools confined to
-the current directory (``tether.tools.coding``) and a system prompt built from the context
-files (``tether.cli.context_files``). What a person sees and can do:
+One runtime (``tether.agent.runtime``) at a time: the workspace (the current directory), the
+coding tools confined to it (``tether.tools.coding``), the session file, the extensions the
+config file names (entry points of group ``tether.extensions``: their tools and event hooks)
+and an ``Agent`` on the chosen model (``tether.cli.models``) whose system prompt is built from
+the context files (``tether.cli.context_files``) and announces the workspace's skills
+(``tether.cli.chat_resources``). ``/new``, ``/resume``, ``/tree ID``, ``/model`` and ``/cd``
+build a new runtime with ``RuntimeManager.replace``: the current one stays in use until the
+new one is fully built, and a failure leaves it as it was. What a person sees and can do:
 
 * **Output.** Assistant text is written as it streams, its markdown styled on a colour
   terminal (code blocks and inline code cyan, headings and bold bold; every character kept,
@@ -20,9 +25,12 @@ files (``tether.cli.context_files``). What a person sees and can do:
   ``/new`` (a new session); ``/sessions`` (the saved ones, newest first); ``/resume ID``
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
-  branch beside the old one); ``/compact`` (compact the context now; the Agent also
+  branch beside the old one); ``/cd DIR`` (the same session in another workspace: tools,
+  context files, skills and extensions rebuilt there); ``/compact`` (compact the context now; the Agent also
   compacts on its own near the model's ``context_window``: the config's, else 128,000
-  tokens); ``/usage``; ``/quit``.
+  tokens); ``/usage``; ``/quit``. ``/NAME args`` expands the prompt template ``NAME``
+  (``.tether/prompts/NAME.md`` in the workspace, or ``prompts/NAME.md`` in the user's config
+  directory) and sends it.
 * **Approval.** Before ``write_file``, ``edit_file``, ``bash`` and ``python_process`` run
   (the config's ``[tools] approve`` list), the call is shown and the person answers ``y``
   (run it), ``n`` (do not: the model gets ``TOOL_CALL_BLOCKED`` "the user declined") or ``a``
@@ -30,8 +38,9 @@ files (``tether.cli.context_files``). What a person sees and can do:
   ``[tools] auto_approve = true``, never asks. Ctrl-C at that question cancels the turn.
 
 **Sessions.** Every message is appended, as it enters the transcript, to a session file in
-``<data dir>/tether/sessions/`` (``SessionStore.create_in`` and ``SessionRecorder``; the
-file is created with the first message, so a chat that sends nothing leaves nothing). The
+``<data dir>/tether/sessions/`` (the runtime's session, recorded by ``SessionRecorder``; the
+first runtime is built, and its file created, with the first prompt, so a chat that sends
+nothing leaves nothing). The
 data directory follows the XDG rules of ``tether.agent.session.default_sessions_dir``.
 ``-r ID`` resumes a session (an ID or unique prefix); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
@@ -53,20 +62,20 @@ import os
 import signal as signals
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 from tether.cli.config import CliConfig, CliError
-from tether.cli.render import Output, compact, shorten
+from tether.cli.render import Output, compact, shorten, warn
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
     from tether.agent.auto_compaction import AutoCompaction
-    from tether.agent.compaction import ContextSummary
-    from tether.agent.persistence import SessionRecorder
-    from tether.agent.session import SessionStore, SessionTree
+    from tether.agent.extensions import ExtensionDefinition
+    from tether.agent.runtime import Runtime, RuntimeAgentInput, RuntimeManager, RuntimeToolsInput
+    from tether.agent.session import SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
     from tether.cli.run import UsageMeter
@@ -111,6 +120,7 @@ COMMANDS: Final = {
     "help": "show this help",
     "model": "/model PROVIDER/MODEL: switch the model, keeping the conversation",
     "new": "start a new session",
+    "cd": "/cd DIR: continue this session in another directory (tools and files there)",
     "sessions": "list saved sessions, newest first",
     "resume": "/resume ID: continue a saved session (an ID or a unique prefix)",
     "tree": "list the active branch; /tree ID moves the branch to that entry",
@@ -390,39 +400,14 @@ def _http_model(choice: ModelChoice) -> Model:
     return choice.build()
 
 
-class _NewSession:
-    """The recorder of a chat that has no session file yet: creates it with the first
-    message (and remembers it for ``-c``), then records through a ``SessionRecorder``."""
-
-    def __init__(self, chat: Chat) -> None:
-        self._chat = chat
-        self._inner: SessionRecorder | None = None
-
-    async def _recorder(self) -> SessionRecorder:
-        if self._inner is None:
-            from tether.agent.persistence import SessionRecorder
-
-            tree = await self._chat.create_session()
-            self._inner = SessionRecorder(tree)
-        return self._inner
-
-    async def record_messages(self, messages: tuple[Message, ...]) -> None:
-        """Append ``messages`` (creating the session file first, once)."""
-        await (await self._recorder()).record_messages(messages)
-
-    async def record_compaction(
-        self, summary: ContextSummary, kept: tuple[Message, ...], record: Any
-    ) -> None:
-        """Append a compaction entry (creating the session file first, once)."""
-        await (await self._recorder()).record_compaction(summary, kept, record)
-
-
 class Chat:
-    """One interactive session: the model, the agent, the session file and the commands.
+    """One interactive session: the model, the runtime (workspace, session, tools,
+    extensions, agent) and the commands.
 
     ``ask`` answers the approval question (the terminal's prompt in ``tether chat``; a
     script in tests); ``view`` writes what happens; ``build_model`` makes the model of a
-    choice (default: ``ModelChoice.build``, the HTTP model).
+    choice (default: ``ModelChoice.build``, the HTTP model); ``extensions`` are activated in
+    every runtime the chat builds.
     """
 
     def __init__(
@@ -437,6 +422,7 @@ class Chat:
         introduction: str | None = None,
         auto_approve: bool = False,
         build_model: Callable[[ModelChoice], Model] | None = None,
+        extensions: Sequence[ExtensionDefinition] = (),
     ) -> None:
         self.choice = choice
         self.build_model: Callable[[ModelChoice], Model] = build_model or _http_model
@@ -450,35 +436,53 @@ class Chat:
         self.approvals = Approvals(
             config.tools.approve, auto=auto_approve or config.tools.auto_approve
         )
-        self.tree: SessionTree | None = None
+        self.extensions = tuple(extensions)
         self.session_tokens = (0, 0)
-        self._agent: Agent | None = None
+        self._manager: RuntimeManager | None = None
         self._meter: UsageMeter | None = None
-        self._tools: ToolRegistry | None = None
-        self._system: str | None = None
         self._resources: ChatResources | None = None
         self._running: Agent | None = None
+        self._move_to: str | None = None  # the entry a /tree replacement moves to
+        self._closed_tree: SessionTree | None = None
 
     # -- building ------------------------------------------------------------------------------
 
     @property
+    def tree(self) -> SessionTree | None:
+        """The current session (``None`` before the first runtime is built; after ``close``
+        the last one)."""
+        return self._closed_tree if self._manager is None else self._manager.current.session
+
+    @property
     def session_id(self) -> str | None:
         """The session file's ID, once there is one."""
-        return None if self.tree is None else self.tree.store.header.id
+        tree = self.tree
+        return None if tree is None else tree.store.header.id
 
-    def _limits(self) -> Any:
+    @property
+    def runtime(self) -> Runtime | None:
+        """The current runtime (``None`` before the first prompt or resume)."""
+        return None if self._manager is None else self._manager.current
+
+    def _session(self, mode: Literal["create", "resume"], session_id: str) -> Any:
+        from tether.agent.runtime import RuntimeSessionOptions
         from tether.agent.session import SessionLimits, SessionStoreOptions
 
-        return SessionStoreOptions(limits=SessionLimits.for_coding())
+        return RuntimeSessionOptions(
+            path=f"{session_id}.jsonl",
+            mode=mode,
+            directory=self.sessions_dir,
+            options=SessionStoreOptions(
+                session_id=session_id if mode == "create" else None,
+                limits=SessionLimits.for_coding(),
+            ),
+        )
 
-    async def create_session(self) -> SessionTree:
-        """Create this chat's session file (and remember it as this cwd's last)."""
-        from tether.agent.session import SessionStore, SessionTree
+    def _new_session(self) -> Any:
+        import uuid
 
-        store = await SessionStore.create_in(self.sessions_dir, self._limits())
-        self.tree = SessionTree(store)
-        remember_session(self.sessions_dir, self.cwd, store.header.id)
-        return self.tree
+        os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
+        return self._session("create", str(uuid.uuid4()))
 
     def _compaction(self) -> AutoCompaction:
         from tether.agent.auto_compaction import AutoCompaction
@@ -487,64 +491,154 @@ class Chat:
         window = self.choice.settings.context_window or DEFAULT_CONTEXT_WINDOW
         return AutoCompaction(context_window=max(window, 2))
 
-    async def agent(self) -> Agent:
-        """The agent, built on first use (model, tools, system prompt, session)."""
-        if self._agent is not None:
-            return self._agent
-        from tether.agent.agent import Agent
-        from tether.agent.persistence import resume_agent
-        from tether.cli.context_files import system_prompt, user_config_dir
+    def _model(self) -> UsageMeter:
         from tether.cli.run import UsageMeter
-        from tether.loop.limits import RunLimits
-        from tether.tools.coding import coding_tools
 
-        resources = await self.resources()
-        if self._tools is None:
-            self._tools = coding_tools(self.cwd)
-            self._tools.register_many(resources.tools())
-        if self._system is None:
-            self._system = system_prompt(
-                self.cwd,
-                tool_names=self._tools.names,
-                introduction=self.introduction,
-                config_dir=user_config_dir(),
-            )
-            section = resources.system_section()
-            if section:
-                self._system += "\n" + section
         if self._meter is None:
             self._meter = UsageMeter(self.build_model(self.choice), None)
-        options: dict[str, Any] = {
-            "model": self._meter,
-            "tools": self._tools,
-            "system": self._system,
-            "limits": RunLimits.for_real_models(),
-            "max_steps": 64,
-            "before_tool_call": self.before_tool_call,
-            "compaction": self._compaction(),
-        }
-        if self.tree is None:
-            agent = Agent(recorder=_NewSession(self), **options)
-        else:
-            agent = await resume_agent(self.tree, **options)
+        return self._meter
+
+    async def _open(self, session: Any) -> RuntimeManager:
+        """Build the first runtime, on ``session`` (``RuntimeSessionOptions``)."""
+        from tether.agent.runtime import (
+            RuntimeAgentOptions,
+            RuntimeFactories,
+            RuntimeManager,
+            RuntimeOptions,
+        )
+        from tether.loop.limits import RunLimits
+
+        manager = await RuntimeManager.create(
+            RuntimeOptions(
+                cwd=self.cwd,
+                session=session,
+                model=self._model(),
+                max_steps=64,
+                extensions=self.extensions,
+                agent_options=RuntimeAgentOptions(
+                    limits=RunLimits.for_real_models(), before_tool_call=self.before_tool_call
+                ),
+                factories=RuntimeFactories(
+                    create_tools=self._create_tools, create_agent=self._create_agent
+                ),
+            )
+        )
+        self._manager = manager
+        self._adopt(session)
+        return manager
+
+    async def _create_tools(self, spec: RuntimeToolsInput, fallback: Callable[..., Any]) -> Any:
+        """The coding tools of the workspace, then ``load_skill`` when it has skills."""
+        registry: ToolRegistry = await fallback(spec)
+        resources = await self._load_resources(Path(spec.workspace.root))
+        registry.register_many(resources.tools())
+        return registry
+
+    async def _create_agent(self, spec: RuntimeAgentInput, fallback: Callable[..., Any]) -> Any:
+        """The default agent with this chat's model, system prompt and compaction (and, for
+        ``/tree ID``, its session moved to that entry first)."""
+        import dataclasses
+
+        from tether.cli.context_files import system_prompt, user_config_dir
+
+        root = Path(spec.workspace.root)
+        system = system_prompt(
+            root,
+            tool_names=spec.tools.names,
+            introduction=self.introduction,
+            config_dir=user_config_dir(),
+        )
+        section = (await self._load_resources(root)).system_section()
+        if section:
+            system += "\n" + section
+        move_to, self._move_to = self._move_to, None
+        if move_to is not None:
+            await spec.session.move_to(move_to)
+        options = dataclasses.replace(spec.options, system=system, compaction=self._compaction())
+        agent: Agent = await fallback(
+            dataclasses.replace(spec, model=self._model(), options=options)
+        )
         agent.subscribe(lambda event, _signal: self.view.show(event))
-        self._agent = agent
         return agent
 
-    async def resources(self) -> ChatResources:
-        """The skills and prompt templates (``tether.cli.chat_resources``), read once; their
-        problems are shown then."""
-        if self._resources is None:
-            from tether.cli.chat_resources import load_chat_resources
-            from tether.cli.context_files import user_config_dir
+    def _adopt(self, session: Any) -> None:
+        """After a runtime was built: remember a created session as this cwd's last."""
+        if session.mode == "create":
+            remember_session(self.sessions_dir, self.cwd, session.path[: -len(".jsonl")])
 
-            self._resources = await load_chat_resources(self.cwd, user_config_dir())
-            for problem in self._resources.problems:
+    async def _replace(self, session: Any, cwd: Path | None = None) -> bool:
+        """Build the runtime for ``session`` (and ``cwd``: another workspace) and make it
+        current; whether that worked. A failure is shown and leaves the current runtime as
+        it was (``RuntimeManager.replace``)."""
+        from tether.agent.runtime import RuntimeWorkspaceOptions, TetherRuntimeError
+
+        target = self.cwd if cwd is None else cwd
+        try:
+            if self._manager is None:
+                previous, self.cwd = self.cwd, target
+                try:
+                    await self._open(session)
+                except BaseException:
+                    self.cwd = previous
+                    raise
+            else:
+                await self._manager.replace(RuntimeWorkspaceOptions(cwd=target, session=session))
+                self.cwd = target
+                self._adopt(session)
+        except TetherRuntimeError as error:
+            self._move_to = None
+            cause = error.__cause__
+            detail = f" ({cause})" if cause is not None and str(cause) else ""
+            self.view.line(f"[{error.code}] {error}{detail}")
+            return False
+        return True
+
+    def _same_session(self) -> Any:
+        session_id = self.session_id
+        return None if session_id is None else self._session("resume", session_id)
+
+    async def agent(self) -> Agent:
+        """The agent, built on first use (with a new session)."""
+        manager = self._manager
+        if manager is None:
+            manager = await self._open(self._new_session())
+        return manager.current.agent
+
+    async def _load_resources(self, root: Path) -> ChatResources:
+        """The skills and templates of ``root`` (read once per workspace); problems are
+        shown when they are read."""
+        from tether.cli.chat_resources import load_chat_resources
+        from tether.cli.context_files import user_config_dir
+
+        cached = self._resources
+        if cached is None or cached.root != root:
+            cached = await load_chat_resources(root, user_config_dir())
+            self._resources = cached
+            for problem in cached.problems:
                 self.view.line(f"(ignored) {problem}")
-        return self._resources
+        return cached
+
+    async def resources(self) -> ChatResources:
+        """The skills and prompt templates of the current workspace
+        (``tether.cli.chat_resources``)."""
+        runtime = self.runtime
+        return await self._load_resources(
+            self.cwd if runtime is None else Path(runtime.workspace.root)
+        )
 
     async def close(self) -> None:
-        """Close the model's HTTP client."""
+        """Dispose of the runtime (the session flushed, extensions disposed), then close the
+        model's HTTP client."""
+        manager = self._manager
+        try:
+            if manager is not None:
+                self._closed_tree = manager.current.session
+                self._manager = None
+                await manager.dispose()
+        finally:
+            await self._close_model()
+
+    async def _close_model(self) -> None:
         meter, self._meter = self._meter, None
         if meter is not None:
             close = getattr(meter.model, "aclose", None)
@@ -646,8 +740,9 @@ class Chat:
         elif name == "model":
             await self._switch_model(argument)
         elif name == "new":
-            await self.reset(None)
-            view.line("new session")
+            await self.new_session()
+        elif name == "cd":
+            await self.change_directory(argument)
         elif name == "sessions":
             self._list_sessions()
         elif name == "resume":
@@ -658,10 +753,32 @@ class Chat:
             await self._compact()
         return True
 
-    async def reset(self, tree: SessionTree | None) -> None:
-        """Drop the agent (a new one is built for ``tree``, or a new session)."""
-        self.tree = tree
-        self._agent = None
+    async def new_session(self) -> bool:
+        """``/new``: a runtime on a new session (the file is created now when a runtime is
+        current, else with the first prompt); whether it worked."""
+        if self._manager is not None and not await self._replace(self._new_session()):
+            return False
+        self.view.line("new session")
+        return True
+
+    async def change_directory(self, argument: str) -> bool:
+        """``/cd DIR``: the same session in another workspace (tools, context files, skills
+        and extensions rebuilt there, through ``RuntimeManager.replace``: the current
+        runtime stays until the new one is built); whether it worked."""
+        if not argument:
+            self.view.line(f"workspace: {self.cwd} (/cd DIR switches)")
+            return False
+        target = _directory(self.cwd, argument)
+        if isinstance(target, str):
+            self.view.line(target)
+            return False
+        session = self._same_session()
+        if session is None:  # nothing built yet: the first prompt builds it there
+            self.cwd = target
+        elif not await self._replace(session, target):
+            return False
+        self.view.line(f"workspace: {self.cwd}")
+        return True
 
     async def _switch_model(self, spec: str) -> None:
         from tether.cli.models import choose_model
@@ -677,9 +794,18 @@ class Chat:
         except CliError as error:
             self.view.line(f"[{error.code}] {error}")
             return
-        await self.close()
-        self.choice = choice
-        self._agent = None  # rebuilt from the session file (which holds every message)
+        previous_choice, previous_meter = self.choice, self._meter
+        self.choice, self._meter = choice, None
+        session = self._same_session()
+        if session is not None and not await self._replace(session):
+            # The old runtime is still current, with its model.
+            await self._close_model()
+            self.choice, self._meter = previous_choice, previous_meter
+            return
+        if previous_meter is not None:
+            close = getattr(previous_meter.model, "aclose", None)
+            if close is not None:
+                await close()
         self.view.line(f"model: {choice.spec}")
 
     def _list_sessions(self) -> None:
@@ -720,26 +846,21 @@ class Chat:
         return None
 
     async def resume(self, ident: str) -> bool:
-        """Resume the session ``ident`` names; whether it was found and loaded."""
-        from tether.agent.session import SessionStore, SessionStoreError, SessionTree
-
+        """Resume the session ``ident`` names; whether it was found and loaded (a runtime
+        built on it replaces the current one)."""
         path = self._session_path(ident)
         if path is None:
             return False
-        try:
-            store: SessionStore = await SessionStore.load(path, self._limits())
-        except (SessionStoreError, OSError) as error:
-            self.view.line(f"cannot resume {path.name}: {error}")
+        session_id = path.name[: -len(".jsonl")]
+        if session_id == self.session_id:
+            self.view.line(f"already in session {session_id}")
+            return True
+        self.view.line(f"resuming {path.name}")
+        if not await self._replace(self._session("resume", session_id)):
             return False
-        await self.reset(SessionTree(store))
-        try:
-            agent = await self.agent()
-        except TypeError as error:  # a transcript the Agent refuses
-            self.view.line(f"cannot resume {path.name}: {error}")
-            await self.reset(None)
-            return False
+        agent = await self.agent()
         count = len(agent.messages)
-        self.view.line(f"resumed session {store.header.id} ({count} messages)")
+        self.view.line(f"resumed session {session_id} ({count} messages)")
         self._show_last(agent.messages)
         return True
 
@@ -780,8 +901,9 @@ class Chat:
                 else f"{argument!r} names {len(matches)} entries: give more of the ID"
             )
             return
-        await tree.move_to(matches[0])
-        await self.reset(tree)
+        self._move_to = matches[0]
+        if not await self._replace(self._session("resume", tree.store.header.id)):
+            return
         agent = await self.agent()
         self.view.line(
             f"moved to {matches[0][:8]} ({len(agent.messages)} messages): the next prompt "
@@ -809,6 +931,17 @@ class Chat:
         )
 
 
+def _directory(cwd: Path, argument: str) -> Path | str:
+    """The directory ``/cd argument`` names (``~`` expanded, relative to ``cwd``, symlinks
+    resolved), or what is wrong with it."""
+    target = Path(os.path.expanduser(argument))
+    if not target.is_absolute():
+        target = cwd / target
+    if not target.is_dir():
+        return f"no directory {target}"
+    return Path(os.path.realpath(target))
+
+
 def _describe(message: Message) -> str:
     if message.role == "user":
         return f"you: {shorten(message.content, 70)}"
@@ -826,6 +959,23 @@ def _describe(message: Message) -> str:
 # --- the terminal -----------------------------------------------------------------------------
 
 
+def _configured_extensions(config: CliConfig) -> tuple[ExtensionDefinition, ...]:
+    """The extensions the config file names, loaded from their entry points (``CliError``
+    ``CLI_EXTENSION_UNAVAILABLE`` when one is missing or cannot be imported)."""
+    if not config.extensions:
+        return ()
+    from tether.agent.extensions import ExtensionError, load_entry_point_extensions
+
+    try:
+        return load_entry_point_extensions(config.extensions)
+    except ExtensionError as error:
+        raise CliError(
+            "CLI_EXTENSION_UNAVAILABLE",
+            f"{config.path}: extension not loaded [{error.code}]: {error} "
+            "(install its package, or remove it from 'extensions')",
+        ) from None
+
+
 async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: CliConfig) -> int:
     """Run ``tether chat`` on the terminal; returns the exit status (0 when it ends)."""
     from prompt_toolkit import PromptSession
@@ -835,6 +985,11 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
 
     cwd = Path.cwd()
     data_dir = chat_data_dir()
+    try:
+        extensions = _configured_extensions(config)
+    except CliError as error:
+        warn(f"tether chat: [{error.code}] {error}")
+        return 2
     out = Output.for_people(sys.stdout)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     view = ChatView(out, color=color)
@@ -870,6 +1025,7 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
         ask=ask,
         introduction=args.system,
         auto_approve=args.auto_approve,
+        extensions=extensions,
     )
     loop = asyncio.get_running_loop()
 

@@ -34,9 +34,11 @@ PROJECT_DIRECTORY: Final = ".tether"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatResources:
-    """What the resource roots hold: ``skills`` and ``templates`` (sorted by name), the
-    ``loader`` that reads them (``None`` when no root exists) and one line per problem."""
+    """What the resource roots of ``root`` (a workspace) hold: ``skills`` and ``templates``
+    (sorted by name), the ``loader`` that reads them (``None`` when no root exists) and one
+    line per problem."""
 
+    root: Path | None = None
     loader: ResourceLoader | None = None
     skills: tuple[Skill, ...] = ()
     templates: tuple[PromptTemplate, ...] = ()
@@ -76,13 +78,13 @@ async def load_chat_resources(cwd: Path, config_dir: Path) -> ChatResources:
 
     directories = resource_directories(cwd, config_dir)
     if not directories:
-        return ChatResources()
+        return ChatResources(root=cwd)
     try:
         loader = await ResourceLoader.create(
             [ResourceRootDefinition(id=name, directory=path) for name, path in directories]
         )
     except ResourceError as error:
-        return ChatResources(problems=(f"resources: [{error.code}] {error}",))
+        return ChatResources(root=cwd, problems=(f"resources: [{error.code}] {error}",))
     problems: list[str] = []
     skills: Sequence[Skill] = ()
     templates: Sequence[PromptTemplate] = ()
@@ -99,5 +101,9 @@ async def load_chat_resources(cwd: Path, config_dir: Path) -> ChatResources:
     except ResourceError as error:
         problems.append(f"prompts: [{error.code}] {error}")
     return ChatResources(
-        loader=loader, skills=tuple(skills), templates=tuple(templates), problems=tuple(problems)
+        root=cwd,
+        loader=loader,
+        skills=tuple(skills),
+        templates=tuple(templates),
+        problems=tuple(problems),
     )

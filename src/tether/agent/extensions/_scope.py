@@ -12,6 +12,15 @@ A callback may return a plain value, a coroutine, a Future or any awaitable; wha
 awaitable gives is adopted again, at most ``MAX_ADOPTION_DEPTH`` levels deep, and an
 awaitable that gives itself (or an earlier one) back is a cycle. The first level completing
 is the *selection* of the outcome (``on_selected``), the last its final settlement.
+
+A ``CancelledError`` a callback raises on its own is a failure, never a cancellation of the
+host: a plain (synchronous) callback's always is, an async one's whenever the caller is not
+being cancelled; both become ``RuntimeError("Extension callback was cancelled")``. When the
+caller stops waiting (its signal aborted or its task was cancelled) the callback's task is
+cancelled and given one loop turn to unwind before the caller goes on (so its rollback
+normally runs after the callback's own cleanup); a task still running after that turn is put
+in the caller's ``abandoned`` set until it ends, so it is never garbage collected while
+pending and its owner can wait for it.
 """
 
 from __future__ import annotations
@@ -67,21 +76,26 @@ async def invoke(
     *args: object,
     signal: AbortSignal | None = None,
     on_selected: Callable[[], None] = _nothing,
+    abandoned: set[asyncio.Task[Any]] | None = None,
 ) -> Any:
     """Call ``callback(*args)`` in a fresh scope of ``host`` and adopt what it returns.
 
     With a ``signal``, waiting stops at once when it aborts (the abort reason is raised) and
-    the callback's task is cancelled. A ``CancelledError`` the callback raised on its own
-    (while the caller is not being cancelled) becomes a ``RuntimeError``.
+    the callback's task is cancelled and given one loop turn to unwind; if it is still running
+    then, it goes into ``abandoned`` until it ends. A ``CancelledError`` the callback raised
+    on its own (always, for a synchronous callback; while the caller is not being cancelled,
+    for an async one) becomes a ``RuntimeError``.
     """
     context = contextvars.copy_context()
     scope = Scope(host, _SCOPE.get())
     context.run(_SCOPE.set, scope)
     try:
         result = context.run(callback, *args)
-    except BaseException:
+    except BaseException as error:
         scope.active = False
         on_selected()
+        if isinstance(error, asyncio.CancelledError):  # nothing awaited: it cannot be ours
+            raise _cancelled_itself() from None
         raise
     if not is_awaitable(result):
         scope.active = False
@@ -103,10 +117,26 @@ async def invoke(
     except BaseException as error:
         if not task.done():
             task.cancel()
+            await _unwind(task, abandoned)
         if isinstance(error, asyncio.CancelledError):
             reraise_task_cancellation(error)
-            raise RuntimeError("Extension callback was cancelled") from None
+            raise _cancelled_itself() from None
         raise
+
+
+def _cancelled_itself() -> RuntimeError:
+    return RuntimeError("Extension callback was cancelled")
+
+
+async def _unwind(task: asyncio.Task[Any], abandoned: set[asyncio.Task[Any]] | None) -> None:
+    """Give a cancelled callback task one loop turn to unwind; keep it in ``abandoned`` while
+    it still runs (the loop holds tasks only weakly)."""
+    try:
+        await asyncio.sleep(0)
+    finally:
+        if not task.done() and abandoned is not None:
+            abandoned.add(task)
+            task.add_done_callback(abandoned.discard)
 
 
 async def _adopt(value: Any, scope: Scope, on_selected: Callable[[], None]) -> Any:

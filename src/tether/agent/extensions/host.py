@@ -15,16 +15,19 @@
   all). On any failure the staged disposers run in reverse order, then the instance's
   ``dispose``; nothing staged remains and the status is ``failed`` (it may be activated
   again). Cancellation (the caller's signal, or ``dispose()`` while activating) gives
-  ``EXTENSION_CANCELLED`` and the same rollback: the host stops waiting at once (so a
-  callback that ignores cancellation cannot hold the host up), cancels the callback's task
-  and rolls back while it unwinds. A bare ``BaseException`` from extension code is never
-  swallowed: cleanups still all run, then it propagates.
+  ``EXTENSION_CANCELLED`` and the same rollback: the host stops waiting at once, cancels the
+  callback's task and gives it one loop turn to unwind, then rolls back (so a callback that
+  ignores cancellation cannot hold the host up). A callback task still running then is kept
+  by the host; ``dispose()`` waits for such tasks at most ``ABANDONED_TASK_GRACE`` seconds
+  and reports each one still running as a disposal failure. A bare ``BaseException`` from
+  extension code (or the cancellation of the host's own queue task) is never swallowed: the
+  rollback still runs in full, then it propagates.
 * ``emit(event)`` calls the hooks in activation order, then registration order, each awaited
   before the next; failures are reported per hook and later hooks still run. tether's agent
   events are frozen dataclasses, so they are passed as they are (no copy is needed).
 * ``dispose()`` (idempotent: the same future on every call) aborts an activation in flight,
   then disposes every active extension in reverse activation order, attempting every
-  cleanup, and restores the base tools.
+  cleanup, waits (bounded) for abandoned callback tasks, and restores the base tools.
 * **Reentrancy.** While a callback of this host runs (and detached work started inside it,
   until the callback has finally settled), ``discover`` raises and ``activate``, ``emit`` and
   ``dispose`` return failed futures, all with ``EXTENSION_REENTRANT_OPERATION``.
@@ -69,7 +72,11 @@ from tether.protocol import AgentEvent
 from tether.protocol._fields import MAX_SAFE_INTEGER
 from tether.tools.contract import ToolContractError, ToolRegistry
 
-__all__ = ["ExtensionHost"]
+__all__ = ["ABANDONED_TASK_GRACE", "ExtensionHost"]
+
+ABANDONED_TASK_GRACE: Final = 1.0
+"""How long ``dispose()`` waits, in seconds, for cancelled callback tasks that are still running
+(they ignored or are slow to honour the cancellation) before it reports them as failures."""
 
 T = TypeVar("T")
 
@@ -78,6 +85,7 @@ _DISPOSED_REASON: Final = "ExtensionHost disposed"
 _CALLBACK_FAILED: Final = "Extension callback failed"
 _REENTRANT: Final = "ExtensionHost operations cannot be called from inside an extension callback"
 _CLOSED: Final = "Extension activation context is closed"
+_STUBBORN: Final = "A cancelled extension callback was still running when disposal stopped waiting"
 
 
 def _failure_message(error: BaseException) -> str:
@@ -119,6 +127,7 @@ class ExtensionHost:
 
     __slots__ = (
         "__weakref__",
+        "_abandoned",
         "_activation",
         "_base",
         "_disposal",
@@ -151,6 +160,7 @@ class ExtensionHost:
         self._disposal: asyncio.Future[None] | None = None
         self._tail: asyncio.Future[Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
+        self._abandoned: set[asyncio.Task[Any]] = set()  # cancelled callbacks still running
 
     @staticmethod
     def _base_tools(tools: object) -> ToolRegistry:
@@ -284,9 +294,9 @@ class ExtensionHost:
         body: Callable[[], Coroutine[Any, Any, T]],
         public: asyncio.Future[T],
     ) -> None:
-        if previous is not None and not previous.done():
-            await asyncio.wait((previous,))
         try:
+            if previous is not None and not previous.done():
+                await asyncio.wait((previous,))
             value = await body()
         except BaseException as error:
             if not public.done():
@@ -353,7 +363,10 @@ class ExtensionHost:
             await self._roll_back(record, controller, stage, instance_dispose, error)
         except BaseException:
             stage.open = False
-            record.status = "failed"
+            try:
+                await self._clean_up((*reversed(stage.disposers), *instance_dispose))
+            finally:
+                record.status = "failed"
             raise
         finally:
             self._activation = None
@@ -380,7 +393,9 @@ class ExtensionHost:
         name = record.definition.id
         signal = controller.signal
         self._check_cancelled(name, controller)
-        instance = await invoke(self, record.definition.create, signal=signal)
+        instance = await invoke(
+            self, record.definition.create, signal=signal, abandoned=self._abandoned
+        )
         dispose = read_function(instance, "dispose")
         if dispose is not MISSING:
             if dispose is ACCESSOR or not callable(dispose):
@@ -401,7 +416,14 @@ class ExtensionHost:
         def selected() -> None:
             stage.open = False
 
-        await invoke(self, activate, context, signal=signal, on_selected=selected)
+        await invoke(
+            self,
+            activate,
+            context,
+            signal=signal,
+            on_selected=selected,
+            abandoned=self._abandoned,
+        )
         stage.open = False
         self._check_cancelled(name, controller)
         candidate = ToolRegistry.snapshot(self._live)
@@ -502,7 +524,7 @@ class ExtensionHost:
         escaping: BaseException | None = None
         for cleanup in cleanups:
             try:
-                await invoke(self, cleanup)
+                await invoke(self, cleanup, abandoned=self._abandoned)
             except Exception as error:
                 failures.append(error)
             except BaseException as error:
@@ -551,7 +573,7 @@ class ExtensionHost:
         ]
         for extension_id, index, hook in hooks:
             try:
-                await invoke(self, hook, event)
+                await invoke(self, hook, event, abandoned=self._abandoned)
             except Exception as error:
                 failures.append(
                     ExtensionHookFailure(
@@ -570,9 +592,11 @@ class ExtensionHost:
         Aborts an activation in flight (it fails ``EXTENSION_CANCELLED``), then, after the
         work already queued, runs each active extension's disposers (reverse registration
         order) and its instance ``dispose``, extensions in reverse activation order, every
-        one attempted. Fails with ``EXTENSION_DISPOSAL_FAILED`` (``__cause__``: an
-        ``ExtensionAggregateError`` of every failure in attempt order). From inside a
-        callback it fails ``EXTENSION_REENTRANT_OPERATION`` and changes nothing.
+        one attempted; then waits at most ``ABANDONED_TASK_GRACE`` seconds for cancelled
+        callback tasks still running (each one still running after that is a failure). Fails
+        with ``EXTENSION_DISPOSAL_FAILED`` (``__cause__``: an ``ExtensionAggregateError`` of
+        every failure in attempt order). From inside a callback it fails
+        ``EXTENSION_REENTRANT_OPERATION`` and changes nothing.
         """
         if in_scope(self):
             return self._rejected(_error("EXTENSION_REENTRANT_OPERATION", _REENTRANT))
@@ -602,6 +626,9 @@ class ExtensionHost:
             record.dispose = None
         self._order.clear()
         self._live = ToolRegistry.snapshot(self._base)
+        if self._abandoned:
+            _, running = await asyncio.wait(tuple(self._abandoned), timeout=ABANDONED_TASK_GRACE)
+            failures.extend(_error("EXTENSION_DISPOSAL_FAILED", _STUBBORN) for _ in running)
         self._state = "disposed"
         if escaping is not None:
             raise escaping
