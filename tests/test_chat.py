@@ -12,11 +12,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tether import AbortController, ScriptedModel, ScriptedReply, ScriptedToolCall
+from tether.agent.extensions import ExtensionContext, ExtensionDefinition
 from tether.agent.session import default_sessions_dir
 from tether.cli import chat as chat_module
 from tether.cli.chat import (
@@ -40,7 +42,7 @@ from tether.cli.render import Output
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
 from tether.models.base import Model
-from tether.protocol import ToolCall, ToolResultMessage
+from tether.protocol import AgentEvent, ToolCall, ToolResultMessage
 
 FAKE_KEY = "sk-tether-FAKE-CHAT-KEY-in-process"
 
@@ -242,6 +244,8 @@ async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: Cli
     second = await chat.turn("write b")
     await chat.close()
 
+    assert first is not None
+    assert second is not None
     assert first.status == second.status == "completed"
     project = tmp_path / "project"
     assert (project / "a.txt").read_text(encoding="utf-8") == "A"
@@ -279,6 +283,7 @@ async def test_always_stops_asking_for_that_tool(tmp_path: Path, config: CliConf
     chat, _ = make_chat(tmp_path, config, model, answers)
     result = await chat.turn("write both")
     await chat.close()
+    assert result is not None
     assert result.status == "completed"
     assert len(answers.asked) == 1
     assert (tmp_path / "project" / "b.txt").read_text(encoding="utf-8") == "B"
@@ -291,6 +296,7 @@ async def test_ctrl_c_at_the_question_declines_and_cancels(
     chat, buffer = make_chat(tmp_path, config, model, Answers(KeyboardInterrupt()))
     result = await chat.turn("write a")
     await chat.close()
+    assert result is not None
     assert result.status == "cancelled"
     assert not (tmp_path / "project" / "a.txt").exists()
     assert "(turn cancelled)" in shown(buffer)
@@ -488,6 +494,7 @@ async def test_skills_are_announced_and_loaded_and_templates_expand(
     assert await chat.command(Command("nope"))
     await chat.close()
 
+    assert first is not None
     assert first.status == "completed"
     system = model.requests[0].system
     assert system is not None
@@ -619,8 +626,8 @@ async def test_a_model_switch_that_cannot_be_built_keeps_the_old_runtime(
 async def test_new_replaces_the_runtime_and_extensions_see_every_runtime(
     tmp_path: Path, config: CliConfig
 ) -> None:
-    from tether.agent.extensions import ExtensionContext, ExtensionDefinition
-    from tether.protocol import AgentEvent, RunFinishedEvent
+    from tether.agent.extensions import ExtensionDefinition
+    from tether.protocol import RunFinishedEvent
     from tether.tools import tool
 
     seen: list[str] = []
@@ -682,3 +689,124 @@ async def test_new_replaces_the_runtime_and_extensions_see_every_runtime(
     assert result.content == "HI"
     sessions = sorted(p.name for p in (tmp_path / "data" / "sessions").glob("*.jsonl"))
     assert sessions == sorted([f"{first_id}.jsonl", f"{second_id}.jsonl"])
+
+
+def extension_chat(
+    tmp_path: Path,
+    config: CliConfig,
+    build: Callable[[ModelChoice], Model],
+    *extensions: ExtensionDefinition,
+) -> tuple[Chat, io.BytesIO]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    chat_view, buffer = view()
+    chat = Chat(
+        choice=a_choice(config),
+        config=config,
+        cwd=project,
+        data_dir=tmp_path / "data",
+        view=chat_view,
+        ask=Answers(),
+        build_model=build,
+        extensions=extensions,
+    )
+    return chat, buffer
+
+
+class Closable(ScriptedModel):
+    """A scripted model with an HTTP client's ``aclose``."""
+
+    closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_replacement_whose_old_runtime_fails_to_close_is_still_adopted(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    disposals: list[int] = []
+
+    class Sticky:
+        def activate(self, context: ExtensionContext) -> None:
+            context.on_dispose(self.stop)
+
+        def stop(self) -> None:
+            disposals.append(1)
+            if len(disposals) == 1:
+                raise OSError("the first runtime's extension cannot stop")
+
+    models = {
+        "openai/gpt-test": Closable([ScriptedReply(text=("one",))]),
+        "openai/gpt-other": Closable([ScriptedReply(text=("two",))]),
+    }
+    chat, buffer = extension_chat(
+        tmp_path,
+        config,
+        lambda choice: models[choice.spec],
+        ExtensionDefinition(id="sticky", create=Sticky),
+    )
+    await chat.turn("hello")
+    assert await chat.command(Command("model", "openai/gpt-other"))
+    second = await chat.turn("again")
+    await chat.close()
+
+    assert second is not None
+    assert second.status == "completed"
+    assert chat.choice.spec == "openai/gpt-other"
+    assert models["openai/gpt-test"].closed  # the replaced runtime's model
+    assert models["openai/gpt-other"].closed  # closed by close(), not by the switch
+    assert len(models["openai/gpt-other"].requests) == 1
+    text = shown(buffer)
+    assert "(the previous runtime did not close cleanly) [RUNTIME_REPLACEMENT_CLEANUP_FAILED]" in (
+        text
+    )
+    assert "model: openai/gpt-other" in text
+    assert disposals == [1, 1]
+
+
+async def test_a_poisoned_runtime_is_reported_once_and_closes_without_raising(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    class Broken:
+        def activate(self, context: ExtensionContext) -> None:
+            context.on_agent_event(self.on_event)
+
+        def on_event(self, event: AgentEvent) -> None:
+            raise ValueError("hook is broken")
+
+    model = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("two",))])
+    chat, buffer = extension_chat(
+        tmp_path, config, lambda _: model, ExtensionDefinition(id="broken", create=Broken)
+    )
+    await chat.turn("hello")
+    await chat.turn("again")
+    await chat.close()
+
+    text = shown(buffer)
+    assert text.count("(the session is no longer kept in step) [RUNTIME_EVENT_FAILED]") == 1
+    assert "broken[0]: hook is broken" in text
+    assert "(the session did not close cleanly) [RUNTIME_DISPOSAL_FAILED]" in text
+
+
+async def test_a_runtime_that_cannot_be_built_fails_the_turn_not_the_chat(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    class Refuses:
+        def activate(self, context: ExtensionContext) -> None:
+            raise RuntimeError("no licence")
+
+    model = ScriptedModel([ScriptedReply(text=("one",))])
+    chat, buffer = extension_chat(
+        tmp_path, config, lambda _: model, ExtensionDefinition(id="refuses", create=Refuses)
+    )
+    assert await chat.turn("hello") is None
+    await chat.close()
+
+    text = shown(buffer)
+    assert "[RUNTIME_CONSTRUCTION_FAILED]" in text
+    assert 'Extension "refuses" activation failed: no licence' in text
+    assert chat.session_id is None
+    assert list((tmp_path / "data" / "sessions").glob("*.jsonl")) == []  # rolled back
+    assert model.requests == ()

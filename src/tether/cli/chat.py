@@ -26,11 +26,11 @@ new one is fully built, and a failure leaves it as it was. What a person sees an
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
   branch beside the old one); ``/cd DIR`` (the same session in another workspace: tools,
-  context files, skills and extensions rebuilt there); ``/compact`` (compact the context now; the Agent also
-  compacts on its own near the model's ``context_window``: the config's, else 128,000
-  tokens); ``/usage``; ``/quit``. ``/NAME args`` expands the prompt template ``NAME``
-  (``.tether/prompts/NAME.md`` in the workspace, or ``prompts/NAME.md`` in the user's config
-  directory) and sends it.
+  context files, skills and extensions rebuilt there); ``/compact`` (compact the context
+  now; the Agent also compacts on its own near the model's ``context_window``: the
+  config's, else 128,000 tokens); ``/usage``; ``/quit``. ``/NAME args`` expands the prompt
+  template ``NAME`` (``.tether/prompts/NAME.md`` in the workspace, or ``prompts/NAME.md``
+  in the user's config directory) and sends it.
 * **Approval.** Before ``write_file``, ``edit_file``, ``bash`` and ``python_process`` run
   (the config's ``[tools] approve`` list), the call is shown and the person answers ``y``
   (run it), ``n`` (do not: the model gets ``TOOL_CALL_BLOCKED`` "the user declined") or ``a``
@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
+from tether._errors import TetherError
 from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 
@@ -444,6 +445,7 @@ class Chat:
         self._running: Agent | None = None
         self._move_to: str | None = None  # the entry a /tree replacement moves to
         self._closed_tree: SessionTree | None = None
+        self._shown_error: BaseException | None = None
 
     # -- building ------------------------------------------------------------------------------
 
@@ -573,25 +575,32 @@ class Chat:
         from tether.agent.runtime import RuntimeWorkspaceOptions, TetherRuntimeError
 
         target = self.cwd if cwd is None else cwd
+        manager = self._manager
         try:
-            if self._manager is None:
+            if manager is None:
                 previous, self.cwd = self.cwd, target
                 try:
                     await self._open(session)
                 except BaseException:
                     self.cwd = previous
                     raise
-            else:
-                await self._manager.replace(RuntimeWorkspaceOptions(cwd=target, session=session))
-                self.cwd = target
-                self._adopt(session)
+                return True
+            before = manager.current
+            try:
+                await manager.replace(RuntimeWorkspaceOptions(cwd=target, session=session))
+            except TetherRuntimeError as error:
+                if manager.state != "open" or manager.current is before:
+                    raise
+                # The new runtime is current; only disposing the old one failed.
+                self.view.line(f"(the previous runtime did not close cleanly) {_problem(error)}")
+            self.cwd = target
+            self._adopt(session)
+            return True
         except TetherRuntimeError as error:
-            self._move_to = None
-            cause = error.__cause__
-            detail = f" ({cause})" if cause is not None and str(cause) else ""
-            self.view.line(f"[{error.code}] {error}{detail}")
+            self.view.line(_problem(error))
             return False
-        return True
+        finally:
+            self._move_to = None  # consumed by the agent factory, or void
 
     def _same_session(self) -> Any:
         session_id = self.session_id
@@ -629,21 +638,22 @@ class Chat:
     async def close(self) -> None:
         """Dispose of the runtime (the session flushed, extensions disposed), then close the
         model's HTTP client."""
+        from tether.agent.runtime import TetherRuntimeError
+
         manager = self._manager
         try:
             if manager is not None:
                 self._closed_tree = manager.current.session
                 self._manager = None
                 await manager.dispose()
+        except TetherRuntimeError as error:
+            self.view.line(f"(the session did not close cleanly) {_problem(error)}")
         finally:
             await self._close_model()
 
     async def _close_model(self) -> None:
         meter, self._meter = self._meter, None
-        if meter is not None:
-            close = getattr(meter.model, "aclose", None)
-            if close is not None:
-                await close()
+        await _close_meter(meter)
 
     @property
     def meter(self) -> UsageMeter | None:
@@ -660,11 +670,17 @@ class Chat:
         running.cancel(_INTERRUPT)
         return True
 
-    async def turn(self, text: str) -> RunResult:
-        """Send ``text`` and show the run until it settles."""
+    async def turn(self, text: str) -> RunResult | None:
+        """Send ``text`` and show the run until it settles (``None``: no runtime could be
+        built for it, which is shown)."""
+        from tether.agent.runtime import TetherRuntimeError
         from tether.cli.models import run_problem
 
-        agent = await self.agent()
+        try:
+            agent = await self.agent()
+        except TetherRuntimeError as error:
+            self.view.line(_problem(error))
+            return None
         self._running = agent
         try:
             result = await agent.prompt(text).result
@@ -688,7 +704,24 @@ class Chat:
         total = self.session_tokens
         self.session_tokens = (total[0] + turn[0], total[1] + turn[1])
         view.line(view.usage_line(turn, self.session_tokens))
+        await self._check_runtime()
         return result
+
+    async def _check_runtime(self) -> None:
+        """After a turn: wait for the runtime's event tail (extension hooks, the session
+        coherence check: the runtime's subscriber returns each operation to the Agent) and
+        show, once, an error that poisoned the runtime."""
+        runtime = self.runtime
+        if runtime is None:
+            return
+        await runtime.agent.wait_for_subscribers()
+        error = runtime.error
+        if error is not None and error is not self._shown_error:
+            self._shown_error = error
+            self.view.line(
+                f"(the session is no longer kept in step) {_problem(error)}: "
+                "/new or /resume starts over"
+            )
 
     async def before_tool_call(self, context: ToolCallContext) -> BlockToolCall | None:
         """The approval hook (see the module docstring)."""
@@ -796,16 +829,20 @@ class Chat:
             return
         previous_choice, previous_meter = self.choice, self._meter
         self.choice, self._meter = choice, None
-        session = self._same_session()
-        if session is not None and not await self._replace(session):
-            # The old runtime is still current, with its model.
-            await self._close_model()
-            self.choice, self._meter = previous_choice, previous_meter
+        before = self.runtime
+        switched = False
+        try:
+            session = self._same_session()
+            switched = session is None or await self._replace(session)
+        finally:
+            if not switched and self.runtime is before:
+                # The old runtime is still current, with its model: drop the new one.
+                unused, self._meter = self._meter, previous_meter
+                self.choice = previous_choice
+                await _close_meter(unused)
+        if not switched:
             return
-        if previous_meter is not None:
-            close = getattr(previous_meter.model, "aclose", None)
-            if close is not None:
-                await close()
+        await _close_meter(previous_meter)
         self.view.line(f"model: {choice.spec}")
 
     def _list_sessions(self) -> None:
@@ -929,6 +966,34 @@ class Chat:
             f"compacted: {record.units_before} → {record.units_after} units, "
             f"{len(agent.messages)} messages"
         )
+
+
+async def _close_meter(meter: UsageMeter | None) -> None:
+    """Close a metered model's HTTP client (if it has one)."""
+    if meter is not None:
+        close = getattr(meter.model, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _problem(error: TetherError) -> str:
+    """``[CODE] message (causes)``: a runtime error as the chat shows it."""
+    return f"[{error.code}] {_explain(error)}"
+
+
+def _explain(error: BaseException, depth: int = 0) -> str:
+    """``error``'s message, then its causes in parentheses (an aggregate's each, ``;``
+    separated), three levels deep at most."""
+    text = str(error) or type(error).__name__
+    cause = error.__cause__
+    if cause is None or depth >= 3:
+        return text
+    if isinstance(cause, BaseExceptionGroup):
+        parts = cast("tuple[BaseException, ...]", cause.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        inner = "; ".join(_explain(part, depth + 1) for part in parts)
+    else:
+        inner = _explain(cause, depth + 1)
+    return text if inner == text else f"{text} ({inner})"
 
 
 def _directory(cwd: Path, argument: str) -> Path | str:
