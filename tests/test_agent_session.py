@@ -300,3 +300,79 @@ async def test_a_recorder_raising_cancelled_error_is_a_recording_failure(tmp_pat
     assert result.status == "failed"
     assert result.error.code == "AGENT_RECORDING_FAILED"
     assert not agent.is_running
+
+
+async def _unanswered(tmp_path: Path) -> SessionTree:
+    tree = await new_tree(tmp_path)
+    call = ToolCall(id="c1", name="add", arguments={"left": 1, "right": 1})  # pyright: ignore[reportArgumentType]
+    await tree.append(UserMessage(id="u1", content="add"))
+    await tree.append(AssistantMessage(id="a1", content=(call,)))
+    return await reloaded(tree)
+
+
+async def test_a_callers_recorder_holds_the_closing_results_until_it_writes(
+    tmp_path: Path,
+) -> None:
+    tree = await _unanswered(tmp_path)
+    recorder = SessionRecorder(tree)
+    agent = await resume_agent(
+        tree, recorder=recorder, model=ScriptedModel([text_reply("2")]), tools=ToolRegistry([add])
+    )
+    assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult"]
+    assert recorder.pending == (agent.messages[2],)
+    assert len((await reloaded(tree)).entries) == 2  # nothing written yet
+    await bounded(recorder.record_pending())
+    assert recorder.pending == ()
+    assert (await reloaded(tree)).active_messages == agent.messages
+    await bounded(recorder.record_pending())  # nothing left: nothing written
+    assert len((await reloaded(tree)).entries) == 3
+
+
+async def test_held_results_are_written_first_by_the_next_write(tmp_path: Path) -> None:
+    tree = await _unanswered(tmp_path)
+    recorder = SessionRecorder(tree)
+    agent = await resume_agent(
+        tree, recorder=recorder, model=ScriptedModel([text_reply("2")]), tools=ToolRegistry([add])
+    )
+    racing = asyncio.ensure_future(recorder.record_pending())  # alongside the run
+    assert (await bounded(agent.run("again"))).status == "completed"
+    await bounded(racing)
+    on_disk = await reloaded(tree)
+    assert on_disk.active_messages == agent.messages
+    assert len(on_disk.entries) == 5  # the closing result once, then the run's two messages
+    assert recorder.pending == ()
+
+
+async def test_held_results_are_written_before_a_compaction(tmp_path: Path) -> None:
+    tree = await _unanswered(tmp_path)
+    recorder = SessionRecorder(tree)
+    agent = await resume_agent(tree, recorder=recorder, model=ScriptedModel())
+    closing = agent.messages[2]
+    summary = ContextSummary(id="s1", content="earlier")
+    record = ContextCompactionRecord(
+        id="k1",
+        summary_id="s1",
+        boundary=1,
+        compacted_message_ids=("u1",),
+        units_before=9,
+        units_after=3,
+    )
+    await bounded(recorder.record_compaction(summary, (agent.messages[1], closing), record))
+    entries = (await reloaded(tree)).entries
+    assert [type(entry).__name__ for entry in entries] == [
+        "MessageEntry",
+        "MessageEntry",
+        "MessageEntry",
+        "CompactionEntry",
+    ]
+    compaction = entries[3]
+    assert type(compaction) is CompactionEntry
+    assert compaction.first_kept_entry_id == entries[1].id
+    assert (await reloaded(tree)).active_context().messages == (agent.messages[1], closing)
+
+
+async def test_resume_takes_only_a_session_recorder_of_its_tree(tmp_path: Path) -> None:
+    tree = await _unanswered(tmp_path)
+    other = await new_tree(tmp_path, "other.jsonl")
+    with pytest.raises(TypeError, match="recorder must be a SessionRecorder over this tree"):
+        await resume_agent(tree, recorder=SessionRecorder(other), model=ScriptedModel())

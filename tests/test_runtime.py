@@ -512,6 +512,42 @@ async def test_an_unawaited_fallback_is_awaited_and_its_product_discarded(tmp_pa
     assert log[-1] == "custom:dispose"
 
 
+async def test_a_cancelled_construction_waits_for_a_pending_fallback_and_rolls_it_back(
+    tmp_path: Path,
+) -> None:
+    log: list[str] = []
+    activating = asyncio.Event()
+    never = asyncio.Event()
+    fallbacks: list[Any] = []
+
+    class Slow(Probe):
+        async def activate(self, context: ExtensionContext) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+            super().activate(context)
+            activating.set()
+            await never.wait()
+
+    async def extensions_factory(spec: Any, fallback: Any) -> Any:
+        fallbacks.append(fallback(spec))
+        await never.wait()  # holds the started fallback, never awaits it
+
+    build = asyncio.ensure_future(
+        create_runtime(
+            options(
+                tmp_path,
+                extensions=[ExtensionDefinition(id="slow", create=lambda: Slow(log, "slow"))],
+                factories={"create_extensions": extensions_factory},
+            )
+        )
+    )
+    await bounded(activating.wait())
+    build.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await bounded(build)
+    assert fallbacks[0].cancelled()  # stopped and waited for before the rollback
+    assert log == ["slow:activate", "slow:dispose"]  # its half-activated host was disposed
+    assert tree_of(tmp_path) == []  # and the created session file removed
+
+
 async def test_an_unawaited_failing_fallback_fails_the_step(tmp_path: Path) -> None:
     def resources_factory(spec: Any, fallback: Any) -> Any:
         fallback(type(spec)(workspace=spec.workspace, roots=(*spec.roots, *spec.roots)))

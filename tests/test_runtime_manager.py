@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from test_runtime import bounded, expect_error, on_disk, options, probe, real
-from tether import ModelChunk, ModelResponse, ScriptedModel, text_reply
+from test_runtime import add, bounded, expect_error, on_disk, options, probe, real
+from tether import ModelChunk, ModelResponse, ScriptedModel, text_reply, tool_call_reply
+from tether.agent.extensions import ExtensionContext, ExtensionDefinition
+from tether.agent.persistence import resume_agent
 from tether.agent.runtime import (
     Runtime,
     RuntimeAgentInput,
@@ -23,6 +25,8 @@ from tether.agent.runtime import (
     TetherRuntimeError,
     create_runtime,
 )
+from tether.agent.session import MessageEntry, SessionStore
+from tether.protocol import AgentEvent
 
 
 def workspace(cwd: Path | str, path: str = "session.jsonl", mode: str = "create") -> dict[str, Any]:
@@ -433,3 +437,246 @@ async def test_the_old_runtime_does_not_rewrite_a_shared_file(tmp_path: Path) ->
     await bounded(new.agent.run("two"))
     await bounded(manager.dispose())
     assert len(await on_disk(new.workspace.session_path)) == 4
+
+
+# --- same-file replacement onto unanswered tool calls ----------------------------------------
+
+
+async def _tool_call_session(tmp_path: Path, factory: Any, extra: int = 2) -> RuntimeManager:
+    """A manager whose session holds a completed tool-call turn; ``factory`` is its
+    ``create_agent`` override."""
+    model = ScriptedModel(
+        [
+            tool_call_reply(("add", {"left": 2, "right": 3})),
+            text_reply("5"),
+            *(text_reply(f"later {n}") for n in range(extra)),
+        ]
+    )
+    manager = await bounded(
+        RuntimeManager.create(
+            options(tmp_path, model=model, tools=[add], factories={"create_agent": factory})
+        )
+    )
+    result = await bounded(manager.current.agent.run("add"))
+    assert result.status == "completed"
+    return manager
+
+
+def content_of(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _call_entry(runtime: Runtime) -> str:
+    """The ID of the session's assistant entry with the tool call."""
+    entry = runtime.session.active_entries[1]
+    assert type(entry) is MessageEntry
+    assert entry.message.role == "assistant"
+    return entry.id
+
+
+async def test_a_same_file_replace_onto_unanswered_calls_closes_them_once_after_the_swap(
+    tmp_path: Path,
+) -> None:
+    move: list[str] = []
+    before_swap: list[bytes] = []
+    path = str(tmp_path / "session.jsonl")
+
+    async def agent_factory(spec: RuntimeAgentInput, fallback: Any) -> Any:
+        if move:
+            await spec.session.move_to(move.pop())
+        agent = await fallback(spec)
+        before_swap.append(content_of(path))
+        return agent
+
+    manager = await _tool_call_session(tmp_path, agent_factory)
+    old = manager.current
+    call_id = _call_entry(old)
+    written = content_of(path)
+    move.append(call_id)
+    new = await bounded(manager.replace(workspace(tmp_path, mode="resume")))
+    assert manager.current is new
+    assert old.state == "disposed"
+    assert before_swap[-1] == written  # the candidate wrote nothing before it was published
+    closing = [
+        entry
+        for entry in (await SessionStore.load(path)).entries
+        if type(entry) is MessageEntry and entry.parent_id == call_id
+    ]
+    assert len(closing) == 2  # the original result, and the closing one on the new branch
+    result_entry = closing[1]
+    assert result_entry.message.role == "toolResult"
+    assert result_entry.message.is_error
+    assert "TOOL_CALL_NOT_RUN" in str(result_entry.message.content)
+    assert new.session.active_entries[-1].id == result_entry.id
+    assert new.agent.messages[-1] == result_entry.message
+    assert (await bounded(new.agent.run("again"))).status == "completed"
+    await bounded(manager.flush())
+    on_file = await on_disk(path)
+    assert on_file == new.agent.messages
+    assert [m.role for m in on_file] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "user",
+        "assistant",
+    ]
+    await bounded(manager.dispose())
+
+
+async def test_a_failed_same_file_replace_onto_unanswered_calls_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    move: list[str] = []
+    path = str(tmp_path / "session.jsonl")
+
+    async def agent_factory(spec: RuntimeAgentInput, fallback: Any) -> Any:
+        if not move:
+            return await fallback(spec)
+        await spec.session.move_to(move.pop())
+        await fallback(spec)
+        raise ValueError("changed my mind")
+
+    manager = await _tool_call_session(tmp_path, agent_factory)
+    old = manager.current
+    move.append(_call_entry(old))
+    written = content_of(path)
+    error = await expect_error(
+        manager.replace(workspace(tmp_path, mode="resume")), "RUNTIME_CONSTRUCTION_FAILED"
+    )
+    assert str(error) == "Runtime construction failed: changed my mind"
+    assert content_of(path) == written
+    assert manager.current is old
+    assert (await bounded(old.agent.run("still here"))).status == "completed"
+    await bounded(manager.flush())
+    assert await on_disk(path) == old.agent.messages
+    await bounded(manager.dispose())
+    assert old.state == "disposed"
+
+
+async def test_a_candidate_that_writes_before_the_swap_is_refused_with_its_own_message(
+    tmp_path: Path,
+) -> None:
+    move: list[str] = []
+
+    async def agent_factory(spec: RuntimeAgentInput, fallback: Any) -> Any:
+        if not move:
+            return await fallback(spec)
+        await spec.session.move_to(move.pop())
+        return await resume_agent(spec.session, model=spec.model, tools=spec.tools)  # writes
+
+    manager = await _tool_call_session(tmp_path, agent_factory)
+    old = manager.current
+    move.append(_call_entry(old))
+    error = await expect_error(
+        manager.replace(workspace(tmp_path, mode="resume")), "RUNTIME_SESSION_DIVERGED"
+    )
+    assert str(error) == (
+        "The replacement wrote the session file before it was published; the current runtime stays"
+    )
+    assert manager.current is old
+    # The old runtime's store no longer matches the file the candidate rewrote.
+    failure = await expect_error(manager.dispose(), "RUNTIME_DISPOSAL_FAILED")
+    cause = failure.__cause__
+    assert isinstance(cause, RuntimeAggregateError)
+    assert [getattr(error, "code", None) for error in cause.errors] == ["SESSION_FILE_CHANGED"]
+
+
+# --- reentrancy from the current runtime's hooks ---------------------------------------------
+
+
+async def test_the_current_runtimes_hooks_cannot_reenter_the_manager(tmp_path: Path) -> None:
+    holder: list[RuntimeManager] = []
+    seen: list[str] = []
+    (tmp_path / "b").mkdir()
+
+    class Reenter:
+        def activate(self, context: ExtensionContext) -> None:
+            context.on_agent_event(self.on_event)
+
+        async def on_event(self, event: AgentEvent) -> None:
+            if event.type != "run.finished":
+                return
+            manager = holder[0]
+            for name, call in (
+                ("replace", lambda: manager.replace(workspace(tmp_path / "b"))),
+                ("dispose", lambda: manager.dispose()),
+                ("flush", lambda: manager.flush()),
+            ):
+                try:
+                    await call()
+                except TetherRuntimeError as error:
+                    seen.append(f"{name}:{error.code}")
+
+    manager = await bounded(
+        RuntimeManager.create(
+            options(tmp_path, extensions=[ExtensionDefinition(id="r", create=Reenter)])
+        )
+    )
+    holder.append(manager)
+    current = manager.current
+    await bounded(current.agent.run("go"))
+    await bounded(current.agent.wait_for_subscribers())
+    await bounded(current.flush())
+    assert seen == [
+        "replace:RUNTIME_REENTRANT_OPERATION",
+        "dispose:RUNTIME_REENTRANT_OPERATION",
+        "flush:RUNTIME_REENTRANT_OPERATION",
+    ]
+    assert manager.state == "open"
+    assert manager.current is current
+    assert current.state == "open"
+    await bounded(manager.dispose())
+    assert current.state == "disposed"
+    again = await bounded(create_runtime(options(tmp_path, mode="resume")))  # file let go
+    await bounded(again.dispose())
+
+
+# --- cancelling a replacement while a disposal runs -----------------------------------------
+
+
+async def test_a_cancelled_replace_waits_for_the_candidates_disposal(tmp_path: Path) -> None:
+    disposing = asyncio.Event()
+    release = asyncio.Event()
+    holder: list[RuntimeManager] = []
+    builds: list[int] = []
+
+    async def slow_dispose() -> None:
+        if len(builds) == 2:  # only the first candidate is slow to go
+            disposing.set()
+            await release.wait()
+
+    async def agent_factory(spec: Any, fallback: Any) -> Any:
+        builds.append(len(builds) + 1)
+        if len(builds) == 2:
+            await holder[0].current.agent.run("sneaked in")  # the candidate diverges
+        return await fallback(spec)
+
+    log: list[str] = []
+    manager = await bounded(
+        RuntimeManager.create(
+            options(
+                tmp_path,
+                model=replies(3),
+                extensions=[probe(log, "slow", disposer=slow_dispose)],
+                factories={"create_agent": agent_factory},
+            )
+        )
+    )
+    holder.append(manager)
+    old = manager.current
+    first = manager.replace(workspace(tmp_path, mode="resume"))
+    await bounded(disposing.wait())
+    first.cancel()
+    second = manager.replace(workspace(tmp_path, mode="resume"))
+    for _ in range(20):  # let the cancellation and the queue run as far as they can
+        await asyncio.sleep(0)
+    assert not first.done()  # still waiting for the candidate's disposal
+    assert len(builds) == 2  # so the second replacement has not started
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await bounded(first)
+    new = await bounded(second)
+    assert manager.current is new
+    assert old.state == "disposed"
+    await bounded(manager.dispose())

@@ -11,10 +11,17 @@ its last compaction (if any) and the messages after it, recording into the same 
 that ends with tool calls without results (the process died between a call and its result)
 gets an ``is_error`` ``TOOL_CALL_NOT_RUN`` result for each, recorded first, so the Agent starts
 from a valid transcript. To branch, ``await tree.move_to(entry_id)`` before resuming.
+
+A caller that must not write yet (a runtime built to replace another on the same file, which
+may still be discarded) passes its own ``recorder=SessionRecorder(tree)``: the closing results
+are then *held* by it (``recorder.pending``) instead of written; ``record_pending()`` writes
+them, and so does the recorder's next call (the Agent's first write of a run, or a
+compaction), before anything else.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tether.agent.agent import Agent, unanswered_call_results
@@ -28,7 +35,7 @@ __all__ = ["SessionRecorder", "resume_agent"]
 class SessionRecorder:
     """Appends an Agent's transcript to ``tree`` as it grows (a ``TranscriptRecorder``)."""
 
-    __slots__ = ("_entries", "_mine", "_tree")
+    __slots__ = ("_entries", "_lock", "_mine", "_pending", "_tree")
 
     def __init__(self, tree: SessionTree) -> None:
         if not isinstance(tree, SessionTree):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -41,18 +48,45 @@ class SessionRecorder:
             if type(entry) is MessageEntry
         }
         self._mine: dict[str, str] = {}  # what this recorder wrote: the only thing it skips
+        self._pending: list[Message] = []  # held, written before anything else
+        self._lock = asyncio.Lock()  # one write at a time (record_pending may race a run)
 
     @property
     def tree(self) -> SessionTree:
         """The session tree written to."""
         return self._tree
 
+    @property
+    def pending(self) -> tuple[Message, ...]:
+        """Messages held back (``resume_agent``'s closing results), not written yet."""
+        return tuple(self._pending)
+
+    def hold(self, messages: tuple[Message, ...]) -> None:
+        """Hold ``messages`` (already in the Agent's transcript) until the next write."""
+        self._pending.extend(messages)
+
+    async def record_pending(self) -> None:
+        """Write the held messages now (each leaves ``pending`` once written)."""
+        async with self._lock:
+            await self._record_pending()
+
+    async def _record_pending(self) -> None:
+        pending = self._pending
+        while pending:
+            await self._record(pending[0])
+            pending.pop(0)
+
     async def record_messages(self, messages: tuple[Message, ...]) -> None:
         """Append ``messages`` under the active leaf, in order, skipping any this recorder
-        already wrote (so an Agent can retry after a failure without duplicates)."""
-        for message in messages:
-            if self._written(message):
-                continue
+        already wrote (so an Agent can retry after a failure without duplicates); held
+        messages go first."""
+        async with self._lock:
+            await self._record_pending()
+            for message in messages:
+                await self._record(message)
+
+    async def _record(self, message: Message) -> None:
+        if not self._written(message):
             entry = await self._tree.append(message)
             self._entries[message.id] = entry.id
             self._mine[message.id] = entry.id
@@ -71,33 +105,46 @@ class SessionRecorder:
         kept: tuple[Message, ...],
         record: ContextCompactionRecord,
     ) -> None:
-        """Append a compaction entry: ``summary`` stands for what precedes ``kept[0]``."""
-        first = self._entries.get(kept[0].id) if kept else None
-        await self._tree.append_compaction(
-            summary_id=summary.id,
-            summary=summary.content,
-            first_kept_entry_id=first,
-            units_before=record.units_before,
-            units_after=record.units_after,
-        )
+        """Append a compaction entry: ``summary`` stands for what precedes ``kept[0]`` (held
+        messages are written first)."""
+        async with self._lock:
+            await self._record_pending()
+            first = self._entries.get(kept[0].id) if kept else None
+            await self._tree.append_compaction(
+                summary_id=summary.id,
+                summary=summary.content,
+                first_kept_entry_id=first,
+                units_before=record.units_before,
+                units_after=record.units_after,
+            )
 
 
-async def resume_agent(tree: SessionTree, **options: Any) -> Agent:
+async def resume_agent(
+    tree: SessionTree, *, recorder: SessionRecorder | None = None, **options: Any
+) -> Agent:
     """An Agent over ``tree``'s active context that records into ``tree``.
 
     ``options`` are the Agent's (``model`` is required; ``messages``, ``summary`` and
-    ``recorder`` come from the tree). Unanswered tool calls at the end of the branch are
-    closed first (see the module docstring).
+    ``history`` come from the tree). Unanswered tool calls at the end of the branch are
+    closed first: recorded now, or, with a ``recorder`` of the caller's (a
+    ``SessionRecorder`` over ``tree``), held by it (see the module docstring).
     """
-    for name in ("messages", "summary", "recorder", "history"):
+    for name in ("messages", "summary", "history"):
         if name in options:
             raise TypeError(f"resume_agent() takes {name} from the session")
-    recorder = SessionRecorder(tree)
+    hold = recorder is not None
+    if recorder is None:
+        recorder = SessionRecorder(tree)
+    elif type(recorder) is not SessionRecorder or recorder.tree is not tree:
+        raise TypeError("resume_agent() recorder must be a SessionRecorder over this tree")
     context = tree.active_context()
     messages = list(context.messages)
     closing = unanswered_call_results(messages, "The session ended before this tool call ran")
     if closing:
-        await recorder.record_messages(tuple(closing))
+        if hold:
+            recorder.hold(tuple(closing))
+        else:
+            await recorder.record_messages(tuple(closing))
         messages.extend(closing)
     summary = (
         None

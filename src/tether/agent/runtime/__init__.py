@@ -32,7 +32,13 @@ gap: the new one is fully built before it is published, then the old one is disp
    replace its current runtime with one on the same file only while the current Agent is
    idle; the two share the claim until the swap, neither rewrites the file meanwhile, and if
    the old session changed after the candidate loaded it, the candidate is disposed and the
-   replace fails ``RUNTIME_SESSION_DIVERGED`` (the old runtime stays current).
+   replace fails ``RUNTIME_SESSION_DIVERGED`` (the old runtime stays current). Such a
+   candidate writes nothing before it is published: its default agent factory passes
+   ``resume_agent`` a ``SessionRecorder`` that *holds* the closing results of unanswered tool
+   calls (the candidate's construction coherence allows exactly that unrecorded tail); the
+   manager writes them once the candidate is published and the old runtime disposed (or the
+   Agent's first write does). A candidate that wrote anyway fails ``RUNTIME_SESSION_DIVERGED``
+   with a message of its own (the old runtime's store then no longer matches the file).
 4. *Session directory.* ``RuntimeSessionOptions.directory`` puts the session file under a
    directory other than the workspace (captured and identity-checked like the root), so a
    host can keep sessions in a per-user data directory.
@@ -41,8 +47,13 @@ gap: the new one is fully built before it is published, then the old one is disp
    to the default agent factory.
 
 Python forms: ``dispose()`` returns one awaitable (shielded: cancelling a waiter does not
-stop the disposal); ``RuntimeManager.replace()`` captures its options synchronously and
-returns an ``asyncio.Task``; reentrancy scopes are ``ContextVar``-based (see ``scope``).
+stop the disposal; a cancelled manager operation still waits for a disposal it started before
+the queue moves on); ``RuntimeManager.replace()`` captures its options synchronously and
+returns an ``asyncio.Task``; reentrancy scopes are ``ContextVar``-based (see ``scope``): the
+manager's ``replace``/``flush``/``dispose`` are refused (``RUNTIME_REENTRANT_OPERATION``, at
+once) from inside the manager's scope and from inside its current runtime's (an extension
+hook). Cancelling a construction while an override holds a started fallback cancels that
+fallback and waits for it before the rollback.
 """
 
 from tether.agent.runtime.errors import (

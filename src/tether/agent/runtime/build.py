@@ -8,10 +8,15 @@
    the file it made before removing it). The product must be a store on the runtime's session
    file; a ``SessionTree`` is built on it (active leaf = last record).
 5. Extensions: an ``ExtensionHost`` over the resources and the tools step's product; every
-   definition discovered, then activated in order (on failure the host is disposed).
+   definition discovered, then activated in order (on failure the host is disposed; when
+   cancelled it is recorded in the ledger, so the rollback disposes it).
 6. Agent: ``resume_agent(session, model, tools=host.tools, max_steps, **agent_options)``.
+   A runtime built to replace one on the same file (the claim is shared) must not write the
+   file before it is published: its default factory passes a ``SessionRecorder`` of its own,
+   which *holds* the closing results of unanswered tool calls instead of writing them (the
+   manager writes them at publication; see ``manager``).
 7. A final identity check; the Agent's transcript must equal the session's active context
-   (``RUNTIME_SESSION_DIVERGED``).
+   followed by exactly what the selected Agent's recorder holds (``RUNTIME_SESSION_DIVERGED``).
 8. The runtime is opened (it subscribes to the Agent) and the ledger committed.
 
 On any failure every still-owned ledger record is rolled back in reverse; a
@@ -28,7 +33,7 @@ from typing import Any, cast
 from tether._text import message_of
 from tether.agent.agent import Agent
 from tether.agent.extensions import ExtensionHost
-from tether.agent.persistence import resume_agent
+from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.resources import ResourceLoader, ResourceRootDefinition
 from tether.agent.runtime.errors import (
     RuntimeAggregateError,
@@ -80,15 +85,29 @@ def _definitions(registry: ToolRegistry) -> list[object]:
 class _Construction:
     """One construction's workspace, shared layer and ledger, with the default factories."""
 
-    __slots__ = ("ledger", "shared", "store_options", "workspace")
+    __slots__ = ("hold", "holders", "ledger", "shared", "store_options", "workspace")
 
     def __init__(
-        self, workspace: WorkspaceState, shared: SharedLayer, store_options: SessionStoreOptions
+        self,
+        workspace: WorkspaceState,
+        shared: SharedLayer,
+        store_options: SessionStoreOptions,
+        *,
+        hold: bool,
     ) -> None:
         self.workspace = workspace
         self.shared = shared
         self.store_options = store_options
         self.ledger = Ledger()
+        self.hold = hold  # a same-file replacement: write nothing before publication
+        self.holders: list[tuple[Agent, SessionRecorder]] = []
+
+    def holder_of(self, agent: Agent) -> SessionRecorder | None:
+        """The holding recorder the default factory gave ``agent`` (if it made it)."""
+        for made, recorder in self.holders:
+            if made is agent:
+                return recorder
+        return None
 
     async def tools(self, spec: RuntimeToolsInput) -> ToolRegistry:
         coding = coding_tools(spec.workspace.root)
@@ -120,7 +139,10 @@ class _Construction:
             host.discover(list(spec.definitions))
             for definition in spec.definitions:
                 await host.activate(definition.id)
-        except Exception as error:
+        except BaseException as error:
+            if not isinstance(error, Exception):  # cancelled: the rollback disposes it
+                self.register_host(host)
+                raise
             try:
                 await host.dispose()
             except Exception as cleanup:
@@ -144,8 +166,10 @@ class _Construction:
         extra: dict[str, Any] = {}
         if spec.max_steps is not None:
             extra["max_steps"] = spec.max_steps
-        return await resume_agent(
+        recorder = SessionRecorder(spec.session) if self.hold else None
+        agent = await resume_agent(
             spec.session,
+            recorder=recorder,
             model=spec.model,
             tools=spec.tools,
             system=options.system,
@@ -155,6 +179,9 @@ class _Construction:
             compaction=options.compaction,
             **extra,
         )
+        if recorder is not None:
+            self.holders.append((agent, recorder))
+        return agent
 
 
 def _created(path: str) -> tuple[Identity, bytes]:
@@ -187,7 +214,7 @@ async def build_runtime(
                 )
             share_claim = current.claim
     claim = claim_session(workspace.session_key, share_claim)
-    build = _Construction(workspace, shared, options.session.options)
+    build = _Construction(workspace, shared, options.session.options, hold=claim.shared)
     try:
         return await _build(build, claim)
     except BaseException as error:
@@ -259,6 +286,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
     if SessionStore.canonical_path_of(store) != workspace.session_key:
         raise TypeError("Session factory returned a store for another session file")
     loaded = file_mark(store.path)
+    loaded_entries = tuple(entry.id for entry in store.entries)
     tree = SessionTree(store)
     host = await invoke_factory(
         label="Extensions",
@@ -293,11 +321,19 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         guard=_is_agent,
     )
     workspace.check()
-    verdict = check_coherence(tree, agent.messages)
+    holder = build.holder_of(agent)
+    verdict = check_coherence(tree, agent.messages, () if holder is None else holder.pending)
     if verdict is not None:
         raise verdict
+    core = RuntimeCore(
+        workspace=workspace,
+        claim=claim,
+        loaded=loaded,
+        loaded_entries=loaded_entries,
+        holder=holder,
+    )
     runtime = Runtime._open(  # pyright: ignore[reportPrivateUsage] - the builder's door
-        core=RuntimeCore(workspace=workspace, claim=claim, loaded=loaded),
+        core=core,
         agent=agent,
         session=tree,
         extensions=host,

@@ -10,7 +10,9 @@ own, the session parent's confinement for the session step); then the override i
 with ``(input, fallback)`` (or the default factory directly). ``fallback(input)`` is memoized:
 the first call starts the default factory on a task, every call returns that same task, and
 a fallback that was started is always awaited here, so its failure is never lost (it fails
-the step; with the override's own failure both are reported). A synchronous throw becomes
+the step; with the override's own failure both are reported). If the step ends early (the
+construction is cancelled while the fallback still runs), the fallback is cancelled and waited
+for first, so whatever it registered is rolled back with the rest. A synchronous throw becomes
 ``"<Label> factory threw"``. The returned value is adopted by awaiting it, nested awaitables
 too (at most ``RUNTIME_MAX_ADOPTION_DEPTH`` levels; each ``__await__`` is called once). The product
 must pass the step's type guard (``TypeError("<Label> factory returned an invalid
@@ -194,36 +196,16 @@ async def invoke_factory(
         selected: object = await default(input_value)
     else:
         fallback: _Fallback[I, T] = _Fallback(label, input_value, default)
-        error: Exception | None = None
-        selected = None
         try:
-            returned = override(input_value, fallback)
-        except Exception as thrown:
-            error = RuntimeError(f"{label} factory threw")
-            error.__cause__ = thrown
-        else:
-            try:
-                selected = await adopt(returned, label)
-            except asyncio.CancelledError as cancelled:
-                reraise_task_cancellation(cancelled)
-                error = RuntimeError(f"{label} factory was cancelled")
-            except Exception as failed:
-                error = failed
-        task = fallback.task
-        if task is not None:
-            fallback_error = await _outcome(task, label)
-            if fallback_error is not None and fallback_error is not error:
-                error = (
-                    fallback_error
-                    if error is None
-                    else RuntimeAggregateError(
-                        "RUNTIME_CONSTRUCTION_FAILED",
-                        f"{label} factory and its fallback failed",
-                        (error, fallback_error),
-                    )
-                )
-        if error is not None:
-            raise error
+            selected = await _overridden(label, input_value, override, fallback)
+        except BaseException:
+            # Cancelled (or interrupted) with the fallback still going: stop it and let it
+            # finish, so what it registered is in the ledger before the rollback runs.
+            task = fallback.task
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait((task,))
+            raise
     if not guard(selected):
         raise TypeError(f"{label} factory returned an invalid product")
     if register is not None and not ledger.holds(selected):
@@ -237,6 +219,47 @@ async def invoke_factory(
         )
     workspace.check()
     return cast(T, selected)
+
+
+async def _overridden(
+    label: str,
+    input_value: object,
+    override: Callable[[Any, Callable[..., Any]], object],
+    fallback: _Fallback[Any, Any],
+) -> object:
+    """Call ``override`` with ``fallback``, adopt its product, and wait for a started
+    fallback (its failure fails the step)."""
+    error: Exception | None = None
+    selected: object = None
+    try:
+        returned = override(input_value, fallback)
+    except Exception as thrown:
+        error = RuntimeError(f"{label} factory threw")
+        error.__cause__ = thrown
+    else:
+        try:
+            selected = await adopt(returned, label)
+        except asyncio.CancelledError as cancelled:
+            reraise_task_cancellation(cancelled)
+            error = RuntimeError(f"{label} factory was cancelled")
+        except Exception as failed:
+            error = failed
+    task = fallback.task
+    if task is not None:
+        fallback_error = await _outcome(task, label)
+        if fallback_error is not None and fallback_error is not error:
+            error = (
+                fallback_error
+                if error is None
+                else RuntimeAggregateError(
+                    "RUNTIME_CONSTRUCTION_FAILED",
+                    f"{label} factory and its fallback failed",
+                    (error, fallback_error),
+                )
+            )
+    if error is not None:
+        raise error
+    return selected
 
 
 async def _outcome(task: asyncio.Task[Any], label: str) -> Exception | None:

@@ -2,7 +2,14 @@
 
 Every operation runs on one queue, inside the manager's operation scope (so a factory of a
 replacement, or an extension disposer it triggers, that calls ``replace``/``flush``/``dispose``
-gets ``RUNTIME_REENTRANT_OPERATION``). The shared layer is captured once, at ``create``.
+gets ``RUNTIME_REENTRANT_OPERATION``). The same goes for a call from inside the *current
+runtime's* operation scope (one of its extension hooks): the queued work would wait for that
+runtime's event tail, which waits for the hook, so the call is refused at once, before any
+state changes. The shared layer is captured once, at ``create``.
+
+A queued operation that waits for a disposal (a discarded candidate's, the previous runtime's)
+and is cancelled waits for that disposal to finish before it ends, so the queue never moves on
+while a disposal still holds the session file.
 
 ``replace(workspace)`` checks reentrancy, state and the workspace options at call time
 (``os.chdir`` afterwards changes nothing), then, queued: builds a full candidate while
@@ -15,14 +22,22 @@ current). A failed build leaves the old runtime current and fully usable.
 only while the current Agent is idle (else ``RUNTIME_SESSION_IN_USE``). At the swap, if the
 old session changed since the candidate loaded it (a run started, an entry was written, the
 file was rewritten), the candidate is disposed and the replace fails
-``RUNTIME_SESSION_DIVERGED``; the old runtime stays current. This is how a host switches the
-model (or the agent options) of a live conversation: replace onto the same session, with a
-``create_agent`` override that passes the new model to the fallback.
+``RUNTIME_SESSION_DIVERGED``; the old runtime stays current. The candidate itself writes
+nothing before it is published: the default agent factory holds the closing results of
+unanswered tool calls (a ``create_agent`` override may ``move_to`` an entry whose tool calls
+have no results), and the manager writes them under its active leaf once it is published and
+the old runtime disposed (a failed write leaves them held: the Agent's first write retries
+them). A candidate that wrote anyway (an override appending to the session) fails
+``RUNTIME_SESSION_DIVERGED`` too, with its own message; the old runtime stays current, but its
+store no longer matches the file (its next write fails ``SESSION_FILE_CHANGED``). This is how
+a host switches the model (or the agent options) of a live conversation: replace onto the
+same session, with a ``create_agent`` override that passes the new model to the fallback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -108,10 +123,14 @@ class RuntimeManager:
         self._tail = task
         return task
 
+    def _assert_not_reentrant(self, operation: str) -> None:
+        assert_not_reentrant(self, operation)
+        assert_not_reentrant(self._current, operation)
+
     def replace(self, workspace: object) -> asyncio.Task[Runtime]:
         """Queue a replacement onto ``workspace`` (``RuntimeWorkspaceOptions`` or its
         ``dict``), captured now; await the returned task for the new current runtime."""
-        assert_not_reentrant(self, "RuntimeManager.replace")
+        self._assert_not_reentrant("RuntimeManager.replace")
         if self._state != "open":
             raise _disposed()
         captured = capture_workspace_options(workspace)
@@ -129,7 +148,7 @@ class RuntimeManager:
             problem = _same_file_problem(previous, candidate)
         if problem is not None:
             try:
-                await candidate.dispose()
+                await _settle(candidate.dispose())
             except Exception as cleanup:
                 error = TetherRuntimeError(
                     "RUNTIME_DISPOSAL_FAILED", "Runtime replacement candidate disposal failed"
@@ -143,7 +162,7 @@ class RuntimeManager:
             raise problem
         self._current = candidate
         try:
-            await previous.dispose()
+            await _settle(previous.dispose())
         except Exception as cleanup:
             error = TetherRuntimeError(
                 "RUNTIME_REPLACEMENT_CLEANUP_FAILED",
@@ -151,11 +170,16 @@ class RuntimeManager:
             )
             error.__cause__ = cleanup
             raise error from cleanup
+        finally:
+            # Published, and the previous runtime let the file go: write what the candidate
+            # held back (a failure leaves it held: the Agent's first write retries it).
+            with contextlib.suppress(Exception):
+                await core_of(candidate).record_held()
         return candidate
 
     async def flush(self) -> None:
         """Flush the current runtime, after every queued replacement."""
-        assert_not_reentrant(self, "RuntimeManager.flush")
+        self._assert_not_reentrant("RuntimeManager.flush")
         if self._state != "open":
             raise _disposed()
         await asyncio.shield(self._enqueue(self._flush))
@@ -166,7 +190,7 @@ class RuntimeManager:
     def dispose(self) -> Disposal:
         """Dispose the manager and its current runtime after queued replacements;
         idempotent (the same awaitable). ``current`` raises ``RUNTIME_DISPOSED`` at once."""
-        assert_not_reentrant(self, "RuntimeManager.dispose")
+        self._assert_not_reentrant("RuntimeManager.dispose")
         if self._disposal is None:
             self._state = "disposing"
             task = self._enqueue(self._dispose)
@@ -176,7 +200,7 @@ class RuntimeManager:
 
     async def _dispose(self) -> None:
         try:
-            await self._current.dispose()
+            await _settle(self._current.dispose())
         finally:
             self._state = "disposed"
 
@@ -184,9 +208,25 @@ class RuntimeManager:
         return f"<RuntimeManager {self._state}>"
 
 
+async def _settle(disposal: Disposal) -> None:
+    """Await ``disposal``; if cancelled meanwhile, wait for it to finish, then re-raise."""
+    try:
+        await disposal
+    except asyncio.CancelledError:
+        await asyncio.wait((disposal.task,))
+        raise
+
+
 def _same_file_problem(previous: Runtime, candidate: Runtime) -> TetherRuntimeError | None:
     """Why the old session is no longer what the candidate loaded (or ``None``)."""
-    loaded = core_of(candidate).loaded
+    core = core_of(candidate)
+    if tuple(entry.id for entry in candidate.store.entries) != core.loaded_entries:
+        return TetherRuntimeError(
+            "RUNTIME_SESSION_DIVERGED",
+            "The replacement wrote the session file before it was published; "
+            "the current runtime stays",
+        )
+    loaded = core.loaded
     same = (
         not previous.agent.is_running
         and file_mark(candidate.store.path) == loaded

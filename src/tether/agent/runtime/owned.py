@@ -10,7 +10,9 @@ and what it keeps true while it lives.
   the run went on (see ``tether.agent.runtime``).
 * **Coherence**, exact because it is checked only where the Agent is idle or settling: the
   session's active context (its last compaction summary as the summary message, then the
-  messages) must equal the Agent's transcript. At ``run.finished`` the verdict is taken
+  messages), followed by what the Agent's recorder holds back (a same-file replacement's
+  closing results until they are written, see ``build``), must equal the Agent's
+  transcript. At ``run.finished`` the verdict is taken
   synchronously inside the subscriber call (the Agent publishes it after its last recorder
   write and before a new run can start), against the result's messages; ``flush`` and
   ``dispose`` check when the Agent is idle. A mismatch is ``RUNTIME_SESSION_DIVERGED``.
@@ -40,6 +42,7 @@ from tether.agent.agent import Agent
 from tether.agent.auto_compaction import summary_message
 from tether.agent.compaction import ContextSummary
 from tether.agent.extensions import ExtensionHookFailure, ExtensionHost
+from tether.agent.persistence import SessionRecorder
 from tether.agent.resources import ResourceLoader
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError, fail
 from tether.agent.runtime.scope import assert_not_reentrant, operation_scope
@@ -96,9 +99,12 @@ def _diverged(detail: str) -> TetherRuntimeError:
     )
 
 
-def check_coherence(tree: SessionTree, messages: tuple[Message, ...]) -> TetherRuntimeError | None:
-    """``RUNTIME_SESSION_DIVERGED`` unless the session's active context is ``messages``."""
-    persisted = session_transcript(tree)
+def check_coherence(
+    tree: SessionTree, messages: tuple[Message, ...], held: tuple[Message, ...] = ()
+) -> TetherRuntimeError | None:
+    """``RUNTIME_SESSION_DIVERGED`` unless ``messages`` is the session's active context
+    followed by ``held`` (what the Agent's recorder holds, not written yet)."""
+    persisted = (*session_transcript(tree), *held)
     if persisted == messages:
         return None
     if len(persisted) < len(messages) and persisted == messages[: len(persisted)]:
@@ -112,7 +118,9 @@ class RuntimeCore:
     __slots__ = (
         "claim",
         "disposal",
+        "holder",
         "loaded",
+        "loaded_entries",
         "poison",
         "state",
         "tail",
@@ -120,15 +128,34 @@ class RuntimeCore:
         "workspace",
     )
 
-    def __init__(self, *, workspace: WorkspaceState, claim: SessionClaim, loaded: FileMark) -> None:
+    def __init__(
+        self,
+        *,
+        workspace: WorkspaceState,
+        claim: SessionClaim,
+        loaded: FileMark,
+        loaded_entries: tuple[str, ...],
+        holder: SessionRecorder | None,
+    ) -> None:
         self.workspace = workspace
         self.claim = claim
         self.loaded = loaded  # the session file as this runtime's store loaded or made it
+        self.loaded_entries = loaded_entries  # the store's entry IDs then
+        self.holder = holder  # the Agent's recorder, when it holds messages back
         self.state: RuntimeState = "open"
         self.poison: TetherRuntimeError | None = None
         self.tail: asyncio.Future[Any] | None = None
         self.disposal: Disposal | None = None
         self.unsubscribe: Callable[[], None] = _nothing
+
+    def held(self) -> tuple[Message, ...]:
+        """What the Agent's recorder holds back (written at publication or the next write)."""
+        return () if self.holder is None else self.holder.pending
+
+    async def record_held(self) -> None:
+        """Write what the Agent's recorder holds (a same-file replacement, just published)."""
+        if self.holder is not None:
+            await self.holder.record_pending()
 
     def enqueue(self, operation: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Task[T]:
         """Run ``operation`` after every operation queued before it."""
@@ -270,7 +297,9 @@ class Runtime:
         if event.type == "run.finished":
             # Exact here: the Agent publishes run.finished after its last recorder write of
             # the run, and no other run can start before this call returns.
-            verdict = check_coherence(self._session, event.payload.result.messages)
+            verdict = check_coherence(
+                self._session, event.payload.result.messages, self._core.held()
+            )
         return self._core.enqueue(lambda: self._event_operation(event, verdict))
 
     async def _event_operation(self, event: AgentEvent, verdict: TetherRuntimeError | None) -> None:
@@ -305,7 +334,7 @@ class Runtime:
         Agent's transcript is ahead of its recorder by design)."""
         if self._agent.is_running:
             return None
-        return check_coherence(self._session, self._agent.messages)
+        return check_coherence(self._session, self._agent.messages, self._core.held())
 
     # -- flush ------------------------------------------------------------------------------
 
