@@ -42,6 +42,8 @@ MODULES = (
     "tether.agent.extensions",
     "tether.agent.runtime",
     "tether.evals",
+    "tether.evals.candidates",
+    "tether.evals.ray_executor",
     "tether.trace",
 )
 """The modules whose ``__all__`` the package root re-exports, lowest layer first."""

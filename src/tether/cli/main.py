@@ -13,7 +13,9 @@ and why it never fails on text it cannot encode, is in ``tether.cli.render``.
 ``tether.cli.rpc``). ``tether models`` lists the providers, their key variables and whether
 they are set, and the config file's settings (``tether.cli.models``; the config file is
 described in ``tether.cli.config``). ``tether trace`` prints the checkpoint-00 trace as JSON
-lines.
+lines. ``tether eval TASKS`` runs an evaluation suite and prints its summary; its exit
+statuses are its own (0 ran, 1 ``--compare`` found a regression, 2 a problem to fix; see
+``tether.cli.eval``).
 
 Model selection is shared by ``run`` and ``rpc``: ``--model PROVIDER/MODEL`` (a catalog
 preset or a ``[providers.NAME]`` of the config file; ``rpc`` falls back to the config's
@@ -262,6 +264,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
     where.add_argument("-r", "--resume", metavar="ID", help="resume the session ID (or prefix)")
     commands.add_parser("trace", help="print the checkpoint-00 agent trace as JSON lines")
+    from tether.cli.eval import add_parser as add_eval_parser
+
+    add_eval_parser(commands)
     return parser, {"run": run, "rpc": rpc, "models": models}
 
 
@@ -281,6 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _models(args)
         if command == "chat":
             return _chat(args)
+        if command == "eval":
+            from tether.cli.eval import main as eval_main
+
+            return eval_main(args)
     except KeyboardInterrupt:  # Ctrl-C before a command installed its own handler
         return EXIT_INTERRUPTED
     raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover

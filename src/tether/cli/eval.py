@@ -1,0 +1,532 @@
+"""``tether eval TASKS``: run an evaluation suite, show progress and a summary, write reports.
+
+``TASKS`` is an evaluation fixture (``{"schemaVersion": 1, "tasks": [...]}``, e.g. the bundled
+``fixtures/eval-tasks.json``). Without ``--model`` the offline fixture candidate answers
+(no key, no network); with ``--model PROVIDER/MODEL`` a tether ``Agent`` on that model does
+(``tether.evals.candidates.AgentCandidate``: ``--base-url``, ``--system``, ``--tools coding``
+rooted at each run's temporary workspace, ``--max-steps``). ``--candidate-id`` names the
+candidate in the report (default: the fixture candidate's ID, or the model spec made an ID:
+``openai/gpt-4o-mini`` → ``openai-gpt-4o-mini``).
+
+``--repetitions N`` runs every task N times (1-64), ``--concurrency N`` at most N at once
+(1-8), ``--executor ray`` on Ray (``--ray-address`` to join a cluster; a local instance
+otherwise; needs the ``tether[ray]`` extra). ``--judge model`` grades with a model
+(``--judge-model``, default the ``--model``) instead of exact evidence matching. Durations are
+measured (wall clock, per run, on the machine that ran it).
+
+Output: a progress bar on stderr while runs finish (``\\r[#####.....] 3/10`` redrawn in place
+when stderr is a terminal; otherwise one line per finished run), then the summary table on
+stdout (``tether.evals.summary``). ``--out REPORT.json`` writes the canonical report JSON,
+``--compare BASELINE.json`` compares with an earlier report (improved / regressed runs, rate
+deltas), ``--html REPORT.html`` writes a self-contained page (``tether.evals.html``). Nothing
+but report data (IDs, verdicts, codes, numbers) is written: no prompt, evidence, transcript or
+key.
+
+Exit status:
+
+* 0: the evaluation ran (failed and error verdicts included: they are results);
+* 1: ``--compare`` found at least one regressed run (the summary and reports are written);
+* 2: a usage error, or a setup a person must fix, with one line ``tether eval: [CODE]
+  message`` on stderr: tasks that cannot be read (``CLI_EVAL_TASKS_UNREADABLE``) or are
+  invalid (``CLI_EVAL_TASKS_INVALID``), a baseline that cannot be read
+  (``CLI_EVAL_BASELINE_UNREADABLE``) or is invalid or does not match the runs
+  (``EVALUATION_INVALID_REPORT``), Ray not installed (``CLI_EVAL_RAY_MISSING``), a report
+  file that cannot be written (``CLI_EVAL_WRITE_FAILED``), a model selection problem
+  (``CLI_MISSING_API_KEY``, ``CLI_UNKNOWN_PROVIDER``...), or an evaluation that could not be
+  carried out (an ``EVALUATION_...`` code, e.g. ``EVALUATION_JUDGE_FAILED``);
+* 4: stdout could not be written;
+* 130: interrupted (Ctrl-C cancels the runs, their cleanups still run; a second Ctrl-C quits
+  at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from tether.cli.render import Output, OutputError, warn
+
+if TYPE_CHECKING:
+    from tether.cli.models import ModelChoice
+    from tether.evals.errors import EvaluationInfrastructureError
+    from tether.evals.executors import EvaluationExecutor, ItemOutcome
+    from tether.evals.types import (
+        EvaluationCandidate,
+        EvaluationComparison,
+        EvaluationJudge,
+        EvaluationReport,
+        EvaluationTask,
+    )
+
+__all__ = [
+    "EXIT_EVAL_OK",
+    "EXIT_EVAL_REGRESSED",
+    "Progress",
+    "add_parser",
+    "candidate_id_for",
+    "main",
+]
+
+EXIT_EVAL_OK: Final = 0
+"""The evaluation ran (whatever its verdicts)."""
+EXIT_EVAL_REGRESSED: Final = 1
+"""``--compare`` found a regressed run."""
+_EXIT_USAGE: Final = 2
+_EXIT_OUTPUT_FAILED: Final = 4
+_EXIT_INTERRUPTED: Final = 130
+_COMMAND: Final = "tether eval"
+_BAR: Final = 20
+_MAX_REPETITIONS: Final = 64
+_MAX_CONCURRENCY: Final = 8
+_MAX_STEPS: Final = 1024
+_DEFAULT_STEPS: Final = 16
+_ID_CHARACTERS: Final = re.compile(r"[^a-z0-9._-]+")
+_ID: Final = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,63})")
+
+EXIT_HELP: Final = """\
+exit status:
+  0    the evaluation ran (fail and error verdicts are results, not errors)
+  1    --compare found at least one regressed run
+  2    usage or setup error: tasks or baseline unreadable or invalid, a bad option, a
+       missing API key, Ray not installed, a report that cannot be written, or an
+       evaluation that could not be carried out (EVALUATION_... code on stderr)
+  4    stdout could not be written
+  130  interrupted (Ctrl-C): the runs were cancelled
+"""
+
+_HINTS: Final = {
+    "EVALUATION_RUNTIME_FACTORY_FAILED": "the candidate could not be set up for a run "
+    "(check --model and --base-url)",
+    "EVALUATION_RUNTIME_FAILED": "the candidate's runtime misbehaved",
+    "EVALUATION_JUDGE_FAILED": "the judge gave no verdict (with --judge model, the judge "
+    "model must answer exactly PASS or FAIL)",
+    "EVALUATION_WORKSPACE_FAILED": "a run's temporary workspace could not be created "
+    "(is the temporary directory writable?)",
+    "EVALUATION_CLEANUP_FAILED": "a run's cleanup failed",
+    "EVALUATION_CLEANUP_TIMEOUT": "a run's cleanup took too long",
+    "EVALUATION_INVALID_REPORT": "the baseline must be a report of the same tasks and "
+    "repetitions (tether eval --out)",
+}
+
+
+def _bounded(name: str, low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{name} must be between {low} and {high}")
+        return value
+
+    return parse
+
+
+def _path(text: str) -> Path:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return Path(text)
+
+
+def _url(text: str) -> str:
+    if not text.startswith(("http://", "https://")) or len(text) <= len("https://"):
+        raise argparse.ArgumentTypeError("must be an http:// or https:// URL")
+    return text
+
+
+def _text(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _candidate_id(text: str) -> str:
+    if _ID.fullmatch(text) is None:
+        raise argparse.ArgumentTypeError(
+            "must be 1-64 of a-z 0-9 . _ - starting with a letter or digit"
+        )
+    return text
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``tether eval`` on ``subparsers`` (the ``add_subparsers()`` of ``tether``);
+    returns its parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "eval",
+        help="run an evaluation suite: the offline fixture candidate, or a model with --model",
+        description=(
+            "Run the tasks of an evaluation fixture and summarize the verdicts. Without\n"
+            "--model the offline fixture candidate answers; with --model an agent on that\n"
+            "model does. Reports hold only IDs, verdicts, error codes and numbers."
+        ),
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("tasks", type=_path, metavar="TASKS", help="the evaluation fixture (JSON)")
+    parser.add_argument("--model", metavar="PROVIDER/MODEL", help="evaluate an agent on this model")
+    parser.add_argument("--base-url", type=_url, metavar="URL", help="the model's server")
+    parser.add_argument("--system", type=_text, metavar="TEXT", help="the agent's system prompt")
+    parser.add_argument(
+        "--tools",
+        choices=["none", "coding"],
+        help="coding: the coding tools in each run's temporary workspace (default: none)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=_bounded("--max-steps", 1, _MAX_STEPS),
+        metavar="N",
+        help=f"model turns per task (1-{_MAX_STEPS}, default {_DEFAULT_STEPS})",
+    )
+    parser.add_argument(
+        "--candidate-id", type=_candidate_id, metavar="ID", help="the candidate's ID in reports"
+    )
+    parser.add_argument(
+        "--repetitions",
+        type=_bounded("--repetitions", 1, _MAX_REPETITIONS),
+        default=1,
+        metavar="N",
+        help=f"runs per task (1-{_MAX_REPETITIONS}, default 1)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_bounded("--concurrency", 1, _MAX_CONCURRENCY),
+        default=1,
+        metavar="N",
+        help=f"runs at once (1-{_MAX_CONCURRENCY}, default 1)",
+    )
+    parser.add_argument(
+        "--executor", choices=["local", "ray"], default="local", help="where runs execute"
+    )
+    parser.add_argument(
+        "--ray-address", type=_text, metavar="ADDR", help="join this Ray cluster (--executor ray)"
+    )
+    parser.add_argument(
+        "--judge",
+        choices=["deterministic", "model"],
+        default="deterministic",
+        help="exact evidence matching (default), or ask a model",
+    )
+    parser.add_argument(
+        "--judge-model", metavar="PROVIDER/MODEL", help="the judge's model (--judge model)"
+    )
+    parser.add_argument(
+        "--compare", type=_path, metavar="BASELINE.json", help="compare with this report"
+    )
+    parser.add_argument("--out", type=_path, metavar="REPORT.json", help="write the report")
+    parser.add_argument("--html", type=_path, metavar="REPORT.html", help="write an HTML page")
+    parser.set_defaults(eval_parser=parser)
+    return parser
+
+
+def candidate_id_for(spec: str) -> str:
+    """A candidate ID made from a model spec: lower-cased, runs of other characters as
+    ``-``, at most 64 characters (``openai/gpt-4o-mini`` → ``openai-gpt-4o-mini``)."""
+    text = _ID_CHARACTERS.sub("-", spec.lower()).strip("-._")[:64].rstrip("-._")
+    return text or "candidate"
+
+
+class _Problem(Exception):
+    """A problem to report as ``tether eval: [CODE] message`` with exit status 2."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``tether eval`` with parsed ``args``; returns the exit status."""
+    parser: argparse.ArgumentParser = args.eval_parser
+    _check_usage(args, parser)
+    try:
+        return _evaluate(args)
+    except _Problem as problem:
+        warn(f"{_COMMAND}: [{problem.code}] {problem}")
+        return _EXIT_USAGE
+
+
+def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if args.model is None:
+        for option, value in (
+            ("--base-url", args.base_url),
+            ("--system", args.system),
+            ("--tools", args.tools),
+            ("--max-steps", args.max_steps),
+        ):
+            if value is not None:
+                parser.error(f"{option} needs --model (without it, the fixture candidate runs)")
+    if args.ray_address is not None and args.executor != "ray":
+        parser.error("--ray-address needs --executor ray")
+    if args.judge_model is not None and args.judge != "model":
+        parser.error("--judge-model needs --judge model")
+    if args.judge == "model" and args.judge_model is None and args.model is None:
+        parser.error("--judge model needs --judge-model PROVIDER/MODEL (or --model)")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    source, tasks = _load_tasks(args.tasks)
+    baseline = None if args.compare is None else _load_baseline(args.compare)
+    candidate = _candidate(args, tasks)
+    judge = _judge(args)
+    executor = _executor(args)
+    total = len(tasks) * args.repetitions
+    progress = Progress(total, sys.stderr)
+    report = asyncio.run(_run(args, source, candidate, judge, executor, progress))
+    if report is None:
+        return _EXIT_INTERRUPTED
+    if args.out is not None:
+        from tether.evals.report import serialize_evaluation_report
+
+        _write(args.out, serialize_evaluation_report(report) + "\n")
+    comparison = None if baseline is None else _compare(baseline, report)
+    try:
+        _summary(report, comparison)
+    except OutputError as error:
+        if not error.reader_gone:
+            warn(f"{_COMMAND}: cannot write output: {error}")
+        return _EXIT_OUTPUT_FAILED
+    if args.html is not None:
+        from tether.evals.html import render_html
+
+        reports = [report] if baseline is None else [baseline, report]
+        _write(args.html, render_html(reports, comparison))
+    if comparison is not None and comparison.public_metrics.regressed_runs > 0:
+        return EXIT_EVAL_REGRESSED
+    return EXIT_EVAL_OK
+
+
+def _read(path: Path, code: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else "not UTF-8"
+        raise _Problem(code, f"cannot read {path}: {reason}") from None
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _load_tasks(path: Path) -> tuple[Any, tuple[EvaluationTask, ...]]:
+    from tether.evals.tasks import load_evaluation_tasks
+
+    text = _read(path, "CLI_EVAL_TASKS_UNREADABLE")
+    try:
+        source = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as error:
+        raise _Problem("CLI_EVAL_TASKS_INVALID", f"{path}: not valid JSON ({error})") from None
+    try:
+        return source, load_evaluation_tasks(source)
+    except (TypeError, ValueError) as error:
+        raise _Problem("CLI_EVAL_TASKS_INVALID", f"{path}: {error}") from None
+
+
+def _load_baseline(path: Path) -> EvaluationReport:
+    from tether.evals.errors import EvaluationInfrastructureError
+    from tether.evals.report import parse_evaluation_report
+
+    text = _read(path, "CLI_EVAL_BASELINE_UNREADABLE")
+    try:
+        return parse_evaluation_report(text)
+    except EvaluationInfrastructureError as error:
+        raise _Problem(
+            error.code, f"{path}: {error} (--compare takes a report written by tether eval --out)"
+        ) from None
+
+
+def _choose(spec: str | None, base_url: str | None) -> ModelChoice:
+    from tether.cli.config import CliError, load_config
+    from tether.cli.models import choose_model
+
+    try:
+        return choose_model(spec, base_url=base_url, config=load_config())
+    except CliError as error:
+        raise _Problem(error.code, str(error)) from None
+
+
+def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> EvaluationCandidate:
+    if args.model is None:
+        from tether.evals.fixture import fixture_candidate
+
+        if args.candidate_id is None:
+            return fixture_candidate(tasks)
+        return fixture_candidate(tasks, id=args.candidate_id)
+    from tether.evals.candidates import AgentCandidate
+
+    choice = _choose(args.model, args.base_url)
+    return AgentCandidate(
+        id=args.candidate_id or candidate_id_for(choice.spec),
+        model_spec=choice.spec,
+        base_url=choice.base_url,
+        system=args.system,
+        tools=args.tools or "none",
+        max_steps=args.max_steps or _DEFAULT_STEPS,
+        model_factory=choice.build,
+    )
+
+
+def _judge(args: argparse.Namespace) -> EvaluationJudge | None:
+    if args.judge == "deterministic":
+        return None
+    from tether.evals.candidates import ModelJudge
+
+    if args.judge_model is None:
+        choice = _choose(args.model, args.base_url)
+    else:
+        choice = _choose(args.judge_model, None)
+    return ModelJudge(model_spec=choice.spec, base_url=choice.base_url, model_factory=choice.build)
+
+
+def _executor(args: argparse.Namespace) -> EvaluationExecutor | None:
+    if args.executor == "local":
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise _Problem(
+            "CLI_EVAL_RAY_MISSING",
+            "--executor ray needs Ray: install the tether[ray] extra (pip install 'tether[ray]')",
+        )
+    from tether.evals.ray_executor import RayExecutor
+
+    return RayExecutor(address=args.ray_address)
+
+
+async def _run(
+    args: argparse.Namespace,
+    source: object,
+    candidate: EvaluationCandidate,
+    judge: EvaluationJudge | None,
+    executor: EvaluationExecutor | None,
+    progress: Progress,
+) -> EvaluationReport | None:
+    """The evaluation, with Ctrl-C cancelling it; ``None`` when it was interrupted."""
+    import asyncio
+
+    from tether.abort import AbortController
+    from tether.cli.run import Interrupts
+    from tether.evals.errors import EvaluationInfrastructureError
+    from tether.evals.runner import MonotonicClock, run_evaluation
+
+    controller = AbortController()
+    notice = b"\ntether eval: cancelling the runs (Ctrl-C again quits at once)\n"
+    options: dict[str, Any] = {} if judge is None else {"judge": judge}
+    with Interrupts(asyncio.get_running_loop(), controller, notice):
+        try:
+            return await run_evaluation(
+                candidate=candidate,
+                tasks=source,
+                repetitions=args.repetitions,
+                concurrency=args.concurrency,
+                signal=controller.signal,
+                clock=MonotonicClock(),
+                executor=executor,
+                on_run=progress,
+                **options,
+            )
+        except EvaluationInfrastructureError as error:
+            if controller.signal.aborted and error.code == "EVALUATION_CANCELLED":
+                return None
+            raise _Problem(error.code, _message(error)) from None
+        finally:
+            progress.close()
+
+
+def _message(error: EvaluationInfrastructureError) -> str:
+    message = str(error)
+    cause = error.__cause__
+    codes: list[str] = []
+    for failure in (*error.errors, cause):
+        code = getattr(failure, "code", None)
+        if isinstance(code, str) and code != error.code and code not in codes:
+            codes.append(code)
+    if codes:
+        message += f" (caused by {', '.join(codes)})"
+    hint = _HINTS.get(error.code)
+    return message if hint is None else f"{message}: {hint}"
+
+
+def _compare(baseline: EvaluationReport, report: EvaluationReport) -> EvaluationComparison:
+    from tether.evals.errors import EvaluationInfrastructureError
+    from tether.evals.report import compare_evaluations
+
+    try:
+        return compare_evaluations(baseline, report)
+    except EvaluationInfrastructureError as error:
+        raise _Problem(error.code, _message(error)) from None
+
+
+def _summary(report: EvaluationReport, comparison: EvaluationComparison | None) -> None:
+    from tether.evals.summary import format_summary
+
+    Output.for_people(sys.stdout).write(format_summary(report, comparison))
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory (a reader
+    never sees half a report)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise _Problem(
+            "CLI_EVAL_WRITE_FAILED", f"cannot write {path}: {error.strerror or error}"
+        ) from None
+
+
+class Progress:
+    """The progress of the runs on ``stream`` (stderr): a bar redrawn in place on a terminal,
+    else one line per finished run. Called with each run's outcome; never raises."""
+
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        self.total = total
+        self.done = 0
+        self._stream = stream
+        try:
+            self._tty = stream is not None and stream.isatty()
+        except (OSError, ValueError):
+            self._tty = False
+        self._drawn = False
+
+    def __call__(self, outcome: ItemOutcome) -> None:
+        from tether.evals.types import EvaluationRunReport
+
+        self.done += 1
+        if self._tty:
+            filled = _BAR * self.done // self.total if self.total else _BAR
+            self._emit(f"\r[{'#' * filled}{'.' * (_BAR - filled)}] {self.done}/{self.total}")
+            self._drawn = True
+            return
+        if isinstance(outcome, EvaluationRunReport):
+            verdict = outcome.verdict
+            if outcome.error_code is not None:
+                verdict += f" {outcome.error_code}"
+            line = f"[{self.done}/{self.total}] {outcome.task_id} {outcome.run_id} {verdict}"
+        else:
+            line = f"[{self.done}/{self.total}] {outcome.code}"
+        self._emit(line + "\n")
+
+    def close(self) -> None:
+        """End the bar's line (on a terminal)."""
+        if self._drawn:
+            self._drawn = False
+            self._emit("\n")
+
+    def _emit(self, text: str) -> None:
+        stream = self._stream
+        if stream is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            stream.write(text)
+            stream.flush()
