@@ -51,6 +51,6 @@ def test_readme_python_example_runs_the_fixture_round_trip() -> None:
 def test_the_real_model_examples_compile() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     examples = re.findall(r"```py\n(.*?)```", text, flags=re.S)
-    assert len(examples) == 4  # real models, coding tools, the Agent, sessions
+    assert len(examples) == 5  # real models, coding tools, the Agent, sessions, runtimes
     for example in examples:
         compile(example, "README.md", "exec")
