@@ -47,10 +47,10 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from tether.cli.arguments import bounded_integer, non_empty_path, non_empty_text, url
 from tether.cli.render import Output, OutputError, warn
 
 if TYPE_CHECKING:
@@ -116,37 +116,6 @@ _HINTS: Final = {
 }
 
 
-def _bounded(name: str, low: int, high: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{name} must be between {low} and {high}")
-        return value
-
-    return parse
-
-
-def _path(text: str) -> Path:
-    if not text:
-        raise argparse.ArgumentTypeError("must not be empty")
-    return Path(text)
-
-
-def _url(text: str) -> str:
-    if not text.startswith(("http://", "https://")) or len(text) <= len("https://"):
-        raise argparse.ArgumentTypeError("must be an http:// or https:// URL")
-    return text
-
-
-def _text(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text
-
-
 def _candidate_id(text: str) -> str:
     if _ID.fullmatch(text) is None:
         raise argparse.ArgumentTypeError(
@@ -169,10 +138,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("tasks", type=_path, metavar="TASKS", help="the evaluation fixture (JSON)")
+    parser.add_argument(
+        "tasks", type=non_empty_path, metavar="TASKS", help="the evaluation fixture (JSON)"
+    )
     parser.add_argument("--model", metavar="PROVIDER/MODEL", help="evaluate an agent on this model")
-    parser.add_argument("--base-url", type=_url, metavar="URL", help="the model's server")
-    parser.add_argument("--system", type=_text, metavar="TEXT", help="the agent's system prompt")
+    parser.add_argument("--base-url", type=url, metavar="URL", help="the model's server")
+    parser.add_argument(
+        "--system", type=non_empty_text, metavar="TEXT", help="the agent's system prompt"
+    )
     parser.add_argument(
         "--tools",
         choices=["none", "coding"],
@@ -180,7 +153,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-steps",
-        type=_bounded("--max-steps", 1, _MAX_STEPS),
+        type=bounded_integer(1, _MAX_STEPS, "--max-steps"),
         metavar="N",
         help=f"model turns per task (1-{_MAX_STEPS}, default {_DEFAULT_STEPS})",
     )
@@ -189,14 +162,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--repetitions",
-        type=_bounded("--repetitions", 1, _MAX_REPETITIONS),
+        type=bounded_integer(1, _MAX_REPETITIONS, "--repetitions"),
         default=1,
         metavar="N",
         help=f"runs per task (1-{_MAX_REPETITIONS}, default 1)",
     )
     parser.add_argument(
         "--concurrency",
-        type=_bounded("--concurrency", 1, _MAX_CONCURRENCY),
+        type=bounded_integer(1, _MAX_CONCURRENCY, "--concurrency"),
         default=1,
         metavar="N",
         help=f"runs at once (1-{_MAX_CONCURRENCY}, default 1)",
@@ -205,7 +178,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--executor", choices=["local", "ray"], default="local", help="where runs execute"
     )
     parser.add_argument(
-        "--ray-address", type=_text, metavar="ADDR", help="join this Ray cluster (--executor ray)"
+        "--ray-address",
+        type=non_empty_text,
+        metavar="ADDR",
+        help="join this Ray cluster (--executor ray)",
     )
     parser.add_argument(
         "--judge",
@@ -217,10 +193,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--judge-model", metavar="PROVIDER/MODEL", help="the judge's model (--judge model)"
     )
     parser.add_argument(
-        "--compare", type=_path, metavar="BASELINE.json", help="compare with this report"
+        "--compare", type=non_empty_path, metavar="BASELINE.json", help="compare with this report"
     )
-    parser.add_argument("--out", type=_path, metavar="REPORT.json", help="write the report")
-    parser.add_argument("--html", type=_path, metavar="REPORT.html", help="write an HTML page")
+    parser.add_argument(
+        "--out", type=non_empty_path, metavar="REPORT.json", help="write the report"
+    )
+    parser.add_argument(
+        "--html", type=non_empty_path, metavar="REPORT.html", help="write an HTML page"
+    )
     parser.set_defaults(eval_parser=parser)
     return parser
 

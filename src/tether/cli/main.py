@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
+from tether.cli.arguments import non_empty_path, non_empty_text, url
 from tether.cli.render import Output, OutputError, json_line, warn
 
 if TYPE_CHECKING:
@@ -139,21 +140,7 @@ def _steps(text: str) -> int:
 
 
 def _fixture_path(text: str) -> Path:
-    if not text:  # Path("") is ".", which would be read as the current directory
-        raise argparse.ArgumentTypeError("must not be empty (omit it to use the bundled fixture)")
-    return Path(text)
-
-
-def _url(text: str) -> str:
-    if not text.startswith(("http://", "https://")) or len(text) <= len("https://"):
-        raise argparse.ArgumentTypeError("must be an http:// or https:// URL")
-    return text
-
-
-def _text(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text
+    return non_empty_path(text, hint=" (omit it to use the bundled fixture)")
 
 
 def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> None:
@@ -161,7 +148,7 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
         "--model", metavar="PROVIDER/MODEL", help="the model, e.g. openai/gpt-4o-mini"
     )
     parser.add_argument(
-        "--base-url", type=_url, metavar="URL", help="send the provider's requests to URL"
+        "--base-url", type=url, metavar="URL", help="send the provider's requests to URL"
     )
     if tools:
         parser.add_argument(
@@ -169,7 +156,9 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
             choices=["coding"],
             help="coding: read/write/edit files, grep, bash, python, confined to the cwd",
         )
-        parser.add_argument("--system", type=_text, metavar="TEXT", help="the system prompt")
+        parser.add_argument(
+            "--system", type=non_empty_text, metavar="TEXT", help="the system prompt"
+        )
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -207,7 +196,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     run.add_argument("--json", action="store_true", help="one camelCase JSON event per line")
     run.add_argument(
         "--session",
-        type=_text,
+        type=non_empty_text,
         metavar="PATH",
         help="continue this session file and record the run into it (created if missing)",
     )
@@ -252,7 +241,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=formatter,
     )
     _model_options(chat, tools=False)
-    chat.add_argument("--system", type=_text, metavar="TEXT", help="replace the introduction")
+    chat.add_argument(
+        "--system", type=non_empty_text, metavar="TEXT", help="replace the introduction"
+    )
     chat.add_argument("--auto-approve", action="store_true", help="never ask before tools run")
     where = chat.add_mutually_exclusive_group()
     where.add_argument(

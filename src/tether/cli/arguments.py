@@ -1,0 +1,50 @@
+"""Option value types shared by the ``tether`` commands' ``argparse`` parsers.
+
+Each is a ``type=`` callable: it returns the parsed value or raises
+``argparse.ArgumentTypeError`` with the message ``argparse`` prints after the option's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["bounded_integer", "non_empty_path", "non_empty_text", "url"]
+
+
+def bounded_integer(low: int, high: int, name: str | None = None) -> Callable[[str], int]:
+    """An integer from ``low`` to ``high`` (``name``: how the message calls it)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            what = "must be" if name is None else f"{name} must be"
+            raise argparse.ArgumentTypeError(f"{what} between {low} and {high}")
+        return value
+
+    return parse
+
+
+def non_empty_path(text: str, *, hint: str = "") -> Path:
+    """A path, never ``""`` (``Path("")`` is ``.``, which would name the current directory)."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"must not be empty{hint}")
+    return Path(text)
+
+
+def url(text: str) -> str:
+    """An ``http://`` or ``https://`` URL with something after the scheme."""
+    if not text.startswith(("http://", "https://")) or len(text) <= len("https://"):
+        raise argparse.ArgumentTypeError("must be an http:// or https:// URL")
+    return text
+
+
+def non_empty_text(text: str) -> str:
+    """Any text but ``""``."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
