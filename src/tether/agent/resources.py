@@ -36,7 +36,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, NoReturn, cast
+from typing import Final, Literal, NoReturn, TypeAlias, cast, get_args
 
 from tether._errors import TetherError
 from tether._text import JS_WHITESPACE, is_non_empty
@@ -62,7 +62,7 @@ MAX_RESOURCE_TEXT_BYTES: Final = 1_048_576
 MAX_DIRECTORY_ENTRIES: Final = 4_096
 """The most entries ``list_directory`` reads from one directory of one root."""
 
-ResourceErrorCode = Literal[
+ResourceErrorCode: TypeAlias = Literal[
     "RESOURCE_INVALID_ROOTS",
     "DUPLICATE_RESOURCE_ROOT_ID",
     "RESOURCE_OUTSIDE_TRUSTED_ROOTS",
@@ -74,16 +74,7 @@ ResourceErrorCode = Literal[
 ]
 """The stable codes of ``ResourceError``."""
 
-RESOURCE_ERROR_CODES: Final[tuple[ResourceErrorCode, ...]] = (
-    "RESOURCE_INVALID_ROOTS",
-    "DUPLICATE_RESOURCE_ROOT_ID",
-    "RESOURCE_OUTSIDE_TRUSTED_ROOTS",
-    "RESOURCE_ROOT_CHANGED",
-    "RESOURCE_NOT_FILE",
-    "RESOURCE_TOO_LARGE",
-    "RESOURCE_INVALID_UTF8",
-    "RESOURCE_IO_FAILED",
-)
+RESOURCE_ERROR_CODES: Final[tuple[ResourceErrorCode, ...]] = get_args(ResourceErrorCode)
 """Every ``ResourceErrorCode``, in declaration order."""
 
 ResourceEntryKind = Literal["file", "directory"]

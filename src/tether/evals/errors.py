@@ -14,7 +14,7 @@ Both pickle with their cause intact, because the Ray executor ships errors betwe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, get_args
 
 from tether._aggregate import TetherAggregateError
 from tether._errors import TetherError
@@ -39,18 +39,8 @@ EvaluationErrorCode: TypeAlias = Literal[
     "EVALUATION_INVALID_REPORT",
 ]
 
-EVALUATION_ERROR_CODES: Final[tuple[EvaluationErrorCode, ...]] = (
-    "EVALUATION_INVALID_OPTIONS",
-    "EVALUATION_CANCELLED",
-    "EVALUATION_WORKSPACE_FAILED",
-    "EVALUATION_RUNTIME_FACTORY_FAILED",
-    "EVALUATION_RUNTIME_FAILED",
-    "EVALUATION_JUDGE_FAILED",
-    "EVALUATION_CLOCK_FAILED",
-    "EVALUATION_CLEANUP_FAILED",
-    "EVALUATION_CLEANUP_TIMEOUT",
-    "EVALUATION_INVALID_REPORT",
-)
+EVALUATION_ERROR_CODES: Final[tuple[EvaluationErrorCode, ...]] = get_args(EvaluationErrorCode)
+"""Every ``EvaluationErrorCode``, in declaration order."""
 
 
 def _restore(
