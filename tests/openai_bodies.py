@@ -767,6 +767,46 @@ MIDSTREAM_OPENAI_ERROR: Final = sse(
 )
 """§2.7: OpenAI's mid-stream error object (then ``[DONE]``)."""
 
+# --- minimal chunks (the CLI tests' scripted servers) ---------------------------------------------
+
+_MINIMAL: Final[dict[str, Any]] = {
+    "id": "chatcmpl-cli",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "gpt-test-2026",
+}
+
+
+def minimal_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    """A ``chat.completion.chunk`` with only the fields a client needs: no ``usage``,
+    ``logprobs`` or padding."""
+    return {**_MINIMAL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def minimal_usage(prompt: int, completion: int) -> dict[str, Any]:
+    """The ``include_usage`` chunk (``choices: []``) to go with ``minimal_chunk``."""
+    return {
+        **_MINIMAL,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def text_chunks(*parts: str, prompt_tokens: int) -> list[dict[str, Any]]:
+    """A text answer in minimal chunks: the role chunk (``content: ""``), one chunk per part,
+    ``stop``, and usage of ``prompt_tokens`` in and one token per part out."""
+    return [
+        minimal_chunk({"role": "assistant", "content": ""}),
+        *(minimal_chunk({"content": part}) for part in parts),
+        minimal_chunk({}, "stop"),
+        minimal_usage(prompt_tokens, len(parts)),
+    ]
+
+
 # --- a non-streamed body (llm-katan answers tools with one) ---------------------------------------
 
 KATAN_TOOL_COMPLETION: Final[dict[str, Any]] = {

@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -196,23 +196,31 @@ class Answers:
 
 
 def make_chat(
-    tmp_path: Path, config: CliConfig, model: ScriptedModel, answers: Answers
+    tmp_path: Path,
+    config: CliConfig,
+    model: ScriptedModel | Callable[[ModelChoice], Model],
+    answers: Answers | None = None,
+    *,
+    extensions: Sequence[ExtensionDefinition] = (),
 ) -> tuple[Chat, io.BytesIO]:
+    """A ``Chat`` in ``tmp_path/project`` (data in ``tmp_path/data``) on ``model`` (or the
+    models ``model`` builds for each choice), asking ``answers`` (none by default), with
+    ``extensions``; the bytes it shows go to the returned buffer."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     chat_view, buffer = view()
-
-    def build(_: ModelChoice) -> Model:
-        return model
-
+    build: Callable[[ModelChoice], Model] = (
+        (lambda _: model) if isinstance(model, ScriptedModel) else model
+    )
     chat = Chat(
         choice=a_choice(config),
         config=config,
         cwd=project,
         data_dir=tmp_path / "data",
         view=chat_view,
-        ask=answers,
+        ask=Answers() if answers is None else answers,
         build_model=build,
+        extensions=extensions,
     )
     return chat, buffer
 
@@ -578,9 +586,6 @@ async def test_a_model_switch_that_cannot_be_built_keeps_the_old_runtime(
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     first = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("three",))])
     second = ScriptedModel([ScriptedReply(text=("two",))])
-    project = tmp_path / "project"
-    project.mkdir()
-    chat_view, buffer = view()
     built: list[str] = []
 
     def build(choice: ModelChoice) -> Model:
@@ -589,15 +594,7 @@ async def test_a_model_switch_that_cannot_be_built_keeps_the_old_runtime(
             raise RuntimeError("no such deployment")
         return first if len(built) == 1 else second
 
-    chat = Chat(
-        choice=a_choice(config),
-        config=config,
-        cwd=project,
-        data_dir=tmp_path / "data",
-        view=chat_view,
-        ask=Answers(),
-        build_model=build,
-    )
+    chat, buffer = make_chat(tmp_path, config, build)
     await chat.turn("hello")
     runtime = chat.runtime
     assert await chat.command(Command("model", "openai/broken"))
@@ -656,22 +653,8 @@ async def test_new_replaces_the_runtime_and_extensions_see_every_runtime(
     model = ScriptedModel(
         [ScriptedReply(tool_calls=(call,)), ScriptedReply(text=("HI",)), ScriptedReply(text=("b",))]
     )
-    project = tmp_path / "project"
-    project.mkdir()
-    chat_view, _buffer = view()
-
-    def build(_: ModelChoice) -> Model:
-        return model
-
-    chat = Chat(
-        choice=a_choice(config),
-        config=config,
-        cwd=project,
-        data_dir=tmp_path / "data",
-        view=chat_view,
-        ask=Answers(),
-        build_model=build,
-        extensions=(ExtensionDefinition(id="loud", create=Loud),),
+    chat, _ = make_chat(
+        tmp_path, config, model, extensions=(ExtensionDefinition(id="loud", create=Loud),)
     )
     await chat.turn("shout hi")
     first_id = chat.session_id
@@ -689,28 +672,6 @@ async def test_new_replaces_the_runtime_and_extensions_see_every_runtime(
     assert result.content == "HI"
     sessions = sorted(p.name for p in (tmp_path / "data" / "sessions").glob("*.jsonl"))
     assert sessions == sorted([f"{first_id}.jsonl", f"{second_id}.jsonl"])
-
-
-def extension_chat(
-    tmp_path: Path,
-    config: CliConfig,
-    build: Callable[[ModelChoice], Model],
-    *extensions: ExtensionDefinition,
-) -> tuple[Chat, io.BytesIO]:
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
-    chat_view, buffer = view()
-    chat = Chat(
-        choice=a_choice(config),
-        config=config,
-        cwd=project,
-        data_dir=tmp_path / "data",
-        view=chat_view,
-        ask=Answers(),
-        build_model=build,
-        extensions=extensions,
-    )
-    return chat, buffer
 
 
 class Closable(ScriptedModel):
@@ -741,11 +702,11 @@ async def test_a_replacement_whose_old_runtime_fails_to_close_is_still_adopted(
         "openai/gpt-test": Closable([ScriptedReply(text=("one",))]),
         "openai/gpt-other": Closable([ScriptedReply(text=("two",))]),
     }
-    chat, buffer = extension_chat(
+    chat, buffer = make_chat(
         tmp_path,
         config,
         lambda choice: models[choice.spec],
-        ExtensionDefinition(id="sticky", create=Sticky),
+        extensions=(ExtensionDefinition(id="sticky", create=Sticky),),
     )
     await chat.turn("hello")
     assert await chat.command(Command("model", "openai/gpt-other"))
@@ -777,8 +738,8 @@ async def test_a_poisoned_runtime_is_reported_once_and_closes_without_raising(
             raise ValueError("hook is broken")
 
     model = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("two",))])
-    chat, buffer = extension_chat(
-        tmp_path, config, lambda _: model, ExtensionDefinition(id="broken", create=Broken)
+    chat, buffer = make_chat(
+        tmp_path, config, model, extensions=(ExtensionDefinition(id="broken", create=Broken),)
     )
     await chat.turn("hello")
     await chat.turn("again")
@@ -798,8 +759,8 @@ async def test_a_runtime_that_cannot_be_built_fails_the_turn_not_the_chat(
             raise RuntimeError("no licence")
 
     model = ScriptedModel([ScriptedReply(text=("one",))])
-    chat, buffer = extension_chat(
-        tmp_path, config, lambda _: model, ExtensionDefinition(id="refuses", create=Refuses)
+    chat, buffer = make_chat(
+        tmp_path, config, model, extensions=(ExtensionDefinition(id="refuses", create=Refuses),)
     )
     assert await chat.turn("hello") is None
     await chat.close()

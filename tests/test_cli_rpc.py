@@ -28,6 +28,9 @@ from typing import Any, cast
 
 import pytest
 
+import cli_support
+from cli_support import BOUND, FAKE_KEY, TETHER, assert_no_key, child_env, spawned
+from openai_bodies import call, minimal_chunk, minimal_usage
 from servers.katan import KatanServer
 from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
 
@@ -36,29 +39,11 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and FIFOs"),
 ]
 
-TETHER = Path(sys.executable).parent / "tether"
-FAKE_KEY = "sk-tether-FAKE-RPC-KEY-9876543210-never-print-me"
-BOUND = 20.0
 MODEL = "openai/gpt-test"
-_SCRUBBED = ("PYTHONDEVMODE", "PYTHONASYNCIODEBUG", "PYTHONWARNINGS", "TETHER_CONFIG")
+PROMPT_TOKENS = 7
+"""The input tokens every text answer reports."""
 
 Line = dict[str, Any]
-
-
-def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """The parent's environment without API keys or debug switches, with the fake key in
-    OPENAI_API_KEY, a config path in ``tmp_path`` and every warning shown."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.endswith("_API_KEY") and name not in _SCRUBBED
-    }
-    env["TETHER_CONFIG"] = str(tmp_path / "config.toml")
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    env["PYTHONWARNINGS"] = "default"
-    env["OPENAI_API_KEY"] = FAKE_KEY
-    env.update(extra)
-    return env
 
 
 class Rpc:
@@ -137,8 +122,7 @@ class Rpc:
         for line in rest.split(b"\n")[:-1]:
             self.lines.append(json.loads(line))
         self.raw += rest
-        assert FAKE_KEY.encode() not in self.raw
-        assert FAKE_KEY.encode() not in stderr
+        assert_no_key(bytes(self.raw), stderr)
         return status, stderr
 
 
@@ -154,90 +138,30 @@ def is_event(kind: str) -> Callable[[Line], bool]:
 async def rpc(
     *arguments: str, env: Mapping[str, str], cwd: Path | None = None
 ) -> AsyncGenerator[Rpc, None]:
-    process = await asyncio.create_subprocess_exec(
-        str(TETHER),
-        "rpc",
-        *arguments,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-        limit=8 << 20,
-    )
-    try:
+    async with spawned("rpc", *arguments, env=env, cwd=cwd, limit=8 << 20) as process:
         yield Rpc(process)
-    finally:
-        if process.returncode is None:
-            process.kill()
-        if process.stdin is not None:
-            process.stdin.close()
-        await process.wait()
 
 
 # --- OpenAI stream bodies ---------------------------------------------------------------------
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-rpc",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-test-2026",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-def usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-rpc",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-test-2026",
-        "choices": [],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
-
-
-def text_payloads(*parts: str) -> list[dict[str, Any]]:
-    return [
-        chunk({"role": "assistant", "content": ""}),
-        *(chunk({"content": part}) for part in parts),
-        chunk({}, "stop"),
-        usage(7, len(parts)),
-    ]
-
-
 def text_reply(*parts: str) -> Script:
-    return sse_response(sse_body(text_payloads(*parts)))
+    return cli_support.text_reply(*parts, prompt_tokens=PROMPT_TOKENS)
 
 
 def stalled_reply(first: str) -> Script:
-    """A text stream that stops after its first words until the client goes away."""
-    payloads = text_payloads(first, " and more")
-    offset = len(sse_body(payloads[:2], done=False))
-    return sse_response(sse_body(payloads), stall_after=offset)
+    return cli_support.stalled_reply(first, prompt_tokens=PROMPT_TOKENS)
 
 
 def bash_reply(call_id: str, command: str) -> Script:
-    call = {"index": 0, "id": call_id, "type": "function", "function": {"name": "bash"}}
     arguments = json.dumps({"command": command})
     return sse_response(
         sse_body(
             [
-                chunk(
-                    {
-                        "role": "assistant",
-                        "tool_calls": [{**call, "function": {"name": "bash", "arguments": ""}}],
-                    }
-                ),
-                chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
-                chunk({}, "tool_calls"),
-                usage(9, 3),
+                minimal_chunk({"role": "assistant", "tool_calls": [call(0, call_id, "bash", "")]}),
+                minimal_chunk({"tool_calls": [call(0, arguments=arguments)]}),
+                minimal_chunk({}, "tool_calls"),
+                minimal_usage(9, 3),
             ]
         )
     )
@@ -438,23 +362,11 @@ async def test_a_closed_stdin_is_the_end_of_input(tmp_path: Path) -> None:
 
 async def test_a_full_stdout_is_exit_4_with_one_line(tmp_path: Path) -> None:
     with open("/dev/full", "wb") as full:  # noqa: ASYNC230 - opening a device, not reading
-        process = await asyncio.create_subprocess_exec(
-            str(TETHER),
-            "rpc",
-            "--model",
-            "ollama/qwen3",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=full,
-            stderr=asyncio.subprocess.PIPE,
-            env=child_env(tmp_path),
-        )
-    try:
-        async with asyncio.timeout(BOUND):
-            _, stderr = await process.communicate(b'{"id": 1, "type": "get_state"}\n')
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        async with spawned(
+            "rpc", "--model", "ollama/qwen3", env=child_env(tmp_path), stdout=full
+        ) as process:
+            async with asyncio.timeout(BOUND):
+                _, stderr = await process.communicate(b'{"id": 1, "type": "get_state"}\n')
 
     assert process.returncode == 4
     assert stderr.startswith(b"tether rpc: cannot write output: ")
@@ -471,21 +383,17 @@ async def test_a_reader_gone_during_a_run_cancels_it_and_exits_4(tmp_path: Path)
     try:
         async with ReplayServer() as server:
             stalled = server.respond(stalled_reply("Nobody reads this"))
-            process = await asyncio.create_subprocess_exec(
-                str(TETHER),
+            async with spawned(
                 "rpc",
                 "--model",
                 MODEL,
                 "--base-url",
                 server.url,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=write_end,
-                stderr=asyncio.subprocess.PIPE,
                 env=child_env(tmp_path),
-            )
-            os.close(write_end)
-            write_end = -1
-            try:
+                stdout=write_end,
+            ) as process:
+                os.close(write_end)
+                write_end = -1
                 assert process.stdin is not None
                 process.stdin.write(b'{"id": 1, "type": "prompt", "message": "hi"}\n')
                 async with asyncio.timeout(BOUND):
@@ -496,10 +404,6 @@ async def test_a_reader_gone_during_a_run_cancels_it_and_exits_4(tmp_path: Path)
                     stalled.release.set()  # the next chunk's event cannot be written
                     _, stderr = await process.communicate()
                     await stalled.finished.wait()
-            finally:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
     finally:
         transport.close()
         if write_end >= 0:

@@ -21,12 +21,22 @@ import os
 import signal
 import sys
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
+import cli_support
+from cli_support import (
+    BOUND,
+    FAKE_KEY,
+    assert_no_key,
+    assert_quiet,
+    child_env,
+    run_tether,
+    spawned,
+)
+from openai_bodies import call, minimal_chunk, minimal_usage
 from servers.katan import KatanServer, free_port
 from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
 
@@ -35,88 +45,12 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
 ]
 
-TETHER = Path(sys.executable).parent / "tether"
-FAKE_KEY = "sk-tether-FAKE-KEY-0123456789-never-print-me"
-BOUND = 20.0
 MODEL = "openai/gpt-test"
-_SCRUBBED = ("PYTHONDEVMODE", "PYTHONASYNCIODEBUG", "PYTHONWARNINGS", "TETHER_CONFIG")
+PROMPT_TOKENS = 11
+"""The input tokens every text answer reports."""
 
 
 # --- the subprocess ---------------------------------------------------------------------------
-
-
-def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """The parent's environment without API keys or debug switches, with the fake key in
-    OPENAI_API_KEY, a config path in ``tmp_path`` (absent unless a test writes it) and every
-    warning shown (so a leaked resource shows up on stderr)."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.endswith("_API_KEY") and name not in _SCRUBBED
-    }
-    env["TETHER_CONFIG"] = str(tmp_path / "config.toml")
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    env["PYTHONWARNINGS"] = "default"
-    env["OPENAI_API_KEY"] = FAKE_KEY
-    env.update(extra)
-    return env
-
-
-@dataclass
-class Completed:
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def out(self) -> str:
-        return self.stdout.decode("utf-8")
-
-    @property
-    def err(self) -> str:
-        return self.stderr.decode("utf-8")
-
-    def events(self) -> list[dict[str, Any]]:
-        """Every stdout line (split on \\n only) parsed as JSON."""
-        assert self.stdout.endswith(b"\n"), self.stdout[-200:]
-        return [json.loads(line) for line in self.stdout.split(b"\n")[:-1]]
-
-
-def assert_no_key(*outputs: bytes) -> None:
-    for output in outputs:
-        assert FAKE_KEY.encode() not in output, "the API key was written"
-
-
-def assert_quiet(stderr: bytes) -> None:
-    """Nothing on stderr but advice lines: no traceback, no warning."""
-    text = stderr.decode("utf-8", "replace")
-    assert "Traceback" not in text, text
-    assert "Warning" not in text, text
-
-
-async def tether(
-    *arguments: str, env: Mapping[str, str], cwd: Path | None = None, stdin: bytes = b""
-) -> Completed:
-    """Run the installed script to its end (bounded), with this loop free to serve."""
-    process = await asyncio.create_subprocess_exec(
-        str(TETHER),
-        *arguments,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-    )
-    try:
-        async with asyncio.timeout(BOUND):
-            stdout, stderr = await process.communicate(stdin)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    assert process.returncode is not None
-    assert_no_key(stdout, stderr)
-    return Completed(process.returncode, stdout, stderr)
 
 
 class Running:
@@ -150,21 +84,8 @@ class Running:
 async def started(
     *arguments: str, env: Mapping[str, str], cwd: Path | None = None
 ) -> AsyncGenerator[Running, None]:
-    process = await asyncio.create_subprocess_exec(
-        str(TETHER),
-        *arguments,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-    )
-    try:
+    async with spawned(*arguments, env=env, cwd=cwd, stdin=asyncio.subprocess.DEVNULL) as process:
         yield Running(process)
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
 
 
 def model_run(server_url: str, *extra: str, prompt: str = "What is 20 + 22?") -> list[str]:
@@ -174,75 +95,22 @@ def model_run(server_url: str, *extra: str, prompt: str = "What is 20 + 22?") ->
 # --- OpenAI stream bodies ---------------------------------------------------------------------
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-cli",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-test-2026",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-def usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-cli",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-test-2026",
-        "choices": [],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
-
-
-def text_payloads(*parts: str) -> list[dict[str, Any]]:
-    return [
-        chunk({"role": "assistant", "content": ""}),
-        *(chunk({"content": part}) for part in parts),
-        chunk({}, "stop"),
-        usage(11, len(parts)),
-    ]
-
-
 def text_reply(*parts: str) -> Script:
-    return sse_response(sse_body(text_payloads(*parts)))
+    return cli_support.text_reply(*parts, prompt_tokens=PROMPT_TOKENS)
 
 
 def stalled_reply(first: str) -> Script:
-    """A text stream that stops after its first words until the client goes away."""
-    payloads = text_payloads(first, " and the rest")
-    offset = len(sse_body(payloads[:2], done=False))
-    return sse_response(sse_body(payloads), stall_after=offset)
+    return cli_support.stalled_reply(first, prompt_tokens=PROMPT_TOKENS)
 
 
 def tool_reply(*calls: tuple[str, str, dict[str, Any]]) -> Script:
     """One assistant turn calling each ``(id, name, arguments)``."""
-    payloads = [chunk({"role": "assistant", "content": None})]
+    payloads = [minimal_chunk({"role": "assistant", "content": None})]
     for index, (call_id, name, arguments) in enumerate(calls):
-        payloads.append(
-            chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": index,
-                            "id": call_id,
-                            "type": "function",
-                            "function": {"name": name, "arguments": ""},
-                        }
-                    ]
-                }
-            )
-        )
-        payloads.append(
-            chunk(
-                {"tool_calls": [{"index": index, "function": {"arguments": json.dumps(arguments)}}]}
-            )
-        )
-    payloads += [chunk({}, "tool_calls"), usage(20, 5)]
+        payloads.append(minimal_chunk({"tool_calls": [call(index, call_id, name, "")]}))
+        arguments_text = json.dumps(arguments)
+        payloads.append(minimal_chunk({"tool_calls": [call(index, arguments=arguments_text)]}))
+    payloads += [minimal_chunk({}, "tool_calls"), minimal_usage(20, 5)]
     return sse_response(sse_body(payloads))
 
 
@@ -264,7 +132,7 @@ def keys_everywhere(value: object) -> set[str]:
 async def test_a_text_answer_is_shown_to_a_person(tmp_path: Path) -> None:
     async with ReplayServer() as server:
         server.respond(text_reply("The sum ", "is 42."))
-        completed = await tether(
+        completed = await run_tether(
             *model_run(server.url, "--system", "Be brief."), env=child_env(tmp_path)
         )
 
@@ -289,7 +157,7 @@ async def test_a_text_answer_is_shown_to_a_person(tmp_path: Path) -> None:
 async def test_json_writes_one_camel_case_event_per_line(tmp_path: Path) -> None:
     async with ReplayServer() as server:
         server.respond(text_reply("Forty", "-two."))
-        completed = await tether(*model_run(server.url, "--json"), env=child_env(tmp_path))
+        completed = await run_tether(*model_run(server.url, "--json"), env=child_env(tmp_path))
 
     assert completed.returncode == 0, completed.err
     assert completed.stderr == b""
@@ -325,7 +193,7 @@ async def test_the_coding_tools_work_in_the_current_directory_only(tmp_path: Pat
             )
         )
         server.respond(text_reply("It says 42."))
-        completed = await tether(
+        completed = await run_tether(
             *model_run(server.url, "--json", "--tools", "coding", prompt="Read notes.txt"),
             env=child_env(tmp_path),
             cwd=workspace,
@@ -367,7 +235,7 @@ async def test_a_person_sees_tool_calls_and_shortened_results(tmp_path: Path) ->
     async with ReplayServer() as server:
         server.respond(tool_reply(("call-1", "read_file", {"path": "big.txt"})))
         server.respond(text_reply("Many lines."))
-        completed = await tether(
+        completed = await run_tether(
             *model_run(server.url, "--tools", "coding", prompt="Read big.txt"),
             env=child_env(tmp_path),
             cwd=workspace,
@@ -386,14 +254,14 @@ async def test_max_steps_allows_up_to_1024_with_a_model(tmp_path: Path) -> None:
     env = child_env(tmp_path)
     async with ReplayServer() as server:
         server.respond(text_reply("ok"))
-        many = await tether(*model_run(server.url, "--json", "--max-steps", "1024"), env=env)
+        many = await run_tether(*model_run(server.url, "--json", "--max-steps", "1024"), env=env)
         server.respond(tool_reply(("call-1", "list_files", {})))
-        one = await tether(
+        one = await run_tether(
             *model_run(server.url, "--json", "--tools", "coding", "--max-steps", "1"),
             env=env,
             cwd=tmp_path,
         )
-    too_many = await tether(*model_run("http://127.0.0.1:9/v1", "--max-steps", "1025"), env=env)
+    too_many = await run_tether(*model_run("http://127.0.0.1:9/v1", "--max-steps", "1025"), env=env)
 
     assert many.returncode == 0, many.err
     assert one.returncode == 3, one.err
@@ -420,7 +288,7 @@ async def test_max_steps_allows_up_to_1024_with_a_model(tmp_path: Path) -> None:
 async def test_options_that_do_not_fit_are_usage_errors(
     tmp_path: Path, arguments: list[str], complaint: str
 ) -> None:
-    completed = await tether("run", *arguments, env=child_env(tmp_path))
+    completed = await run_tether("run", *arguments, env=child_env(tmp_path))
 
     assert completed.returncode == 2
     assert complaint in completed.err
@@ -433,7 +301,7 @@ async def test_without_a_model_the_bundled_fixture_still_runs_offline(tmp_path: 
     (tmp_path / "config.toml").write_text("this is = not [valid", encoding="utf-8")
     env = child_env(tmp_path)
     del env["OPENAI_API_KEY"]
-    completed = await tether("run", "--json", env=env)
+    completed = await run_tether("run", "--json", env=env)
 
     assert completed.returncode == 0, completed.err
     assert completed.events()[-1]["payload"]["result"]["finalText"] == "The sum is 42."
@@ -447,7 +315,7 @@ async def test_a_provider_from_the_config_file_is_used_with_its_settings(tmp_pat
             encoding="utf-8",
         )
         server.respond(text_reply("hello"))
-        completed = await tether(
+        completed = await run_tether(
             "run", "--model", "box/m1", "-p", "hi", env=child_env(tmp_path, BOX_TOKEN=FAKE_KEY)
         )
 
@@ -465,7 +333,7 @@ async def test_a_missing_key_names_the_variable_and_sends_nothing(tmp_path: Path
     env = child_env(tmp_path)
     del env["OPENAI_API_KEY"]
     async with ReplayServer() as server:
-        completed = await tether(*model_run(server.url), env=env)
+        completed = await run_tether(*model_run(server.url), env=env)
 
     assert completed.returncode == 2
     assert completed.stdout == b""
@@ -475,7 +343,7 @@ async def test_a_missing_key_names_the_variable_and_sends_nothing(tmp_path: Path
 
 
 async def test_an_empty_key_counts_as_missing(tmp_path: Path) -> None:
-    completed = await tether(
+    completed = await run_tether(
         "run",
         "--model",
         "anthropic/claude-test",
@@ -493,8 +361,8 @@ async def test_an_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text(
         '[providers.gpu-box]\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8"
     )
-    completed = await tether("run", "--model", "nope/x", "-p", "hi", env=child_env(tmp_path))
-    malformed = await tether("run", "--model", "gpt-4o", "-p", "hi", env=child_env(tmp_path))
+    completed = await run_tether("run", "--model", "nope/x", "-p", "hi", env=child_env(tmp_path))
+    malformed = await run_tether("run", "--model", "gpt-4o", "-p", "hi", env=child_env(tmp_path))
 
     assert completed.returncode == 2
     assert "[CLI_UNKNOWN_PROVIDER]" in completed.err
@@ -507,7 +375,7 @@ async def test_an_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
 
 async def test_an_unreachable_server_is_named(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    completed = await tether(*model_run(url, "--json"), env=child_env(tmp_path))
+    completed = await run_tether(*model_run(url, "--json"), env=child_env(tmp_path))
 
     assert completed.returncode == 2
     assert f"[CLI_SERVER_UNREACHABLE] cannot reach {url}" in completed.err
@@ -520,7 +388,7 @@ async def test_a_401_names_the_key_variable_and_never_the_key(tmp_path: Path) ->
     body = {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}", "code": "bad_key"}}
     async with ReplayServer() as server:
         server.respond(json_response(401, body))
-        completed = await tether(*model_run(server.url), env=child_env(tmp_path))
+        completed = await run_tether(*model_run(server.url), env=child_env(tmp_path))
 
     assert completed.returncode == 2
     assert "[CLI_AUTH_FAILED]" in completed.err
@@ -534,7 +402,7 @@ async def test_a_rate_limit_says_when_to_retry(tmp_path: Path) -> None:
     body = {"error": {"message": "Rate limit reached", "type": "requests"}}
     async with ReplayServer() as server:
         server.respond(json_response(429, body, headers={"retry-after": "120"}))
-        completed = await tether(*model_run(server.url, "--json"), env=child_env(tmp_path))
+        completed = await run_tether(*model_run(server.url, "--json"), env=child_env(tmp_path))
 
     assert completed.returncode == 2
     assert "[CLI_RATE_LIMITED]" in completed.err
@@ -551,7 +419,7 @@ async def test_a_context_overflow_suggests_compacting(tmp_path: Path) -> None:
     }
     async with ReplayServer() as server:
         server.respond(json_response(400, body))
-        completed = await tether(*model_run(server.url), env=child_env(tmp_path))
+        completed = await run_tether(*model_run(server.url), env=child_env(tmp_path))
 
     assert completed.returncode == 2
     assert "[CLI_CONTEXT_OVERFLOW]" in completed.err
@@ -562,7 +430,7 @@ async def test_a_context_overflow_suggests_compacting(tmp_path: Path) -> None:
 async def test_another_failure_is_exit_1_without_advice(tmp_path: Path) -> None:
     async with ReplayServer() as server:
         server.respond(json_response(400, {"error": {"message": "unsupported parameter"}}))
-        completed = await tether(*model_run(server.url), env=child_env(tmp_path))
+        completed = await run_tether(*model_run(server.url), env=child_env(tmp_path))
 
     assert completed.returncode == 1
     assert completed.stderr == b""
@@ -575,21 +443,14 @@ async def test_a_reader_that_went_away_is_exit_4_without_noise(tmp_path: Path) -
     try:
         async with ReplayServer() as server:
             server.respond(text_reply("unread"))
-            process = await asyncio.create_subprocess_exec(
-                str(TETHER),
+            async with spawned(
                 *model_run(server.url, "--json"),
+                env=child_env(tmp_path),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=writer,
-                stderr=asyncio.subprocess.PIPE,
-                env=child_env(tmp_path),
-            )
-            try:
+            ) as process:
                 async with asyncio.timeout(BOUND):
                     _, stderr = await process.communicate()
-            finally:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
     finally:
         os.close(writer)
 
@@ -626,7 +487,7 @@ async def test_ctrl_c_during_a_stalled_stream_cancels_the_run(tmp_path: Path) ->
 
 
 async def test_llm_katan_answers_an_openai_run(tmp_path: Path, katan_server: KatanServer) -> None:
-    completed = await tether(
+    completed = await run_tether(
         "run",
         "--model",
         f"openai/{katan_server.model}",
@@ -648,7 +509,7 @@ async def test_llm_katan_answers_an_openai_run(tmp_path: Path, katan_server: Kat
 async def test_llm_katan_answers_an_anthropic_run(
     tmp_path: Path, katan_server: KatanServer
 ) -> None:
-    completed = await tether(
+    completed = await run_tether(
         "run",
         "--model",
         f"anthropic/{katan_server.model}",
@@ -667,12 +528,12 @@ async def test_session_continues_a_file_and_records_each_run(tmp_path: Path) -> 
     path = tmp_path / "chat.jsonl"
     async with ReplayServer() as server:
         server.respond(text_reply("Noted: 42."))
-        first = await tether(
+        first = await run_tether(
             *model_run(server.url, "--session", str(path), prompt="Remember 42."),
             env=child_env(tmp_path),
         )
         server.respond(text_reply("It was 42."))
-        second = await tether(
+        second = await run_tether(
             *model_run(server.url, "--session", str(path), prompt="Which number?"),
             env=child_env(tmp_path),
         )
@@ -696,7 +557,7 @@ async def test_a_session_file_that_cannot_be_used_is_exit_2(tmp_path: Path) -> N
     path = tmp_path / "broken.jsonl"
     path.write_bytes(b"not json\n")
     async with ReplayServer() as server:
-        completed = await tether(
+        completed = await run_tether(
             *model_run(server.url, "--session", str(path)), env=child_env(tmp_path)
         )
     assert completed.returncode == 2

@@ -16,15 +16,24 @@ import asyncio
 import io
 import json
 import os
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_support import (
+    FAKE_KEY,
+    TETHER,
+    Completed,
+    assert_no_key,
+    assert_quiet,
+    child_env,
+    run_tether,
+    spawned,
+)
+from openai_bodies import minimal_chunk, minimal_usage
 from servers.replay import ReplayServer, Script, sse_body, sse_response
 from tether.cli.eval import Progress, candidate_id_for
 from tether.evals.errors import EvaluationInfrastructureError
@@ -32,12 +41,9 @@ from tether.evals.types import EvaluationReport, EvaluationRunReport
 
 pytestmark = [pytest.mark.slow]
 
-TETHER = Path(sys.executable).parent / "tether"
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "fixtures" / "eval-tasks.json"
-FAKE_KEY = "sk-tether-FAKE-KEY-eval-0123456789-never-print-me"
 BOUND = 60.0
-_SCRUBBED = ("PYTHONDEVMODE", "PYTHONASYNCIODEBUG", "PYTHONWARNINGS", "TETHER_CONFIG")
 
 SUMMARY = """\
 candidate: fixture-candidate
@@ -49,88 +55,17 @@ held-out-arithmetic-fail     1     0     1     0  F
 """
 
 
-def child_env(tmp_path: Path) -> dict[str, str]:
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.endswith("_API_KEY") and name not in _SCRUBBED
-    }
-    env["TETHER_CONFIG"] = str(tmp_path / "config.toml")
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    env["PYTHONWARNINGS"] = "default"
-    env["OPENAI_API_KEY"] = FAKE_KEY
-    return env
-
-
-@dataclass
-class Completed:
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def out(self) -> str:
-        return self.stdout.decode("utf-8")
-
-    @property
-    def err(self) -> str:
-        return self.stderr.decode("utf-8")
-
-
-def assert_no_key(*outputs: bytes) -> None:
-    for output in outputs:
-        assert FAKE_KEY.encode() not in output, "the API key was written"
-
-
-def assert_quiet(stderr: bytes) -> None:
-    text = stderr.decode("utf-8", "replace")
-    assert "Traceback" not in text, text
-    assert "Warning" not in text, text
-
-
 async def tether_eval(*arguments: str, env: Mapping[str, str], cwd: Path) -> Completed:
-    """Run ``tether eval ...`` to its end (bounded), with this loop free to serve."""
-    process = await asyncio.create_subprocess_exec(
-        str(TETHER),
-        "eval",
-        *arguments,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-    )
-    try:
-        async with asyncio.timeout(BOUND):
-            stdout, stderr = await process.communicate()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    assert process.returncode is not None
-    assert_no_key(stdout, stderr)
-    return Completed(process.returncode, stdout, stderr)
+    """Run ``tether eval ...`` to its end (bounded), stdin from ``/dev/null``."""
+    return await run_tether("eval", *arguments, env=env, cwd=cwd, stdin=None, bound=BOUND)
 
 
 def text_reply(text: str) -> Script:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": "chatcmpl-eval",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "gpt-test-2026",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-
-    usage: dict[str, Any] = {
-        "id": "chatcmpl-eval",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-test-2026",
-        "choices": [],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21},
-    }
-    payloads = [chunk({"role": "assistant", "content": text}), chunk({}, "stop"), usage]
+    payloads = [
+        minimal_chunk({"role": "assistant", "content": text}),
+        minimal_chunk({}, "stop"),
+        minimal_usage(20, 1),
+    ]
     return sse_response(sse_body(payloads))
 
 
@@ -645,33 +580,17 @@ async def test_ctrl_c_cancels_the_runs_and_exits_130(tmp_path: Path) -> None:
     import signal as signals
 
     async with ReplayServer() as server:
-        payloads: list[dict[str, Any]] = [
-            {
-                "id": "c",
-                "object": "chat.completion.chunk",
-                "created": 1,
-                "model": "m",
-                "choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": None}],
-            }
-        ]
-        body = sse_body(payloads, done=False)
+        body = sse_body([minimal_chunk({"content": "4"})], done=False)
         script = server.respond(sse_response(body, stall_after=len(body)))
-        process = await asyncio.create_subprocess_exec(
-            str(TETHER), "eval", str(TASKS), "--model", "openai/gpt-test",
-            "--base-url", server.url,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=child_env(tmp_path), cwd=tmp_path,
-        )  # fmt: skip
-        try:
+        async with spawned(
+            "eval", str(TASKS), "--model", "openai/gpt-test", "--base-url", server.url,
+            env=child_env(tmp_path), cwd=tmp_path, stdin=asyncio.subprocess.DEVNULL,
+        ) as process:  # fmt: skip
             async with asyncio.timeout(BOUND):
                 await script.stalled.wait()
             process.send_signal(signals.SIGINT)
             async with asyncio.timeout(BOUND):
                 stdout, stderr = await process.communicate()
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
 
     assert process.returncode == 130, stderr
     assert stdout == b""
