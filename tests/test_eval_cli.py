@@ -12,6 +12,7 @@ stable code and exit status 2. The progress bar of a terminal is checked in-proc
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import io
 import json
@@ -19,6 +20,7 @@ import os
 from collections.abc import Mapping
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -35,7 +37,8 @@ from cli_support import (
 )
 from openai_bodies import minimal_chunk, minimal_usage
 from servers.replay import ReplayServer, Script, sse_body, sse_response
-from tether.cli.eval import Progress, candidate_id_for
+from tether.cli.eval import Progress, add_parser, candidate_id_for
+from tether.cli.eval import main as eval_main
 from tether.evals.errors import EvaluationInfrastructureError
 from tether.evals.types import EvaluationReport, EvaluationRunReport
 
@@ -244,6 +247,21 @@ async def test_out_then_compare_shows_improved_and_regressed_runs(tmp_path: Path
             ["bad.json"],
             {"bad.json": '{"schemaVersion": 1, "tasks": [{"split": "train"}]}'},
             "tether eval: [CLI_EVAL_TASKS_INVALID] bad.json: ",
+        ),
+        (
+            ["deep.json"],
+            {"deep.json": "[" * 200_000 + "]" * 200_000},
+            "tether eval: [CLI_EVAL_TASKS_INVALID] deep.json: not valid JSON (nested too deeply)",
+        ),
+        (
+            ["deep.json"],
+            {
+                "deep.json": '{"schemaVersion": 1, "tasks": [], "x": '
+                + "[" * 200_000
+                + "]" * 200_000
+                + "}"
+            },
+            "tether eval: [CLI_EVAL_TASKS_INVALID] deep.json: not valid JSON (nested too deeply)",
         ),
         (
             [str(TASKS), "--compare", "base.json"],
@@ -574,6 +592,50 @@ async def test_the_ray_executor_gives_the_same_report(tmp_path: Path) -> None:
         return [(run["runId"], run["verdict"]) for run in runs]
 
     assert verdicts("l.json") == verdicts("r.json")
+
+
+@pytest.mark.parametrize("stage", ["start", "put"])
+def test_ray_that_cannot_start_or_join_has_its_own_code(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stage: str
+) -> None:
+    pytest.importorskip("ray", reason="Ray is not installed (the tether[ray] extra)")
+    import tether.evals.ray_executor as ray_executor
+
+    calls: list[str] = []
+
+    def init(**_options: Any) -> None:
+        calls.append("init")
+        raise ConnectionError("Could not connect to the Ray cluster at 10.0.0.1:6379")
+
+    def put(_value: object) -> object:
+        calls.append("put")
+        raise TypeError("cannot pickle the job")
+
+    fake = SimpleNamespace(
+        is_initialized=lambda: stage == "put",
+        init=init,
+        put=put,
+        shutdown=lambda: calls.append("shutdown"),
+    )
+    monkeypatch.setattr(ray_executor, "_ray", lambda: fake)
+    parser = argparse.ArgumentParser(prog="tether")
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(
+        ["eval", str(TASKS), "--executor", "ray", "--ray-address", "10.0.0.1:6379"]
+    )
+
+    assert eval_main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    kind, message = {
+        "start": ("ConnectionError", "Ray could not be started or joined"),
+        "put": ("TypeError", "the evaluation job could not be put in Ray"),
+    }[stage]
+    assert captured.err.splitlines()[-1] == (
+        f"tether eval: [CLI_EVAL_RAY_FAILED] Evaluation infrastructure failed: {message} "
+        f"({kind}): could not start or join Ray (check --ray-address)"
+    )
+    assert calls == (["init", "shutdown"] if stage == "start" else ["put"])
 
 
 async def test_ctrl_c_cancels_the_runs_and_exits_130(tmp_path: Path) -> None:

@@ -35,7 +35,9 @@ from tether.evals import (
     EvaluationRuntimeInput,
     EvaluationTask,
     EvaluationWorkItem,
+    EvaluationWorkTask,
     ExecutionResult,
+    ExpectedEvidence,
     JudgeInput,
     JudgeOutput,
     LocalExecutor,
@@ -320,6 +322,72 @@ async def test_workspace_gone_before_cleanup_is_fine() -> None:
 
 
 # -- Work items, run IDs, concurrency -----------------------------------------------------------
+
+
+ORACLE_SOURCE: dict[str, Any] = {
+    "schemaVersion": 1,
+    "tasks": [
+        {
+            "id": "secret-task",
+            "split": "held-out",
+            "prompt": "p",
+            "expectedPublicEvidence": {"includes": ["required"]},
+            "candidatePublicEvidence": ["ORACLE-ANSWER-7f3a"],
+            "expectedVerdict": "fail",
+        }
+    ],
+}
+
+
+def test_work_items_carry_only_what_a_run_needs() -> None:
+    tasks = load_evaluation_tasks(ORACLE_SOURCE)
+    (item,) = work_items(tasks, 1)
+    assert item.task == EvaluationWorkTask(
+        id="secret-task",
+        prompt="p",
+        expected_public_evidence=ExpectedEvidence(includes=("required",)),
+    )
+    assert [f.name for f in dataclasses.fields(EvaluationWorkTask)] == [
+        "id",
+        "prompt",
+        "expected_public_evidence",
+    ]
+    data = pickle.dumps(item)
+    assert b"ORACLE-ANSWER-7f3a" not in data
+    assert b"expected_verdict" not in data
+
+
+async def test_the_frames_of_a_run_hold_no_fixture_only_field() -> None:
+    found: list[str] = []
+
+    class Snoop:
+        """Trusted code may walk the interpreter; the run itself holds no oracle to find."""
+
+        def dispose(self) -> None:
+            pass
+
+        async def run(self, input: EvaluationRuntimeInput) -> object:
+            for task in asyncio.all_tasks():
+                coroutine: Any = task.get_coro()
+                while coroutine is not None:
+                    frame = getattr(coroutine, "cr_frame", None)
+                    if frame is not None:
+                        for value in frame.f_locals.values():
+                            held = getattr(value, "task", value)
+                            if isinstance(held, EvaluationTask):
+                                found.append(f"{frame.f_code.co_name}: {held.id}")
+                    coroutine = getattr(coroutine, "cr_await", None)
+            return EvaluationCompleted(public_evidence=("required",))
+
+    class Snooping:
+        id = "snoop"
+
+        def create_runtime(self, input: RuntimeFactoryInput) -> Snoop:
+            return Snoop()
+
+    report = await run_evaluation(candidate=Snooping(), tasks=ORACLE_SOURCE)
+    assert report.runs[0].verdict == "pass"
+    assert found == []
 
 
 def test_work_items_follow_fixture_order_then_repetitions() -> None:
@@ -1046,8 +1114,28 @@ async def test_timer_problems_are_cleanup_failures_but_cleanups_still_run() -> N
         def schedule(self, delay_ms: int, on_timeout: Callable[[], None]) -> object:
             return None
 
-    report = await evaluate(probe, Candidate(probe), make_source(1), cleanup_timer=NoCancel())
-    assert report.runs[0].verdict == "pass"
+    probe.log.clear()
+    error = await failure(
+        evaluate(probe, Candidate(probe), make_source(1), cleanup_timer=NoCancel())
+    )
+    assert error.code == "EVALUATION_CLEANUP_FAILED"
+    assert [(type(e), str(e)) for e in error.errors] == [
+        (TypeError, "cleanup timer must return a cancel function"),
+        (TypeError, "cleanup timer must return a cancel function"),
+    ]
+    assert probe.log[-2:] == ["dispose run-000001", "cleanup /ws/run-000001"]
+
+    failing = Workspaces(probe, errors={"run-000001": OSError("disk gone")})
+    error = await failure(
+        evaluate(
+            probe, Candidate(probe), make_source(1), workspace_factory=failing,
+            cleanup_timer=NoCancel(),
+        )
+    )  # fmt: skip
+    assert [str(e) for e in error.errors] == [
+        "cleanup timer must return a cancel function",
+        "disk gone",  # the cleanup's own failure is the one reported
+    ]
 
 
 # -- Cancellation -------------------------------------------------------------------------------
@@ -1225,6 +1313,70 @@ async def test_a_late_runtime_is_disposed() -> None:
     await disposed.wait()
 
 
+async def test_work_already_running_when_the_abort_lands_in_the_factory_call_is_cleaned() -> None:
+    probe = Probe()
+    controller = AbortController()
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    cleaned = asyncio.Event()
+    disposed = asyncio.Event()
+
+    class Late:
+        path = "/ws/late"
+
+        def cleanup(self) -> None:
+            cleaned.set()
+
+    class LateRuntime:
+        async def run(self, input: EvaluationRuntimeInput) -> object:
+            raise AssertionError("never run")
+
+        async def dispose(self) -> None:
+            disposed.set()
+
+    async def make_workspace() -> Late:
+        await gate
+        return Late()
+
+    async def make_runtime() -> LateRuntime:
+        await gate
+        return LateRuntime()
+
+    def workspace_factory(input: WorkspaceFactoryInput) -> object:
+        started = asyncio.ensure_future(make_workspace())  # the work already runs
+        controller.abort()  # Ctrl-C lands while the factory is called
+        return started
+
+    error = await failure(
+        evaluate(
+            probe, Candidate(probe), make_source(1), signal=controller.signal,
+            workspace_factory=workspace_factory,
+        )
+    )  # fmt: skip
+    assert error.code == "EVALUATION_CANCELLED"
+
+    second = AbortController()
+
+    class AbortingCandidate:
+        id = "aborting"
+
+        def create_runtime(self, input: RuntimeFactoryInput) -> object:
+            started = asyncio.ensure_future(make_runtime())
+            second.abort()
+            return started
+
+    error = await failure(
+        evaluate(probe, AbortingCandidate(), make_source(1), signal=second.signal)
+    )
+    assert error.code == "EVALUATION_CANCELLED"
+    assert not cleaned.is_set()
+    assert not disposed.is_set()
+    gate.set_result(None)
+    async with asyncio.timeout(10):  # fails (does not hang) if the late values are dropped
+        await cleaned.wait()
+        await disposed.wait()
+    await settle_background()
+
+
 @pytest.mark.parametrize("outcome", ["raise", "invalid"])
 async def test_late_failures_and_invalid_late_values_are_swallowed(outcome: str) -> None:
     probe = Probe()
@@ -1306,8 +1458,66 @@ async def test_cancelling_the_job_task_directly_still_releases_resources() -> No
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.sleep(0)
+    await settle_background()
     assert probe.log[-2:] == ["dispose run-000001", "cleanup /ws/run-000001"]
+
+
+async def settle_background() -> None:
+    """Wait for every other task (the background cleanups) to finish."""
+    current = asyncio.current_task()
+    await asyncio.gather(*(task for task in asyncio.all_tasks() if task is not current))
+
+
+async def test_a_cancelled_job_task_releases_in_order_under_the_timer() -> None:
+    log: list[str] = []
+    running = asyncio.Event()
+    disposing = asyncio.Event()
+    stalled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    dispose_gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    class SlowDispose:
+        async def run(self, input: EvaluationRuntimeInput) -> object:
+            running.set()
+            await stalled
+            return EvaluationCompleted(public_evidence=("42",))
+
+        async def dispose(self) -> None:
+            log.append("dispose start")
+            disposing.set()
+            await dispose_gate
+            log.append("dispose end")
+
+    class Factory:
+        id = "slow"
+
+        def create_runtime(self, input: RuntimeFactoryInput) -> SlowDispose:
+            return SlowDispose()
+
+    class Logged:
+        path = "/ws/logged"
+
+        async def cleanup(self) -> None:
+            log.append("cleanup")
+
+    def workspace(input: WorkspaceFactoryInput) -> Logged:
+        return Logged()
+
+    timer = FakeTimer()
+    job = make_job(Probe(), Factory(), workspace_factory=workspace, cleanup_timer=timer)
+    (item,) = work_items(load_evaluation_tasks(make_source(1)), 1)
+    task = asyncio.ensure_future(job.run_one(item, AbortSignal()))
+    await running.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await disposing.wait()
+    assert log == ["dispose start"]  # the workspace waits for the runtime it hosts
+    assert [entry.cancelled for entry in timer.scheduled] == [0]  # dispose is timed
+    dispose_gate.set_result(None)
+    await settle_background()
+    assert log == ["dispose start", "dispose end", "cleanup"]
+    assert [entry.cancelled for entry in timer.scheduled] == [1, 1]
+    stalled.cancel()
 
 
 # -- Clock --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ trimming and cutting, and every answer a judge model may give.
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 from pathlib import Path
@@ -268,6 +269,24 @@ def test_an_agent_candidate_is_plain_data_that_pickles(monkeypatch: pytest.Monke
     assert pickle.loads(pickle.dumps(candidate)) == candidate
     assert FAKE_KEY not in repr(candidate)
     assert FAKE_KEY.encode() not in pickle.dumps(candidate)
+
+
+def build_with_key(*, api_key: str) -> ScriptedModel:
+    """A factory that (wrongly) captures a key: the repr must not show it."""
+    return ScriptedModel([text_reply(api_key)])
+
+
+def test_the_model_factory_is_not_in_the_repr() -> None:
+    factory = functools.partial(build_with_key, api_key=FAKE_KEY)
+    candidate = AgentCandidate(id="agent", model_spec="openai/gpt", model_factory=factory)
+    judge = ModelJudge(model_spec="openai/gpt", model_factory=factory)
+
+    assert FAKE_KEY not in repr(candidate)
+    assert "model_factory" not in repr(candidate)
+    assert FAKE_KEY not in repr(judge)
+    assert "model_factory" not in repr(judge)
+    assert candidate.model_factory is factory  # still there, and still compared
+    assert candidate != AgentCandidate(id="agent", model_spec="openai/gpt")
 
 
 @pytest.mark.parametrize(

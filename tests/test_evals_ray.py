@@ -50,7 +50,7 @@ from tether.evals.executors import (  # noqa: E402
 )
 from tether.evals.fixture import fixture_candidate  # noqa: E402
 from tether.evals.judge import deterministic_judge  # noqa: E402
-from tether.evals.ray_executor import RayExecutor, run_item  # noqa: E402
+from tether.evals.ray_executor import RayExecutor, RayExecutorError, run_item  # noqa: E402
 from tether.evals.report import serialize_evaluation_report  # noqa: E402
 from tether.evals.runner import (  # noqa: E402
     EvaluationJob,
@@ -64,6 +64,8 @@ from tether.evals.types import (  # noqa: E402
     EvaluationFailed,
     EvaluationRunReport,
     EvaluationRuntimeInput,
+    EvaluationWorkTask,
+    ExpectedEvidence,
     RuntimeFactoryInput,
     WorkspaceFactoryInput,
 )
@@ -194,7 +196,10 @@ def job_for(candidate: Any, workspace_factory: Any = None) -> EvaluationJob:
 
 def item(index: int = 0, task: int = 0) -> EvaluationWorkItem:
     return EvaluationWorkItem(
-        index=index, task=TASKS[task], run_id=f"run-{index + 1:06d}", repetition=1
+        index=index,
+        task=EvaluationWorkTask.of(TASKS[task]),
+        run_id=f"run-{index + 1:06d}",
+        repetition=1,
     )
 
 
@@ -614,6 +619,92 @@ async def test_it_starts_ray_when_needed_and_stops_what_it_started(fake_ray: Fak
     assert fake_ray.calls == ["init", "put", "shutdown"]
     assert "num_cpus" not in fake_ray.init_options
     assert fake_ray.init_options["address"] is None
+
+
+@pytest.mark.parametrize("joining", [None, "10.0.0.1:6379"])
+async def test_ray_that_cannot_start_or_join_is_a_recognisable_failure(
+    fake_ray: FakeRay, joining: str | None
+) -> None:
+    fake_ray.initialized = False
+    refused = ConnectionError("Could not connect to the Ray cluster")
+
+    def on_init() -> None:
+        raise refused
+
+    fake_ray.on_init = on_init
+    with pytest.raises(RayExecutorError) as caught:
+        await run_evaluation(
+            candidate=fixture_candidate(TASKS), tasks=TASKS, executor=RayExecutor(address=joining)
+        )
+
+    error = caught.value
+    assert (error.code, error.stage, error.message) == (
+        "EVALUATION_RUNTIME_FAILED",
+        "start",
+        "Evaluation infrastructure failed: Ray could not be started or joined",
+    )
+    assert error.__cause__ is refused
+    assert fake_ray.calls == ["init", "shutdown"]
+    assert fake_ray.submitted == []
+
+
+async def test_a_job_ray_will_not_take_is_a_recognisable_failure(fake_ray: FakeRay) -> None:
+    refused = TypeError("cannot pickle '_thread.lock' object")
+
+    def put(value: Any) -> Any:
+        fake_ray.calls.append("put")
+        raise refused
+
+    fake_ray.put = put
+    with pytest.raises(RayExecutorError) as caught:
+        await run_evaluation(
+            candidate=fixture_candidate(TASKS), tasks=TASKS, executor=RayExecutor()
+        )
+
+    error = caught.value
+    assert (error.code, error.stage, error.message) == (
+        "EVALUATION_RUNTIME_FAILED",
+        "put",
+        "Evaluation infrastructure failed: the evaluation job could not be put in Ray",
+    )
+    assert error.__cause__ is refused
+    assert fake_ray.calls == ["put"]  # a Ray the caller started is left running
+    assert fake_ray.submitted == []
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), copy.code, copy.stage) == (RayExecutorError, error.code, "put")
+
+
+async def test_the_fixture_only_fields_never_travel_to_a_worker(fake_ray: FakeRay) -> None:
+    source = {
+        "schemaVersion": 1,
+        "tasks": [
+            {
+                "id": "secret-task",
+                "split": "held-out",
+                "prompt": "p",
+                "expectedPublicEvidence": {"includes": ["required"]},
+                "candidatePublicEvidence": ["ORACLE-ANSWER-7f3a"],
+                "expectedVerdict": "fail",
+            }
+        ],
+    }
+    report = await run_evaluation(
+        candidate=fixture_candidate(source), tasks=source, executor=RayExecutor(), repetitions=2
+    )
+
+    assert [run.verdict for run in report.runs] == ["fail", "fail"]
+    shipped = [ref.item for ref in fake_ray.submitted]
+    assert [type(work.task) for work in shipped] == [EvaluationWorkTask, EvaluationWorkTask]
+    assert shipped[0].task == EvaluationWorkTask(
+        id="secret-task",
+        prompt="p",
+        expected_public_evidence=ExpectedEvidence(includes=("required",)),
+    )
+    for work in shipped:
+        data = pickle.dumps(work)
+        assert b"ORACLE-ANSWER-7f3a" not in data
+        assert b"expected_verdict" not in data
+        assert b"candidate_public_evidence" not in data
 
 
 async def test_a_cancel_while_ray_starts_waits_for_the_start_then_stops_it(

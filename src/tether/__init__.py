@@ -235,6 +235,7 @@ if TYPE_CHECKING:
         EvaluationWorkItem,
         EvaluationWorkspace,
         EvaluationWorkspaceFactory,
+        EvaluationWorkTask,
         ExecutionResult,
         ExpectedEvidence,
         FixtureCandidate,
@@ -278,6 +279,8 @@ if TYPE_CHECKING:
     )
     from tether.evals.ray_executor import (
         RayExecutor,
+        RayExecutorError,
+        RayExecutorStage,
         run_item,
     )
     from tether.jsonvalue import (
@@ -880,6 +883,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "EvaluationTask",
         "EvaluationVerdict",
         "EvaluationWorkItem",
+        "EvaluationWorkTask",
         "EvaluationWorkspace",
         "EvaluationWorkspaceFactory",
         "ExecutionResult",
@@ -925,6 +929,8 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tether.evals.ray_executor": (
         "RayExecutor",
+        "RayExecutorError",
+        "RayExecutorStage",
         "run_item",
     ),
     "tether.trace": (
@@ -1093,6 +1099,7 @@ __all__ = [
     "EvaluationTask",
     "EvaluationVerdict",
     "EvaluationWorkItem",
+    "EvaluationWorkTask",
     "EvaluationWorkspace",
     "EvaluationWorkspaceFactory",
     "EventStream",
@@ -1171,6 +1178,8 @@ __all__ = [
     "ProviderPreset",
     "PublicMetrics",
     "RayExecutor",
+    "RayExecutorError",
+    "RayExecutorStage",
     "ReplaceToolResult",
     "ResourceEntry",
     "ResourceEntryKind",

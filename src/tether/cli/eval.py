@@ -30,7 +30,9 @@ Exit status:
   message`` on stderr: tasks that cannot be read (``CLI_EVAL_TASKS_UNREADABLE``) or are
   invalid (``CLI_EVAL_TASKS_INVALID``), a baseline that cannot be read
   (``CLI_EVAL_BASELINE_UNREADABLE``) or is invalid or does not match the runs
-  (``EVALUATION_INVALID_REPORT``), Ray not installed (``CLI_EVAL_RAY_MISSING``), a report
+  (``EVALUATION_INVALID_REPORT``), Ray not installed (``CLI_EVAL_RAY_MISSING``) or not
+  usable (``CLI_EVAL_RAY_FAILED``: Ray could not be started, the cluster of ``--ray-address``
+  could not be joined, or it would not take the job), a report
   file that cannot be written (``CLI_EVAL_WRITE_FAILED``), a model selection problem
   (``CLI_MISSING_API_KEY``, ``CLI_UNKNOWN_PROVIDER``...), or an evaluation that could not be
   carried out (an ``EVALUATION_...`` code, e.g. ``EVALUATION_JUDGE_FAILED``);
@@ -95,8 +97,8 @@ exit status:
   0    the evaluation ran (fail and error verdicts are results, not errors)
   1    --compare found at least one regressed run
   2    usage or setup error: tasks or baseline unreadable or invalid, a bad option, a
-       missing API key, Ray not installed, a report that cannot be written, or an
-       evaluation that could not be carried out (EVALUATION_... code on stderr)
+       missing API key, Ray not installed or not startable, a report that cannot be
+       written, or an evaluation that could not be carried out (EVALUATION_... code on stderr)
   4    stdout could not be written
   130  interrupted (Ctrl-C): the runs were cancelled
 """
@@ -114,6 +116,8 @@ _HINTS: Final = {
     "EVALUATION_INVALID_REPORT": "the baseline must be a report of the same tasks and "
     "repetitions (tether eval --out)",
 }
+_RAY_FAILED: Final = "CLI_EVAL_RAY_FAILED"
+_RAY_HINT: Final = "could not start or join Ray (check --ray-address)"
 
 
 def _candidate_id(text: str) -> str:
@@ -303,6 +307,10 @@ def _load_tasks(path: Path) -> tuple[Any, tuple[EvaluationTask, ...]]:
         source = json.loads(text, parse_constant=_reject_constant)
     except ValueError as error:
         raise _Problem("CLI_EVAL_TASKS_INVALID", f"{path}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise _Problem(
+            "CLI_EVAL_TASKS_INVALID", f"{path}: not valid JSON (nested too deeply)"
+        ) from None
     try:
         return source, load_evaluation_tasks(source)
     except (TypeError, ValueError) as error:
@@ -415,9 +423,25 @@ async def _run(
         except EvaluationInfrastructureError as error:
             if controller.signal.aborted and error.code == "EVALUATION_CANCELLED":
                 return None
+            if executor is not None and _ray_failed(error):
+                raise _Problem(_RAY_FAILED, _ray_message(error)) from None
             raise _Problem(error.code, _message(error)) from None
         finally:
             progress.close()
+
+
+def _ray_failed(error: EvaluationInfrastructureError) -> bool:
+    from tether.evals.ray_executor import RayExecutorError
+
+    return isinstance(error, RayExecutorError)
+
+
+def _ray_message(error: EvaluationInfrastructureError) -> str:
+    """``error``'s message, the kind of Ray's exception, and the hint (Ray's own text is left
+    out: it can be long, and it is Ray's to print)."""
+    cause = error.__cause__
+    kind = "" if cause is None else f" ({type(cause).__name__})"
+    return f"{error}{kind}: {_RAY_HINT}"
 
 
 def _message(error: EvaluationInfrastructureError) -> str:

@@ -31,7 +31,10 @@ never the candidate's transcript.
 Both accept ``model_factory``: a zero-argument callable that builds the ``Model`` instead of
 ``model_spec`` (a config-file provider, or a scripted model in tests). It must pickle for Ray
 (a module-level function, a ``functools.partial`` of one, or a bound method of plain data such
-as ``tether.cli.models.ModelChoice.build``).
+as ``tether.cli.models.ModelChoice.build``), and it *is* pickled and shipped to every Ray
+worker: it must not capture an API key (no ``partial(build, api_key=...)``); read the key
+from the environment inside the factory, on the machine that runs it. It is left out of the
+``repr`` (a captured key would otherwise be printed), but not out of the pickle.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -195,7 +198,8 @@ class AgentCandidate:
     points the provider elsewhere; ``system`` is the system prompt; ``tools`` is ``"none"``
     or ``"coding"`` (confined to the run's workspace); ``max_steps`` bounds the model turns
     per task (1-1,024); ``api_key_env`` names the variable holding the key (default: the
-    provider's); ``model_factory`` builds the model instead of ``model_spec``.
+    provider's); ``model_factory`` builds the model instead of ``model_spec`` (not in the
+    ``repr``; pickled to Ray workers, so it must read any key from the environment itself).
     """
 
     id: str
@@ -205,7 +209,7 @@ class AgentCandidate:
     tools: CandidateTools = "none"
     max_steps: int = DEFAULT_AGENT_MAX_STEPS
     api_key_env: str | None = None
-    model_factory: Callable[[], Model] | None = None
+    model_factory: Callable[[], Model] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if type_of(self.id) is not str or ID_PATTERN.fullmatch(self.id) is None:
@@ -309,14 +313,15 @@ class ModelJudge:
     """A judge that asks a model for ``PASS`` or ``FAIL`` (see the module docstring).
 
     ``model_spec``, ``base_url``, ``api_key_env`` and ``model_factory`` as for
-    ``AgentCandidate``; ``system`` replaces ``JUDGE_SYSTEM_PROMPT``.
+    ``AgentCandidate`` (the factory is not in the ``repr``, and must not capture a key);
+    ``system`` replaces ``JUDGE_SYSTEM_PROMPT``.
     """
 
     model_spec: str
     base_url: str | None = None
     api_key_env: str | None = None
     system: str = JUDGE_SYSTEM_PROMPT
-    model_factory: Callable[[], Model] | None = None
+    model_factory: Callable[[], Model] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _check_model_options(

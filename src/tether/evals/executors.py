@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 from tether._race import follow_signal
 from tether.abort import AbortController, AbortSignal
 from tether.evals.errors import EvaluationInfrastructureError
-from tether.evals.types import EvaluationRunReport, EvaluationTask
+from tether.evals.types import EvaluationRunReport, EvaluationWorkTask
 
 if TYPE_CHECKING:
     from tether.evals.runner import EvaluationJob
@@ -41,11 +41,13 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvaluationWorkItem:
-    """One run to carry out: ``index`` is its 0-based place in work order, ``run_id`` is
-    ``"run-000001"``-style (``index + 1``, six digits), ``repetition`` is 1-based."""
+    """One run to carry out: ``index`` is its 0-based place in work order, ``task`` what the
+    run needs of its task (``EvaluationWorkTask``: no fixture-only field, so none travels to
+    an executor or a Ray worker), ``run_id`` is ``"run-000001"``-style (``index + 1``, six
+    digits), ``repetition`` is 1-based."""
 
     index: int
-    task: EvaluationTask
+    task: EvaluationWorkTask
     run_id: str
     repetition: int
 

@@ -27,6 +27,13 @@ Ray is started only if it is not running: ``ray.init(address=..., num_cpus=...)`
 instance (or to join ``address``), without the dashboard and without forwarding worker logs,
 and shut down again when ``execute`` returns. A Ray the caller started is left running.
 ``import ray`` happens only inside ``execute`` (install the ``tether[ray]`` extra).
+
+If Ray cannot be started or joined, or the job cannot be put in its object store (a job that
+does not pickle, a cluster that went away), ``execute`` raises ``RayExecutorError``: an
+``EvaluationInfrastructureError`` with the code ``EVALUATION_RUNTIME_FAILED`` (the library's
+code for an evaluation infrastructure that failed; no item ran, so no candidate is to blame),
+a message saying which, and Ray's exception as ``__cause__``. ``stage`` tells the two apart;
+``tether eval`` reports it as ``CLI_EVAL_RAY_FAILED``.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import pickle
 import signal as signals
 from collections.abc import Callable, Generator
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 from tether._race import follow_signal
 from tether._types import type_of
@@ -57,7 +64,7 @@ from tether.evals.types import EvaluationRunReport
 if TYPE_CHECKING:
     from tether.evals.runner import EvaluationJob
 
-__all__ = ["RayExecutor", "run_item"]
+__all__ = ["RayExecutor", "RayExecutorError", "RayExecutorStage", "run_item"]
 
 T = TypeVar("T")
 
@@ -67,6 +74,29 @@ _CANCEL_RECURSIVE: Final = True
 """A candidate that starts Ray tasks of its own has them cancelled too."""
 
 _remote_function: Any = None
+
+
+RayExecutorStage: TypeAlias = Literal["start", "put"]
+"""Where Ray failed: starting or joining it (``start``), or putting the job (``put``)."""
+
+_STAGE_MESSAGES: Final[dict[RayExecutorStage, str]] = {
+    "start": "Evaluation infrastructure failed: Ray could not be started or joined",
+    "put": "Evaluation infrastructure failed: the evaluation job could not be put in Ray",
+}
+
+
+class RayExecutorError(EvaluationInfrastructureError):
+    """Ray could not be started or joined (``stage == "start"``), or could not take the job
+    (``"put"``); code ``EVALUATION_RUNTIME_FAILED``, Ray's exception as ``__cause__``."""
+
+    def __init__(self, stage: RayExecutorStage) -> None:
+        super().__init__("EVALUATION_RUNTIME_FAILED", _STAGE_MESSAGES[stage])
+        self._stage: RayExecutorStage = stage
+
+    @property
+    def stage(self) -> RayExecutorStage:
+        """``"start"`` (start or join) or ``"put"`` (the job into the object store)."""
+        return self._stage
 
 
 def _remote() -> Any:
@@ -135,7 +165,10 @@ class RayExecutor:
         try:
             if not ray.is_initialized():
                 started = True  # even if cancelled meanwhile: the start is waited for
-                await _in_thread(self._init)
+                try:
+                    await _in_thread(self._init)
+                except Exception as error:
+                    raise RayExecutorError("start") from error
             return await _Execution(job, items, concurrency, signal, on_settled).run()
         finally:
             if started:
@@ -190,7 +223,10 @@ class _Execution:
 
     async def _drive(self) -> None:
         ray = _ray()
-        job_ref = await _in_thread(lambda: ray.put(self.job))
+        try:
+            job_ref = await _in_thread(lambda: ray.put(self.job))
+        except Exception as error:
+            raise RayExecutorError("put") from error
         remote = _remote()
         loop = asyncio.get_running_loop()
         aborted: asyncio.Future[None] = loop.create_future()

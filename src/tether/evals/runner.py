@@ -14,6 +14,19 @@ Every awaitable produced by caller code (workspace factory, ``create_runtime``, 
 cleaned up (its failures swallowed). The abandoned work is not cancelled (it has the signal to
 stop on); strong references keep it alive until it settles.
 
+What a run is handed: a work item carries an ``EvaluationWorkTask`` (task ID, prompt, required
+evidence), never the task's fixture-only fields (``candidate_public_evidence``,
+``expected_verdict``), so those stay in the driver and never travel to a Ray worker; the runtime
+gets ``EvaluationRuntimeInput`` (prompt and signal) and the judge ``JudgeInput``. That is the
+whole boundary: an in-process candidate is *trusted code*. It runs in the interpreter of its run
+(locally, the driver's), and code that walks that interpreter (coroutine frames, the task list,
+the garbage collector) can reach anything the process holds, the required evidence handed to
+the judge included. This is not a sandbox; isolate untrusted candidates in another process.
+
+If the run's own task is cancelled (not the signal: the task), the resources it acquired are
+released by one background coroutine, in ownership order and under the cleanup timer, as
+they would have been; their failures are then swallowed (nobody is left to report them to).
+
 The job is picklable (the Ray executor ships it): the defaults (``ZeroClock``,
 ``LoopCleanupTimer``, ``TemporaryWorkspaceFactory``) are module-level classes, and the default
 workspace is a temporary directory made on whichever machine runs the item.
@@ -79,6 +92,7 @@ from tether.evals.types import (
     EvaluationTask,
     EvaluationVerdict,
     EvaluationWorkspaceFactory,
+    EvaluationWorkTask,
     JudgeInput,
     JudgeOutput,
     PublicMetrics,
@@ -288,7 +302,11 @@ async def _settle(signal: AbortSignal, value: object, late: str | None) -> Any:
     if not inspect.isawaitable(value):
         return value
     if signal_aborted(signal):
-        neutralize(value)
+        if isinstance(value, asyncio.Future):  # already running: clean what it produces
+            _PENDING.add(value)
+            value.add_done_callback(_late(late))
+        else:
+            neutralize(value)
         raise _Step("EVALUATION_CANCELLED", "aborted")
     work: asyncio.Future[Any] = asyncio.ensure_future(value)
     loop = asyncio.get_running_loop()
@@ -359,7 +377,7 @@ class _Output:
     metrics: PublicMetrics
 
 
-def _capture_output(value: object, task: EvaluationTask) -> _Output:
+def _capture_output(value: object, task: EvaluationWorkTask) -> _Output:
     """Snapshot a runtime's output (a dataclass or an exact dict of the JSON shape)."""
     if type(value) is EvaluationCompleted:
         status: object = value.status
@@ -484,8 +502,9 @@ class EvaluationJob:
         except _Step as step:
             primary = _error(step.code, step.__cause__)
         except asyncio.CancelledError:
-            for method in reversed(owned):
-                _release_in_background(method)
+            # The run's task itself is cancelled: release in ownership order, under the
+            # cleanup timer, on one background coroutine (its failures are swallowed).
+            start_cleanup(self._release(owned))
             raise
         except Exception as error:
             primary = infrastructure_error()
@@ -569,7 +588,7 @@ class EvaluationJob:
     async def _output(
         self,
         run: Callable[[EvaluationRuntimeInput], object],
-        task: EvaluationTask,
+        task: EvaluationWorkTask,
         signal: AbortSignal,
     ) -> _Output:
         try:
@@ -677,9 +696,10 @@ async def _invoke_cleanup(
 
 
 def _cancel_timer(cancel: object) -> Exception | None:
-    """Call the timer's cancel function (once); a failure of it is the cleanup's failure."""
+    """Call the timer's cancel function (once); a failure of it, or a timer that returned
+    no cancel function, is the cleanup's failure."""
     if not callable(cancel):
-        return None
+        return TypeError("cleanup timer must return a cancel function")
     try:
         cancel()
     except Exception as error:
@@ -824,14 +844,17 @@ def _capture_options(
 def work_items(
     tasks: tuple[EvaluationTask, ...], repetitions: int
 ) -> tuple[EvaluationWorkItem, ...]:
-    """Each task in order, repetitions 1..R; run IDs ``run-000001``, ... in that order."""
+    """Each task in order, repetitions 1..R; run IDs ``run-000001``, ... in that order.
+
+    An item carries an ``EvaluationWorkTask``: the task's fixture-only fields stay here."""
     items: list[EvaluationWorkItem] = []
     for task in tasks:
+        needed = EvaluationWorkTask.of(task)
         for repetition in range(1, repetitions + 1):
             index = len(items)
             items.append(
                 EvaluationWorkItem(
-                    index=index, task=task, run_id=f"run-{index + 1:06d}", repetition=repetition
+                    index=index, task=needed, run_id=f"run-{index + 1:06d}", repetition=repetition
                 )
             )
     return tuple(items)

@@ -5,9 +5,15 @@ Every value is a frozen, slotted, keyword-only dataclass with snake_case fields;
 and metrics are ``PublicMetrics``, an immutable, key-sorted, picklable mapping (a report or a
 run report travels back from a Ray worker, so everything here pickles).
 
-A candidate's runtime sees only ``EvaluationRuntimeInput`` (the prompt and a signal); a judge
-sees only ``JudgeInput`` (public evidence on both sides). The fixture-only fields of a task
-(``candidate_public_evidence``, ``expected_verdict``) are never shown to either.
+A candidate's runtime is handed only ``EvaluationRuntimeInput`` (the prompt and a signal); a
+judge only ``JudgeInput`` (public evidence on both sides). The fixture-only fields of a task
+(``candidate_public_evidence``, ``expected_verdict``) stay with the driver: a run is given an
+``EvaluationWorkTask`` (ID, prompt, required evidence), so they are never handed to a runtime
+or a judge and never shipped to a Ray worker. That boundary is about what the evaluation
+*hands* its parts, not a sandbox: a candidate runs as trusted code in the same interpreter as
+its run (and, locally, as the driver), and code that walks the interpreter (frames, the task
+list, the garbage collector) can reach whatever that process holds, the required evidence
+its judge needs included. Run untrusted candidates in a separate process or machine.
 
 Callables may answer synchronously or with an awaitable; outputs may be the dataclasses below
 or exact ``dict`` values shaped like the workshop's JSON (``{"status": "completed",
@@ -59,6 +65,7 @@ __all__ = [
     "EvaluationRuntimeOutput",
     "EvaluationTask",
     "EvaluationVerdict",
+    "EvaluationWorkTask",
     "EvaluationWorkspace",
     "EvaluationWorkspaceFactory",
     "ExpectedEvidence",
@@ -176,7 +183,7 @@ class EvaluationTask:
 
     ``candidate_public_evidence`` and ``expected_verdict`` are fixture-only: the offline
     fixture candidate answers with the former, tests check the latter; neither is ever part of
-    a runtime's or a judge's input.
+    a runtime's or a judge's input, nor of a work item (runs get ``EvaluationWorkTask``).
     """
 
     id: str
@@ -185,6 +192,25 @@ class EvaluationTask:
     expected_public_evidence: ExpectedEvidence
     candidate_public_evidence: tuple[str, ...]
     expected_verdict: JudgeVerdict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvaluationWorkTask:
+    """What one run needs of its task, and all a work item carries: the ID, the prompt (for
+    the runtime) and the required evidence (for the judge, and the task's evidence budget).
+    The fixture-only fields of ``EvaluationTask`` stay with the driver.
+    """
+
+    id: str
+    prompt: str
+    expected_public_evidence: ExpectedEvidence
+
+    @classmethod
+    def of(cls, task: EvaluationTask) -> EvaluationWorkTask:
+        """The part of ``task`` a run needs."""
+        return cls(
+            id=task.id, prompt=task.prompt, expected_public_evidence=task.expected_public_evidence
+        )
 
 
 # -- Candidates and their runtimes --------------------------------------------------------------
