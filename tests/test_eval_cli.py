@@ -316,12 +316,13 @@ async def test_a_baseline_of_other_runs_cannot_be_compared(tmp_path: Path) -> No
 
     assert first.returncode == 0
     assert second.returncode == 2
-    assert second.err.splitlines()[-1] == (
-        "tether eval: [EVALUATION_INVALID_REPORT] Invalid evaluation report: the reports have "
-        "different numbers of runs: the baseline must be a report of the same tasks and "
-        "repetitions (tether eval --out)"
-    )
-    assert (tmp_path / "two.json").exists()  # the run's own report is kept
+    assert second.err.splitlines() == [
+        "tether eval: [EVALUATION_INVALID_REPORT] one.json: the baseline holds 2 runs, not the "
+        "4 runs of these tasks with --repetitions 2 (or other task IDs): nothing was run; "
+        "compare with a report of the same tasks and repetitions (tether eval --out)"
+    ]  # checked before any run: no progress line
+    assert second.out == ""
+    assert not (tmp_path / "two.json").exists()
 
 
 @pytest.mark.parametrize(

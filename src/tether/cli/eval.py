@@ -257,7 +257,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
     source, tasks = _load_tasks(args.tasks)
-    baseline = None if args.compare is None else _load_baseline(args.compare)
+    baseline_path: Path | None = args.compare
+    baseline = None if baseline_path is None else _load_baseline(baseline_path)
+    if baseline_path is not None and baseline is not None:
+        _check_alignment(baseline_path, baseline, tasks, args.repetitions)
     candidate = _candidate(args, tasks)
     judge = _judge(args)
     executor = _executor(args)
@@ -456,6 +459,23 @@ def _message(error: EvaluationInfrastructureError) -> str:
         message += f" (caused by {', '.join(codes)})"
     hint = _HINTS.get(error.code)
     return message if hint is None else f"{message}: {hint}"
+
+
+def _check_alignment(path: Path, baseline: EvaluationReport, tasks: Any, repetitions: int) -> None:
+    """Before anything runs: the baseline must hold exactly the runs this evaluation will
+    make (the same task and run IDs), or ``--compare`` could not align them afterwards."""
+    from tether.evals.runner import work_items
+
+    expected = {(item.task.id, item.run_id) for item in work_items(tasks, repetitions)}
+    found = {(run.task_id, run.run_id) for run in baseline.runs}
+    if found == expected:
+        return
+    raise _Problem(
+        "EVALUATION_INVALID_REPORT",
+        f"{path}: the baseline holds {len(found)} runs, not the {len(expected)} runs of these "
+        f"tasks with --repetitions {repetitions} (or other task IDs): nothing was run; "
+        "compare with a report of the same tasks and repetitions (tether eval --out)",
+    )
 
 
 def _compare(baseline: EvaluationReport, report: EvaluationReport) -> EvaluationComparison:
