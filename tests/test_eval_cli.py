@@ -701,3 +701,11 @@ async def test_bad_option_values_exit_2(tmp_path: Path, arguments: list[str], me
 
     assert completed.returncode == 2
     assert message in completed.err
+
+
+def test_the_parser_limits_are_the_library_limits() -> None:
+    from tether.cli import eval as eval_cli
+    from tether.evals.types import MAX_CONCURRENCY, MAX_REPETITIONS
+
+    limits = (eval_cli._MAX_REPETITIONS, eval_cli._MAX_CONCURRENCY)  # pyright: ignore[reportPrivateUsage]
+    assert limits == (MAX_REPETITIONS, MAX_CONCURRENCY)

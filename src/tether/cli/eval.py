@@ -85,12 +85,13 @@ _EXIT_OUTPUT_FAILED: Final = 4
 _EXIT_INTERRUPTED: Final = 130
 _COMMAND: Final = "tether eval"
 _BAR: Final = 20
+# tether.evals.types.MAX_REPETITIONS and MAX_CONCURRENCY, spelled out so that building the
+# parser (every `tether --help`) does not import tether.evals; a test keeps them equal.
 _MAX_REPETITIONS: Final = 64
 _MAX_CONCURRENCY: Final = 8
 _MAX_STEPS: Final = 1024
 _DEFAULT_STEPS: Final = 16
 _ID_CHARACTERS: Final = re.compile(r"[^a-z0-9._-]+")
-_ID: Final = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,63})")
 
 EXIT_HELP: Final = """\
 exit status:
@@ -121,7 +122,9 @@ _RAY_HINT: Final = "could not start or join Ray (check --ray-address)"
 
 
 def _candidate_id(text: str) -> str:
-    if _ID.fullmatch(text) is None:
+    from tether.evals.types import ID_PATTERN
+
+    if ID_PATTERN.fullmatch(text) is None:
         raise argparse.ArgumentTypeError(
             "must be 1-64 of a-z 0-9 . _ - starting with a letter or digit"
         )
