@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from tether.agent.persistence import (
         SessionRecorder,
         resume_agent,
+        session_summary,
     )
     from tether.agent.resources import (
         MAX_DIRECTORY_ENTRIES,
@@ -327,6 +328,7 @@ if TYPE_CHECKING:
     from tether.models.base import (
         Model,
         ModelStream,
+        close_model,
     )
     from tether.models.scripted import (
         ResponseFactory,
@@ -573,6 +575,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "tether.models.base": (
         "Model",
         "ModelStream",
+        "close_model",
     ),
     "tether.models.scripted": (
         "ResponseFactory",
@@ -764,6 +767,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "tether.agent.persistence": (
         "SessionRecorder",
         "resume_agent",
+        "session_summary",
     ),
     "tether.agent.resources": (
         "MAX_DIRECTORY_ENTRIES",
@@ -1294,6 +1298,7 @@ __all__ = [
     "bash_tool",
     "build_active_context",
     "check_runtime_session_path",
+    "close_model",
     "coding_tools",
     "compact_context",
     "compare_evaluations",
@@ -1346,6 +1351,7 @@ __all__ = [
     "select_compaction_boundary",
     "serialize_evaluation_report",
     "session_io",
+    "session_summary",
     "skills_system_prompt",
     "split_arguments",
     "summary_message",

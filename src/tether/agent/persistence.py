@@ -26,10 +26,10 @@ from typing import Any
 
 from tether.agent.agent import Agent, unanswered_call_results
 from tether.agent.compaction import ContextCompactionRecord, ContextSummary
-from tether.agent.session import MessageEntry, SessionTree
+from tether.agent.session import MessageEntry, SessionContext, SessionTree
 from tether.protocol import Message
 
-__all__ = ["SessionRecorder", "resume_agent"]
+__all__ = ["SessionRecorder", "resume_agent", "session_summary"]
 
 
 class SessionRecorder:
@@ -146,15 +146,17 @@ async def resume_agent(
         else:
             await recorder.record_messages(tuple(closing))
         messages.extend(closing)
-    summary = (
-        None
-        if context.summary is None
-        else ContextSummary(id=context.summary.id, content=context.summary.content)
-    )
     return Agent(
         messages=messages,
-        summary=summary,
+        summary=session_summary(context),
         recorder=recorder,
         history=tree.active_messages,
         **options,
     )
+
+
+def session_summary(context: SessionContext) -> ContextSummary | None:
+    """The summary of a session context's last compaction as the Agent takes it (``None``
+    when the context was never compacted)."""
+    summary = context.summary
+    return None if summary is None else ContextSummary(id=summary.id, content=summary.content)

@@ -969,11 +969,11 @@ class Chat:
 
 
 async def _close_meter(meter: UsageMeter | None) -> None:
-    """Close a metered model's HTTP client (if it has one)."""
+    """Close a metered model's resources (``tether.models.base.close_model``)."""
     if meter is not None:
-        close = getattr(meter.model, "aclose", None)
-        if close is not None:
-            await close()
+        from tether.models.base import close_model
+
+        await close_model(meter.model)
 
 
 def _problem(error: TetherError) -> str:

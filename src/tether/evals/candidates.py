@@ -39,7 +39,6 @@ from the environment inside the factory, on the machine that runs it. It is left
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +61,7 @@ from tether.evals.types import (
     JudgeOutput,
     RuntimeFactoryInput,
 )
+from tether.models.base import close_model
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
@@ -150,14 +150,6 @@ def _build_model(
     if api_key_env is not None:
         options["api_key_env"] = api_key_env
     return model_from_spec(model_spec, **options)
-
-
-async def _close(model: Model) -> None:
-    aclose = getattr(model, "aclose", None)
-    if callable(aclose):
-        closing = aclose()
-        if inspect.isawaitable(closing):
-            await closing
 
 
 def _usage_metrics(usage: ModelUsage, prefix: str) -> dict[str, float]:
@@ -287,7 +279,7 @@ class AgentRuntime:
 
     async def dispose(self) -> None:
         """Close the model (its HTTP client)."""
-        await _close(self._model)
+        await close_model(self._model)
 
 
 def _failure_code(code: str, message: str) -> str:
@@ -339,7 +331,7 @@ class ModelJudge:
             agent = Agent(model=model, system=self.system, max_steps=1)
             result = await _run_agent(agent, judge_prompt(input), input.signal)
         finally:
-            await _close(model)
+            await close_model(model)
         if result.status != "completed":
             detail = f" ({result.error.code})" if result.status == "failed" else ""
             raise ModelJudgeError(

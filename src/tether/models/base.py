@@ -10,13 +10,14 @@ every chunk and response at its boundary anyway).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable
 from typing import Protocol, runtime_checkable
 
 from tether.abort import AbortSignal
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 
-__all__ = ["Model", "ModelStream"]
+__all__ = ["Model", "ModelStream", "close_model"]
 
 
 @runtime_checkable
@@ -37,3 +38,13 @@ class Model(Protocol):
     """
 
     def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream: ...
+
+
+async def close_model(model: object) -> None:
+    """Close ``model``'s resources when it has any: an HTTP model's ``aclose()`` (sync or
+    async); a model without ``aclose`` (``ScriptedModel``) needs nothing."""
+    aclose = getattr(model, "aclose", None)
+    if callable(aclose):
+        closing = aclose()
+        if inspect.isawaitable(closing):
+            await closing

@@ -40,9 +40,8 @@ from tether._race import observe
 from tether.abort import AbortSignal
 from tether.agent.agent import Agent
 from tether.agent.auto_compaction import summary_message
-from tether.agent.compaction import ContextSummary
 from tether.agent.extensions import ExtensionHookFailure, ExtensionHost
-from tether.agent.persistence import SessionRecorder
+from tether.agent.persistence import SessionRecorder, session_summary
 from tether.agent.resources import ResourceLoader
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError, fail
 from tether.agent.runtime.scope import assert_not_reentrant, operation_scope
@@ -87,10 +86,8 @@ def session_transcript(tree: SessionTree) -> tuple[Message, ...]:
     """The session's active context as an Agent transcript: the last compaction's summary as
     its summary message (what ``Agent`` puts first), then the messages."""
     context = tree.active_context()
-    if context.summary is None:
-        return context.messages
-    summary = ContextSummary(id=context.summary.id, content=context.summary.content)
-    return (summary_message(summary), *context.messages)
+    summary = session_summary(context)
+    return context.messages if summary is None else (summary_message(summary), *context.messages)
 
 
 def _diverged(detail: str) -> TetherRuntimeError:

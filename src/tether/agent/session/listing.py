@@ -86,6 +86,20 @@ def _title_of(entries: tuple[SessionEntry, ...]) -> str | None:
     return None
 
 
+def _unreadable(path: Path, modified: float, code: SessionListError, message: str) -> SessionInfo:
+    """The listing entry of a file that is not a readable session."""
+    return SessionInfo(
+        path=path,
+        id=None,
+        created_at=None,
+        modified_at=modified,
+        entry_count=0,
+        title=None,
+        error=code,
+        error_message=message,
+    )
+
+
 def _inspect(path: Path, limits: SessionLimits) -> SessionInfo:
     name = str(path)
     modified = 0.0
@@ -97,27 +111,9 @@ def _inspect(path: Path, limits: SessionLimits) -> SessionInfo:
         _, data = _read_file(os.path.abspath(name), root, limits)
         parsed = parse_session(data, limits)
     except SessionStoreError as error:
-        return SessionInfo(
-            path=path,
-            id=None,
-            created_at=None,
-            modified_at=modified,
-            entry_count=0,
-            title=None,
-            error=error.code,
-            error_message=error.message,
-        )
+        return _unreadable(path, modified, error.code, error.message)
     except OSError as error:
-        return SessionInfo(
-            path=path,
-            id=None,
-            created_at=None,
-            modified_at=modified,
-            entry_count=0,
-            title=None,
-            error="SESSION_UNREADABLE",
-            error_message=str(error),
-        )
+        return _unreadable(path, modified, "SESSION_UNREADABLE", str(error))
     return SessionInfo(
         path=path,
         id=parsed.header.id,

@@ -646,15 +646,11 @@ class SessionStore:
                     self._size = old_size
                 except Exception as rollback:
                     keep_marker = True
-                    failure = _fail(
-                        "SESSION_ROLLBACK_FAILED",
-                        "Session rollback failed; the recovery backup was retained",
-                    )
-                    group = ExceptionGroup(
+                    raise self._retire(
+                        "Session rollback failed; the recovery backup was retained"
+                    ) from ExceptionGroup(
                         "Session commit and rollback both failed", [primary, rollback]
                     )
-                    self._unusable = failure
-                    raise failure from group
                 with contextlib.suppress(OSError):
                     _sync_directory(self._root.path)
                 raise
@@ -675,15 +671,11 @@ class SessionStore:
                             )
                 except Exception as rollback:
                     keep_marker = marker_owned
-                    failure = _fail(
-                        "SESSION_ROLLBACK_FAILED",
-                        "Session finalization and rollback failed; recovery is required",
-                    )
-                    group = ExceptionGroup(
+                    raise self._retire(
+                        "Session finalization and rollback failed; recovery is required"
+                    ) from ExceptionGroup(
                         "Session marker cleanup and rollback both failed", [cleanup, rollback]
                     )
-                    self._unusable = failure
-                    raise failure from group
                 with contextlib.suppress(OSError):
                     _sync_directory(self._root.path)
                 raise _fail(
@@ -702,6 +694,13 @@ class SessionStore:
                 _cleanup_owned(fs, temp, temp_identity, None)
             if marker_owned and not keep_marker:
                 _cleanup_owned(fs, marker, old_identity, old_size)
+
+    def _retire(self, message: str) -> SessionStoreError:
+        """``SESSION_ROLLBACK_FAILED``: a commit and its rollback both failed, so this store
+        refuses every later operation with that error."""
+        failure = _fail("SESSION_ROLLBACK_FAILED", message)
+        self._unusable = failure
+        return failure
 
     def _restore(self, marker: str, identity: _Identity, size: int) -> tuple[_Identity, bool]:
         """Put the old generation back: ``(its identity now, whether the marker remains)``."""
