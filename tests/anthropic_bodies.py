@@ -2,7 +2,7 @@
 
 Each body is written from the shapes documented in ``spec/providers.md`` §3.1 and §9.11, not
 copied from any recording (the recorded vendor streams are replayed from
-``/work/shared/recorded`` by the tests instead and never stored here). Every event has an
+the shared folder's ``recorded/`` by the tests instead and never stored here). Every event has an
 ``event:`` line and a matching ``data.type``; data lines are padded with trailing spaces as
 Anthropic pads them, and the payloads carry the fields real responses add and the parser
 must ignore (``stop_details``, ``cache_creation``, ``service_tier``, ``inference_geo``,

@@ -2,7 +2,7 @@
 
 Each body is written from the shapes documented in ``spec/providers.md`` §2 and §9 (vendor
 deviations included), not copied from any recording: the recorded vendor streams are replayed
-from ``/work/shared/recorded`` by the tests instead, and never stored in this repository.
+from the shared folder's ``recorded/`` by the tests instead, and never stored in this repository.
 Every chunk carries the fields real servers add and the parser must ignore (``obfuscation``,
 ``system_fingerprint``, ``x_groq``, ``provider``, ``native_finish_reason``...).
 """

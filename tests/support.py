@@ -4,13 +4,59 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import os
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Final, NoReturn
 
 from hypothesis import settings
 
 from tether import EventStream, ModelChunk, ModelResponse
+
+REPOSITORY: Final = Path(__file__).resolve().parent.parent
+"""The repository's root (this file is ``tests/support.py``)."""
+
+SHARED_ENV: Final = "TETHER_SHARED_DIR"
+"""Names the workshop's shared folder (``spec/``, ``recorded/``) when it is not beside the
+repository (``../shared``, as CI lays it out)."""
+
+
+def shared_dir() -> Path:
+    """The workshop's shared folder: ``$TETHER_SHARED_DIR``, else ``../shared`` beside the
+    repository's root. Never an absolute path of one machine."""
+    configured = os.environ.get(SHARED_ENV)
+    return Path(configured) if configured else REPOSITORY.parent / "shared"
+
+
+def recorded_streams(api: str) -> list[Path]:
+    """The recorded vendor streams of ``api`` (``"openai-chat"``, ``"anthropic-messages"``)
+    in the shared folder's ``recorded/``, sorted; empty when the folder is missing.
+
+    They are replayed from there, never copied into this repository (their licences are
+    beside them)."""
+    folder = shared_dir() / "recorded"
+    if not folder.is_dir():
+        return []
+    return [
+        path
+        for path in sorted(folder.glob("*.json"))
+        if json.loads(path.read_text(encoding="utf-8")).get("api") == api
+    ]
+
+
+def missing_recordings() -> NoReturn:
+    """What a recorded-stream test does when there are no recordings: a skip that names the
+    folder (``-ra`` lists it), and under CI (``$CI`` set) a failure: the replays must run."""
+    import pytest
+
+    where = shared_dir() / "recorded"
+    message = f"no recorded vendor streams in {where} (set {SHARED_ENV} to the shared folder)"
+    if os.environ.get("CI"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
 
 DEFAULT_EXAMPLES = 100
 """``max_examples`` of the default Hypothesis profile (tests/conftest.py)."""

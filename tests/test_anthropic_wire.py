@@ -2,8 +2,9 @@
 normalization (``spec/providers.md`` §3, §9.11).
 
 Stream bodies are SSE text: the ones in ``anthropic_bodies`` are written for these tests from
-the documented shapes; the real recorded vendor streams are replayed from
-``/work/shared/recorded`` (skipped when that folder is missing; never copied here), with
+the documented shapes; the real recorded vendor streams are replayed from the shared folder's
+``recorded/`` (``../shared`` beside the repository, or ``$TETHER_SHARED_DIR``; a missing folder
+is a skip, and a failure under CI; never copied here), with
 expectations derived from the rules, not snapshots. The anthropic SDK's ``accumulate_event``
 is the oracle on faithful bodies (§5.4). Hypothesis checks that arbitrary payload sequences
 only ever raise ``ProviderError``. Every successful parse is also checked with the agent
@@ -26,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anthropic_bodies as bodies
-from support import examples
+from support import examples, missing_recordings, recorded_streams
 from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
@@ -54,7 +55,6 @@ from tether.providers.errors import ProviderError
 
 REQUEST_ID: Final = "request-001"
 LIMITS: Final = RunLimits.for_real_models()
-RECORDED: Final = Path("/work/shared/recorded")
 
 Event = tuple[str, str]
 
@@ -603,13 +603,7 @@ def test_transcript_call_ids_is_reexported() -> None:
 
 
 def _recorded() -> list[Path]:
-    if not RECORDED.is_dir():
-        return []
-    return [
-        path
-        for path in sorted(RECORDED.glob("*.json"))
-        if json.loads(path.read_text(encoding="utf-8")).get("api") == "anthropic-messages"
-    ]
+    return recorded_streams("anthropic-messages")
 
 
 @dataclass
@@ -717,7 +711,7 @@ def described(content: Iterable[Any]) -> list[tuple[str, object]]:
 @pytest.mark.parametrize("chunk_size", [None, 13])
 def test_recorded_vendor_streams(path: Path | None, chunk_size: int | None) -> None:
     if path is None:
-        pytest.skip(f"{RECORDED} is not available")
+        missing_recordings()
     recording = json.loads(path.read_text(encoding="utf-8"))
     assert recording["status"] == 200
     assert recording["content_type"].startswith("text/event-stream")

@@ -2,8 +2,9 @@
 the stream normalization (``spec/providers.md`` §2.4, §2.9, §9) and the provider presets.
 
 Stream bodies are SSE text: the ones in ``openai_bodies`` are written for these tests from the
-documented shapes; the real recorded vendor streams are replayed from ``/work/shared/recorded``
-(skipped when that folder is missing; never copied here), with expectations derived from the
+documented shapes; the real recorded vendor streams are replayed from the shared folder's
+``recorded/`` (``../shared`` beside the repository, or ``$TETHER_SHARED_DIR``; a missing folder
+is a skip, and a failure under CI; never copied here), with expectations derived from the
 rules, not snapshots. The official openai SDK accumulator is the oracle on OpenAI-faithful
 bodies (and shows the doubled Kimi IDs tether avoids). Hypothesis checks that arbitrary
 payloads only ever raise ``ProviderError`` and that argument fragments assemble the same call
@@ -28,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import openai_bodies as bodies
-from support import examples
+from support import examples, missing_recordings, recorded_streams
 from tether._text import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
@@ -63,7 +64,6 @@ from tether.providers.openai_wire import (
 REQUEST_ID: Final = "request-001"
 DEFAULT: Final = OpenAIChatCompat()
 LIMITS: Final = RunLimits.for_real_models()
-RECORDED: Final = Path("/work/shared/recorded")
 
 
 def tool(call_id: str, name: str, arguments: dict[str, Any] | None = None) -> ToolCall:
@@ -879,13 +879,7 @@ def test_malformed_json_bodies(body: object, code: str, match: str) -> None:
 
 
 def _recorded() -> list[Path]:
-    if not RECORDED.is_dir():
-        return []
-    return [
-        path
-        for path in sorted(RECORDED.glob("*.json"))
-        if json.loads(path.read_text(encoding="utf-8")).get("api") == "openai-chat"
-    ]
+    return recorded_streams("openai-chat")
 
 
 @dataclass
@@ -968,7 +962,7 @@ def expected_by_the_rules(events: list[Event], compat: OpenAIChatCompat) -> Expe
 @pytest.mark.parametrize("chunk_size", [None, 13])
 def test_recorded_vendor_streams(path: Path | None, chunk_size: int | None) -> None:
     if path is None:
-        pytest.skip(f"{RECORDED} is not available")
+        missing_recordings()
     recording = json.loads(path.read_text(encoding="utf-8"))
     assert recording["status"] == 200
     assert recording["content_type"].startswith("text/event-stream")
