@@ -54,3 +54,37 @@ def test_the_real_model_examples_compile() -> None:
     assert len(examples) == 5  # real models, coding tools, the Agent, sessions, runtimes
     for example in examples:
         compile(example, "README.md", "exec")
+
+
+def tracked_files() -> list[Path]:
+    """Every file git tracks in the repository, as paths."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    return [ROOT / name for name in listed.split("\0") if name]
+
+
+# Built from parts so that this file does not match itself.
+MACHINE_PATH = re.compile("(?<![\\w.])/(?:" + "work|root|tmp/" + "bash_jobs)/")
+OUTSIDE = re.compile(r"\.\./shared|shared/spec|spec/(?:providers|DESIGN|course)|DESIGN\.md")
+
+
+def test_no_file_names_an_absolute_machine_path() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in tracked_files()
+        if path.is_file() and path.suffix not in (".png", ".gz")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if MACHINE_PATH.search(line)
+    ]
+    assert found == []
+
+
+def test_readme_and_docs_point_at_nothing_outside_the_repository() -> None:
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for document in documents:
+        text = document.read_text(encoding="utf-8")
+        assert OUTSIDE.search(text) is None, document.name
+        for target in re.findall(r"\]\(([^)#]+)\)", text):
+            if "://" not in target:
+                assert (document.parent / target).exists(), f"{document.name}: {target}"
