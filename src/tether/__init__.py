@@ -405,6 +405,7 @@ if TYPE_CHECKING:
     )
     from tether.providers.errors import (
         MAX_ERROR_TEXT,
+        MAX_PROVIDER_CODE,
         ProviderError,
         ProviderErrorCode,
     )
@@ -594,6 +595,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tether.providers.errors": (
         "MAX_ERROR_TEXT",
+        "MAX_PROVIDER_CODE",
         "ProviderError",
         "ProviderErrorCode",
     ),
@@ -994,6 +996,7 @@ __all__ = [
     "MAX_MODEL_BLOCKS_PER_STEP",
     "MAX_MODEL_CHUNKS_PER_STEP",
     "MAX_MODEL_TEXT_CODE_POINTS",
+    "MAX_PROVIDER_CODE",
     "MAX_REPORT_METRICS",
     "MAX_RESOURCE_TEXT_BYTES",
     "MAX_SAFE_INTEGER",
