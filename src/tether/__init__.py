@@ -396,6 +396,10 @@ if TYPE_CHECKING:
         new_message_id,
         to_json,
     )
+    from tether.providers.anthropic import (
+        ANTHROPIC_VERSION,
+        AnthropicModel,
+    )
     from tether.providers.catalog import (
         PRESETS,
         ProviderApi,
@@ -604,6 +608,10 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "OpenAIChatModel",
         "RetryPolicy",
         "Timeouts",
+    ),
+    "tether.providers.anthropic": (
+        "ANTHROPIC_VERSION",
+        "AnthropicModel",
     ),
     "tether.providers.catalog": (
         "PRESETS",
@@ -959,6 +967,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AGENT_CANDIDATE_MAX_STEPS",
+    "ANTHROPIC_VERSION",
     "BASH_DEFAULT_TIMEOUT_SECONDS",
     "BASH_MAX_TIMEOUT_SECONDS",
     "CODE_POINTS_PER_TOKEN",
@@ -1056,6 +1065,7 @@ __all__ = [
     "AgentStateError",
     "AgentSubscriber",
     "AgentSubscriberError",
+    "AnthropicModel",
     "AssistantBlock",
     "AssistantMessage",
     "AutoCompaction",
