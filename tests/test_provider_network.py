@@ -255,6 +255,21 @@ async def test_a_server_dripping_bytes_times_out_on_the_idle_gap_between_events(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_keep_alive_comments_count_as_events_for_the_idle_gap(kind: Kind) -> None:
+    """OpenRouter sends ``: OPENROUTER PROCESSING`` while the model thinks: four of them
+    0.15 s apart, then the answer, never break a 0.3 s idle gap."""
+    keep_alive = b": OPENROUTER PROCESSING\n\n"
+    body = keep_alive * 4 + text_body(kind)
+    cuts = [len(keep_alive) * number for number in range(1, 5)]
+    async with ReplayServer() as server:
+        server.respond(sse_response(body, split=cuts, drip=0.15))
+        timeouts = Timeouts(idle=0.3, first_byte=5)
+        async with make_model(kind, server, timeouts=timeouts) as model:
+            chunks, _response = await collect(model)
+    assert text_of(chunks) == "".join(WORDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_the_total_deadline_bounds_a_stream_that_never_idles(kind: Kind) -> None:
     body = text_body(kind)
     events = [index + 2 for index in range(len(body) - 2) if body[index : index + 2] == b"\n\n"]

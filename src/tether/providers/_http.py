@@ -116,8 +116,9 @@ class Timeouts:
     """Seconds to wait: ``connect`` for the connection; ``first_byte`` from sending the
     request to its first body byte, headers included (one deadline; long, because reasoning
     models think before they answer); ``idle`` for any later gap between events (a server
-    that drips bytes but completes no event in that time is stalled; a JSON body counts as
-    one event, so it must arrive whole within ``idle`` of its first byte); ``write`` for
+    that drips bytes but completes no event in that time is stalled; a keep-alive comment
+    line counts as an event; a JSON body counts as one event, so it must arrive whole
+    within ``idle`` of its first byte); ``write`` for
     sending the request; and ``total``, when set, for the whole call: every attempt, the
     sleeps between them and the whole body (``None``: no overall deadline)."""
 
@@ -201,7 +202,7 @@ class HttpTransport:
     caller's to close.
     """
 
-    __slots__ = ("__weakref__", "_client", "_closer", "_owned", "_timeouts")
+    __slots__ = ("_client", "_closer", "_owned", "_timeouts")
 
     def __init__(self, client: httpx2.AsyncClient | None, timeouts: Timeouts) -> None:
         self._client = client

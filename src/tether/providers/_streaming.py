@@ -270,22 +270,28 @@ class HttpStreamModel:
         decoder = SSEDecoder()
         parser = self._parser(request, reserved)
         reader = BodyReader(response, watch, idle, DEFAULT_MAX_RESPONSE_BYTES)
+        read, decode, parse, expect = reader.read, decoder.feed, parser.feed, watch.expect
+        ends, ended = self._ends, self._ended
         delivered = False
         done = False
+        comments = 0
         try:
             while not done:
-                data = await reader.read()
-                events = decoder.feed(data) if data else decoder.close()
+                data = await read()
+                events = decode(data) if data else decoder.close()
                 if events:
-                    watch.expect(idle, "idle")  # idle is measured between events
+                    expect(idle, "idle")  # idle is the gap between events...
+                elif decoder.comments != comments:  # ...or keep-alive comments
+                    comments = decoder.comments
+                    expect(idle, "idle")
                 chunks: list[ModelChunk] = []
                 try:
                     for event in events:
-                        if self._ends(event, parser):
+                        if ends(event, parser):
                             done = True
                             break
-                        chunks += parser.feed(loads_payload(event.data), event=event.event)
-                        if self._ended(parser):
+                        chunks += parse(loads_payload(event.data), event=event.event)
+                        if ended(parser):
                             done = True
                             break
                 except ProviderError as error:
