@@ -27,6 +27,7 @@ MODULES = (
     "tether.providers.fixture",
     "tether.providers.errors",
     "tether.providers.openai_chat",
+    "tether.providers.anthropic",
     "tether.providers.catalog",
     "tether.tools",
     "tether.tools.coding",

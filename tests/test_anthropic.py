@@ -309,3 +309,30 @@ async def test_model_from_spec_picks_the_class_for_the_provider_s_api() -> None:
         OpenAIChatModel.from_spec("anthropic/claude-sonnet-4-5")
     await anthropic.aclose()
     await openai.aclose()
+
+
+@pytest.mark.parametrize("after_start", [False, True])
+async def test_an_overloaded_error_as_the_first_event_is_retried(after_start: bool) -> None:
+    """``overloaded_error`` before anything reached the consumer (as the very first event, or
+    right after ``message_start``, which yields nothing) is retried like a 529."""
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    first = [start(), overloaded] if after_start else [overloaded]
+    async with ReplayServer() as server:
+        server.respond(sse_response(body(first)))
+        server.respond(sse_response(body(text_events("ok"))))
+        async with model_for(server) as model:
+            _, result = await run_once(model)
+    assert isinstance(result, CompletedRunResult), result
+    assert result.final_text == "ok"
+    assert len(server.requests) == 2
+
+
+async def test_an_overloaded_first_event_counts_against_the_retry_attempts() -> None:
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    async with ReplayServer() as server:
+        for _ in range(3):
+            server.respond(sse_response(body([overloaded])))
+        async with model_for(server) as model:
+            _, result = await run_once(model)
+    assert failure(result).startswith("PROVIDER_OVERLOADED")
+    assert len(server.requests) == 3

@@ -6,6 +6,7 @@ rejection must happen before the offending chunk is emitted and before any tool 
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import math
 from collections import deque
@@ -26,6 +27,7 @@ from tether import (
     MAX_TOOL_ARGUMENT_NODES,
     MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
     AbortController,
+    AbortError,
     AbortSignal,
     AgentEvent,
     AssistantBlock,
@@ -38,6 +40,7 @@ from tether import (
     ModelRequest,
     ModelResponse,
     ModelUsage,
+    RunLimits,
     RunResult,
     ScriptedModel,
     StopReason,
@@ -57,6 +60,7 @@ from tether import (
     text_reply,
     tool_call_reply,
 )
+from tether.loop import run as loop_run
 
 USER = UserMessage(id="user-1", content="Go.")
 ZERO_USAGE = ModelUsage(input_tokens=0, output_tokens=0)
@@ -768,3 +772,75 @@ def test_more_than_64_steps_cannot_be_requested() -> None:
             max_steps=MAX_AGENT_STEPS + 1,
             signal=AbortController().signal,
         )
+
+
+# --- a turn that ends early waits for the stream it abandoned ---------------------------------
+
+
+class ClosingModel:
+    """A model whose stream, once abandoned, settles only after a cleanup that takes a few
+    loop turns (as the HTTP providers close their response before they settle); with
+    ``settles=False`` it never settles."""
+
+    def __init__(self, *, settles: bool) -> None:
+        self.settles = settles
+        self.closed = False
+        self.streams: list[EventStream[ModelChunk, ModelResponse]] = []
+        self.cleanups: set[asyncio.Task[None]] = set()
+
+    def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> EventStream[ModelChunk, ModelResponse]:
+        stream: EventStream[ModelChunk, ModelResponse] = EventStream()
+        for word in ("one ", "two ", "three"):
+            stream.push(TextDeltaChunk(request_id=request.id, delta=word))
+        self.streams.append(stream)
+
+        async def close() -> None:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            self.closed = True
+            stream.fail(AbortError("closed"))
+
+        def abandoned() -> None:
+            if self.settles:
+                task = asyncio.get_running_loop().create_task(close())
+                self.cleanups.add(task)
+                task.add_done_callback(self.cleanups.discard)
+
+        stream.on_abandon(abandoned)
+        return stream
+
+
+def limit_breaking_run(model: ClosingModel) -> EventStream[AgentEvent, RunResult]:
+    """A run whose model's three chunks break ``max_chunks_per_step=2``."""
+    return run_agent_loop(
+        messages=[UserMessage(content="Count.")],
+        model=model,
+        tools=ToolRegistry(),
+        max_steps=1,
+        limits=RunLimits(max_chunks_per_step=2),
+    )
+
+
+async def test_a_turn_that_breaks_a_limit_returns_after_its_model_stream_settled() -> None:
+    model = ClosingModel(settles=True)
+    result = await limit_breaking_run(model).result
+    assert isinstance(result, FailedRunResult)
+    assert result.error.code == "MODEL_PROTOCOL_ERROR"
+    assert model.closed  # the cleanup ran to its end before the result arrived
+    assert model.streams[0].settled
+    assert model.cleanups == set()
+
+
+async def test_a_model_stream_that_never_settles_holds_the_turn_only_briefly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(loop_run, "ABANDONED_STREAM_GRACE", 0.05)
+    model = ClosingModel(settles=False)
+    async with asyncio.timeout(5):
+        result = await limit_breaking_run(model).result
+    assert isinstance(result, FailedRunResult)
+    assert result.error.code == "MODEL_PROTOCOL_ERROR"
+    assert model.streams[0].abandon_notified
+    assert not model.streams[0].settled

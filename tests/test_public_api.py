@@ -330,3 +330,36 @@ def test_the_package_root_is_generated_from_the_modules() -> None:
         [sys.executable, script, "--check"], capture_output=True, text=True, timeout=120
     )
     assert completed.returncode == 0, completed.stderr
+
+
+_HTTP_MODELS_PROBE = """
+import json, sys
+import tether
+models = [tether.OpenAIChatModel.__module__, tether.AnthropicModel.__module__]
+print(json.dumps({"modules": models, "httpx2": "httpx2" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_both_http_models_are_exported_from_the_root_without_loading_httpx2() -> None:
+    """DESIGN Part II: both real models are re-exported from ``tether``; resolving them still
+    leaves httpx2 unimported until a request is sent."""
+    from tether.providers.anthropic import AnthropicModel
+    from tether.providers.openai_chat import OpenAIChatModel
+
+    assert tether.AnthropicModel is AnthropicModel
+    assert tether.OpenAIChatModel is OpenAIChatModel
+    assert "AnthropicModel" in tether.__all__
+    completed = subprocess.run(
+        [sys.executable, "-c", _HTTP_MODELS_PROBE],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report == {
+        "modules": ["tether.providers.openai_chat", "tether.providers.anthropic"],
+        "httpx2": False,
+    }

@@ -1,13 +1,15 @@
 """The loopback test servers themselves: ``ReplayServer`` and the llm-katan fixtures.
 
 Provider tests rely on these servers to do exactly what a script says on a real 127.0.0.1
-socket (split writes, RST vs FIN, stalls, first-byte delays, keep-alive, request recording,
-noticing a client's early close), so each behaviour is checked here with plain asyncio
+socket (split writes, RST vs FIN, stalls, first-byte delays, compressed bodies, timed header
+delays and drips, redirects, keep-alive and the connection count, request recording, noticing
+a client's early close), so each behaviour is checked here with plain asyncio
 streams or ``httpx2`` before anything is built on it. The llm-katan tests (``slow``) check the
 real process: plain and streamed OpenAI chat, its 429 after ``--rate-limit-after 1``, key
 validation, and that it listens on 127.0.0.1 only.
 
-No test sleeps to wait: they wait on the servers' events, and every test runs under a bounded
+No test sleeps to wait: they wait on the servers' events (the header-delay and drip modes are
+short real intervals the tests measure), and every test runs under a bounded
 ``asyncio.timeout`` so a regression fails instead of hanging.
 """
 
@@ -38,11 +40,14 @@ from servers.katan import (
 )
 from servers.replay import (
     SSE_CONTENT_TYPE,
+    Encoding,
     ReplayServer,
     Script,
     Split,
     SseEvent,
+    encode_body,
     json_response,
+    redirect_response,
     sse_body,
     sse_response,
 )
@@ -239,6 +244,66 @@ async def test_stall_then_release_delivers_the_rest() -> None:
         assert script.outcome == "sent"
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "deflate-raw"])
+async def test_encoding_compresses_the_body_on_the_wire(encoding: Encoding) -> None:
+    """``encoding``: the wire bytes are the compressed body, with its ``Content-Encoding``;
+    a decoding client gets the body back."""
+    async with asyncio.timeout(BOUND), ReplayServer() as server, client() as http:
+        script = server.respond(sse_response(TRICKY_BODY, encoding=encoding, split="bytes1"))
+        server.respond(sse_response(TRICKY_BODY, encoding=encoding))
+        async with http.stream("GET", server.url + "/gz") as response:
+            assert response.headers["content-encoding"] == encoding.removesuffix("-raw")
+            wire = await read_raw(response)
+        assert wire == script.wire_body == encode_body(TRICKY_BODY, encoding)
+        assert wire != TRICKY_BODY
+        assert (await http.get(server.url + "/gz")).content == TRICKY_BODY
+
+
+async def test_header_delay_and_drip_are_short_real_intervals() -> None:
+    """``header_delay`` holds the status line, ``drip`` every body piece, for that long."""
+    async with asyncio.timeout(BOUND), ReplayServer() as server, client() as http:
+        server.respond(Script(b"abc", split="bytes1", header_delay=0.1, drip=0.05))
+        started = time.monotonic()
+        async with http.stream("GET", server.url + "/drip") as response:
+            headers_at = time.monotonic() - started
+            arrivals: list[float] = []
+            async for _ in response.aiter_raw():
+                arrivals.append(time.monotonic() - started)
+    assert headers_at >= 0.1
+    assert len(arrivals) == 3
+    assert arrivals[-1] >= 0.1 + 3 * 0.05
+
+
+async def test_a_drip_ends_when_the_client_leaves() -> None:
+    async with asyncio.timeout(BOUND), ReplayServer() as server:
+        script = server.respond(Script(b"0123456789", split="bytes1", drip=5))
+        async with raw_connection(server) as (reader, writer):
+            writer.write(raw_request())
+            await reader.readuntil(b"\r\n\r\n")
+        await script.finished.wait()
+    assert script.outcome == "client-gone"
+
+
+async def test_redirect_response_names_its_location() -> None:
+    async with asyncio.timeout(BOUND), ReplayServer() as server, client() as http:
+        server.respond(redirect_response(307, "http://127.0.0.1:9/elsewhere"))
+        response = await http.get(server.url + "/moved")
+    assert response.status_code == 307
+    assert response.headers["location"] == "http://127.0.0.1:9/elsewhere"
+
+
+async def test_connections_counts_what_the_server_accepted() -> None:
+    async with asyncio.timeout(BOUND), ReplayServer() as server:
+        for _ in range(3):
+            server.respond(json_response(200, {"ok": True}))
+        async with client() as http:
+            for _ in range(2):
+                assert (await http.get(server.url + "/a")).json() == {"ok": True}
+        async with client() as other:
+            assert (await other.get(server.url + "/b")).json() == {"ok": True}
+    assert len(server.connections) == 2  # one kept alive for two requests, then a new client
+
+
 async def test_delay_headers_holds_the_first_byte() -> None:
     """``delay_headers``: the request is received, but no status line until the event."""
     async with asyncio.timeout(BOUND), ReplayServer() as server, client() as http:
@@ -414,6 +479,12 @@ def test_script_rejects_contradictions() -> None:
         Script(b"xyz", stall_after=2, reset_after=1)
     with pytest.raises(ValueError, match="strictly inside"):
         Script(b"xyz", split=[0, 1])
+    with pytest.raises(ValueError, match="from `encoding`"):
+        Script(b"x", headers={"Content-Encoding": "gzip"}, encoding="gzip")
+    with pytest.raises(ValueError, match="short real intervals"):
+        Script(b"x", drip=10)
+    with pytest.raises(ValueError, match="outside the body"):
+        Script(b"x" * 1000, encoding="gzip", stall_after=900)  # offsets count wire bytes
 
 
 # -- sse_body ---------------------------------------------------------------------------------

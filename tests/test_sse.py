@@ -791,3 +791,17 @@ def test_max_response_bytes_is_enforced_exactly_for_any_split(
         else:
             feed_all(decoder, chunks)
             decoder.close()
+
+
+def test_comment_lines_are_counted_but_dispatch_nothing() -> None:
+    """``comments`` lets a caller count keep-alives (``: OPENROUTER PROCESSING``) as the
+    server being alive; comments still never become events, however they are split."""
+    decoder = SSEDecoder()
+    assert decoder.comments == 0
+    assert decoder.feed(b": OPENROUTER PROCESSING\n\n: again\r") == []
+    assert decoder.comments == 2
+    assert decoder.feed(b"\n: partial") == []
+    assert decoder.comments == 2  # a comment line counts once it is complete
+    events = decoder.feed(b"\ndata: {}\n\n")
+    assert [event.data for event in events] == ["{}"]
+    assert decoder.comments == 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -691,3 +692,43 @@ async def test_read_cancelled_after_an_event_reached_it_loses_no_event() -> None
         first = []
 
     assert first + [event async for event in iterator] == ["a", "b"]
+
+
+# --- dropping a stream ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("touch", ["break", "break-and-result", "never-iterated"])
+async def test_a_dropped_stream_is_freed_at_once_without_the_cycle_collector(touch: str) -> None:
+    """Leaving ``async for`` with ``break`` and dropping the stream frees it by reference
+    counting alone (no cycle between the stream, its iterator and its result), so a producer
+    that holds it weakly (the HTTP providers) learns at once that its consumer went away."""
+    stream: EventStream[int, str] = EventStream()
+    for number in range(3):
+        stream.push(number)
+    gone = asyncio.Event()
+    ref = weakref.ref(stream, lambda _: gone.set())
+    if touch != "never-iterated":
+        async for _ in stream:
+            break
+    if touch == "break-and-result":
+        pending = stream.result
+        del pending
+    gc.disable()
+    try:
+        del stream
+        assert ref() is None
+        assert gone.is_set()
+    finally:
+        gc.enable()
+
+
+async def test_an_iterator_dropped_after_break_lets_a_new_consumer_continue() -> None:
+    stream: EventStream[int, str] = EventStream()
+    for number in range(3):
+        stream.push(number)
+    async for first in stream:
+        assert first == 0
+        break
+    stream.finish("done")
+    assert [event async for event in stream] == [1, 2]
+    assert await stream.result == "done"

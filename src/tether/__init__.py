@@ -396,6 +396,10 @@ if TYPE_CHECKING:
         new_message_id,
         to_json,
     )
+    from tether.providers.anthropic import (
+        ANTHROPIC_VERSION,
+        AnthropicModel,
+    )
     from tether.providers.catalog import (
         PRESETS,
         ProviderApi,
@@ -405,6 +409,7 @@ if TYPE_CHECKING:
     )
     from tether.providers.errors import (
         MAX_ERROR_TEXT,
+        MAX_PROVIDER_CODE,
         ProviderError,
         ProviderErrorCode,
     )
@@ -594,6 +599,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tether.providers.errors": (
         "MAX_ERROR_TEXT",
+        "MAX_PROVIDER_CODE",
         "ProviderError",
         "ProviderErrorCode",
     ),
@@ -602,6 +608,10 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "OpenAIChatModel",
         "RetryPolicy",
         "Timeouts",
+    ),
+    "tether.providers.anthropic": (
+        "ANTHROPIC_VERSION",
+        "AnthropicModel",
     ),
     "tether.providers.catalog": (
         "PRESETS",
@@ -957,6 +967,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AGENT_CANDIDATE_MAX_STEPS",
+    "ANTHROPIC_VERSION",
     "BASH_DEFAULT_TIMEOUT_SECONDS",
     "BASH_MAX_TIMEOUT_SECONDS",
     "CODE_POINTS_PER_TOKEN",
@@ -994,6 +1005,7 @@ __all__ = [
     "MAX_MODEL_BLOCKS_PER_STEP",
     "MAX_MODEL_CHUNKS_PER_STEP",
     "MAX_MODEL_TEXT_CODE_POINTS",
+    "MAX_PROVIDER_CODE",
     "MAX_REPORT_METRICS",
     "MAX_RESOURCE_TEXT_BYTES",
     "MAX_SAFE_INTEGER",
@@ -1053,6 +1065,7 @@ __all__ = [
     "AgentStateError",
     "AgentSubscriber",
     "AgentSubscriberError",
+    "AnthropicModel",
     "AssistantBlock",
     "AssistantMessage",
     "AutoCompaction",

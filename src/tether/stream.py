@@ -20,8 +20,17 @@ Rules:
 * ``on_abandon(callback)``: the producer learns that its consumer went away before the stream
   settled: the active iterator is closed with ``aclose()``, or a task waiting on the stream
   (reading the next event, or awaiting ``result``) is cancelled and nobody else is waiting on
-  it. The callback runs once, at most. (Leaving an ``async for`` with ``break`` does not close
-  the iterator and waits on nothing; call ``aclose()``.)
+  it. The callback runs once, at most; ``abandon_notified`` says whether it ran. Leaving an
+  ``async for`` with ``break`` does not close the iterator and waits on nothing, so it is
+  not an abandonment: the stream may be iterated again, continuing with the unconsumed
+  events (a dropped iterator no longer counts as the active consumer).
+* Dropping the stream: neither the stream, its iterator nor its ``result`` awaitable refer to
+  each other in a cycle, so a stream nobody references any more is freed at once, and a
+  producer that holds it only through a weak reference (``weakref.ref(stream, callback)``)
+  learns then that its consumer went away. tether's HTTP providers do this: their stream
+  closes its HTTP response when it is dropped, without ``aclose()``. ``aclose()`` of the
+  iterator (or ``async with contextlib.aclosing(aiter(stream))``) stays the explicit way,
+  and the only one for producers that hold their stream strongly.
 """
 
 # The stream and its iterator are one unit and share private state.
@@ -30,6 +39,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, Final, Generic, TypeVar
@@ -68,12 +78,13 @@ class EventStream(Generic[E, R]):
     """
 
     __slots__ = (
+        "__weakref__",
         "_abandon",
         "_active",
         "_buffer",
+        "_notified",
         "_outcome",
         "_ready",
-        "_result",
         "_result_waiters",
         "_state",
         "_waiters",
@@ -83,9 +94,10 @@ class EventStream(Generic[E, R]):
     _waiters: deque[asyncio.Future[Any]]
     _state: int
     _outcome: Any
-    _active: EventStreamIterator[E] | None
+    # The active iterator, weakly: a strong reference would tie the stream and an iterator
+    # left after ``break`` into a cycle that only the cycle collector frees.
+    _active: weakref.ReferenceType[EventStreamIterator[E]] | None
     _result_waiters: list[asyncio.Future[None]] | None
-    _result: _Result[R] | None
 
     def __init__(self) -> None:
         self._buffer = deque()
@@ -95,27 +107,31 @@ class EventStream(Generic[E, R]):
         self._outcome = None
         self._active = None
         self._result_waiters = None
-        self._result = None
         self._abandon: Callable[[], object] | None = None
+        self._notified = False
 
     @property
     def result(self) -> _Result[R]:
         """An awaitable of the terminal result; raises the ``fail`` error. Await it any number
         of times, before or after the stream settles."""
-        result = self._result
-        if result is None:
-            result = self._result = _Result(self)
-        return result
+        return _Result(self)  # not cached: it refers to the stream, which must not refer back
 
     def on_abandon(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` once if the consumer goes away before the stream settles (see
         the module docstring); replaces an earlier callback."""
         self._abandon = callback
 
+    @property
+    def abandon_notified(self) -> bool:
+        """Whether the ``on_abandon`` callback ran: the producer was told its consumer went
+        away, so it is expected to settle the stream soon (after its own cleanup)."""
+        return self._notified
+
     def _abandoned(self) -> None:
         callback = self._abandon
         if callback is not None and self._state == _OPEN:
             self._abandon = None
+            self._notified = True
             callback()
 
     @property
@@ -148,7 +164,7 @@ class EventStream(Generic[E, R]):
         self._ready = False
         self._outcome = result
         self._release_result_waiters()
-        active = self._active
+        active = self._active_iterator()
         if active is not None and not self._buffer:
             active._close(_DONE)
 
@@ -162,7 +178,7 @@ class EventStream(Generic[E, R]):
         self._ready = False
         self._outcome = error
         self._release_result_waiters()
-        active = self._active
+        active = self._active_iterator()
         if active is not None and not self._buffer and self._waiters:
             active._close(_RAISE)
 
@@ -176,11 +192,15 @@ class EventStream(Generic[E, R]):
         return default
 
     def __aiter__(self) -> EventStreamIterator[E]:
-        if self._active is not None:
+        if self._active_iterator() is not None:
             raise EventStreamStateError("EventStream supports a single consumer at a time")
         iterator: EventStreamIterator[E] = EventStreamIterator(self)
-        self._active = iterator
+        self._active = weakref.ref(iterator)
         return iterator
+
+    def _active_iterator(self) -> EventStreamIterator[E] | None:
+        active = self._active
+        return None if active is None else active()
 
     def _terminal_error(self) -> EventStreamStateError:
         state = "finished" if self._state == _FINISHED else "failed"
@@ -236,7 +256,7 @@ class _Result(Generic[R]):
 class EventStreamIterator(AsyncIterator[E]):
     """The one active reader of an ``EventStream``. ``aclose()`` releases the stream."""
 
-    __slots__ = ("_buffer", "_closed", "_stream")
+    __slots__ = ("__weakref__", "_buffer", "_closed", "_stream")
 
     def __init__(self, stream: EventStream[E, Any]) -> None:
         self._stream = stream
@@ -305,7 +325,7 @@ class EventStreamIterator(AsyncIterator[E]):
         self._closed = True
         self._buffer = _NO_EVENTS
         stream = self._stream
-        if stream._active is self:
+        if stream._active_iterator() is self:
             stream._active = None
             waiters = stream._waiters
             while waiters:

@@ -11,11 +11,19 @@ and answers each request with the next queued ``Script`` (FIFO)::
         assert server.requests[0].headers["authorization"] == "Bearer k"
 
 What a ``Script`` controls: the status, the headers, the body bytes, how the body is cut into
-writes (``split``), the framing (chunked, Content-Length or close-delimited) and the faults:
-``reset_after`` (TCP RST after N body bytes), ``close_after`` (a clean FIN after N body bytes,
-no terminator), ``stall_after`` (N bytes, then wait for ``script.release`` or the client
-leaving), ``delay_headers`` (an event awaited before the status line: a first-byte stall) and
-``reset_before_headers``.
+writes (``split``), the framing (chunked, Content-Length or close-delimited), a
+``Content-Encoding`` the server compresses the body with (``encoding``: gzip, zlib deflate or
+raw deflate), and the faults: ``reset_after`` (TCP RST after N body bytes), ``close_after`` (a
+clean FIN after N body bytes, no terminator), ``stall_after`` (N bytes, then wait for
+``script.release`` or the client leaving), ``delay_headers`` (an event awaited before the
+status line: a first-byte stall) and ``reset_before_headers``. Two faults are about time and
+use short real intervals (the tests that use them are about timeouts): ``header_delay``
+(seconds before the status line) and ``drip`` (seconds before every body piece: with
+``split="bytes1"`` a server that drips one byte at a time). ``redirect_response`` builds a
+3xx answer naming a ``Location``.
+
+``connections`` counts the TCP connections the server accepted: a client that reuses its
+keep-alive connection for sequential requests opens one.
 
 Rules that keep the suite's loop checks green: the listening socket is bound to 127.0.0.1 port
 0; every connection is served by tasks the server owns, all cancelled and awaited on exit;
@@ -34,6 +42,7 @@ import random
 import socket
 import struct
 import time
+import zlib
 from collections import deque
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +53,7 @@ from typing import Any, Final, Literal, TypedDict, Unpack
 __all__ = [
     "SSE_CONTENT_TYPE",
     "Connection",
+    "Encoding",
     "Framing",
     "HeaderItems",
     "Outcome",
@@ -53,7 +63,9 @@ __all__ = [
     "ScriptOptions",
     "Split",
     "SseEvent",
+    "encode_body",
     "json_response",
+    "redirect_response",
     "sse_body",
     "sse_response",
 ]
@@ -86,6 +98,18 @@ exited while still playing it."""
 
 HeaderItems = Mapping[str, str] | Sequence[tuple[str, str]]
 
+Encoding = Literal["gzip", "deflate", "deflate-raw"]
+"""How ``Script.encoding`` compresses the body: ``"gzip"`` (``Content-Encoding: gzip``),
+``"deflate"`` (the zlib format RFC 9110 names ``deflate``) or ``"deflate-raw"`` (a raw deflate
+stream sent as ``Content-Encoding: deflate``, as some servers do)."""
+
+
+def encode_body(body: bytes, encoding: Encoding) -> bytes:
+    """``body`` compressed as ``encoding`` would send it."""
+    wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS, "deflate-raw": -zlib.MAX_WBITS}
+    compressor = zlib.compressobj(6, zlib.DEFLATED, wbits[encoding])
+    return compressor.compress(body) + compressor.flush()
+
 
 def _now() -> float:
     return time.monotonic()
@@ -95,7 +119,8 @@ def _now() -> float:
 class Script:
     """One scripted response. Create it inside the test (its events bind to the running loop).
 
-    Offsets count body bytes (not chunked framing). A fault offset may equal ``len(body)``:
+    Offsets count body bytes as sent (not chunked framing; with ``encoding``, the compressed
+    bytes: ``wire_body``). A fault offset may equal ``len(body)``:
     then the whole body is sent but not the end of the framing (the zero-length chunk), so a
     chunked client sees an incomplete body; with Content-Length the body is already complete.
     ``stall_after`` may be combined with one fault at the same or a later offset.
@@ -116,7 +141,11 @@ class Script:
     stall_after: int | None = None
     delay_headers: asyncio.Event | None = None
     reset_before_headers: bool = False
+    encoding: Encoding | None = None
+    header_delay: float = 0.0
+    drip: float = 0.0
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    wire_body: bytes = field(default=b"", init=False, repr=False)
     started: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     stalled: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     finished: asyncio.Event = field(default_factory=asyncio.Event, init=False)
@@ -126,9 +155,17 @@ class Script:
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 999:
             raise ValueError(f"status {self.status} is not a 3-digit HTTP status")
+        self.wire_body = (
+            self.body if self.encoding is None else encode_body(self.body, self.encoding)
+        )
+        for seconds in (self.header_delay, self.drip):
+            if not 0 <= seconds <= 5:
+                raise ValueError("header_delay and drip are short real intervals (0 to 5 s)")
         for name, value in _header_items(self.headers):
             if name.lower() in ("content-length", "transfer-encoding"):
                 raise ValueError(f"{name!r} is set by the server from `framing`")
+            if name.lower() == "content-encoding" and self.encoding is not None:
+                raise ValueError("content-encoding is set by the server from `encoding`")
             if any(c in name + value for c in "\r\n") or not name or ":" in name:
                 raise ValueError(f"malformed header {name!r}: {value!r}")
         if self.reset_after is not None and self.close_after is not None:
@@ -138,12 +175,14 @@ class Script:
             ("close_after", self.close_after),
             ("stall_after", self.stall_after),
         ):
-            if offset is not None and not 0 <= offset <= len(self.body):
-                raise ValueError(f"{label}={offset} is outside the body (0..{len(self.body)})")
+            if offset is not None and not 0 <= offset <= len(self.wire_body):
+                raise ValueError(f"{label}={offset} is outside the body (0..{len(self.wire_body)})")
         fault = self.fault_offset
         if self.stall_after is not None and fault is not None and self.stall_after > fault:
             raise ValueError("stall_after must not come after the fault offset")
-        if isinstance(self.split, list) and any(not 0 < o < len(self.body) for o in self.split):
+        if isinstance(self.split, list) and any(
+            not 0 < o < len(self.wire_body) for o in self.split
+        ):
             raise ValueError("split offsets must lie strictly inside the body")
 
     @property
@@ -169,6 +208,9 @@ class ScriptOptions(TypedDict, total=False):
     stall_after: int | None
     delay_headers: asyncio.Event | None
     reset_before_headers: bool
+    encoding: Encoding | None
+    header_delay: float
+    drip: float
     release: asyncio.Event
 
 
@@ -533,21 +575,24 @@ class ReplayServer:
     ) -> Outcome:
         if script.delay_headers is not None:
             await self._hold(connection, script.delay_headers, "delay_headers")
+        await self._pause(connection, script.header_delay)
         if script.reset_before_headers:
             self._reset(connection, writer)
             return "reset"
         framing = script.resolved_framing
         head = [f"HTTP/1.1 {script.status} {_reason(script.status)}"]
         head += [f"{name}: {value}" for name, value in _header_items(script.headers)]
+        if script.encoding is not None:
+            head.append(f"content-encoding: {script.encoding.removesuffix('-raw')}")
+        body = script.wire_body
         if framing == "chunked":
             head.append("transfer-encoding: chunked")
         elif framing == "length":
-            head.append(f"content-length: {len(script.body)}")
+            head.append(f"content-length: {len(body)}")
         else:
             head.append("connection: close")
         await self._write(connection, writer, ("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
 
-        body = script.body
         fault = script.fault_offset
         stops = {o for o in (fault, script.stall_after) if o is not None}
         for start, piece in _pieces(body, script.split, stops):
@@ -555,6 +600,7 @@ class ReplayServer:
                 await self._stall(connection, script)
             if start == fault:
                 return self._fault(connection, writer, script)
+            await self._pause(connection, script.drip)
             if framing == "chunked":
                 piece = b"%x\r\n%b\r\n" % (len(piece), piece)
             await self._write(connection, writer, piece)
@@ -565,6 +611,18 @@ class ReplayServer:
         if framing == "chunked":
             await self._write(connection, writer, b"0\r\n\r\n")
         return "sent"
+
+    @staticmethod
+    async def _pause(connection: Connection, seconds: float) -> None:
+        """Wait ``seconds`` (a script's short real interval); ``_Abandon`` if the client
+        leaves first."""
+        if seconds <= 0:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await connection.closed.wait()
+        if connection.closed.is_set():
+            raise _Abandon
 
     async def _stall(self, connection: Connection, script: Script) -> None:
         script.stalled.set()
@@ -755,6 +813,15 @@ def sse_response(
     ``headers``; ``options`` are the other ``Script`` fields (split, faults...)."""
     items = [("content-type", SSE_CONTENT_TYPE), *_header_items(headers)]
     return Script(body=body, status=status, headers=items, **options)
+
+
+def redirect_response(
+    status: int, location: str, *, headers: HeaderItems = (), **options: Unpack[ScriptOptions]
+) -> Script:
+    """A ``Script`` answering ``status`` (a 3xx) with ``Location: location`` and a short
+    plain-text body, plus ``headers`` and the other ``Script`` fields."""
+    items = [("content-type", "text/plain"), ("location", location), *_header_items(headers)]
+    return Script(body=b"moved", status=status, headers=items, **options)
 
 
 def json_response(

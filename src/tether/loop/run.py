@@ -33,6 +33,7 @@ without a round trip through the event loop; the abort checks still happen at ev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -564,8 +565,11 @@ class _Run:
                 if chunk is not item:  # a mapping was read: caller code ran since the last check
                     check_signal(signal)
                 self.emit(trusted.model_chunk_event(self.sequence, chunk))
-        finally:
+        except BaseException:
             source.close()
+            await _abandoned_stream_settled(stream)
+            raise
+        source.close()
         raw = _settled_response(stream, signal)
         if raw is _PENDING:
             raw = await _awaited_response(stream, signal)
@@ -589,6 +593,26 @@ def _stream_failure_text(error: Exception) -> str:
     if isinstance(error, ProviderError):
         return f"{error.code}: {text}"
     return text
+
+
+ABANDONED_STREAM_GRACE: Final = 1.0
+"""Seconds a turn that ends early waits for the model stream it abandoned to settle."""
+
+
+async def _abandoned_stream_settled(stream: ModelStream) -> None:
+    """A turn ended before its model stream did (a broken limit, a failure, an abort): when the
+    stream is tether's ``EventStream`` and its producer was told (``abandon_notified``), wait
+    for it to settle, at most ``ABANDONED_STREAM_GRACE`` seconds. The HTTP providers settle
+    only after closing their response, so the run's outcome comes after that and leaves
+    nothing running. Whatever the stream settles with is not this turn's outcome."""
+    if type_of(stream) is not EventStream:
+        return
+    abandoned: EventStream[Any, Any] = stream  # pyright: ignore[reportAssignmentType]
+    if abandoned.settled or not abandoned.abandon_notified:
+        return
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(ABANDONED_STREAM_GRACE):
+            await abandoned.result
 
 
 def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:

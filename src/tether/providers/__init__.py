@@ -2,8 +2,11 @@
 
 * ``fixture``: ``FixtureProviderAdapter``, the workshop's transport trust boundary;
 * ``errors``: ``ProviderError`` and its codes, for every real provider;
-* ``_http`` / ``_sse``: the shared HTTP client, retries, timeouts and SSE decoder;
+* ``_http`` / ``_watch`` / ``_decoding`` / ``_sse`` / ``_streaming``: the shared HTTP client,
+  retries, deadlines and abort enforced in the request's task, ``Content-Encoding`` decoding,
+  the SSE decoder, and the ``Model`` base both providers build on;
 * ``openai_wire`` / ``openai_chat``: OpenAI Chat Completions (``OpenAIChatModel``);
+* ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
 * ``catalog``: provider presets (base URL, key variable, quirks) by name.
 
 Importing this package loads only the fixture provider; the HTTP providers (and httpx2)

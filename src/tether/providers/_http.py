@@ -6,17 +6,22 @@ Shared by ``OpenAIChatModel`` and ``AnthropicModel``; nothing here knows a vendo
   so ``import tether`` never imports httpx2), unless the caller passes ``http_client``
   (then the caller owns and closes it).
 * ``open_stream`` sends one request and returns the open response once its status is 2xx.
-  It retries (``RetryPolicy``) only here, before any chunk can have reached the consumer:
-  on connection errors, connect timeouts and 408/409/429/5xx/529, honouring
-  ``retry-after-ms``/``retry-after`` up to a cap (beyond it the call fails at once with
-  ``retry_after`` set) and ``x-should-retry``. Every sleep and every read races the signal.
-* A non-2xx answer becomes a ``ProviderError`` with the vendor's error text (bounded, the key
-  redacted) and a code from the status; a 4xx whose text says the context is too long is
-  ``PROVIDER_CONTEXT_OVERFLOW``.
-* ``BodyReader`` reads the body's bytes with the first-byte and idle-gap timeouts
-  (``Timeouts``) and the signal raced at every read; the caller closes the response in a
-  ``finally`` (``close_response``), so an abort or an early close releases the connection
-  at once.
+  It never follows a redirect, whatever the client's ``follow_redirects`` says (a 3xx is
+  ``PROVIDER_REDIRECTED`` naming its ``Location``: the key and custom headers never reach
+  another origin), and asks for ``Accept-Encoding: identity``. It retries (``Retries``, from a
+  ``RetryPolicy``) only before any chunk can have reached the consumer: on connection errors,
+  connect timeouts and 408/409/429/5xx/529, honouring ``retry-after-ms``/``retry-after`` up
+  to a cap (beyond it the call fails at once with ``retry_after`` set) and
+  ``x-should-retry``.
+* A non-2xx answer becomes a ``ProviderError`` with the vendor's error text and code (bounded,
+  the key redacted) and a code from the status; a 4xx whose text says the context is too
+  long is ``PROVIDER_CONTEXT_OVERFLOW``.
+* ``BodyReader`` reads the body's bytes as they arrive, decoding a ``Content-Encoding`` a
+  server sent anyway (``_decoding``, bounded). Every wait (sending, each read, a retry's
+  sleep) goes through the request's ``RequestWatch`` (``_watch``), which enforces the
+  deadlines of ``Timeouts`` and the abort signal from inside the request's own task, so
+  httpx2 always reads and closes the response in the task that opened it. The caller closes
+  the response in a ``finally`` (``close_response``).
 """
 
 from __future__ import annotations
@@ -28,13 +33,19 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
-from tether._race import check_signal, race
-from tether.abort import AbortSignal
-from tether.providers.errors import MAX_ERROR_TEXT, ProviderError, ProviderErrorCode
+from tether.providers._decoding import BodyDecoder, body_decoder
+from tether.providers._watch import RequestWatch
+from tether.providers.errors import (
+    MAX_ERROR_TEXT,
+    MAX_PROVIDER_CODE,
+    ProviderError,
+    ProviderErrorCode,
+    bounded,
+)
 
 if TYPE_CHECKING:
     import httpx2
@@ -42,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BodyReader",
     "HttpTransport",
+    "Retries",
     "RetryPolicy",
     "Timeouts",
     "close_response",
@@ -53,7 +65,17 @@ __all__ = [
 ]
 
 MAX_ERROR_BODY_BYTES: Final = 65_536
-"""Most bytes of an error response read to find the vendor's message."""
+"""Most bytes of an error response read (decoded) to find the vendor's message."""
+
+MAX_LOCATION_TEXT: Final = 500
+"""Most characters of a redirect's ``Location`` quoted in ``PROVIDER_REDIRECTED``."""
+
+DRAIN_SECONDS: Final = 0.1
+"""How long the rest of a body is read after its end event, so the connection can be reused
+(the openai SDK drains for at most 0.1 s too); a body still open after that is dropped."""
+
+MAX_DRAIN_BYTES: Final = 65_536
+"""Most bytes read (and ignored) after a body's end event."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,18 +113,26 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timeouts:
-    """Seconds to wait: ``connect`` for the connection, ``first_byte`` from sending the
-    request to its first body byte (long: reasoning models think before they answer),
-    ``idle`` for any later gap between body bytes, ``write`` for sending the request."""
+    """Seconds to wait: ``connect`` for the connection; ``first_byte`` from sending the
+    request to its first body byte, headers included (one deadline; long, because reasoning
+    models think before they answer); ``idle`` for any later gap between events (a server
+    that drips bytes but completes no event in that time is stalled; a keep-alive comment
+    line counts as an event; a JSON body counts as one event, so it must arrive whole
+    within ``idle`` of its first byte); ``write`` for
+    sending the request; and ``total``, when set, for the whole call: every attempt, the
+    sleeps between them and the whole body (``None``: no overall deadline)."""
 
     connect: float = 10.0
     first_byte: float = 600.0
     idle: float = 120.0
     write: float = 60.0
+    total: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("connect", "first_byte", "idle", "write"):
+        for name in ("connect", "first_byte", "idle", "write", "total"):
             value = getattr(self, name)
+            if name == "total" and value is None:
+                continue
             if type(value) not in (int, float) or not 0 < value < float("inf"):
                 raise TypeError(f"Timeouts.{name} must be a positive number of seconds")
 
@@ -132,19 +162,17 @@ def redact_error(error: BaseException, secret: str | None) -> BaseException:
         return error
     if isinstance(error, ProviderError):
         text = error.message
-        cleaned = redact(text, secret)
-        if cleaned == text:
+        code = error.provider_code
+        cleaned = _redact_bounded(text, secret, MAX_ERROR_TEXT)
+        cleaned_code = None if code is None else _redact_bounded(code, secret, MAX_PROVIDER_CODE)
+        if cleaned == text and cleaned_code == code:
             return error
-        excess = len(cleaned) - MAX_ERROR_TEXT
-        if excess > 0:  # "[redacted]" is longer than the cut-off key: keep it whole
-            mark = cleaned.rfind("[redacted]")
-            cleaned = cleaned[: mark - excess] + cleaned[mark:]
         copy = ProviderError(
             error.code,  # pyright: ignore[reportArgumentType]
             cleaned,
             status=error.status,
             retry_after=error.retry_after,
-            provider_code=error.provider_code,
+            provider_code=cleaned_code,
         )
         return copy.with_traceback(error.__traceback__)
     try:
@@ -156,6 +184,17 @@ def redact_error(error: BaseException, secret: str | None) -> BaseException:
     return ProviderError("PROVIDER_PROTOCOL_ERROR", redact(text, secret))
 
 
+def _redact_bounded(text: str, secret: str, limit: int) -> str:
+    """``redact(text, secret)`` kept within ``limit`` characters; a ``[redacted]`` mark that
+    replaced a cut-off key at the end is kept whole (it is longer than what it replaced)."""
+    cleaned = redact(text, secret)
+    excess = len(cleaned) - limit
+    if excess > 0 and cleaned != text:
+        mark = cleaned.rfind("[redacted]")
+        cleaned = cleaned[: mark - excess] + cleaned[mark:]
+    return cleaned
+
+
 class HttpTransport:
     """One pooled ``httpx2.AsyncClient`` for a model, created on first use.
 
@@ -163,33 +202,57 @@ class HttpTransport:
     caller's to close.
     """
 
-    __slots__ = ("_client", "_owned", "_timeouts")
+    __slots__ = ("_client", "_closer", "_owned", "_timeouts")
 
     def __init__(self, client: httpx2.AsyncClient | None, timeouts: Timeouts) -> None:
         self._client = client
         self._owned = client is None
         self._timeouts = timeouts
+        self._closer: AsyncGenerator[None, None] | None = None
 
     def client(self) -> httpx2.AsyncClient:
-        """The client, created now if needed."""
+        """The client, created now if needed (on the running loop)."""
         client = self._client
-        if client is None:
+        if client is None or (self._owned and client.is_closed):
             import httpx2
 
             t = self._timeouts
+            # Reads and the pool are bounded by the request's RequestWatch (first byte, idle
+            # gap between events, total), not per socket read: no timer per chunk.
             client = httpx2.AsyncClient(
-                timeout=httpx2.Timeout(t.first_byte, connect=t.connect, write=t.write),
+                timeout=httpx2.Timeout(None, connect=t.connect, write=t.write),
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
             )
             self._client = client
+            self._closer = _closer_for(client)
         return client
 
     async def aclose(self) -> None:
         """Close the client if this transport created it."""
-        client = self._client
-        if client is not None and self._owned:
+        closer, self._closer = self._closer, None  # only an owned client has a closer
+        if closer is not None:
             self._client = None
-            await client.aclose()
+            await closer.aclose()  # closes the client
+
+
+async def _closing(client: httpx2.AsyncClient) -> AsyncGenerator[None, None]:
+    """Suspended while ``client`` may be used; closing it closes the client."""
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
+def _closer_for(client: httpx2.AsyncClient) -> AsyncGenerator[None, None]:
+    """An async generator, started on the running loop, that closes ``client`` when it is
+    closed: by ``HttpTransport.aclose()``, or by the loop's ``shutdown_asyncgens()`` at the
+    end of ``asyncio.run`` (so a model nobody closed still closes its pooled keep-alive
+    connections before the loop ends, instead of leaving open sockets to the exit), or by the
+    loop's finalizer hook when the transport is dropped earlier."""
+    closer = _closing(client)
+    with contextlib.suppress(StopIteration):
+        closer.asend(None).send(None)  # to its ``yield``: now the loop knows the generator
+    return closer
 
 
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429, 529})
@@ -273,6 +336,8 @@ def error_for_status(
     status: int, headers: Mapping[str, str], body: bytes, secret: str | None
 ) -> ProviderError:
     """The ``ProviderError`` for a non-2xx response (vendor text bounded, key redacted)."""
+    if 300 <= status < 400:
+        return _redirected(status, headers.get("location"), secret)
     message, provider_code = _vendor_error(body)
     message = redact(message, secret) or f"HTTP {status}"
     code = _code_for_status(status, message)
@@ -281,11 +346,27 @@ def error_for_status(
         f"HTTP {status}: {message}",
         status=status,
         retry_after=_retry_after(headers),
-        provider_code=provider_code,
+        provider_code=None if provider_code is None else redact(provider_code, secret),
+    )
+
+
+def _redirected(status: int, location: str | None, secret: str | None) -> ProviderError:
+    """``PROVIDER_REDIRECTED``, naming where the server pointed (bounded, key redacted)."""
+    if location is None:
+        where = "without a Location"
+    else:
+        where = f"to {bounded(redact(location, secret), MAX_LOCATION_TEXT)}"
+    return ProviderError(
+        "PROVIDER_REDIRECTED",
+        f"HTTP {status}: the server redirected the request {where}; tether never follows a "
+        "redirect for a model request (set base_url to the final URL)",
+        status=status,
     )
 
 
 def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    if 300 <= status < 400:
+        return False  # a redirect is an answer about the URL, not a transient failure
     override = headers.get("x-should-retry")
     if override == "true":
         return True
@@ -295,12 +376,13 @@ def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
 
 
 async def read_limited(
-    response: httpx2.Response, limit: int, signal: AbortSignal, timeouts: Timeouts
+    response: httpx2.Response, limit: int, watch: RequestWatch, idle: float
 ) -> bytes:
-    """At most ``limit`` bytes of the body (more is a protocol error), raced and timed."""
+    """At most ``limit`` (decoded) bytes of the body, more is a protocol error; the body is one
+    event, so it must arrive whole within ``idle`` of its first byte."""
     parts: list[bytes] = []
     size = 0
-    reader = BodyReader(response, signal, timeouts)
+    reader = BodyReader(response, watch, idle, limit)
     try:
         while part := await reader.read():
             size += len(part)
@@ -314,17 +396,49 @@ async def read_limited(
     return b"".join(parts)
 
 
+class Retries:
+    """The retries left for one ``stream()`` call, shared by every way it can fail before
+    anything streamed: a status, a lost connection, an overloaded first event.
+
+    ``pause(failure, watch)`` waits before the next attempt, or raises ``failure`` when the
+    policy's attempts are used up or the server asked for a longer delay than
+    ``RetryPolicy.max_retry_after`` (the error then carries it as ``retry_after``).
+    """
+
+    __slots__ = ("_made", "_policy", "_sleep")
+
+    def __init__(
+        self, policy: RetryPolicy, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+    ) -> None:
+        self._policy = policy
+        self._made = 0
+        self._sleep = sleep
+
+    async def pause(self, failure: ProviderError, watch: RequestWatch) -> None:
+        """Sleep before the next attempt (racing the signal and the total deadline)."""
+        self._made += 1
+        policy = self._policy
+        if self._made >= policy.attempts:
+            raise failure
+        delay = failure.retry_after
+        if delay is None:
+            delay = policy.backoff(self._made - 1)
+        elif delay > policy.max_retry_after:
+            raise failure
+        watch.expect_nothing()
+        await watch.wait(self._sleep(delay))
+
+
 async def open_stream(
     transport: HttpTransport,
     *,
     url: str,
     headers: Mapping[str, str],
     body: bytes,
-    retry: RetryPolicy,
+    retries: Retries,
     timeouts: Timeouts,
-    signal: AbortSignal,
+    watch: RequestWatch,
     secret: str | None,
-    sleep: Callable[[float], Any] = asyncio.sleep,
 ) -> httpx2.Response:
     """POST ``body`` to ``url`` and return the open 2xx response (see the module docstring).
 
@@ -334,94 +448,148 @@ async def open_stream(
     import httpx2
 
     client = transport.client()
-    attempt = 0
+    if not any(name.lower() == "accept-encoding" for name in headers):
+        headers = {**headers, "accept-encoding": "identity"}
     while True:
-        check_signal(signal)
         request = client.build_request("POST", url, headers=headers, content=body)
         failure: ProviderError
+        watch.expect(timeouts.first_byte, "first_byte")
         try:
-            response = await _timed(
-                race(signal, client.send(request, stream=True)), timeouts.first_byte
-            )
+            response = await watch.wait(client.send(request, stream=True, follow_redirects=False))
         except httpx2.ConnectTimeout as error:
             failure = ProviderError("PROVIDER_TIMEOUT", f"Connecting timed out: {error!r}"[:300])
         except (httpx2.ConnectError, httpx2.NetworkError, httpx2.RemoteProtocolError) as error:
             failure = ProviderError(
                 "PROVIDER_CONNECTION_FAILED", redact(f"Could not connect: {error}", secret)
             )
-        except (httpx2.TimeoutException, TimeoutError) as error:
+        except httpx2.TimeoutException as error:  # the caller's client's own read/pool timeout
             raise ProviderError(
-                "PROVIDER_TIMEOUT",
-                f"No response within {timeouts.first_byte} s of sending the request",
+                "PROVIDER_TIMEOUT", f"The HTTP client timed out: {error!r}"[:300]
             ) from error
         else:
-            if 200 <= response.status_code < 300:
+            status = response.status_code
+            if 200 <= status < 300:
                 return response
             try:
-                data = await read_limited(response, MAX_ERROR_BODY_BYTES, signal, timeouts)
+                if not 300 <= status < 400:  # a redirect's body is never read
+                    data = await read_limited(response, MAX_ERROR_BODY_BYTES, watch, timeouts.idle)
+                else:
+                    data = b""
             except ProviderError:
                 data = b""
             finally:
                 await close_response(response)
-            failure = error_for_status(response.status_code, response.headers, data, secret)
-            if not _should_retry(response.status_code, response.headers):
+            failure = error_for_status(status, response.headers, data, secret)
+            if not _should_retry(status, response.headers):
                 raise failure
-        attempt += 1
-        if attempt >= retry.attempts:
-            raise failure
-        delay = failure.retry_after
-        if delay is None:
-            delay = retry.backoff(attempt - 1)
-        elif delay > retry.max_retry_after:
-            raise failure
-        await race(signal, sleep(delay))
+        await retries.pause(failure, watch)
 
 
-async def _timed(work: Any, seconds: float) -> Any:
-    async with asyncio.timeout(seconds):
-        return await work
+_stream_errors: tuple[type[BaseException], ...] = ()
+_timeout_errors: tuple[type[BaseException], ...] = ()
+
+
+def _load_errors() -> None:
+    """The httpx2 exception classes ``BodyReader`` maps, looked up once (httpx2 loads late)."""
+    global _stream_errors, _timeout_errors
+    import httpx2
+
+    _stream_errors = (httpx2.NetworkError, httpx2.RemoteProtocolError)
+    _timeout_errors = (httpx2.TimeoutException,)
 
 
 class BodyReader:
     """Reads a response body as it arrives (``await reader.read()``; ``b""`` at its end).
 
-    The first read may take ``timeouts.first_byte``, later gaps ``timeouts.idle``; every
-    read races ``signal``. A lost connection is ``PROVIDER_STREAM_INTERRUPTED``, a timeout
-    ``PROVIDER_TIMEOUT``. The timeout applies to one read at a time, never across the
-    caller's own work between reads.
+    Every read goes through ``watch``: the first must come within the first-byte deadline
+    (set by ``open_stream``), after which the idle deadline is ``idle`` from the first byte
+    (the caller moves it on at each event). A ``Content-Encoding`` is decoded (at most
+    ``limit`` decoded bytes, pieces of at most 64 KiB). A lost connection is
+    ``PROVIDER_STREAM_INTERRUPTED``, a timeout ``PROVIDER_TIMEOUT``, an abort its reason.
+    ``drain()`` reads what is left after the end event, briefly, so the connection is reused.
     """
 
-    __slots__ = ("_chunks", "_limit", "_signal", "_timeouts")
+    __slots__ = ("_chunks", "_decoder", "_idle", "_next", "_started", "_watch")
 
-    def __init__(self, response: httpx2.Response, signal: AbortSignal, timeouts: Timeouts) -> None:
+    def __init__(
+        self, response: httpx2.Response, watch: RequestWatch, idle: float, limit: int
+    ) -> None:
+        if not _stream_errors:
+            _load_errors()
         self._chunks = response.aiter_raw()
-        self._signal = signal
-        self._timeouts = timeouts
-        self._limit = timeouts.first_byte
+        self._next = self._chunks.__anext__
+        self._decoder: BodyDecoder | None = body_decoder(
+            response.headers.get("content-encoding"), limit
+        )
+        self._watch = watch
+        self._idle = idle
+        self._started = False
 
     async def read(self) -> bytes:
-        """The next non-empty piece of the body, or ``b""`` once it has ended."""
-        import httpx2
-
-        limit = self._limit
-        while True:
-            try:
-                async with asyncio.timeout(limit):
-                    part = await race(self._signal, self._chunks.__anext__())
-            except StopAsyncIteration:
-                return b""
-            except (httpx2.TimeoutException, TimeoutError) as error:
-                raise ProviderError(
-                    "PROVIDER_TIMEOUT", f"No data from the server for {limit} s"
-                ) from error
-            except (httpx2.NetworkError, httpx2.RemoteProtocolError) as error:
-                raise ProviderError(
-                    "PROVIDER_STREAM_INTERRUPTED",
-                    f"The connection was lost before the response ended: {error}"[:500],
-                ) from error
-            self._limit = self._timeouts.idle
+        """The next non-empty piece of the (decoded) body, or ``b""`` once it has ended."""
+        decoder = self._decoder
+        if decoder is not None and decoder.pending:
+            part = decoder.decode(b"")
             if part:
                 return part
+        while True:
+            part = await self._raw()
+            if not part:
+                if decoder is not None:
+                    while decoder.pending:
+                        rest = decoder.decode(b"")
+                        if rest:
+                            return rest
+                    decoder.finish()
+                return b""
+            if not self._started:
+                self._started = True
+                self._watch.expect(self._idle, "idle")
+            if decoder is not None:
+                part = decoder.decode(part)
+            if part:
+                return part
+
+    async def _raw(self) -> bytes:
+        """The next piece of the raw body (``b""`` at its end), through the watch."""
+        watch = self._watch
+        watch.enter()
+        try:
+            part = await self._next()
+        except StopAsyncIteration:
+            watch.leave()
+            return b""
+        except asyncio.CancelledError:
+            error = watch.interrupted()
+            if error is None:
+                raise
+            raise error from None
+        except _timeout_errors as error:
+            watch.leave()
+            raise ProviderError(
+                "PROVIDER_TIMEOUT", f"The HTTP client timed out: {error!r}"[:300]
+            ) from error
+        except _stream_errors as error:
+            watch.leave()
+            raise ProviderError(
+                "PROVIDER_STREAM_INTERRUPTED",
+                f"The connection was lost before the response ended: {error}"[:500],
+            ) from error
+        watch.leave()
+        return part
+
+    async def drain(self) -> None:
+        """After the end event: read (and ignore) the rest of the raw body for at most
+        ``DRAIN_SECONDS`` and ``MAX_DRAIN_BYTES``, so its end (a chunked terminator, a gzip
+        trailer) arrives and the connection goes back to the pool; otherwise the response is
+        simply closed. Never raises an ``Exception``."""
+        self._watch.expect(DRAIN_SECONDS, "drain")
+        size = 0
+        with contextlib.suppress(Exception):
+            while part := await self._raw():
+                size += len(part)
+                if size > MAX_DRAIN_BYTES:
+                    return
 
     async def aclose(self) -> None:
         """Stop reading (the response itself is closed with ``close_response``)."""

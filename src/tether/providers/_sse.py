@@ -120,6 +120,7 @@ class SSEDecoder:
 
     __slots__ = (
         "_check_head",
+        "_comments",
         "_data",
         "_event_bytes",
         "_event_type",
@@ -166,6 +167,7 @@ class SSEDecoder:
         self._event_type = ""
         self._last_id: str | None = None
         self._retry: int | None = None
+        self._comments = 0
         self._halted = False  # failed or closed: feed() refuses
         self._failure: str | None = None  # the message of the error raised, if any
 
@@ -173,6 +175,12 @@ class SSEDecoder:
     def last_event_id(self) -> str | None:
         """The last event ID set so far (the ``Last-Event-ID`` to send on reconnection)."""
         return self._last_id
+
+    @property
+    def comments(self) -> int:
+        """How many comment lines were decoded: keep-alives (``: OPENROUTER PROCESSING``),
+        which a caller may count as the server being alive although they dispatch nothing."""
+        return self._comments
 
     @property
     def retry(self) -> int | None:
@@ -311,7 +319,8 @@ class SSEDecoder:
         name, colon, value = line.partition(":")
         if colon:
             if not name:
-                return  # a comment
+                self._comments += 1  # a comment
+                return
             if value.startswith(" "):
                 value = value[1:]
         if name == "data":

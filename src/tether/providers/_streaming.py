@@ -4,19 +4,31 @@ A subclass says how to build the request (URL, headers, JSON body) and which par
 the vendor's events into protocol chunks; this class does the rest the same way for every
 vendor: one producer task per ``stream()`` call, the caller's signal followed by a private
 controller (so an early ``aclose()`` of the stream's iterator aborts the request too), the
-request sent through ``_http.open_stream`` (retries before anything streamed), the
-``text/event-stream`` body decoded by ``_sse.SSEDecoder`` and fed event by event to the
-parser, a JSON body answered to the streaming request parsed whole, and the response closed
-on every path. Every failure settles the stream with a ``ProviderError`` (or the abort
-reason).
+request sent through ``_http.open_stream`` (retries before anything streamed, an overloaded
+first event included), the ``text/event-stream`` body decoded by ``_sse.SSEDecoder`` and fed
+event by event to the parser, a JSON body answered to the streaming request parsed whole.
+Every failure settles the stream with a ``ProviderError`` (or the abort reason).
+
+The response is read and closed by the producer task alone (``_watch.RequestWatch`` turns an
+abort or a deadline into an error at the await it interrupts), and the stream settles only
+after the response is closed: a consumer that has the result has nothing left running. After
+the vendor's end event the rest of the body is drained briefly (``BodyReader.drain``) so the
+connection goes back to the pool.
+
+A stream whose consumer goes away closes its response: when the consumer closes its
+iterator (``aclose()``) or stops waiting (``on_abandon``), and also when it just drops the
+stream (``async for chunk in stream: break`` and no reference left): the producer holds the
+stream only through a weak reference, whose callback aborts the request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Protocol, Self
+from typing import TYPE_CHECKING, Final, Protocol, Self, TypeAlias
 
 from tether._producer import fail_producer, start_producer
 from tether._race import follow_signal
@@ -25,6 +37,7 @@ from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import (
     BodyReader,
     HttpTransport,
+    Retries,
     RetryPolicy,
     Timeouts,
     close_response,
@@ -32,8 +45,9 @@ from tether.providers._http import (
     read_limited,
     redact_error,
 )
-from tether.providers._sse import SSEDecoder, SSEEvent, is_event_stream
-from tether.providers.errors import ProviderError
+from tether.providers._sse import DEFAULT_MAX_RESPONSE_BYTES, SSEDecoder, SSEEvent, is_event_stream
+from tether.providers._watch import RequestWatch
+from tether.providers.errors import ProviderError, ProviderErrorCode
 from tether.stream import EventStream
 
 if TYPE_CHECKING:
@@ -43,6 +57,13 @@ __all__ = ["HttpStreamModel", "StreamParser", "loads_payload", "transcript_call_
 
 MAX_JSON_BODY_BYTES: Final = 16 << 20
 """Most bytes of a non-streamed JSON body read."""
+
+RETRIED_FIRST_EVENTS: Final[frozenset[ProviderErrorCode]] = frozenset({"PROVIDER_OVERLOADED"})
+"""Error events retried like their status when nothing reached the consumer yet (Anthropic's
+``overloaded_error`` as the first event is a 529 in all but the status line)."""
+
+StreamRef: TypeAlias = "weakref.ReferenceType[EventStream[ModelChunk, ModelResponse]]"
+"""How the producer holds its stream: weakly, so a consumer that drops it is noticed."""
 
 
 class StreamParser(Protocol):
@@ -143,7 +164,12 @@ class HttpStreamModel:
     def stream(
         self, request: ModelRequest, signal: AbortSignal
     ) -> EventStream[ModelChunk, ModelResponse]:
-        """Start one model turn for ``request``; its chunks and response arrive on the stream."""
+        """Start one model turn for ``request``; its chunks and response arrive on the stream.
+
+        The stream settles after the HTTP response is closed. Closing its iterator
+        (``aclose()``, or ``async with contextlib.aclosing(aiter(stream))``) aborts the
+        request at once; so does dropping the stream without reading it to its end.
+        """
         if type(request) is not ModelRequest:
             raise TypeError("request must be a ModelRequest")
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
@@ -153,90 +179,157 @@ class HttpStreamModel:
             stream.fail(TypeError("signal must be a readable AbortSignal"))
             return stream
         stream.on_abandon(lambda: controller.abort(AbortError("model stream consumer went away")))
-        start_producer(self._produce(stream, request, controller.signal, detach))
+        ref = weakref.ref(
+            stream, lambda _: controller.abort(AbortError("model stream was dropped"))
+        )
+        start_producer(self._produce(ref, request, controller.signal, detach))
         return stream
 
     async def _produce(
         self,
-        stream: EventStream[ModelChunk, ModelResponse],
+        ref: StreamRef,
         request: ModelRequest,
         signal: AbortSignal,
         detach: Callable[[], None],
     ) -> None:
         response: httpx2.Response | None = None
+        watch = RequestWatch(signal, self._timeouts.total)
         try:
             body = json.dumps(
                 self._body(request), separators=(",", ":"), ensure_ascii=False
             ).encode()
-            response = await open_stream(
-                self._transport,
-                url=self._url(),
-                headers=self._headers(),
-                body=body,
-                retry=self._retry,
-                timeouts=self._timeouts,
-                signal=signal,
-                secret=self._api_key,
-            )
+            retries = Retries(self._retry)
             reserved = transcript_call_ids(request)
-            content_type = response.headers.get("content-type")
-            if is_event_stream(content_type):
-                await self._read_events(response, stream, request, signal, reserved)
-            elif content_type is not None and "json" in content_type.lower():
-                data = await read_limited(response, MAX_JSON_BODY_BYTES, signal, self._timeouts)
-                chunks, final = self._parse_whole(loads_payload(data), request, reserved)
-                for chunk in chunks:
-                    stream.push(chunk)
-                stream.finish(final)
-            else:
-                raise ProviderError(
-                    "PROVIDER_PROTOCOL_ERROR",
-                    f"The server answered with content type {content_type!r}, "
-                    "not an event stream or JSON",
+            while True:
+                response = await open_stream(
+                    self._transport,
+                    url=self._url(),
+                    headers=self._headers(),
+                    body=body,
+                    retries=retries,
+                    timeouts=self._timeouts,
+                    watch=watch,
+                    secret=self._api_key,
                 )
+                outcome = await self._read_body(response, ref, request, watch, reserved)
+                if not isinstance(outcome, ProviderError):
+                    break
+                await close_response(response)  # an overloaded first event: try again
+                response = None
+                await retries.pause(outcome, watch)
+            await close_response(response)
+            response = None
         except BaseException as error:
             detach()
-            if response is not None:
-                await close_response(response)
-            fail_producer(stream, redact_error(error, self._api_key))
+            watch.close()
+            try:
+                if response is not None:
+                    await close_response(response)
+            finally:
+                _fail(ref, redact_error(error, self._api_key))
             return
         detach()
-        await close_response(response)
+        watch.close()
+        stream = ref()
+        if stream is not None:  # else the consumer dropped it while the response was closed
+            chunks, final = outcome
+            for chunk in chunks:
+                stream.push(chunk)
+            stream.finish(final)
+
+    async def _read_body(
+        self,
+        response: httpx2.Response,
+        ref: StreamRef,
+        request: ModelRequest,
+        watch: RequestWatch,
+        reserved: frozenset[str],
+    ) -> tuple[list[ModelChunk], ModelResponse] | ProviderError:
+        """The body read to its end: the chunks still to deliver and the response, or an
+        error event to retry (nothing was delivered)."""
+        content_type = response.headers.get("content-type")
+        if is_event_stream(content_type):
+            return await self._read_events(response, ref, request, watch, reserved)
+        if content_type is not None and "json" in content_type.lower():
+            data = await read_limited(response, MAX_JSON_BODY_BYTES, watch, self._timeouts.idle)
+            return self._parse_whole(loads_payload(data), request, reserved)
+        raise ProviderError(
+            "PROVIDER_PROTOCOL_ERROR",
+            f"The server answered with content type {content_type!r}, not an event stream or JSON",
+        )
 
     async def _read_events(
         self,
         response: httpx2.Response,
-        stream: EventStream[ModelChunk, ModelResponse],
+        ref: StreamRef,
         request: ModelRequest,
-        signal: AbortSignal,
+        watch: RequestWatch,
         reserved: frozenset[str],
-    ) -> None:
+    ) -> tuple[list[ModelChunk], ModelResponse] | ProviderError:
+        idle = self._timeouts.idle
         decoder = SSEDecoder()
         parser = self._parser(request, reserved)
-        reader = BodyReader(response, signal, self._timeouts)
-        push = stream.push
+        reader = BodyReader(response, watch, idle, DEFAULT_MAX_RESPONSE_BYTES)
+        read, decode, parse, expect = reader.read, decoder.feed, parser.feed, watch.expect
+        ends, ended = self._ends, self._ended
+        delivered = False
         done = False
+        comments = 0
         try:
             while not done:
-                data = await reader.read()
-                events = decoder.feed(data) if data else decoder.close()
-                for event in events:
-                    if self._ends(event, parser):
-                        done = True
-                        break
-                    for chunk in parser.feed(loads_payload(event.data), event=event.event):
-                        push(chunk)
-                    if self._ended(parser):
-                        done = True
-                        break
+                data = await read()
+                events = decode(data) if data else decoder.close()
+                if events:
+                    expect(idle, "idle")  # idle is the gap between events...
+                elif decoder.comments != comments:  # ...or keep-alive comments
+                    comments = decoder.comments
+                    expect(idle, "idle")
+                chunks: list[ModelChunk] = []
+                try:
+                    for event in events:
+                        if ends(event, parser):
+                            done = True
+                            break
+                        chunks += parse(loads_payload(event.data), event=event.event)
+                        if ended(parser):
+                            done = True
+                            break
+                except ProviderError as error:
+                    if not delivered and not chunks and error.code in RETRIED_FIRST_EVENTS:
+                        return error
+                    _deliver(ref, chunks)
+                    raise
+                if chunks:
+                    _deliver(ref, chunks)
+                    delivered = True
                 if not data:
                     break
+            if done:
+                await reader.drain()
         finally:
             await reader.aclose()
-        chunks, final = parser.finish(done=done)
-        for chunk in chunks:
-            push(chunk)
-        stream.finish(final)
+        return parser.finish(done=done)
+
+
+def _deliver(ref: StreamRef, chunks: list[ModelChunk]) -> None:
+    """Push ``chunks`` to the stream, held only for this call (the producer must not keep it
+    alive across an await)."""
+    stream = ref()
+    if stream is None:
+        raise AbortError("model stream was dropped")
+    push = stream.push
+    for chunk in chunks:
+        push(chunk)
+
+
+def _fail(ref: StreamRef, error: BaseException) -> None:
+    """Settle the stream with ``error`` if it is still referenced; re-raise what must not
+    stop at the stream (see ``fail_producer``)."""
+    stream = ref()
+    if stream is not None:
+        fail_producer(stream, error)
+    elif isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+        raise error
 
 
 def transcript_call_ids(request: ModelRequest) -> frozenset[str]:

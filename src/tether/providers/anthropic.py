@@ -1,15 +1,23 @@
 """``AnthropicModel``: a ``Model`` for Anthropic's Messages API, with thinking.
 
 One ``stream(request, signal)`` call is one HTTP request to ``{base_url}/v1/messages``,
-handled by the shared ``_streaming.HttpStreamModel`` (retries before anything streamed, 529
-and ``overloaded_error`` retried like 503, SSE decoding, abort and early close closing the
-response). ``anthropic_wire.build_messages_request`` converts the request (``system``
-top-level, ``max_tokens`` always sent, consecutive tool results merged into one user turn,
-signed thinking blocks replayed unchanged) and ``anthropic_wire.AnthropicStreamParser``
-normalizes the events, keyed on each payload's ``type``.
+handled by the shared ``_streaming.HttpStreamModel`` (retries before anything streamed: 529,
+and an ``overloaded_error`` event before anything reached the consumer, are retried like 503;
+SSE decoding; the gzip streams Anthropic's API sends decoded; redirects refused as
+``PROVIDER_REDIRECTED``). ``anthropic_wire.build_messages_request`` converts the request
+(``system`` top-level, ``max_tokens`` always sent, consecutive tool results merged into one
+user turn, signed thinking blocks replayed unchanged) and
+``anthropic_wire.AnthropicStreamParser`` normalizes the events, keyed on each payload's
+``type``.
 
-The API key is sent only in the ``x-api-key`` header, never in ``repr``, an error, an event or
-JSON output. Close the model's HTTP client with ``await model.aclose()``.
+The stream closes its HTTP response when its consumer goes away (an abort, ``aclose()`` of its
+iterator, or dropping the stream before its end) and settles only once the response is
+closed; after ``message_stop`` the rest of the body is drained briefly so the connection is
+reused.
+
+The API key is sent only in the ``x-api-key`` header (never to a redirect's target), never in
+``repr``, an error, an event or JSON output. Close the model's HTTP client with
+``await model.aclose()``; one never closed is closed when its event loop shuts down.
 """
 
 from __future__ import annotations

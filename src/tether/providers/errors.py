@@ -2,18 +2,24 @@
 
 Codes (DESIGN.md Part II "Real providers"):
 
+* ``PROVIDER_REDIRECTED`` (a 3xx: tether never follows a redirect for a model request, so
+  neither the key nor custom headers can reach another origin; the message names the
+  ``Location``, bounded and with the key redacted);
 * ``PROVIDER_AUTH_FAILED`` (401/403), ``PROVIDER_RATE_LIMITED`` (429),
   ``PROVIDER_OVERLOADED`` (503/529), ``PROVIDER_SERVER_ERROR`` (other 5xx),
   ``PROVIDER_BAD_REQUEST`` (400/404/413/422 and other 4xx), ``PROVIDER_CONTEXT_OVERFLOW``
   (a 4xx whose body says the context is too long);
-* ``PROVIDER_CONNECTION_FAILED`` (no connection), ``PROVIDER_TIMEOUT`` (connect, first byte
-  or idle gap), ``PROVIDER_STREAM_INTERRUPTED`` (connection lost or EOF before the stream's
-  end), ``PROVIDER_PROTOCOL_ERROR`` (malformed SSE or JSON, impossible order, invalid tool
-  arguments), ``PROVIDER_ERROR_EVENT`` (the vendor reported an error inside the stream).
+* ``PROVIDER_CONNECTION_FAILED`` (no connection), ``PROVIDER_TIMEOUT`` (connect, first byte,
+  idle gap between events or the total deadline), ``PROVIDER_STREAM_INTERRUPTED``
+  (connection lost or EOF before the stream's end, a compressed body cut short),
+  ``PROVIDER_PROTOCOL_ERROR`` (malformed SSE or JSON, impossible order, invalid tool
+  arguments, a compressed body that is corrupt, in an unknown encoding or inflates beyond its
+  bound), ``PROVIDER_ERROR_EVENT`` (the vendor reported an error inside the stream).
 
 ``message`` carries the vendor's error text, bounded and never the API key; ``status`` is the
 HTTP status when there was one, ``retry_after`` the server's requested delay in seconds,
-``provider_code`` the vendor's own error code or type.
+``provider_code`` the vendor's own error code or type (vendor text too: bounded to
+``MAX_PROVIDER_CODE`` characters here, and the key redacted before an error leaves a model).
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ from typing import Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 
-__all__ = ["MAX_ERROR_TEXT", "ProviderError", "ProviderErrorCode"]
+__all__ = ["MAX_ERROR_TEXT", "MAX_PROVIDER_CODE", "ProviderError", "ProviderErrorCode"]
 
 ProviderErrorCode: TypeAlias = Literal[
+    "PROVIDER_REDIRECTED",
     "PROVIDER_AUTH_FAILED",
     "PROVIDER_RATE_LIMITED",
     "PROVIDER_OVERLOADED",
@@ -41,6 +48,14 @@ ProviderErrorCode: TypeAlias = Literal[
 MAX_ERROR_TEXT: Final = 2000
 """Most characters of vendor error text kept in a ``ProviderError`` message."""
 
+MAX_PROVIDER_CODE: Final = 200
+"""Most characters of a vendor's error code kept in ``ProviderError.provider_code``."""
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis when it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 class ProviderError(TetherError):
     """A real provider failed; ``code`` says how (see the module docstring)."""
@@ -54,12 +69,12 @@ class ProviderError(TetherError):
         retry_after: float | None = None,
         provider_code: str | None = None,
     ) -> None:
-        if len(message) > MAX_ERROR_TEXT:
-            message = message[: MAX_ERROR_TEXT - 1] + "…"
-        super().__init__(code, message)
+        super().__init__(code, bounded(message, MAX_ERROR_TEXT))
         self._status = status
         self._retry_after = retry_after
-        self._provider_code = provider_code
+        self._provider_code = (
+            None if provider_code is None else bounded(provider_code, MAX_PROVIDER_CODE)
+        )
 
     @property
     def status(self) -> int | None:
@@ -73,5 +88,6 @@ class ProviderError(TetherError):
 
     @property
     def provider_code(self) -> str | None:
-        """The vendor's own error code or type, if it sent one."""
+        """The vendor's own error code or type, if it sent one (at most
+        ``MAX_PROVIDER_CODE`` characters)."""
         return self._provider_code

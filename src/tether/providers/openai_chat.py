@@ -2,15 +2,23 @@
 that speak it (OpenRouter, Groq, DeepSeek, Mistral, Ollama, vLLM, llama.cpp, LM Studio).
 
 One ``stream(request, signal)`` call is one HTTP request, handled by the shared
-``_streaming.HttpStreamModel`` (retries before anything streamed, SSE decoding, abort and
-early close closing the response): the request is converted by
-``openai_wire.build_chat_request`` and the events are normalized by
-``openai_wire.OpenAIChatStreamParser``; a JSON body answered to the streaming request (some
-servers do this with tools) is parsed whole. Every failure is a ``ProviderError``.
+``_streaming.HttpStreamModel`` (retries before anything streamed, SSE decoding, gzip/deflate
+bodies decoded, redirects refused as ``PROVIDER_REDIRECTED``, the idle timeout measured between
+events): the request is converted by ``openai_wire.build_chat_request`` and the events are
+normalized by ``openai_wire.OpenAIChatStreamParser``; a JSON body answered to the streaming
+request (some servers do this with tools) is parsed whole. Every failure is a
+``ProviderError``.
+
+The stream closes its HTTP response when its consumer goes away: an abort, ``aclose()`` of its
+iterator, or dropping the stream before its end (no reference left); it settles only once the
+response is closed. After ``[DONE]`` the rest of the body is drained briefly so the
+connection is reused.
 
 The API key is sent only in the ``Authorization`` header: it never appears in ``repr``, in an
-error, in an event or in JSON output. The model owns one pooled HTTP client; close it with
-``await model.aclose()`` (or ``async with OpenAIChatModel(...) as model``).
+error, in an event or in JSON output, and it never follows a redirect. The model owns one
+pooled HTTP client; close it with ``await model.aclose()`` (or ``async with
+OpenAIChatModel(...) as model``); one never closed is closed when its event loop shuts down
+(``asyncio.run``).
 """
 
 from __future__ import annotations
