@@ -5,7 +5,7 @@ accumulator and the ``json.loads`` floor.
     python benchmarks/bench_anthropic.py --quick    # 3 rounds, half the sizes
     python benchmarks/bench_anthropic.py --json     # print the figures as JSON
 
-The stream is written here in Anthropic's recorded shape (``spec/providers.md`` §3.1: an
+The stream is written here in Anthropic's recorded shape (an
 ``event:`` line and a padded ``data:`` line per event, ``ping`` after the first block start,
 ``message_start`` usage with the cache fields): a thinking block of 500 deltas and its
 ``signature_delta``, a text block of 2,000 text deltas, then one ``write`` ``tool_use`` whose

@@ -5,7 +5,7 @@ SDK accumulator and the ``json.loads`` floor, plus the linearity of tool-call as
     python benchmarks/bench_providers.py --quick    # 3 rounds, half the sizes
     python benchmarks/bench_providers.py --json     # print the figures as JSON
 
-The stream is written here in OpenAI's recorded shape (``spec/providers.md`` §2.3: every chunk
+The stream is written here in OpenAI's recorded shape (every chunk
 with ``id``, ``model``, ``system_fingerprint``, ``usage: null``, ``obfuscation`` padding): a
 role chunk, 2,000 text deltas, then one ``write`` tool call whose 1 MB of JSON arguments (a
 source file with quotes, backslashes and newlines) arrive in 10,000 fragments, the finish

@@ -6,7 +6,7 @@
 
 A server in a child process (plain sockets and a thread per connection, so none of its work is
 counted here) answers every ``POST /v1/chat/completions`` with the same chunked
-``text/event-stream`` body in OpenAI's recorded shape (``spec/providers.md`` §2.3): a role
+``text/event-stream`` body in OpenAI's recorded shape: a role
 chunk, N text deltas, the finish chunk, the ``include_usage`` chunk and ``data: [DONE]``, each
 event its own HTTP chunk, on a keep-alive connection. Two ways of sending it:
 

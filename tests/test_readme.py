@@ -80,7 +80,10 @@ def test_no_file_names_an_absolute_machine_path() -> None:
     assert found == []
 
 
-def test_readme_and_docs_point_at_nothing_outside_the_repository() -> None:
+def test_readme_docs_and_docstrings_point_at_nothing_outside_the_repository() -> None:
+    sources = [*sorted((ROOT / "src").rglob("*.py")), *sorted((ROOT / "benchmarks").glob("*.py"))]
+    for source in sources:
+        assert OUTSIDE.search(source.read_text(encoding="utf-8")) is None, source.name
     documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     for document in documents:
         text = document.read_text(encoding="utf-8")

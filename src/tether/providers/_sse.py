@@ -1,8 +1,8 @@
 """tether's own Server-Sent Events decoder: bytes in, ``SSEEvent`` values out.
 
 Real providers (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses) stream their
-answers as ``text/event-stream``. None of the decoders checked in the research notes
-(spec/providers.md §1) follows the WHATWG rules exactly: they drop the first event after a
+answers as ``text/event-stream``. None of the common Python decoders
+(docs/providers.md) follows the WHATWG rules exactly: they drop the first event after a
 UTF-8 BOM, dispatch empty events, or split on U+2028 and corrupt the JSON. So tether decodes
 the stream itself, on bytes, from the rules alone:
 

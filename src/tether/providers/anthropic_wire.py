@@ -5,7 +5,7 @@ Pure data work (no I/O, no HTTP client): ``AnthropicModel`` sends what
 ``AnthropicStreamParser``, which turns it into protocol chunks and, at the end, one
 ``ModelResponse``.
 
-The rules follow ``spec/providers.md`` §3 and DESIGN.md "Real providers":
+The rules (docs/providers.md, "Anthropic"):
 
 * Vendor payloads are untrusted ``object`` data. The parser keys on each payload's own
   ``type`` (every Anthropic event carries one; a data-only proxy drops the ``event:`` line),
@@ -66,7 +66,7 @@ def build_messages_request(
     thinking_budget: int | None,
     stream: bool = True,
 ) -> dict[str, object]:
-    """The JSON body of ``POST /v1/messages`` for ``request`` (``spec/providers.md`` §3.6).
+    """The JSON body of ``POST /v1/messages`` for ``request``.
 
     * ``model``, ``max_tokens`` (always: the API requires it), ``system`` (top level; left
       out when ``None`` or empty).
@@ -309,7 +309,7 @@ class AnthropicStreamParser:
     chunks (always none: every call completes at its ``content_block_stop``) and the response.
     Any malformed payload is a ``ProviderError``; after one, every call raises it again.
 
-    What it reads (``spec/providers.md`` §3.1, §3.3), keyed on the payload's ``type``:
+    What it reads, keyed on the payload's ``type``:
 
     * ``message_start`` first (a content or message event before it is a protocol error; a
       second one too): the response ``id`` (``"response-<request id>"`` when empty),

@@ -2,7 +2,7 @@
 
 A preset is where a server lives (its documented base URL), which environment variable holds
 its API key (``None`` for local servers, which need none) and its quirks as an
-``OpenAIChatCompat`` (``spec/providers.md`` §2.9, §6). ``parse_model_spec`` turns the
+``OpenAIChatCompat`` (docs/providers.md). ``parse_model_spec`` turns the
 ``--model`` value of the command line into a preset and the vendor's model name:
 ``"openai/gpt-4o-mini"`` is the ``openai`` preset and ``"gpt-4o-mini"``; everything after the
 first ``/`` is the model, so ``"openrouter/anthropic/claude-sonnet-4.5"`` works too.

@@ -1,6 +1,6 @@
 """``ProviderError``: every failure of a real (HTTP) provider, with a stable code.
 
-Codes (DESIGN.md Part II "Real providers"):
+Codes (docs/providers.md, "HTTP: retries, timeouts, errors"):
 
 * ``PROVIDER_REDIRECTED`` (a 3xx: tether never follows a redirect for a model request, so
   neither the key nor custom headers can reach another origin; the message names the

@@ -6,8 +6,8 @@ Pure data work (no I/O, no HTTP client): ``OpenAIChatModel`` sends what
 ``ModelResponse``. ``parse_chat_completion`` does the same for a whole ``chat.completion``
 JSON body (a server that ignored ``stream: true``).
 
-Many servers speak this API, each with its own deviations (``spec/providers.md`` §2.9). The
-rules here follow §2.4 and DESIGN.md "Real providers":
+Many servers speak this API, each with its own deviations (docs/providers.md says
+which). The rules:
 
 * Vendor payloads are untrusted ``object`` data. Unknown fields are always ignored
   (``obfuscation``, ``system_fingerprint``, ``x_groq``, ``timings``, ``provider``,
@@ -75,7 +75,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpenAIChatCompat:
-    """How one OpenAI-compatible server deviates from OpenAI (``spec/providers.md`` §2.9, §6).
+    """How one OpenAI-compatible server deviates from OpenAI.
 
     Explicit switches, never heuristics: the defaults are OpenAI's own behaviour, and each
     field says which servers need it changed. ``tether.providers.catalog`` has presets.
@@ -530,7 +530,7 @@ class OpenAIChatStreamParser:
     it. ``finish`` returns the last chunks (tool calls still pending) and the response. Any
     malformed payload is a ``ProviderError``; after one, every call raises it again.
 
-    What it normalizes (``spec/providers.md`` §2.4):
+    What it normalizes:
 
     * ``choices`` may be ``[]``, ``null`` or missing, a ``delta`` may be ``null`` (Azure
       filter chunks, usage-only chunks); only choice ``0`` exists (tether never asks for
