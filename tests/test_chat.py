@@ -771,3 +771,24 @@ async def test_a_runtime_that_cannot_be_built_fails_the_turn_not_the_chat(
     assert chat.session_id is None
     assert list((tmp_path / "data" / "sessions").glob("*.jsonl")) == []  # rolled back
     assert model.requests == ()
+
+
+async def test_chat_tools_never_see_the_key_unless_passed_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    command = JsonObject({"command": 'echo "[${OPENAI_API_KEY-}]"'})
+    bash = ScriptedReply(tool_calls=(ScriptedToolCall(name="bash", arguments=command, id="c1"),))
+    for passed in (False, True):
+        (tmp_path / str(passed)).mkdir()
+        path = tmp_path / f"config-{passed}.toml"
+        path.write_text('[tools]\npass_env = ["OPENAI_API_KEY"]\n' if passed else "")
+        config = load_config(path)
+        model = ScriptedModel([bash, ScriptedReply(text=("ok",))])
+        chat, _ = make_chat(tmp_path / str(passed), config, model, Answers("y"))
+        await chat.turn("show the key")
+        await chat.close()
+        result = model.requests[1].messages[-1]
+        assert isinstance(result, ToolResultMessage)
+        shown = f"[{FAKE_KEY}]" if passed else "[]"
+        assert f"--- stdout ---\n{shown}\n" in result.content

@@ -608,3 +608,45 @@ def test_importing_the_cli_entry_point_stays_light() -> None:
     )
 
     assert completed.stdout.strip() == "[]"
+
+
+# --- tool processes and provider keys (issue 25) ----------------------------------------------
+
+
+def test_tools_pass_env_is_read_checked_and_carried_by_the_choice(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, CONFIG + 'pass_env = ["OPENAI_API_KEY", "MY_VAR"]\n'))
+    assert config.tools.pass_env == ("OPENAI_API_KEY", "MY_VAR")
+    assert load_config(write(tmp_path, "")).tools.pass_env == ()
+    for bad in ('"OPENAI_API_KEY"', '["not a name"]', "[1]", f'["{FAKE_KEY}"]'):
+        with pytest.raises(CliConfigError) as info:
+            load_config(write(tmp_path, f"[tools]\npass_env = {bad}\n"))
+        assert "'tools.pass_env'" in str(info.value)
+        assert FAKE_KEY not in str(info.value)
+    choice = choose_model(
+        "openai/gpt-4o-mini", base_url=None, config=config, environ={"OPENAI_API_KEY": FAKE_KEY}
+    )
+    assert choice.pass_env == ("OPENAI_API_KEY", "MY_VAR")
+    # every key variable the catalog and the config know, the active model's included
+    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GPU_BOX_TOKEN"} <= set(choice.hidden_env)
+
+
+async def test_run_and_rpc_tools_hide_the_key_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from tether import AbortController, JsonObject, ScriptedModel, ToolCall
+    from tether.cli.run import agent_options
+    from tether.tools.contract import execute_tool_call
+
+    monkeypatch.setenv("GPU_BOX_TOKEN", FAKE_KEY)
+    monkeypatch.setenv("MY_VAR", "passed")
+    monkeypatch.chdir(tmp_path)
+    config = load_config(write(tmp_path, CONFIG + 'pass_env = ["MY_VAR"]\n'))
+    choice = choose_model(None, base_url=None, config=config, environ={"GPU_BOX_TOKEN": FAKE_KEY})
+    args = argparse.Namespace(tools="coding", system=None, max_steps=4)
+    options = agent_options(ScriptedModel([]), args, choice=choice)
+    command = JsonObject({"command": 'echo "[${GPU_BOX_TOKEN-}][${MY_VAR-}]"'})
+    call = ToolCall(id="c1", name="bash", arguments=command)
+    result = await execute_tool_call(options["tools"], call, AbortController().signal)
+    assert "--- stdout ---\n[][passed]\n" in result.content

@@ -8,21 +8,48 @@ races, list_files and grep. Real temp directories; races are injected through th
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tether import AbortController, JsonObject, ToolCall, ToolRegistry, ToolResultMessage
+from tether import (
+    AbortController,
+    JsonObject,
+    ScriptedModel,
+    ToolCall,
+    ToolRegistry,
+    ToolResultMessage,
+    UserMessage,
+    Valid,
+    run_agent_loop,
+    text_reply,
+    to_json,
+    tool_call_reply,
+)
 from tether.tools.coding import (
     CODING_FILE_MAX_BYTES,
     CodingToolError,
     Workspace,
+    bash_tool,
     coding_tools,
+    edit_file_tool,
+    grep_tool,
+    list_files_tool,
     normalize_relative_path,
+    python_process_tool,
+    read_file_tool,
+    search,
+    write_file_tool,
 )
-from tether.tools.contract import execute_tool_call
+from tether.tools.coding.worker import workers_settled
+from tether.tools.contract import define_tool, execute_tool_call
 
 _ids = iter(range(1_000_000))
 
@@ -562,3 +589,365 @@ async def test_grep(root: Path) -> None:
     assert_code(await call(tools, "grep", pattern="("), "INVALID_GREP_PATTERN")
     assert_code(await call(tools, "grep", pattern="x", path="../"), "INVALID_RELATIVE_PATH")
     assert (await call(tools, "grep", pattern="nomatch")).content == "No matches for 'nomatch'.\n"
+
+
+# --- hostile input (issue 25) --------------------------------------------------------------------
+
+
+def test_hostile_globs_finish_promptly(root: Path) -> None:
+    """The reported patterns backtracked for hours on the event loop; a child process bounds
+    the test, so a regression fails here instead of hanging the suite."""
+    (root / ("a" * 200)).write_text("x")
+    deep = root.joinpath(*["d"] * 60)
+    deep.mkdir(parents=True)
+    (deep / "y").write_text("VALUE\n")
+    script = (
+        "import asyncio, json, sys\n"
+        "from tether import AbortController, JsonObject, ToolCall\n"
+        "from tether.tools.coding import coding_tools\n"
+        "from tether.tools.contract import execute_tool_call\n"
+        "async def main():\n"
+        "    tools = coding_tools(sys.argv[1])\n"
+        "    calls = [('list_files', {'pattern': p}) for p in sys.argv[2:]]\n"
+        "    calls += [('grep', {'pattern': 'VALUE', 'glob': p}) for p in sys.argv[2:]]\n"
+        "    for index, (name, arguments) in enumerate(calls):\n"
+        "        call = ToolCall(id=f'c{index}', name=name, arguments=JsonObject(arguments))\n"
+        "        result = await execute_tool_call(tools, call, AbortController().signal)\n"
+        "        print(json.dumps(result.content))\n"
+        "asyncio.run(main())\n"
+    )
+    patterns = ["*a*a*a*a*a*a*a*ab", "**/**/**/**/**/**/**/x", "**/" * 12 + "*d*d*d*d*e"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root), *patterns],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    contents = [json.loads(line) for line in done.stdout.splitlines()]
+    assert contents[:3] == [f"No files match {p!r}.\n" for p in patterns]
+    assert contents[3:] == ["No matches for 'VALUE'.\n"] * 3
+
+
+async def test_abort_wins_while_a_walk_is_in_progress(root: Path) -> None:
+    for index in range(5):
+        (root / f"f{index}.txt").write_text("VALUE\n")
+    ws = Workspace(root)
+    loop = asyncio.get_running_loop()
+    walking: asyncio.Future[None] = loop.create_future()
+    release = threading.Event()
+    seen: list[object] = []
+
+    def hold(stage: str, value: object) -> None:
+        if stage == "search:entry":  # on the worker thread: block it mid-walk
+            seen.append(value)
+            if len(seen) == 1:
+                loop.call_soon_threadsafe(walking.set_result, None)
+            release.wait(30)
+
+    ws.observer = hold
+    tools = coding_tools(ws)
+    for name, arguments in (("list_files", {}), ("grep", {"pattern": "VALUE"})):
+        seen.clear()
+        release.clear()
+        walking = loop.create_future()
+        controller = AbortController()
+        call_ = ToolCall(id=f"walk-{name}", name=name, arguments=JsonObject(arguments))
+        task = asyncio.ensure_future(execute_tool_call(tools, call_, controller.signal))
+        async with asyncio.timeout(20):
+            await walking
+        controller.abort(RuntimeError("user pressed stop"))
+        with pytest.raises(RuntimeError, match="user pressed stop"):
+            async with asyncio.timeout(20):
+                await task
+        assert not release.is_set()  # the walk was still blocked when the abort won
+        release.set()
+        async with asyncio.timeout(20):
+            await workers_settled()
+        assert len(seen) == 1  # the walk stopped at the next entry
+
+
+async def test_a_walk_over_its_budget_ends_with_a_coded_note(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(10):
+        (root / f"f{index}.txt").write_text("VALUE\n")
+    tools = coding_tools(root)
+    monkeypatch.setattr(search, "SEARCH_MAX_ENTRIES", 4)
+    listed = await call(tools, "list_files")
+    assert listed.content.startswith("f0.txt\nf1.txt\nf2.txt\n")
+    assert listed.content.splitlines()[-1].startswith("[SEARCH_LIMIT_REACHED: ")
+    grepped = await call(tools, "grep", pattern="VALUE")
+    assert grepped.content.splitlines()[-1].startswith("[SEARCH_LIMIT_REACHED: ")
+    monkeypatch.setattr(search, "SEARCH_MAX_ENTRIES", 1_000)
+    monkeypatch.setattr(search, "SEARCH_MAX_STEPS", 50)
+    stepped = await call(tools, "list_files", pattern="*a*a*a*b")
+    assert stepped.content.splitlines()[-1].startswith("[SEARCH_LIMIT_REACHED: ")
+    monkeypatch.setattr(search, "SEARCH_MAX_STEPS", 1_000_000)
+    monkeypatch.setattr(search, "GREP_MAX_TOTAL_BYTES", 20)
+    scanned = await call(tools, "grep", pattern="VALUE")
+    assert scanned.content.splitlines()[-1].startswith("[SEARCH_LIMIT_REACHED: ")
+
+
+async def test_grep_skips_a_hard_linked_outside_file(root: Path, outside: Path) -> None:
+    try:
+        os.link(outside / "secret.txt", root / "hard.txt")
+    except OSError:
+        pytest.skip("hard links are not allowed here")
+    (root / "own.txt").write_text("no secret here\n")
+    tools = coding_tools(root)
+    assert_code(await call(tools, "read_file", path="hard.txt"), "PATH_OUTSIDE_WORKSPACE")
+    result = await call(tools, "grep", pattern="secret")
+    assert result.content == "own.txt:1: no secret here\n"
+
+
+async def test_edit_fails_with_edit_conflict_when_the_file_changed_meanwhile(root: Path) -> None:
+    target = root / "log.txt"
+    ws = Workspace(root)
+    tools = coding_tools(ws)
+
+    def append() -> None:  # in place, as `echo theirs >> log.txt` would
+        with target.open("a") as handle:
+            handle.write("theirs\n")
+
+    def replace() -> None:  # by rename, as another editor would
+        (root / "new").write_text("start\ntheirs\n")
+        os.replace(root / "new", target)
+
+    pending: list[Callable[[], None]] = []
+
+    def interfere(stage: str, value: object) -> None:
+        if stage == "write:before-rename" and pending:
+            pending.pop()()
+
+    ws.observer = interfere
+    for kind, write_theirs in {"append": append, "replace": replace}.items():
+        target.write_text("start\n")
+        pending.append(write_theirs)
+        result = await call(tools, "edit_file", path="log.txt", old="start\n", new="start\nmine\n")
+        assert_code(result, "EDIT_CONFLICT")
+        assert "read_file" in error_message(result), kind
+        assert target.read_text() == "start\ntheirs\n", kind  # their change is kept
+        assert leftovers(root) == []
+        again = await call(tools, "edit_file", path="log.txt", old="start\n", new="start\nmine\n")
+        assert again.content.startswith("Edited log.txt:"), kind
+        assert target.read_text() == "start\nmine\ntheirs\n", kind
+
+
+_EDITOR = """
+import asyncio, sys
+from tether import AbortController, JsonObject, ToolCall
+from tether.tools.coding import coding_tools
+from tether.tools.contract import execute_tool_call
+
+# what a model does: read again and retry (a read that saw the file renamed under it, too)
+RETRY = ("EDIT_CONFLICT", "PATH_CHANGED_DURING_READ")
+
+async def main(root, tag, count):
+    tools = coding_tools(root)
+    acknowledged = 0
+    for index in range(count * 100):
+        if acknowledged == count:
+            break
+        line = f"{tag}-{acknowledged}"
+        arguments = {"path": "log.txt", "old": "END\\n", "new": f"{line}\\nEND\\n"}
+        call = ToolCall(id=f"c{index}", name="edit_file", arguments=JsonObject(arguments))
+        result = await execute_tool_call(tools, call, AbortController().signal)
+        if result.content.startswith("Edited "):
+            print(line, flush=True)
+            acknowledged += 1
+        elif not any(code in result.content for code in RETRY):
+            raise SystemExit(result.content)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+def test_concurrent_editors_lose_no_acknowledged_edit(root: Path) -> None:
+    (root / "log.txt").write_text("END\n")
+    editors = [
+        subprocess.Popen(
+            [sys.executable, "-c", _EDITOR, str(root), f"p{index}", "12"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index in range(4)
+    ]
+    acknowledged: list[str] = []
+    for editor in editors:
+        out, err = editor.communicate(timeout=120)
+        assert editor.returncode == 0, err
+        acknowledged += out.split()
+    assert len(acknowledged) == 48
+    lines = (root / "log.txt").read_text().splitlines()
+    assert lines[-1] == "END"
+    assert sorted(lines[:-1]) == sorted(acknowledged)  # every "Edited" is in the file, once
+
+
+async def test_non_utf8_names_and_output_reach_the_model_encodable(root: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")  # 'caf\udce9.txt', as os.listdir gives it
+    (root / name).write_text("VALUE\n")
+
+    async def run_ls(value: object, context: object) -> str:
+        ls = await asyncio.create_subprocess_exec("ls", cwd=root, stdout=subprocess.PIPE)
+        stdout, _ = await ls.communicate()
+        return stdout.decode("utf-8", "surrogateescape")  # a tool that keeps the bytes
+
+    ls_tool = define_tool(
+        name="ls", description="ls", validate=lambda value: Valid(value=value), execute=run_ls
+    )
+    tools = ToolRegistry([*(coding_tools(root).get(n) for n in coding_tools(root).names), ls_tool])
+    model = ScriptedModel(
+        [
+            tool_call_reply(
+                ("list_files", {}),
+                ("grep", {"pattern": "VALUE"}),
+                ("bash", {"command": "ls"}),
+                ("ls", {}),
+            ),
+            text_reply("done"),
+        ]
+    )
+    run = run_agent_loop(
+        messages=[UserMessage(content="look")], model=model, tools=tools, max_steps=4
+    )
+    async with asyncio.timeout(30):
+        result = await run.result
+    assert result.status == "completed"
+    request = model.requests[-1]
+    # what a provider does with the next request: JSON, then UTF-8 bytes
+    json.dumps(to_json(request), ensure_ascii=False).encode("utf-8")
+    contents = [m.content for m in request.messages if isinstance(m, ToolResultMessage)]
+    assert contents[0] == "caf\ufffd.txt\n"
+    assert contents[1] == "caf\ufffd.txt:1: VALUE\n"
+    assert contents[2] == "exit code 0\n--- stdout ---\ncaf\ufffd.txt\nstderr: (empty)\n"
+    assert contents[3] == "caf\ufffd.txt\n"
+
+
+async def test_deep_trees_are_walked_without_recursion(root: Path) -> None:
+    depth = 1_100
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    opened = [fd]
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=opened[-1])
+            opened.append(os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=opened[-1]))
+            if len(opened) > 2:
+                os.close(opened.pop(-2))
+        bottom = os.open("x.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=opened[-1])
+        os.write(bottom, b"VALUE\n")
+        os.close(bottom)
+    finally:
+        for descriptor in opened:
+            os.close(descriptor)
+    expected = "/".join(["d"] * depth) + "/x.txt"
+    try:
+        tools = coding_tools(root)
+        listed = await call(tools, "list_files", pattern="**/x.txt")
+        assert listed.content == expected + "\n"
+        grepped = await call(tools, "grep", pattern="VALUE")
+        assert grepped.content == expected + ":1: VALUE\n"
+    finally:
+        remove_chain(root, depth)
+
+
+def remove_chain(root: Path, depth: int) -> None:
+    """Remove ``root/d/d/.../x.txt`` bottom-up without recursion (``rmtree`` recurses)."""
+    for level in range(depth, -1, -1):
+        directory = os.path.join(root, *["d"] * level) if level else str(root)
+        for entry in os.listdir(directory):
+            if entry != "d":
+                os.unlink(os.path.join(directory, entry))
+        if level:
+            os.rmdir(directory)
+
+
+async def test_write_file_takes_names_up_to_name_max(root: Path) -> None:
+    tools = coding_tools(root)
+    name = "n" * 251 + ".txt"  # 255 bytes, NAME_MAX of common file systems
+    result = await call(tools, "write_file", path=f"sub/{name}", content="hello\n")
+    assert result.content == f"Wrote 6 bytes to sub/{name}."
+    edited = await call(tools, "edit_file", path=f"sub/{name}", old="hello", new="bye")
+    assert edited.content.startswith(f"Edited sub/{name}:")
+    assert (root / "sub" / name).read_text() == "bye\n"
+    assert os.listdir(root / "sub") == [name]
+
+
+def test_the_per_tool_factories_check_their_workspace(root: Path) -> None:
+    factories = [
+        read_file_tool,
+        write_file_tool,
+        edit_file_tool,
+        list_files_tool,
+        grep_tool,
+        bash_tool,
+        python_process_tool,
+    ]
+    for factory in factories:
+        with pytest.raises(TypeError, match=r"\bws\b.*Workspace"):
+            factory(str(root))  # pyright: ignore[reportArgumentType]
+        assert factory(Workspace(root)).name == factory.__name__.removesuffix("_tool")
+
+
+async def test_a_write_waits_for_the_directory_lock_and_an_abort_still_wins(root: Path) -> None:
+    """Another tether process holds the directory's write lock (here: this test, through a
+    descriptor of its own): the write waits on a worker thread; an abort wins at once, and
+    the waiting thread closes its descriptor when the lock is finally free."""
+    ws = Workspace(root)
+    tools = coding_tools(ws)
+    loop = asyncio.get_running_loop()
+    before = set(os.listdir("/proc/self/fd"))
+    for abort in (True, False):
+        held = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        controller = AbortController()
+        waiting: asyncio.Future[None] = loop.create_future()
+
+        def lock_wait(stage: str, value: object, waiting: asyncio.Future[None] = waiting) -> None:
+            if stage == "write:lock-wait":
+                waiting.set_result(None)
+
+        ws.observer = lock_wait
+        arguments = JsonObject({"path": "t.txt", "content": f"abort={abort}"})
+        call_ = ToolCall(id=f"lock-{abort}", name="write_file", arguments=arguments)
+        task = asyncio.ensure_future(execute_tool_call(tools, call_, controller.signal))
+        async with asyncio.timeout(20):
+            await waiting
+        if abort:
+            controller.abort(RuntimeError("user pressed stop"))
+            with pytest.raises(RuntimeError, match="user pressed stop"):
+                async with asyncio.timeout(20):
+                    await task
+            os.close(held)  # the lock is free: the thread takes it, then lets it go
+        else:
+            loop.call_soon(os.close, held)
+            async with asyncio.timeout(20):
+                result = await task
+            assert result.content == "Wrote 11 bytes to t.txt."
+        async with asyncio.timeout(20):
+            await workers_settled()
+    assert (root / "t.txt").read_text() == "abort=False"
+    assert leftovers(root) == []
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
+async def test_a_directory_replaced_above_a_deep_walk_is_not_adopted(root: Path) -> None:
+    """Deeper than the walk keeps descriptors for, the walk reopens the ancestors when it
+    comes back; one that was replaced meanwhile is not entered again."""
+    chain = root.joinpath("a", "b", *["d"] * 70)
+    chain.mkdir(parents=True)
+    (chain / "x.txt").write_text("deep\n")
+    (root / "a" / "c").mkdir()
+    (root / "a" / "c" / "y.txt").write_text("original\n")
+    ws = Workspace(root)
+
+    def swap(stage: str, value: object) -> None:
+        if stage == "search:entry" and str(value).endswith("x.txt"):
+            (root / "a").rename(root / "moved")
+            (root / "a" / "c").mkdir(parents=True)
+            (root / "a" / "c" / "evil.txt").write_text("planted\n")
+
+    ws.observer = swap
+    listed = await call(coding_tools(ws), "list_files")
+    assert listed.content == "a/b/" + "d/" * 70 + "x.txt\n"

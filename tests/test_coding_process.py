@@ -12,9 +12,12 @@ zombie (dead, not yet reaped by init); our own direct child must be fully reaped
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import signal as signals
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,10 +27,15 @@ from tether import AbortController, JsonObject, ToolCall, ToolRegistry, ToolResu
 from tether.abort import AbortSignal
 from tether.tools.coding import (
     PROCESS_OUTPUT_MAX_BYTES,
+    CodingToolError,
     Workspace,
+    bash_tool,
     coding_tools,
+    process,
+    supervisor,
 )
-from tether.tools.coding.process import processes_settled
+from tether.tools.coding.environment import catalog_key_variables
+from tether.tools.coding.process import processes_settled, run_process
 from tether.tools.contract import execute_tool_call
 
 _ids = iter(range(1_000_000))
@@ -161,9 +169,9 @@ async def test_bash_timeout_kills_a_grandchild_holding_the_pipes(tmp_path: Path)
     assert_code(result, "PROCESS_TIMEOUT")
     assert "pids" in error_message(result)
     shell, grandchild = watch.pids()
-    assert shell == watch.pid
+    assert_reaped(watch.pid)  # the supervisor tether started
     assert_reaped(shell)
-    assert_not_running(grandchild)
+    assert_reaped(grandchild)  # the supervisor reaped it too, before it exited
 
 
 async def test_bash_background_job_does_not_outlive_the_call(tmp_path: Path) -> None:
@@ -320,3 +328,156 @@ async def test_python_process_cannot_shadow_stdlib(tmp_path: Path) -> None:
         tools, "python_process", source="import json; print(json.dumps(1))", arguments=[]
     )
     assert result.content.startswith("exit code 0\n--- stdout ---\n1\n")
+
+
+# --- hostile input (issue 25) --------------------------------------------------------------------
+
+
+def kill_quietly(*pids: int) -> None:
+    """Cleanup for a test that fails: never leave a stray ``sleep`` behind."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signals.SIGKILL)
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+async def test_jobs_that_leave_the_group_do_not_survive_the_timeout(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    ws.observer = watch
+    tools = coding_tools(ws)
+    before = open_fds()
+    # `setsid` starts a new session; `set -m` puts a background job in its own group
+    command = 'setsid sleep 300 & a=$!; set -m; sleep 300 & b=$!; echo "pids $a $b"; wait'
+    result = await call(tools, "bash", command=command, timeout_seconds=2)
+    escaped = watch.pids()
+    try:
+        assert_code(result, "PROCESS_TIMEOUT")
+        for pid in escaped:
+            assert_reaped(pid)  # killed and reaped before the call returned
+        assert_reaped(watch.pid)
+        assert open_fds() == before  # no pipe left open in tether
+    finally:
+        kill_quietly(*escaped)
+
+
+async def test_a_double_forked_daemon_is_killed_when_the_call_completes(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    watch = Watch(b"pids")
+    ws.observer = watch
+    tools = coding_tools(ws)
+    # the daemon's parent exits at once: it is an orphan in another session, pipes closed
+    command = "setsid --wait sh -c 'sleep 300 </dev/null >/dev/null 2>&1 & echo \"pids $$ $!\"'"
+    result = await call(tools, "bash", command=command)
+    middle, daemon = watch.pids()
+    try:
+        assert result.content.startswith("exit code 0\n")
+        assert_reaped(daemon)
+        assert_reaped(middle)
+    finally:
+        kill_quietly(daemon)
+
+
+_AT_EXIT = """
+import asyncio, sys
+from tether import AbortController, JsonObject, ToolCall
+from tether.tools.coding import coding_tools
+from tether.tools.contract import execute_tool_call
+
+async def main():
+    tools = coding_tools(sys.argv[1])
+    command = 'setsid sleep 300 & echo "pids $!"; wait'
+    arguments = JsonObject({"command": command, "timeout_seconds": 1})
+    call = ToolCall(id="c1", name="bash", arguments=arguments)
+    result = await execute_tool_call(tools, call, AbortController().signal)
+    print(result.content, flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_no_event_loop_is_closed_traceback_at_exit(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _AT_EXIT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    match = re.search(r"pids (\d+)", done.stdout)
+    assert match is not None, (done.stdout, done.stderr)
+    escaped = int(match.group(1))
+    try:
+        assert done.returncode == 0, done.stderr
+        assert "PROCESS_TIMEOUT" in done.stdout
+        assert "Traceback" not in done.stderr
+        assert "Event loop is closed" not in done.stderr
+        assert_not_running(escaped)
+    finally:
+        kill_quietly(escaped)
+
+
+_SHOW_ENV = 'echo "[${OPENAI_API_KEY-}][${ANTHROPIC_API_KEY-}][${GPU_BOX_KEY-}][${KEEP_ME-}]"'
+_PY_ENV = (
+    "import os\n"
+    "names = ('OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GPU_BOX_KEY', 'KEEP_ME')\n"
+    "print(''.join('[' + os.environ.get(n, '') + ']' for n in names))\n"
+)
+
+
+async def test_tool_processes_never_see_provider_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-secret")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
+    monkeypatch.setenv("GPU_BOX_KEY", "gpu-test-secret")  # the active model's api_key_env
+    monkeypatch.setenv("KEEP_ME", "kept")
+    default = coding_tools(tmp_path)
+    shown = await call(default, "bash", command=_SHOW_ENV)
+    assert "stdout ---\n[][][gpu-test-secret][kept]\n" in shown.content
+    hidden = coding_tools(tmp_path, hide_env=("GPU_BOX_KEY",))
+    for result in (
+        await call(hidden, "bash", command=_SHOW_ENV),
+        await call(hidden, "python_process", source=_PY_ENV, arguments=[]),
+    ):
+        assert "stdout ---\n[][][][kept]\n" in result.content, result.content
+        assert "secret" not in result.content
+    passed = coding_tools(tmp_path, hide_env=("GPU_BOX_KEY",), pass_env=("OPENAI_API_KEY",))
+    through = await call(passed, "bash", command=_SHOW_ENV)
+    assert "stdout ---\n[sk-openai-test-secret][][][kept]\n" in through.content
+    single = bash_tool(Workspace(tmp_path), pass_env=("ANTHROPIC_API_KEY",))
+    alone = await call(ToolRegistry([single]), "bash", command=_SHOW_ENV)
+    assert "stdout ---\n[][sk-ant-test-secret][gpu-test-secret][kept]\n" in alone.content
+    with pytest.raises(TypeError, match="hide_env"):
+        coding_tools(tmp_path, hide_env="OPENAI_API_KEY")
+
+
+def test_the_readme_names_every_variable_tool_processes_never_see() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("Which environment variables tool processes never see:", 1)[1]
+    for name in sorted(catalog_key_variables()):
+        assert f"`{name}`" in section.split("\n\n", 1)[0], name
+
+
+async def test_a_supervisor_that_cannot_start_leaves_no_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = coding_tools(tmp_path)
+    before = open_fds()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    assert_code(await call(tools, "bash", command="true"), "PROCESS_START_FAILED")
+    assert open_fds() == before
+
+
+async def test_a_command_that_cannot_be_executed_is_process_start_failed(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    before = open_fds()
+    missing = str(tmp_path / "no-such-program")
+    with pytest.raises(CodingToolError) as info:
+        await run_process(ws, [missing], time_limit=5, signal=AbortController().signal)
+    assert info.value.code == "PROCESS_START_FAILED"
+    assert "No such file or directory" in str(info.value)
+    assert open_fds() == before
+    assert process._STARTED == supervisor.STARTED  # pyright: ignore[reportPrivateUsage]

@@ -29,6 +29,7 @@ from tether.tools.contract import TOOL_OUTPUT_LIMIT_MIN
 from tether.tools.serialize import (
     SerializationError,
     cap_text,
+    encodable_text,
     format_number,
     serialize_output,
 )
@@ -358,8 +359,8 @@ def test_any_tool_output_gives_a_bounded_linked_result(values: list[Any]) -> Non
             except SerializationError:
                 continue
             raise AssertionError("an error result for output the serializer accepts")
-        if type(value) is str:  # text is sent as it is, only capped
-            assert content == cap_text(value)
+        if type(value) is str:  # text is sent as it is, only made encodable and capped
+            assert content == cap_text(encodable_text(value))
             continue
         assert content == serialize_output(value)
         _check_bounded(content)
@@ -423,7 +424,8 @@ def test_text_output_is_sent_as_it_is_within_the_tool_output_limit(
 ) -> None:
     for text, (is_error, content) in zip(texts, _run_with_outputs(texts, cap), strict=True):
         assert is_error is False
-        _check_capped(text, content, cap)
+        _check_capped(encodable_text(text), content, cap)
+        content.encode("utf-8")
 
 
 @given(st.lists(ANY_VALUES, min_size=1, max_size=3), _CAPS)
@@ -434,7 +436,11 @@ def test_any_output_respects_the_tool_output_limit(values: list[Any], cap: int) 
             assert json.loads(content)["error"]["code"] == "TOOL_OUTPUT_SERIALIZATION_FAILED"
             continue
         assert code_points(content)[0] <= cap
-        expected = cap_text(value, cap) if type(value) is str else serialize_output(value, cap=cap)
+        expected = (
+            cap_text(encodable_text(value), cap)
+            if type(value) is str
+            else serialize_output(value, cap=cap)
+        )
         assert content == expected
 
 

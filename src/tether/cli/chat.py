@@ -83,7 +83,6 @@ if TYPE_CHECKING:
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.models.base import Model
     from tether.protocol import AgentEvent, Message, RunResult, ToolCall, ToolResultMessage
-    from tether.tools import ToolRegistry
 
 __all__ = [
     "APPROVE_PROMPT",
@@ -530,8 +529,17 @@ class Chat:
         return manager
 
     async def _create_tools(self, spec: RuntimeToolsInput, fallback: Callable[..., Any]) -> Any:
-        """The coding tools of the workspace, then ``load_skill`` when it has skills."""
-        registry: ToolRegistry = await fallback(spec)
+        """The coding tools of the workspace (their processes never see the choice's
+        ``hidden_env`` unless passed through), the base tools, then ``load_skill`` when the
+        workspace has skills."""
+        from tether.tools.coding import coding_tools
+
+        choice = self.choice
+        registry = coding_tools(
+            spec.workspace.root, hide_env=choice.hidden_env, pass_env=choice.pass_env
+        )
+        base = spec.base_tools
+        registry.register_many([base.get(name) for name in base.names])
         resources = await self._load_resources(Path(spec.workspace.root))
         registry.register_many(resources.tools())
         return registry

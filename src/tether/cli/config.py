@@ -24,10 +24,14 @@ settings below. It is read with ``tomllib``, at most 1 MiB, and only if it is a 
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false
     approve = ["write_file", "edit_file", "bash", "python_process"]
+    pass_env = ["GITHUB_TOKEN"]              # key variables bash/python_process may see
 
-``[tools]`` is for the interactive ``tether chat``, which asks before the listed tools run;
-``tether run`` and ``tether rpc`` are not interactive and never ask (``--tools coding`` is
-the opt-in there).
+``[tools]`` ``auto_approve`` and ``approve`` are for the interactive ``tether chat``, which asks
+before the listed tools run; ``tether run`` and ``tether rpc`` are not interactive and never
+ask (``--tools coding`` is the opt-in there). ``pass_env`` is for all three: the processes
+``bash`` and ``python_process`` start never get an API key variable (every catalog
+provider's, every ``[providers.NAME]``'s ``api_key_env``, the active model's) unless it is
+named here (``tether.tools.coding.environment``).
 
 Everything is checked when the file is read; the result is frozen dataclasses. A key this
 module does not know (a typo such as ``base-url``, or ``api_key``: keys are only ever read
@@ -93,7 +97,7 @@ DEFAULT_APPROVE: Final = ("write_file", "edit_file", "bash", "python_process")
 _TOP_KEYS: Final = ("default_model", "extensions", "providers", "models", "tools")
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MODEL_KEYS: Final = ("context_window", "max_output_tokens")
-_TOOL_KEYS: Final = ("auto_approve", "approve")
+_TOOL_KEYS: Final = ("auto_approve", "approve", "pass_env")
 _APIS: Final = ("openai-chat", "anthropic-messages")
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -155,11 +159,13 @@ class ModelSettings:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSettings:
-    """``[tools]``: whether every tool call runs without asking (``auto_approve``), and which
-    tools are asked about first (``approve``)."""
+    """``[tools]``: whether every tool call runs without asking (``auto_approve``), which
+    tools are asked about first (``approve``), and which key variables tool processes may
+    see after all (``pass_env``)."""
 
     auto_approve: bool = False
     approve: tuple[str, ...] = DEFAULT_APPROVE
+    pass_env: tuple[str, ...] = ()
 
 
 def _empty_providers() -> Mapping[str, ProviderConfig]:
@@ -387,7 +393,22 @@ class _Reader:
                 )
             if item not in names:
                 names.append(item)
-        return ToolSettings(auto_approve=auto, approve=tuple(names))
+        return ToolSettings(
+            auto_approve=auto, approve=tuple(names), pass_env=self.variables(table, "pass_env")
+        )
+
+    def variables(self, table: Mapping[str, object], key: str) -> tuple[str, ...]:
+        """A list of environment variable names (never quoted back: it may hold a key)."""
+        value = table.get(key, [])
+        items = cast("list[object]", value) if isinstance(value, list) else None
+        if items is None or not all(
+            isinstance(item, str) and _VARIABLE.fullmatch(item) for item in items
+        ):
+            raise self.fail(
+                f"'tools.{key}' must be a list of environment variable NAMES "
+                "(letters, digits and '_')"
+            )
+        return tuple(dict.fromkeys(cast("list[str]", items)))
 
 
 def _key(name: str) -> str:

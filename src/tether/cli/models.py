@@ -109,13 +109,17 @@ def known_providers(config: CliConfig) -> dict[str, Provider]:
 class ModelChoice:
     """A checked model selection: ``spec`` as given (``"openai/gpt-4o-mini"``), its
     ``provider``, the vendor's ``model`` name, the ``base_url`` requests go to and the
-    config's ``settings`` for the spec."""
+    config's ``settings`` for the spec. The coding tools built for it hide ``hidden_env``
+    from their processes (every known provider's key variable, this one's included) except
+    ``pass_env`` (the config's ``[tools] pass_env``)."""
 
     spec: str
     provider: Provider
     model: str
     base_url: str
     settings: ModelSettings = field(default_factory=ModelSettings)
+    hidden_env: tuple[str, ...] = ()
+    pass_env: tuple[str, ...] = ()
 
     def build(self) -> HttpModel:
         """A new ``Model`` for this choice; it reads its key from the provider's variable and
@@ -197,6 +201,8 @@ def choose_model(
         model=model,
         base_url=provider.base_url if base_url is None else base_url,
         settings=config.models.get(spec, ModelSettings()),
+        hidden_env=tuple(sorted({p.api_key_env for p in providers.values() if p.api_key_env})),
+        pass_env=config.tools.pass_env,
     )
 
 

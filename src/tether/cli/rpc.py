@@ -286,7 +286,7 @@ class _Session:
             self.meter,
             args,
             starting_transcript(args),
-            context_window=choice.settings.context_window,
+            choice=choice,
         )
         self.usage_before: ModelUsage = ZERO_USAGE  # of the Agents set_model replaced
         self.pumps: set[asyncio.Task[None]] = set()
@@ -425,9 +425,7 @@ class _Session:
             case "new_session":
                 self.idle("new_session")
                 # SESSION PLUG-IN POINT: --session starts a new session file here.
-                self.agent = build_agent(
-                    self.meter, self.args, (), context_window=self.choice.settings.context_window
-                )
+                self.agent = build_agent(self.meter, self.args, (), choice=self.choice)
                 self.usage_before = ZERO_USAGE
                 return None
             case _:  # "compact"
@@ -556,9 +554,7 @@ class _Session:
         old = self.agent
         model = choice.build()
         meter = UsageMeter(model, None)
-        agent = build_agent(
-            meter, self.args, old.messages, context_window=choice.settings.context_window
-        )
+        agent = build_agent(meter, self.args, old.messages, choice=choice)
         for queued in old.queued_steering:
             agent.steer(queued.content)
         for queued in old.queued_follow_ups:

@@ -185,15 +185,14 @@ async def _run_agent(
 
     pacer = _Pacer()
     meter = UsageMeter(model, pacer.wait)
-    window = choice.settings.context_window
     session: str | None = getattr(args, "session", None)
     if session is None:
-        agent = build_agent(meter, args, (), context_window=window)
+        agent = build_agent(meter, args, (), choice=choice)
     else:
         from tether.agent.session import SessionStoreError
 
         try:
-            agent = await session_agent(meter, args, session, window)
+            agent = await session_agent(meter, args, session, choice)
         except SessionStoreError as error:
             warn(f"tether run: [{error.code}] {error.message} ({session})")
             return EXIT_USAGE
@@ -230,20 +229,19 @@ def build_agent(
     args: argparse.Namespace,
     messages: Sequence[Message],
     *,
-    context_window: int | None = None,
+    choice: ModelChoice,
 ) -> Agent:
     """The ``Agent`` of a model run (``tether run`` and ``tether rpc``): ``args.tools``
-    (``"coding"``: the coding tools confined to the current directory), ``args.system``,
-    ``args.max_steps`` and the real-model limits, starting from ``messages``; it compacts
-    automatically near ``context_window`` tokens (the config's, else 128,000)."""
+    (``"coding"``: the coding tools confined to the current directory, their processes
+    without ``choice.hidden_env``), ``args.system``, ``args.max_steps`` and the real-model
+    limits, starting from ``messages``; it compacts automatically near the choice's context
+    window (the config's, else 128,000 tokens)."""
     from tether.agent.agent import Agent
 
-    return Agent(messages=messages, **agent_options(model, args, context_window))
+    return Agent(messages=messages, **agent_options(model, args, choice=choice))
 
 
-def agent_options(
-    model: Model, args: argparse.Namespace, context_window: int | None
-) -> dict[str, Any]:
+def agent_options(model: Model, args: argparse.Namespace, *, choice: ModelChoice) -> dict[str, Any]:
     """The keyword options every model run's ``Agent`` is built with (see ``build_agent``)."""
     from tether.agent.auto_compaction import AutoCompaction
     from tether.loop.limits import RunLimits
@@ -252,14 +250,15 @@ def agent_options(
     if args.tools == "coding":
         from tether.tools.coding import coding_tools
 
-        tools = coding_tools(Path.cwd())
+        tools = coding_tools(Path.cwd(), hide_env=choice.hidden_env, pass_env=choice.pass_env)
+    window = choice.settings.context_window or DEFAULT_CONTEXT_WINDOW
     return {
         "model": model,
         "tools": tools,
         "system": args.system,
         "limits": RunLimits.for_real_models(),
         "max_steps": args.max_steps,
-        "compaction": AutoCompaction(context_window=context_window or DEFAULT_CONTEXT_WINDOW),
+        "compaction": AutoCompaction(context_window=window),
     }
 
 
@@ -274,7 +273,7 @@ def _exists(path: str) -> bool:
 
 
 async def session_agent(
-    model: Model, args: argparse.Namespace, path: str, context_window: int | None
+    model: Model, args: argparse.Namespace, path: str, choice: ModelChoice
 ) -> Agent:
     """``tether run --session PATH``: an Agent over the session file's active branch (created
     when missing, with ``SessionLimits.for_coding()``) that records every message into it as
@@ -288,7 +287,7 @@ async def session_agent(
         store = await SessionStore.load(path, options)
     else:
         store = await SessionStore.create(path, options)
-    return await resume_agent(SessionTree(store), **agent_options(model, args, context_window))
+    return await resume_agent(SessionTree(store), **agent_options(model, args, choice=choice))
 
 
 # --- the display and its pace ---------------------------------------------------------------

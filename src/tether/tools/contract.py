@@ -6,8 +6,10 @@ linked, machine-readable ways.
 * ``ToolRegistry.specs()`` says what a model is told about the registered tools.
 * ``execute_tool_call`` runs one call in a fixed order: abort check, find the tool, validate
   the arguments synchronously, execute, turn the output into content, with abort checks
-  between the phases. Output that is an exact ``str`` is sent as it is; anything else goes
-  through the bounded serializer; either way it is capped at the tool's ``output_limit``.
+  between the phases. Output that is an exact ``str`` is sent as it is, except that a lone
+  surrogate (a name or output byte that was not UTF-8) becomes U+FFFD, so every result can be
+  sent in the next request; anything else goes through the bounded serializer; either way it
+  is capped at the tool's ``output_limit``.
   Every ordinary failure becomes an ``is_error`` result whose content is
   ``{"error":{"code":...,"message":...}}`` with one of five codes (``TOOL_NOT_FOUND``,
   ``TOOL_VALIDATION_FAILED``, ``TOOL_ARGUMENTS_INVALID``, ``TOOL_EXECUTION_FAILED``,
@@ -59,6 +61,7 @@ from tether.tools.serialize import (
     TOOL_TRUNCATION_MARKER,
     UNDEFINED,
     cap_text,
+    encodable_text,
     serialize_output,
 )
 
@@ -370,7 +373,8 @@ async def execute_tool_call(
 ) -> ToolResultMessage:
     """Run one tool call through the contract and return its linked result message.
 
-    A successful call's content is the output itself when it is an exact ``str``, otherwise
+    A successful call's content is the output itself when it is an exact ``str`` (lone
+    surrogates replaced by U+FFFD, ``encodable_text``), otherwise
     the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An awaited
     output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
     becomes ``TOOL_EXECUTION_FAILED``.
@@ -404,7 +408,7 @@ async def execute_tool_call(
             output: Any = pending
         check_signal(signal)
         if type_of(output) is str:
-            content = cap_text(output, tool.output_limit)
+            content = cap_text(encodable_text(output), tool.output_limit)
         else:
             content = _serialized(output, tool.output_limit, signal)
     except _ToolFailure as failure:

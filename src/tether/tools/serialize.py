@@ -18,7 +18,12 @@ value, entry and big-integer budgets stay as they are. Collections are inspected
 huge dict never gets fully enumerated or sorted.
 
 ``cap_text`` applies the same cap and marker rule to text that is sent as it is (a tool that
-returns an exact ``str``), without JSON quoting.
+returns an exact ``str``), without JSON quoting. ``encodable_text`` makes such text something
+a UTF-8 request body can carry: a ``str`` can hold lone surrogates (``os.listdir`` gives
+``'caf\\udce9.txt'`` for the bytes ``caf\\xe9.txt``; ``surrogateescape`` decoding keeps
+undecodable output bytes that way), and each becomes U+FFFD (a surrogate pair becomes the
+character it encodes). The JSON the serializer writes escapes them instead (``\\udce9``),
+which is valid JSON and encodable as it is.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ __all__ = [
     "UNDEFINED",
     "SerializationError",
     "cap_text",
+    "encodable_text",
     "format_number",
     "serialize_output",
 ]
@@ -94,6 +100,12 @@ def escape_string(text: str) -> str:
 
 
 def _escape_surrogates(text: str) -> str:
+    return _without_surrogates(text, lambda point: f"\\u{point:04x}")
+
+
+def _without_surrogates(text: str, lone: Callable[[int], str]) -> str:
+    """``text`` with each surrogate pair joined into its character and each lone surrogate
+    replaced by ``lone(code point)``."""
     parts: list[str] = []
     index = 0
     length = len(text)
@@ -109,9 +121,19 @@ def _escape_surrogates(text: str) -> str:
             parts.append(chr(0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00)))
             index += 2
             continue
-        parts.append(f"\\u{point:04x}" if 0xD800 <= point <= 0xDFFF else char)
+        parts.append(lone(point) if 0xD800 <= point <= 0xDFFF else char)
         index += 1
     return "".join(parts)
+
+
+def encodable_text(text: str) -> str:
+    """``text`` as UTF-8 can carry it: each lone surrogate becomes U+FFFD and each surrogate
+    pair the character it encodes; text without surrogates is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _without_surrogates(text, lambda _: "\ufffd")
+    return text
 
 
 def format_number(value: float) -> str:

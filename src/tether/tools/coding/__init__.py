@@ -6,13 +6,17 @@ with ``read_file``, ``write_file``, ``edit_file``, ``list_files``, ``grep``, ``b
 is an ``is_error`` result whose message starts with a stable code (``CodingToolError.code``).
 
 File tools are confined (see ``workspace``); ``bash`` and ``python_process`` are NOT a sandbox:
-they run real processes as the user, bounded in time and output (see ``process``).
+they run real processes as the user, bounded in time and output, under a supervisor that
+kills everything they started (see ``process``), in the user's environment without the
+variables that hold API keys (see ``environment``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
+from tether.tools.coding.environment import process_environment
 from tether.tools.coding.files import (
     edit_file_tool,
     read_file_tool,
@@ -65,9 +69,21 @@ __all__ = [
 ]
 
 
-def coding_tools(root: str | os.PathLike[str] | Workspace) -> ToolRegistry:
-    """The seven coding tools over one captured workspace (``CodingToolError`` for a bad root)."""
+def coding_tools(
+    root: str | os.PathLike[str] | Workspace,
+    *,
+    hide_env: Iterable[str] = (),
+    pass_env: Iterable[str] = (),
+) -> ToolRegistry:
+    """The seven coding tools over one captured workspace (``CodingToolError`` for a bad root).
+
+    ``bash`` and ``python_process`` never see a catalog API key variable nor the names in
+    ``hide_env`` (pass the active model's ``api_key_env``), except those in ``pass_env``
+    (``tether.tools.coding.environment``).
+    """
     ws = root if isinstance(root, Workspace) else Workspace(root)
+    env = process_environment(hide_env, pass_env, "coding_tools")
+    hide, keep = env.hide, env.pass_through
     return ToolRegistry(
         [
             read_file_tool(ws),
@@ -75,7 +91,7 @@ def coding_tools(root: str | os.PathLike[str] | Workspace) -> ToolRegistry:
             edit_file_tool(ws),
             list_files_tool(ws),
             grep_tool(ws),
-            bash_tool(ws),
-            python_process_tool(ws),
+            bash_tool(ws, hide_env=hide, pass_env=keep),
+            python_process_tool(ws, hide_env=hide, pass_env=keep),
         ]
     )

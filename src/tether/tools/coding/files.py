@@ -1,13 +1,13 @@
 """``read_file``, ``write_file`` and ``edit_file``: confined, atomic, race-aware (§08).
 
-Reads open the target with ``O_NOFOLLOW`` relative to a parent directory fd (see
-``Workspace.parent_fd``), check that it is a regular file, re-check the workspace and that the
-path still names the opened file (``PATH_CHANGED_DURING_READ``), and decode strict UTF-8
-(``FILE_NOT_UTF8``; one leading BOM is dropped). A file with more than one hard link is refused
-(``PATH_OUTSIDE_WORKSPACE``): its other names may lie outside the workspace and that cannot be
-ruled out.
+Reads open the target relative to a parent directory fd (see ``Workspace.parent_fd``) under
+the workspace's one confinement rule (``open_for_reading``: no symlink followed, a regular
+file, exactly one hard link, else ``PATH_OUTSIDE_WORKSPACE``), re-check the workspace and that
+the path still names the opened file (``PATH_CHANGED_DURING_READ``), and decode strict UTF-8
+(``FILE_NOT_UTF8``; one leading BOM is dropped).
 
-Writes create a ``.<name>.pify-tmp-<pid>-<uuid>`` sibling exclusively (``0600``), write, fsync,
+Writes create a ``.pify-tmp-<16 hex digits>`` sibling exclusively (``0600``; short and of
+fixed length, so any target name up to the file system's ``NAME_MAX`` works), write, fsync,
 re-check the temp file's identity (``WRITE_TEMP_IDENTITY_CHANGED``), and ``os.replace`` it over
 the target; the temp file is always removed when the rename did not happen (an attacker's
 non-empty directory at the temp name is left alone). A target that is a symlink is refused
@@ -15,6 +15,14 @@ non-empty directory at the temp name is left alone). A target that is a symlink 
 replaced). An existing target's permission bits are kept; a new file gets ``0644``. Writes to
 one target are serialized by an in-process ``asyncio.Lock`` (FIFO: arrival order); waiting for
 it races the abort signal.
+
+``edit_file`` is a compare-and-swap: right before the rename it reads the target again and
+fails with ``EDIT_CONFLICT`` (nothing written; the message says to read the file again) if it
+is not byte for byte what the edit was computed from. The final compare and the rename run
+under an exclusive ``flock`` of the parent directory, which every tether write takes (in any
+process), so a concurrent tether edit or write can never slip in between. A program that
+writes in place without that lock is caught unless it writes in the moment between the
+compare and the rename.
 """
 
 from __future__ import annotations
@@ -23,22 +31,27 @@ import asyncio
 import contextlib
 import difflib
 import errno
+import fcntl
 import os
+import secrets
 import stat
-import uuid
-from collections.abc import AsyncGenerator, Generator
+import threading
+from collections.abc import AsyncGenerator, Callable, Generator
 from dataclasses import dataclass
 from typing import Final
 
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.tools.coding.worker import run_in_worker
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
     CodingToolError,
     Workspace,
     normalize_relative_path,
+    open_for_reading,
     record_of,
+    require_workspace,
 )
 from tether.tools.contract import ToolDefinition, define_tool
 
@@ -49,6 +62,7 @@ __all__ = [
     "ReadInput",
     "WriteInput",
     "edit_file_tool",
+    "read_bytes",
     "read_file_tool",
     "read_text",
     "write_file_tool",
@@ -76,7 +90,7 @@ def _read_at(ws: Workspace, fd: int, name: str, display: str) -> tuple[bytes, os
         raise CodingToolError("FILE_NOT_REGULAR", f"{display} is not a regular file")
     ws.notify("read:before-open", display)
     try:
-        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        handle, opened = open_for_reading(name, fd, display)
     except FileNotFoundError:
         raise CodingToolError("PATH_CHANGED_DURING_READ", f"{display} disappeared") from None
     except OSError as error:
@@ -86,9 +100,6 @@ def _read_at(ws: Workspace, fd: int, name: str, display: str) -> tuple[bytes, os
             ) from None
         raise
     try:
-        opened = os.fstat(handle)
-        if not stat.S_ISREG(opened.st_mode):
-            raise CodingToolError("FILE_NOT_REGULAR", f"{display} is not a regular file")
         ws.check()
         try:
             now = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -96,11 +107,6 @@ def _read_at(ws: Workspace, fd: int, name: str, display: str) -> tuple[bytes, os
             raise CodingToolError("PATH_CHANGED_DURING_READ", f"{display} changed") from None
         if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
             raise CodingToolError("PATH_CHANGED_DURING_READ", f"{display} was replaced")
-        if opened.st_nlink > 1:
-            raise CodingToolError(
-                "PATH_OUTSIDE_WORKSPACE",
-                f"{display} has {opened.st_nlink} hard links; its other names may be outside",
-            )
         if opened.st_size > CODING_FILE_MAX_BYTES:
             raise _too_large(display, opened.st_size)
         chunks: list[bytes] = []
@@ -138,22 +144,28 @@ def _decode(data: bytes, display: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def read_text(ws: Workspace, path: str) -> tuple[str, str, os.stat_result]:
-    """``(display path, text, stat)`` of a workspace file, symlinks inside followed."""
+def read_bytes(ws: Workspace, path: str) -> tuple[str, bytes]:
+    """``(display path, bytes)`` of a workspace file, symlinks inside followed."""
     segments = normalize_relative_path(path)
     for _ in range(40):
         with ws.parent_fd(segments, create=False, missing_code="FILE_NOT_FOUND") as (fd, canon):
             display = "/".join(canon)
             try:
-                data, info = _read_at(ws, fd, canon[-1], display)
+                data, _ = _read_at(ws, fd, canon[-1], display)
             except _Symlink:
                 target = os.path.realpath(os.path.join(ws.root, *canon))
                 segments = ws.canonical_segments(target)
                 if not segments:
                     raise CodingToolError("FILE_NOT_REGULAR", f"{path} is a directory") from None
                 continue
-        return display, _decode(data, display), info
+        return display, data
     raise CodingToolError("PATH_OUTSIDE_WORKSPACE", f"{path}: too many symlinks")
+
+
+def read_text(ws: Workspace, path: str) -> tuple[str, str]:
+    """``(display path, text)`` of a workspace file, symlinks inside followed."""
+    display, data = read_bytes(ws, path)
+    return display, _decode(data, display)
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -214,14 +226,97 @@ def _remove_temp(fd: int, name: str) -> None:
         return
 
 
+class _DirectoryLock:
+    """An exclusive ``flock`` of a directory, which every tether write in it takes, in any
+    process, around its last checks and its rename.
+
+    Taken at once when free; otherwise a worker thread waits for it, raced against the abort
+    signal. ``release`` closes the descriptor (which releases the lock); if the worker still
+    waits at that moment, it closes the descriptor itself once ``flock`` returns.
+    """
+
+    __slots__ = ("_busy", "_closed", "_fd", "_guard")
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._guard = threading.Lock()
+        self._busy = False
+        self._closed = False
+
+    @classmethod
+    async def take(
+        cls, directory: int, signal: AbortSignal, waiting: Callable[[], None]
+    ) -> _DirectoryLock:
+        """The lock of ``directory``; ``waiting()`` is called when it has to be waited for."""
+        lock = cls(os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=directory))
+        try:
+            fcntl.flock(lock._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            try:
+                await run_in_worker(signal, lock._wait, "write-lock")
+            except BaseException:
+                lock.release()
+                raise
+        except OSError:  # pragma: no cover - no flock here (some network file systems)
+            pass  # the in-process order still holds
+        return lock
+
+    def _wait(self, stop: threading.Event) -> None:
+        with self._guard:
+            if self._closed:
+                return
+            self._busy = True
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        finally:
+            with self._guard:
+                self._busy = False
+                if self._closed:
+                    os.close(self._fd)
+
+    def release(self) -> None:
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            if not self._busy:
+                os.close(self._fd)
+
+
+def _unchanged(ws: Workspace, fd: int, name: str, display: str, expected: bytes) -> None:
+    """``EDIT_CONFLICT`` unless ``name`` still holds exactly ``expected``."""
+    try:
+        now: bytes | None = _read_at(ws, fd, name, display)[0]
+    except (CodingToolError, _Symlink):
+        now = None
+    if now != expected:
+        raise CodingToolError(
+            "EDIT_CONFLICT",
+            f"{display} changed after edit_file read it (something else wrote to it); "
+            "nothing was written. Call read_file to see its current text, then edit again.",
+        )
+
+
+def _temp_name() -> str:
+    """Short and of fixed length: a target name of ``NAME_MAX`` bytes still has a sibling."""
+    return f".pify-tmp-{secrets.token_hex(8)}"
+
+
 async def _write_locked(
-    ws: Workspace, fd: int, canon: tuple[str, ...], data: bytes, signal: AbortSignal
+    ws: Workspace,
+    fd: int,
+    canon: tuple[str, ...],
+    data: bytes,
+    signal: AbortSignal,
+    expected: bytes | None = None,
 ) -> None:
-    """Steps 3-7 of §08 write, the target lock held."""
+    """Steps 3-7 of §08 write, the target lock held; with ``expected``, a compare-and-swap
+    (``EDIT_CONFLICT`` unless the target still holds ``expected`` at the rename)."""
     name = canon[-1]
     ws.check()
     mode = _target_symlink_check(ws, fd, name, canon)
-    temp = f".{name}.pify-tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    temp = _temp_name()
     handle = -1
     owned = False
     renamed = False
@@ -260,14 +355,21 @@ async def _write_locked(
         ws.check()
         _target_symlink_check(ws, fd, name, canon)
         check_signal(signal)
+        display = "/".join(canon)
+        lock = await _DirectoryLock.take(fd, signal, lambda: ws.notify("write:lock-wait", display))
         try:
-            os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
-        except OSError:
-            if not temp_is_ours():
-                raise CodingToolError(
-                    "WRITE_TEMP_IDENTITY_CHANGED", "the temp file was replaced"
-                ) from None
-            raise
+            if expected is not None:
+                _unchanged(ws, fd, name, display, expected)
+            try:
+                os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except OSError:
+                if not temp_is_ours():
+                    raise CodingToolError(
+                        "WRITE_TEMP_IDENTITY_CHANGED", "the temp file was replaced"
+                    ) from None
+                raise
+        finally:
+            lock.release()
         renamed = True
         owned = False
         after = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -350,7 +452,8 @@ async def edit_text(
     check_signal(signal)
     with ws.parent_fd(segments, create=False, missing_code="FILE_NOT_FOUND") as (fd, canon):
         async with _target_lock(_lock_key(fd, canon[-1]), signal):
-            display, before, _ = read_text(ws, "/".join(canon))
+            display, original = read_bytes(ws, "/".join(canon))
+            before = _decode(original, display)
             if display != "/".join(canon):
                 raise CodingToolError(
                     "WRITE_TARGET_SYMLINK", f"{'/'.join(canon)} is a symlink; edit {display}"
@@ -378,7 +481,7 @@ async def edit_text(
             data = _encode(after, "INVALID_EDIT_INPUT")
             if len(data) > CODING_FILE_MAX_BYTES:
                 raise _too_large(display, len(data))
-            await _write_locked(ws, fd, canon, data, signal)
+            await _write_locked(ws, fd, canon, data, signal, expected=original)
         return display, _diff(display, before, after)
 
 
@@ -498,11 +601,12 @@ def _render_read(display: str, text: str, offset: int | None, limit: int | None)
 
 def read_file_tool(ws: Workspace) -> ToolDefinition[ReadInput, str]:
     """The ``read_file`` tool of workspace ``ws``: UTF-8 text, optionally a line range."""
+    require_workspace(ws, "read_file_tool")
 
     async def execute(value: ReadInput, context: ToolExecutionContext) -> str:
         check_signal(context.signal)
         with fallback("READ_FAILED"):
-            display, text, _ = read_text(ws, value.path)
+            display, text = read_text(ws, value.path)
         return _render_read(display, text, value.offset, value.limit)
 
     return define_tool(
@@ -531,6 +635,7 @@ def read_file_tool(ws: Workspace) -> ToolDefinition[ReadInput, str]:
 
 def write_file_tool(ws: Workspace) -> ToolDefinition[WriteInput, str]:
     """The ``write_file`` tool of ``ws``: an atomic, confined write (temp, fsync, rename)."""
+    require_workspace(ws, "write_file_tool")
 
     async def execute(value: WriteInput, context: ToolExecutionContext) -> str:
         with fallback("WRITE_FAILED"):
@@ -561,6 +666,7 @@ def write_file_tool(ws: Workspace) -> ToolDefinition[WriteInput, str]:
 
 def edit_file_tool(ws: Workspace) -> ToolDefinition[EditInput, str]:
     """The ``edit_file`` tool of ``ws``: replace one exact occurrence; the result is a diff."""
+    require_workspace(ws, "edit_file_tool")
 
     async def execute(value: EditInput, context: ToolExecutionContext) -> str:
         with fallback("WRITE_FAILED"):

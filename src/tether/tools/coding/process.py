@@ -1,9 +1,11 @@
 """``bash`` and ``python_process``: run a process in the workspace. NOT a sandbox.
 
 Both tools start a real process as the current user, with the workspace as the working
-directory and the inherited environment: the process can read and write anything the user
-can, open network connections, and so on. They are a *process boundary* (bounded time, bounded
-output, nothing left running), not a security boundary.
+directory and the user's environment minus the variables that hold API keys (see
+``tether.tools.coding.environment``: every catalog key variable and the names given as
+``hide_env``; ``pass_env`` keeps some on purpose): the process can read and write anything
+the user can, open network connections, and so on. They are a *process boundary* (bounded
+time, bounded output, nothing left running), not a security boundary.
 
 * ``bash``: ``/bin/bash -c <command>``; timeout ``timeout_seconds`` (default
   ``BASH_DEFAULT_TIMEOUT_SECONDS`` = 120, maximum ``BASH_MAX_TIMEOUT_SECONDS`` = 600).
@@ -12,16 +14,26 @@ output, nothing left running), not a security boundary.
   never a shell; the §08 limits (source 32,768 bytes, 32 arguments, 2,048 bytes each, 8,192
   in total) and the §08 wall-clock limit of 500 ms (``PYTHON_PROCESS_TIMEOUT_SECONDS``).
 
-Process handling (both): stdin is ``/dev/null``; the child gets its own session and process
-group (``start_new_session=True``). stdout and stderr are read independently and at most
+Process handling (both): the command runs under a small supervisor process
+(``tether.tools.coding.supervisor``, its own session), which on Linux is a child subreaper:
+whatever the command starts stays below it, even a job that calls ``setsid``, a ``set -m``
+background job in its own process group, or a daemon that double-forks. stdin is
+``/dev/null``. stdout and stderr are read independently and at most
 ``PROCESS_OUTPUT_MAX_BYTES`` (32,768) bytes of each are kept (the rest is read and dropped, so
 the child never blocks on a full pipe); the kept bytes are decoded with an incremental UTF-8
-decoder (``errors="replace"``) so a character cut at the limit is dropped, never broken. Normal
-completion is exit *and* EOF on both pipes. On timeout, abort or completion the whole group is
-sent ``SIGKILL`` (grandchildren that still hold the pipes included; also on completion, so a
-background job cannot outlive the call), then the child is reaped (``await proc.wait()``).
-A process that left the group (``setsid``) is out of reach: its pipes are given
-``PROCESS_KILL_GRACE_SECONDS`` to close, then no longer read.
+decoder (``errors="replace"``) so a character cut at the limit is dropped, never broken.
+Normal completion is the command's exit and EOF on both pipes; on completion, timeout or
+abort, tether closes the supervisor's stdin and the supervisor kills with ``SIGKILL`` the
+command's process group and every process left below it, reaps them all and exits (a
+background job never outlives the call). tether then reaps the supervisor (``SIGKILL`` after
+``SUPERVISOR_GRACE_SECONDS`` if it has not exited), gives the pipes
+``PROCESS_KILL_GRACE_SECONDS`` to deliver what they hold and closes them, even if something
+outside its reach still holds their other ends.
+
+Out of reach: a process that left the supervisor's tree, which without a subreaper (not
+Linux) is any orphan, e.g. a double-forked daemon; and a process below another subreaper or
+in another PID namespace the command created. The time limit counts from the moment the
+supervisor reports that the command runs (its own start is not the command's time).
 
 Codes: ``PROCESS_TIMEOUT`` (the message carries the output so far), ``PROCESS_START_FAILED``,
 ``PROCESS_SCRIPT_NOT_REGULAR``, ``PROCESS_SCRIPT_IDENTITY_CHANGED``,
@@ -29,7 +41,9 @@ Codes: ``PROCESS_TIMEOUT`` (the message carries the output so far), ``PROCESS_ST
 ``INVALID_BASH_INPUT``, ``INVALID_PROCESS_INPUT``, ``PROCESS_SOURCE_TOO_LARGE``,
 ``TOO_MANY_PROCESS_ARGUMENTS``, ``PROCESS_ARGUMENT_TOO_LARGE``, ``PROCESS_ARGUMENTS_TOO_LARGE``
 (``NODE_CODE_ALIASES`` maps each to the §08 ``NODE_*`` name). Abort is never a result: the
-abort reason is raised once the process is killed and reaped.
+abort reason is raised at once; killing and reaping finish in the background
+(``processes_settled``). A command that cannot be started (no supervisor, or its ``exec``
+failed) is ``PROCESS_START_FAILED``.
 """
 
 from __future__ import annotations
@@ -37,18 +51,27 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import io
 import os
 import signal as signals
 import stat
 import sys
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, cast
 
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
-from tether.tools.coding.workspace import CodingToolError, Workspace, record_of
+from tether.tools.coding.environment import ProcessEnvironment, process_environment
+from tether.tools.coding.worker import Unsettled
+from tether.tools.coding.workspace import (
+    CodingToolError,
+    Workspace,
+    record_of,
+    require_workspace,
+)
 from tether.tools.contract import ToolDefinition, define_tool
 
 __all__ = [
@@ -63,6 +86,7 @@ __all__ = [
     "PROCESS_OUTPUT_MAX_BYTES",
     "PROCESS_SOURCE_MAX_BYTES",
     "PYTHON_PROCESS_TIMEOUT_SECONDS",
+    "SUPERVISOR_GRACE_SECONDS",
     "ProcessOutcome",
     "bash_tool",
     "processes_settled",
@@ -77,6 +101,12 @@ PROCESS_ARGUMENTS_TOTAL_MAX_BYTES: Final = 8_192
 PROCESS_OUTPUT_MAX_BYTES: Final = 32_768
 PYTHON_PROCESS_TIMEOUT_SECONDS: Final = 0.5
 PROCESS_KILL_GRACE_SECONDS: Final = 0.25
+"""After the supervisor is reaped: how long the pipes may take to deliver what they hold."""
+SUPERVISOR_GRACE_SECONDS: Final = 5.0
+"""How long the supervisor may take to start the command (``PROCESS_START_FAILED`` after
+that), and to kill and reap everything at the end (it is killed after that)."""
+_STARTED: Final = b"started\n"
+"""What the supervisor writes on the status pipe once the command runs (its ``STARTED``)."""
 BASH_DEFAULT_TIMEOUT_SECONDS: Final = 120.0
 BASH_MAX_TIMEOUT_SECONDS: Final = 600.0
 BASH_COMMAND_MAX_BYTES: Final = 32_768
@@ -101,8 +131,15 @@ NODE_CODE_ALIASES: Final = {
 """Our neutral ``PROCESS_*`` codes and the §08 ``NODE_*`` names they stand for."""
 
 _READ_CHUNK: Final = 65_536
+_SUPERVISOR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+_SUPERVISE: Final = (
+    "import runpy, sys; "
+    "runpy.run_path(sys.argv[1], run_name='tether.tools.coding.supervisor')['main'](sys.argv[2:])"
+)
+"""How the supervisor is started: its file run by path (``import tether`` would cost a quarter
+of a second per command), under its module name (which tracebacks and coverage then show)."""
 
-_UNSETTLED: set[asyncio.Future[None]] = set()
+_PROCESSES = Unsettled()
 """One future per started process, done once it was killed if needed and reaped."""
 
 
@@ -110,12 +147,10 @@ async def processes_settled() -> None:
     """Wait until every process these tools started so far has been reaped.
 
     An aborted tool call raises the abort reason at once (the tool contract races the call),
-    while killing is synchronous and reaping finishes in the background; await this (tests,
+    while stopping is synchronous and reaping finishes in the background; await this (tests,
     orderly shutdown) to know no child is left, not even a zombie.
     """
-    pending = list(_UNSETTLED)
-    if pending:
-        await asyncio.wait(pending)
+    await _PROCESSES.wait()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +202,7 @@ async def _collect(
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """The last resort: ``SIGKILL`` the supervisor (its group is itself alone)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signals.SIGKILL)
     if proc.returncode is None:
@@ -174,19 +210,92 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
             proc.kill()
 
 
-async def _settle(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]) -> None:
-    """After the kill: let the readers see EOF (bounded), then reap the child."""
-    pending = [task for task in readers if not task.done()]
-    if pending:
-        _, still = await asyncio.wait(pending, timeout=PROCESS_KILL_GRACE_SECONDS)
-        for task in still:
-            task.cancel()
-        if still:
-            await asyncio.gather(*still, return_exceptions=True)
-    for task in readers:
-        if task.done() and not task.cancelled():
-            task.exception()  # observed: an output failure was already reported or is moot
-    await proc.wait()
+class _Pipes:
+    """The supervised process's four pipes: its stdin (the "stop" channel: closing our end
+    tells the supervisor to kill everything); stdout and stderr; and the status pipe, on
+    which the supervisor says whether the command started. The last three are read through
+    transports of our own, so they can be closed at once whoever else holds their other
+    ends."""
+
+    __slots__ = ("child_ends", "control", "files", "readers", "transports")
+
+    def __init__(self) -> None:
+        self.control = -1
+        self.child_ends: list[int] = []
+        self.files: list[io.FileIO] = []
+        self.readers: list[asyncio.StreamReader] = []
+        self.transports: list[asyncio.BaseTransport] = []
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        stdin, self.control = os.pipe()
+        self.child_ends.append(stdin)
+        for _ in range(3):  # stdout, stderr, status
+            read, write = os.pipe()
+            self.child_ends.append(write)
+            pipe = io.FileIO(read, "rb")
+            self.files.append(pipe)
+            reader = asyncio.StreamReader(limit=_READ_CHUNK)
+            try:
+                transport, _ = await loop.connect_read_pipe(
+                    lambda reader=reader: asyncio.StreamReaderProtocol(reader), pipe
+                )
+            except BaseException:
+                self.close()
+                raise
+            self.readers.append(reader)
+            self.transports.append(transport)
+
+    def started(self) -> None:
+        """The child has its ends: close ours of them."""
+        for fd in self.child_ends:
+            os.close(fd)
+        self.child_ends.clear()
+
+    @property
+    def status(self) -> asyncio.StreamReader:
+        return self.readers[2]
+
+    def stop(self) -> None:
+        """Tell the supervisor to kill everything (idempotent)."""
+        if self.control >= 0:
+            os.close(self.control)
+            self.control = -1
+
+    def close(self) -> None:
+        """Close everything now (a transport would close its pipe one loop turn later)."""
+        self.started()
+        self.stop()
+        for transport in self.transports:
+            transport.close()
+        for file in self.files:
+            file.close()
+
+
+async def _settle(
+    proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]], pipes: _Pipes
+) -> None:
+    """After ``stop``: reap the supervisor (it exits once all below it is dead and reaped),
+    let the readers drain what the pipes hold (bounded), then close the pipes."""
+    waiting = asyncio.ensure_future(proc.wait())
+    try:
+        _, late = await asyncio.wait([waiting], timeout=SUPERVISOR_GRACE_SECONDS)
+        if late:
+            _kill_group(proc)
+        await waiting
+        pending = [task for task in readers if not task.done()]
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=PROCESS_KILL_GRACE_SECONDS)
+            for task in still:
+                task.cancel()
+            if still:
+                await asyncio.gather(*still, return_exceptions=True)
+        for task in readers:
+            if task.done() and not task.cancelled():
+                task.exception()  # observed: an output failure was already reported or is moot
+    finally:
+        waiting.cancel()  # cancelled while settling: asyncio's child watcher still reaps it
+        pipes.close()
 
 
 async def _finish(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]) -> int:
@@ -198,68 +307,115 @@ async def _finish(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[N
     return await proc.wait()
 
 
+async def _spawn(
+    ws: Workspace, argv: list[str], env: ProcessEnvironment, pipes: _Pipes
+) -> asyncio.subprocess.Process:
+    await pipes.open()
+    stdin, stdout, stderr, status = pipes.child_ends
+    try:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-c",
+            _SUPERVISE,
+            _SUPERVISOR,
+            str(status),
+            *argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            pass_fds=(status,),
+            cwd=ws.root,
+            env=env.build(),
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise CodingToolError("PROCESS_START_FAILED", str(error)) from error
+    finally:
+        pipes.started()
+
+
+async def _command_started(pipes: _Pipes, command: str, signal: AbortSignal) -> None:
+    """Wait (bounded) until the supervisor reports that the command runs, so that the time
+    limit measures the command and not the supervisor's start; ``PROCESS_START_FAILED``
+    when it could not be started."""
+    try:
+        async with asyncio.timeout(SUPERVISOR_GRACE_SECONDS):
+            line = await race(signal, pipes.status.readline())
+    except TimeoutError:
+        raise CodingToolError(
+            "PROCESS_START_FAILED",
+            f"{command} was not started within {SUPERVISOR_GRACE_SECONDS:g} s",
+        ) from None
+    if line != _STARTED:
+        reason = line.decode("utf-8", "replace").strip() or "its supervisor ended first"
+        raise CodingToolError("PROCESS_START_FAILED", f"cannot run {command}: {reason}")
+
+
 async def run_process(
     ws: Workspace,
     argv: list[str],
     *,
     time_limit: float,
     signal: AbortSignal,
+    env: ProcessEnvironment | None = None,
     cap: int = PROCESS_OUTPUT_MAX_BYTES,
 ) -> ProcessOutcome:
-    """Run ``argv`` in the workspace with the handling described in the module docstring.
+    """Run ``argv`` in the workspace with the handling described in the module docstring,
+    in the environment ``env`` builds (default: the user's without the key variables).
 
     Raises ``PROCESS_TIMEOUT`` (with the output so far), ``PROCESS_START_FAILED``, or the abort
-    reason when ``signal`` aborts; in every case the process group is killed and reaped first.
+    reason when ``signal`` aborts; in every case everything the command started is killed and
+    reaped first (in the background after an abort: ``processes_settled``).
     """
     check_signal(signal)
     ws.check()
+    pipes = _Pipes()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=ws.root,
-            start_new_session=True,
-        )
-    except OSError as error:
-        raise CodingToolError("PROCESS_START_FAILED", str(error)) from error
+        proc = await _spawn(ws, argv, env or ProcessEnvironment(), pipes)
+    except BaseException:
+        pipes.close()
+        raise
     out, err = _Collector(cap), _Collector(cap)
-    assert proc.stdout is not None
-    assert proc.stderr is not None
+    stdout, stderr, _ = pipes.readers
     readers = [
-        asyncio.ensure_future(_collect(proc.stdout, out, ws, "process:stdout")),
-        asyncio.ensure_future(_collect(proc.stderr, err, ws, "process:stderr")),
+        asyncio.ensure_future(_collect(stdout, out, ws, "process:stdout")),
+        asyncio.ensure_future(_collect(stderr, err, ws, "process:stderr")),
     ]
     returncode: int | None = None
     timed_out = False
-    settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    _UNSETTLED.add(settled)
-    kill_on_abort = signal.add_listener(lambda: _kill_group(proc))
+    settled = _PROCESSES.begin()
+    stop_on_abort = signal.add_listener(pipes.stop)
     try:
         ws.notify("process:started", proc.pid)
+        await _command_started(pipes, argv[0], signal)
         try:
             async with asyncio.timeout(time_limit):
                 returncode = await race(signal, _finish(proc, readers))
         except TimeoutError:
             timed_out = True
     finally:
-        kill_on_abort()
-        _kill_group(proc)
+        stop_on_abort()
+        pipes.stop()
         try:
-            await _settle(proc, readers)
+            await _settle(proc, readers, pipes)
         finally:
-            _UNSETTLED.discard(settled)
             if not settled.done():
                 settled.set_result(None)
-    stdout, stdout_truncated = out.text()
-    stderr, stderr_truncated = err.text()
+    stdout_text, stdout_truncated = out.text()
+    stderr_text, stderr_truncated = err.text()
     if timed_out:
         raise CodingToolError(
             "PROCESS_TIMEOUT",
-            f"killed after {time_limit:g} s (the process group was killed).\n"
+            f"killed after {time_limit:g} s (with everything it started).\n"
             + _render_streams(
-                stdout, stdout_truncated, out.total, stderr, stderr_truncated, err.total, tail=1_500
+                stdout_text,
+                stdout_truncated,
+                out.total,
+                stderr_text,
+                stderr_truncated,
+                err.total,
+                tail=1_500,
             ),
         )
     assert returncode is not None
@@ -269,8 +425,8 @@ async def run_process(
     return ProcessOutcome(
         exit_code,
         signal_name,
-        stdout,
-        stderr,
+        stdout_text,
+        stderr_text,
         stdout_truncated,
         stderr_truncated,
         out.total,
@@ -354,8 +510,16 @@ def _validate_bash(value: object) -> ToolValidation[BashInput]:
     return Valid(value=BashInput(command, float(timeout)))
 
 
-def bash_tool(ws: Workspace) -> ToolDefinition[BashInput, str]:
-    """The ``bash`` tool of ``ws``: ``/bin/bash -c`` in the workspace, bounded; not a sandbox."""
+def bash_tool(
+    ws: Workspace, *, hide_env: Iterable[str] = (), pass_env: Iterable[str] = ()
+) -> ToolDefinition[BashInput, str]:
+    """The ``bash`` tool of ``ws``: ``/bin/bash -c`` in the workspace, bounded; not a sandbox.
+
+    The command's environment lacks every catalog key variable and ``hide_env``, except the
+    names in ``pass_env`` (see the module docstring).
+    """
+    require_workspace(ws, "bash_tool")
+    env = process_environment(hide_env, pass_env, "bash_tool")
 
     async def execute(value: BashInput, context: ToolExecutionContext) -> str:
         outcome = await run_process(
@@ -363,6 +527,7 @@ def bash_tool(ws: Workspace) -> ToolDefinition[BashInput, str]:
             ["/bin/bash", "-c", value.command],
             time_limit=value.timeout_seconds,
             signal=context.signal,
+            env=env,
         )
         return render_outcome(outcome)
 
@@ -370,9 +535,9 @@ def bash_tool(ws: Workspace) -> ToolDefinition[BashInput, str]:
         name="bash",
         description=(
             "Run a command with /bin/bash -c in the workspace directory (NOT a sandbox: it runs "
-            "as the user, with the user's environment). stdin is empty. Timeout "
+            "as the user, with the user's environment minus API keys). stdin is empty. Timeout "
             f"`timeout_seconds` (default {BASH_DEFAULT_TIMEOUT_SECONDS:g}, max "
-            f"{BASH_MAX_TIMEOUT_SECONDS:g}); on timeout the whole process group is killed. "
+            f"{BASH_MAX_TIMEOUT_SECONDS:g}); on timeout everything it started is killed. "
             f"At most {PROCESS_OUTPUT_MAX_BYTES} bytes of stdout and of stderr are kept. "
             "Returns the exit code, then stdout and stderr."
         ),
@@ -493,7 +658,12 @@ def _remove_script(root: int, name: str) -> None:
         raise CodingToolError("PROCESS_SCRIPT_CLEANUP_FAILED", str(error)) from error
 
 
-async def run_python(ws: Workspace, value: PythonInput, signal: AbortSignal) -> ProcessOutcome:
+async def run_python(
+    ws: Workspace,
+    value: PythonInput,
+    signal: AbortSignal,
+    env: ProcessEnvironment | None = None,
+) -> ProcessOutcome:
     check_signal(signal)
     root, name, identity = _write_script(ws, value.source)
     try:
@@ -507,6 +677,7 @@ async def run_python(ws: Workspace, value: PythonInput, signal: AbortSignal) -> 
             [sys.executable, "-I", "-X", "utf8", os.path.join(ws.root, name), *value.arguments],
             time_limit=PYTHON_PROCESS_TIMEOUT_SECONDS,
             signal=signal,
+            env=env,
         )
     finally:
         try:
@@ -515,11 +686,16 @@ async def run_python(ws: Workspace, value: PythonInput, signal: AbortSignal) -> 
             os.close(root)
 
 
-def python_process_tool(ws: Workspace) -> ToolDefinition[PythonInput, str]:
-    """The ``python_process`` tool of ``ws``: ``sys.executable`` on given source."""
+def python_process_tool(
+    ws: Workspace, *, hide_env: Iterable[str] = (), pass_env: Iterable[str] = ()
+) -> ToolDefinition[PythonInput, str]:
+    """The ``python_process`` tool of ``ws``: ``sys.executable`` on given source, in the
+    environment ``bash_tool`` describes."""
+    require_workspace(ws, "python_process_tool")
+    env = process_environment(hide_env, pass_env, "python_process_tool")
 
     async def execute(value: PythonInput, context: ToolExecutionContext) -> str:
-        return render_outcome(await run_python(ws, value, context.signal))
+        return render_outcome(await run_python(ws, value, context.signal, env))
 
     return define_tool(
         name="python_process",

@@ -1,41 +1,55 @@
 """``list_files`` (glob) and ``grep`` (Python regex), confined to the workspace.
 
-Both walk the tree with ``os.fwalk`` from the verified root fd, never following symlinks (a
-symlinked directory is neither entered nor listed as a directory; a symlinked file is listed
-by ``list_files`` but never read by ``grep``). ``.git``, ``node_modules``, ``.venv``, ``venv``,
-``__pycache__``, ``.mypy_cache``, ``.pytest_cache``, ``.ruff_cache``, ``.tox`` and ``dist``/
-``build``-style caches listed in ``IGNORED_DIRECTORIES`` are skipped unless
-``include_ignored`` is true. The walk visits at most ``SEARCH_MAX_ENTRIES`` entries.
+Both walk the tree with ``walk`` (``tether.tools.coding.walk``: iterative, from the verified
+root descriptor, never following symlinks; a symlinked directory is neither entered nor
+listed, a symlinked file is listed by ``list_files`` but never read by ``grep``). ``.git``,
+``node_modules``, ``.venv``, ``venv``, ``__pycache__``, ``.mypy_cache``, ``.pytest_cache``,
+``.ruff_cache``, ``.tox`` and the other caches in ``IGNORED_DIRECTORIES`` are skipped unless
+``include_ignored`` is true.
 
-``grep`` skips files over ``GREP_FILE_MAX_BYTES`` and binary files (a NUL byte in the first
-8 KiB); other bytes are decoded as UTF-8 with replacement. Matches are capped by ``limit``
-and each printed line by ``GREP_LINE_MAX_CHARACTERS``. ripgrep is not used: the pure-Python
-search gives the same results everywhere (a Python regex can backtrack badly; keep patterns
-simple). The walk is synchronous (it blocks the event loop for its duration, bounded by the
-entry cap) and checks the abort signal between directories.
+The walk runs on a worker thread (``tether.tools.coding.worker``), so an abort wins at once
+while a search is in progress, and on a work budget: at most ``SEARCH_MAX_ENTRIES`` entries
+visited, ``SEARCH_MAX_STEPS`` glob-matching steps and, for ``grep``, ``GREP_MAX_TOTAL_BYTES``
+bytes read. A search that runs out shows what it found and ends with a note
+``[SEARCH_LIMIT_REACHED: ...]`` that says which limit it reached.
 
-Glob patterns (``list_files`` and ``grep``'s ``glob``): ``*`` and ``?`` match within a
-segment, ``**`` matches any number of segments, ``[...]`` a character class; a pattern
-without ``/`` matches the file name at any depth (``*.py`` == ``**/*.py``).
+``grep`` reads files as ``read_file`` does (``open_for_reading``: a symlink, a special file or
+a file with several hard links is skipped), skips files over ``GREP_FILE_MAX_BYTES`` and
+binary files (a NUL byte in the first 8 KiB); other bytes are decoded as UTF-8 with
+replacement. Matches are capped by ``limit`` and each printed line by
+``GREP_LINE_MAX_CHARACTERS``. ripgrep is not used: the pure-Python search gives the same
+results everywhere. A Python regex can backtrack badly on one line, which no budget can
+interrupt; an abort still returns at once, and the worker stops after that line.
+
+Names that are not UTF-8 are shown with U+FFFD for the bytes that are not (``shown``).
+Glob patterns (``list_files`` and ``grep``'s ``glob``) are described in
+``tether.tools.coding.globmatch``: ``*`` and ``?`` match within a segment, ``**`` any number
+of segments, ``[...]`` a class; a pattern without ``/`` matches the file name at any depth
+(``*.py`` == ``**/*.py``); matching takes time linear in pattern times path.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from tether._race import check_signal
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.tools.coding.globmatch import Glob, compile_glob
+from tether.tools.coding.walk import IGNORED_DIRECTORIES, SearchBudget, walk
+from tether.tools.coding.worker import run_in_worker
 from tether.tools.coding.workspace import (
     CodingToolError,
     Workspace,
     normalize_relative_path,
+    open_for_reading,
     record_of,
+    require_workspace,
+    shown,
 )
 from tether.tools.contract import ToolDefinition, define_tool
 
@@ -44,77 +58,29 @@ __all__ = [
     "GREP_FILE_MAX_BYTES",
     "GREP_LINE_MAX_CHARACTERS",
     "GREP_MAX_LIMIT",
+    "GREP_MAX_TOTAL_BYTES",
     "IGNORED_DIRECTORIES",
     "LIST_DEFAULT_LIMIT",
     "LIST_MAX_LIMIT",
     "SEARCH_MAX_ENTRIES",
-    "glob_regex",
+    "SEARCH_MAX_STEPS",
     "grep_tool",
     "list_files_tool",
 ]
 
-IGNORED_DIRECTORIES: Final = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-        ".nox",
-        ".idea",
-        ".cache",
-    }
-)
 SEARCH_MAX_ENTRIES: Final = 200_000
+"""Entries (files and directories) one search visits at most."""
+SEARCH_MAX_STEPS: Final = 20_000_000
+"""Glob-matching steps one search takes at most (``Glob.match`` counts them)."""
 LIST_DEFAULT_LIMIT: Final = 200
 LIST_MAX_LIMIT: Final = 2_000
 GREP_DEFAULT_LIMIT: Final = 100
 GREP_MAX_LIMIT: Final = 1_000
 GREP_FILE_MAX_BYTES: Final = 1_048_576
+GREP_MAX_TOTAL_BYTES: Final = 256 * 1_048_576
+"""Bytes one ``grep`` reads at most, over all files."""
 GREP_LINE_MAX_CHARACTERS: Final = 300
 _BINARY_SNIFF: Final = 8_192
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A regex matching workspace-relative POSIX paths against ``pattern``."""
-    if "/" not in pattern.strip("/"):
-        pattern = "**/" + pattern.strip("/")
-    parts: list[str] = []
-    segments = [s for s in pattern.split("/") if s not in ("", ".")]
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        out: list[str] = []
-        i = 0
-        while i < len(segment):
-            c = segment[i]
-            if c == "*":
-                out.append("[^/]*")
-            elif c == "?":
-                out.append("[^/]")
-            elif c == "[":
-                j = segment.find("]", i + 2 if segment[i + 1 : i + 2] in ("!", "]") else i + 1)
-                if j == -1:
-                    out.append(re.escape(c))
-                else:
-                    body = segment[i + 1 : j]
-                    if body.startswith("!"):
-                        body = "^" + body[1:]
-                    out.append("[" + body.replace("\\", "\\\\") + "]")
-                    i = j
-            else:
-                out.append(re.escape(c))
-            i += 1
-        parts.append("".join(out) + ("" if last else "/"))
-    return re.compile("".join(parts) + r"\Z")
 
 
 def _validate_pattern(pattern: str) -> None:
@@ -124,49 +90,50 @@ def _validate_pattern(pattern: str) -> None:
         raise CodingToolError("INVALID_RELATIVE_PATH", "'..' is not allowed in patterns")
 
 
-def _walk(
-    ws: Workspace, start: tuple[str, ...], include_ignored: bool, signal: AbortSignal
+def _budget(stop: threading.Event) -> SearchBudget:
+    return SearchBudget(
+        stop, entries=SEARCH_MAX_ENTRIES, steps=SEARCH_MAX_STEPS, bytes=GREP_MAX_TOTAL_BYTES
+    )
+
+
+def _matching(
+    ws: Workspace,
+    start: tuple[str, ...],
+    glob: Glob | None,
+    include_ignored: bool,
+    budget: SearchBudget,
 ) -> Iterator[tuple[str, str, int]]:
-    """Yield ``(relative path, name, dir fd)`` of every non-directory under ``start``."""
-    root = ws.open_root()
-    try:
-        top_fd = root
-        opened: list[int] = []
-        try:
-            for segment in start:
-                top_fd = os.open(
-                    segment, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top_fd
-                )
-                opened.append(top_fd)
-        except OSError:
-            for fd in opened:
-                os.close(fd)
-            raise CodingToolError(
-                "FILE_NOT_FOUND", f"{'/'.join(start)} is not a directory in the workspace"
-            ) from None
-        try:
-            seen = 0
-            prefix = "/".join(start)
-            for current, dirs, files, _dir_fd in os.fwalk(
-                ".", dir_fd=top_fd, follow_symlinks=False
-            ):
-                check_signal(signal)
-                if not include_ignored:
-                    dirs[:] = [d for d in dirs if d not in IGNORED_DIRECTORIES]
-                dirs.sort()
-                base = current[2:] if current.startswith("./") else ""
-                if prefix:
-                    base = f"{prefix}/{base}" if base else prefix
-                for name in sorted(files):
-                    seen += 1
-                    if seen > SEARCH_MAX_ENTRIES:
-                        return
-                    yield (f"{base}/{name}" if base else name), name, _dir_fd
-        finally:
-            for fd in opened:
-                os.close(fd)
-    finally:
-        os.close(root)
+    """The walk's entries whose path matches ``glob`` (all without one), steps charged."""
+    entries = walk(ws, start, include_ignored=include_ignored, budget=budget)
+    if glob is None:
+        yield from entries
+        return
+    match, spend = glob.match, budget.spend_steps
+    for path, name, dir_fd in entries:
+        matched, steps = match(path)
+        if not spend(steps):
+            return
+        if matched:
+            yield path, name, dir_fd
+
+
+def _limit_note(budget: SearchBudget) -> str:
+    if budget.note is None:
+        return ""
+    return (
+        f"[SEARCH_LIMIT_REACHED: the search stopped after it {budget.note}; "
+        "what is shown above is incomplete. Narrow the pattern or the path.]\n"
+    )
+
+
+async def _search(signal: AbortSignal, name: str, work: Callable[[SearchBudget], str]) -> str:
+    """``work`` on a worker thread with a fresh budget; its text plus the limit note."""
+
+    def run(stop: threading.Event) -> str:
+        budget = _budget(stop)
+        return work(budget) + _limit_note(budget)
+
+    return await run_in_worker(signal, run, name)
 
 
 # --- list_files -------------------------------------------------------------------------------
@@ -198,31 +165,34 @@ def _validate_list(value: object) -> ToolValidation[ListInput]:
     return Valid(value=ListInput(pattern, limit, include))
 
 
-def list_files(ws: Workspace, value: ListInput, signal: AbortSignal) -> str:
-    matcher = glob_regex(value.pattern)
-    shown: list[str] = []
+def list_files(ws: Workspace, value: ListInput, budget: SearchBudget) -> str:
+    """The text of one ``list_files`` call (on the worker thread)."""
+    glob = compile_glob(value.pattern)
+    listed: list[str] = []
     matched = 0
-    for path, _name, _fd in _walk(ws, (), value.include_ignored, signal):
-        if matcher.match(path):
-            matched += 1
-            if len(shown) < value.limit:
-                shown.append(path)
-    if not shown:
+    for path, _name, _fd in _matching(ws, (), glob, value.include_ignored, budget):
+        matched += 1
+        if len(listed) < value.limit:
+            listed.append(shown(path))
+    if not listed:
         return f"No files match {value.pattern!r}.\n"
-    text = "\n".join(shown) + "\n"
-    if matched > len(shown):
+    text = "\n".join(listed) + "\n"
+    if matched > len(listed):
         text += (
-            f"[{len(shown)} of {matched} matching files shown; narrow the pattern or raise limit]\n"
+            f"[{len(listed)} of {matched} matching files shown; "
+            "narrow the pattern or raise limit]\n"
         )
     return text
 
 
 def list_files_tool(ws: Workspace) -> ToolDefinition[ListInput, str]:
     """The ``list_files`` tool of ``ws``: a bounded glob over the workspace."""
+    require_workspace(ws, "list_files_tool")
 
     async def execute(value: ListInput, context: ToolExecutionContext) -> str:
-        check_signal(context.signal)
-        return list_files(ws, value, context.signal)
+        return await _search(
+            context.signal, "list_files", lambda budget: list_files(ws, value, budget)
+        )
 
     return define_tool(
         name="list_files",
@@ -254,7 +224,7 @@ def list_files_tool(ws: Workspace) -> ToolDefinition[ListInput, str]:
 class GrepInput:
     pattern: re.Pattern[str]
     path: tuple[str, ...]
-    glob: re.Pattern[str] | None
+    glob: Glob | None
     limit: int
 
 
@@ -291,20 +261,20 @@ def _validate_grep(value: object) -> ToolValidation[GrepInput]:
         matcher = None
         if glob is not None:
             _validate_pattern(glob)
-            matcher = glob_regex(glob)
+            matcher = compile_glob(glob)
     except CodingToolError as error:
         return Invalid(error=str(error))
     return Valid(value=GrepInput(compiled, segments, matcher, limit))
 
 
-def _read_for_grep(name: str, dir_fd: int) -> str | None:
+def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> str | None:
+    """The text of a file ``grep`` may read (``None``: skip it), its bytes charged."""
     try:
-        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-    except OSError:
+        handle, info = open_for_reading(name, dir_fd, name)
+    except (OSError, CodingToolError):
         return None
     try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > GREP_FILE_MAX_BYTES:
+        if info.st_size > GREP_FILE_MAX_BYTES:
             return None
         chunks: list[bytes] = []
         total = 0
@@ -314,6 +284,8 @@ def _read_for_grep(name: str, dir_fd: int) -> str | None:
                 break
             chunks.append(chunk)
             total += len(chunk)
+            if not budget.spend_bytes(len(chunk)):
+                return None
     finally:
         os.close(handle)
     data = b"".join(chunks)
@@ -322,22 +294,23 @@ def _read_for_grep(name: str, dir_fd: int) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def grep(ws: Workspace, value: GrepInput, signal: AbortSignal) -> str:
+def grep(ws: Workspace, value: GrepInput, budget: SearchBudget) -> str:
+    """The text of one ``grep`` call (on the worker thread)."""
     lines: list[str] = []
     matched = 0
-    for path, name, dir_fd in _walk(ws, value.path, False, signal):
-        if value.glob is not None and not value.glob.match(path):
-            continue
-        text = _read_for_grep(name, dir_fd)
+    for path, name, dir_fd in _matching(ws, value.path, value.glob, False, budget):
+        text = _read_for_grep(name, dir_fd, budget)
         if text is None:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
+            if budget.stop.is_set():
+                break
             if value.pattern.search(line):
                 matched += 1
                 if len(lines) < value.limit:
                     if len(line) > GREP_LINE_MAX_CHARACTERS:
                         line = line[:GREP_LINE_MAX_CHARACTERS] + " …[line truncated]"
-                    lines.append(f"{path}:{number}: {line}")
+                    lines.append(f"{shown(path)}:{number}: {line}")
     if not lines:
         return f"No matches for {value.pattern.pattern!r}.\n"
     text = "\n".join(lines) + "\n"
@@ -348,10 +321,10 @@ def grep(ws: Workspace, value: GrepInput, signal: AbortSignal) -> str:
 
 def grep_tool(ws: Workspace) -> ToolDefinition[GrepInput, str]:
     """The ``grep`` tool of ``ws``: a bounded regex search over workspace text files."""
+    require_workspace(ws, "grep_tool")
 
     async def execute(value: GrepInput, context: ToolExecutionContext) -> str:
-        check_signal(context.signal)
-        return grep(ws, value, context.signal)
+        return await _search(context.signal, "grep", lambda budget: grep(ws, value, budget))
 
     return define_tool(
         name="grep",

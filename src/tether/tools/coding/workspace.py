@@ -17,11 +17,22 @@ Errors are ``CodingToolError``: ``code`` is one of the stable §08 strings and `
 starts with the code (``"FILE_NOT_FOUND: notes.txt does not exist"``), so a tool result's text
 names the code a caller can match on.
 
+One confinement rule for every tool that reads a file (``read_file``, ``edit_file``, ``grep``):
+``open_for_reading`` opens it relative to its directory's descriptor without following a
+symlink and accepts only a regular file with exactly one hard link. A file with more links is
+refused (``PATH_OUTSIDE_WORKSPACE``): its other names may lie outside the workspace, and that
+cannot be ruled out.
+
 Test seam: ``Workspace.observer`` (default ``None``) is called as ``observer(stage, value)`` at a
 few points between steps, so tests can inject races deterministically. Stages:
 ``"read:before-open"`` (value: the display path), ``"write:before-rename"`` (value: the temp
-file's absolute path), ``"process:started"`` (value: the child's pid) and ``"process:stdout"``
-/ ``"process:stderr"`` (value: a chunk of bytes as read). An observer must not block.
+file's absolute path), ``"write:lock-wait"`` (value: the display path; the directory's write
+lock is held elsewhere and is about to be waited for), ``"process:started"`` (value: the pid
+of the process tether started)
+and ``"process:stdout"`` / ``"process:stderr"`` (value: a chunk of bytes as read), all on the
+event loop, where an observer must not block; and ``"search:entry"`` (value: the path of the
+entry a ``list_files`` or ``grep`` walk is at), on the search's worker thread, which an
+observer may block to hold the walk there.
 """
 
 from __future__ import annotations
@@ -43,7 +54,10 @@ __all__ = [
     "Observer",
     "Workspace",
     "normalize_relative_path",
+    "open_for_reading",
     "record_of",
+    "require_workspace",
+    "shown",
 ]
 
 CODING_FILE_MAX_BYTES: Final = 65_536
@@ -116,6 +130,50 @@ def record_of(
     if not set(required) <= keys or not keys <= set(required) | set(optional):
         return None
     return record
+
+
+def shown(name: str) -> str:
+    """A name from the file system as the model reads it: bytes that are not UTF-8 (held as
+    lone surrogates by ``os.fsdecode``) become U+FFFD, so the text can always be encoded."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "replace")
+    return name
+
+
+def open_for_reading(name: str, dir_fd: int, display: str) -> tuple[int, os.stat_result]:
+    """Open ``name`` in the directory ``dir_fd`` for reading, as every reading tool does.
+
+    No symlink is followed (``O_NOFOLLOW``), the open never blocks (a FIFO cannot hold the
+    call), and the file must be regular (``FILE_NOT_REGULAR``) with exactly one hard link
+    (``PATH_OUTSIDE_WORKSPACE``). Returns the descriptor, which the caller closes, and its
+    ``fstat``; ``OSError`` from the open itself is the caller's to map.
+    """
+    handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise CodingToolError("FILE_NOT_REGULAR", f"{display} is not a regular file")
+        if info.st_nlink > 1:
+            raise CodingToolError(
+                "PATH_OUTSIDE_WORKSPACE",
+                f"{display} has {info.st_nlink} hard links; its other names may be outside",
+            )
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle, info
+
+
+def require_workspace(ws: object, factory: str) -> None:
+    """``TypeError`` naming the parameter unless ``ws`` is a ``Workspace`` (its exact class
+    or a subclass, read with ``type()``: an object cannot pretend to be one)."""
+    if not issubclass(type(ws), Workspace):
+        raise TypeError(
+            f"{factory}(ws): ws must be a Workspace, not {type(ws).__name__} "
+            "(Workspace(root) captures a root; coding_tools(root) takes a path too)"
+        )
 
 
 def _inside(root: str, candidate: str) -> bool:
