@@ -62,7 +62,7 @@ from tether._errors import TetherError
 from tether._producer import start_producer
 from tether._race import reraise_task_cancellation, signal_aborted, signal_reason
 from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._types import is_awaitable, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.agent.auto_compaction import (
     AutoCompaction,
@@ -105,7 +105,6 @@ from tether.protocol import (
 from tether.protocol import _trusted as trusted
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
-from tether.tools.contract import is_awaitable
 from tether.tools.serialize import serialize_output
 
 __all__ = [

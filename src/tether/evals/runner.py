@@ -35,7 +35,6 @@ workspace is a temporary directory made on whichever machine runs the item.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import os
 import shutil
@@ -47,6 +46,7 @@ from typing import Any, Final, Literal, NoReturn, TypeAlias, cast
 
 from tether._race import neutralize, reraise_task_cancellation, signal_aborted, start_cleanup
 from tether._text import is_non_empty
+from tether._types import is_awaitable
 from tether.abort import AbortSignal
 from tether.evals.errors import (
     EvaluationCleanupErrors,
@@ -286,7 +286,7 @@ def _late(method_name: str | None) -> Callable[[asyncio.Future[Any]], None]:
             result = _ownership_method(value, method_name)()
         except Exception:
             return
-        if inspect.isawaitable(result):
+        if is_awaitable(result):
             start_cleanup(result)
 
     return done
@@ -299,7 +299,7 @@ async def _settle(signal: AbortSignal, value: object, late: str | None) -> Any:
     ``late`` names the method that cleans its value if one still arrives. The work's own
     failure propagates unchanged.
     """
-    if not inspect.isawaitable(value):
+    if not is_awaitable(value):
         return value
     if signal_aborted(signal):
         if isinstance(value, asyncio.Future):  # already running: clean what it produces
@@ -674,7 +674,7 @@ async def _invoke_cleanup(
         return error
     except asyncio.CancelledError as error:  # raised by the cleanup itself
         return _error("EVALUATION_CLEANUP_FAILED", error)
-    if not inspect.isawaitable(result):
+    if not is_awaitable(result):
         return None
     work: asyncio.Future[Any] = asyncio.ensure_future(result)
     try:
@@ -713,7 +713,7 @@ def _release_in_background(method: Callable[[], object]) -> None:
         result = method()
     except Exception:
         return
-    if inspect.isawaitable(result):
+    if is_awaitable(result):
         start_cleanup(result)
 
 

@@ -50,7 +50,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import code_points, is_non_empty, message_of
-from tether._types import type_of
+from tether._types import is_awaitable, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.loop.checks import (
     InvalidTranscript,
@@ -107,7 +107,6 @@ from tether.protocol import _trusted as trusted
 from tether.providers.errors import ProviderError
 from tether.stream import EventStream
 from tether.tools import ToolRegistry, execute_tool_call
-from tether.tools.contract import is_awaitable
 
 __all__ = [
     "MAX_AGENT_STEPS",

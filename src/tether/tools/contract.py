@@ -30,7 +30,7 @@ from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import check_signal, neutralize, race
 from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._types import is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.messages import (
@@ -481,19 +481,6 @@ def _serialized(output: object, cap: int, signal: AbortSignal) -> str:
         ) from error
     check_signal(signal)  # cancellation during output inspection wins
     return content
-
-
-def is_awaitable(value: object) -> bool:
-    """Whether tether will ``await`` ``value``: a coroutine, or anything whose class defines
-    ``__await__``. Read from the exact class, so an instance cannot fake it; a hostile
-    metaclass that fails the lookup makes it not awaitable. The one copy tether keeps."""
-    kind = type_of(value)
-    if kind is types.CoroutineType:
-        return True
-    try:
-        return callable(getattr(kind, "__await__", None))
-    except Exception:
-        return False
 
 
 def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: AbortSignal) -> Any:

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable
-from typing import Any, Final, cast
+from collections.abc import Callable
+from typing import Any, Final
 
 from tether._race import neutralize, race, reraise_task_cancellation
+from tether._types import is_awaitable
 from tether.abort import AbortSignal
-from tether.tools.contract import is_awaitable
 
 __all__ = ["MAX_ADOPTION_DEPTH", "Scope", "in_scope", "invoke"]
 
@@ -152,7 +152,7 @@ async def _adopt(value: Any, scope: Scope, on_selected: Callable[[], None]) -> A
                 raise TypeError("Extension callback result is an awaitable that awaits itself")
             seen.append(value)
             try:
-                value = await cast("Awaitable[Any]", value)
+                value = await value
             finally:
                 if len(seen) == 1:
                     on_selected()

@@ -33,9 +33,9 @@ from typing import Any, Final, Generic, Literal, TypeVar, cast
 
 from tether._race import observe, reraise_task_cancellation
 from tether._text import message_of
+from tether._types import is_awaitable
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError
 from tether.agent.runtime.workspace import Identity, WorkspaceState, identity_of, sync_directory
-from tether.tools.contract import is_awaitable
 
 __all__ = [
     "RUNTIME_MAX_ADOPTION_DEPTH",
