@@ -83,7 +83,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import code_points, is_non_empty, message_of
-from tether._types import await_steps, is_awaitable, type_of
+from tether._types import await_steps, instance_of, is_awaitable, type_of
 from tether.abort import AbortController, AbortSignal
 from tether.jsonvalue import JsonObject, JsonValue
 from tether.messages import validate_transcript
@@ -719,7 +719,7 @@ def _check_compact_options(options: CompactContextOptions, limits: ContextLimits
         _fail("CONTEXT_INVALID_INPUT", "summarizer must be callable")
     signal = options.signal
     if signal is not None:
-        if not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(signal, AbortSignal):
             _fail("CONTEXT_INVALID_INPUT", "signal must be an AbortSignal or None")
         try:
             signal_aborted(signal)

@@ -46,7 +46,7 @@ from typing import Any, Final, Literal, NoReturn, TypeAlias, cast
 
 from tether._race import neutralize, reraise_task_cancellation, signal_aborted, start_cleanup
 from tether._text import is_non_empty
-from tether._types import is_awaitable
+from tether._types import instance_of, is_awaitable
 from tether.abort import AbortSignal
 from tether.evals.errors import (
     EvaluationCleanupErrors,
@@ -816,7 +816,7 @@ def _capture_options(
     timeout = _integer(cleanup_timeout_ms, "cleanup_timeout_ms", 1, MAX_EVALUATION_CLEANUP_MS)
     if signal is None:
         signal = AbortSignal()
-    elif not isinstance(signal, AbortSignal):
+    elif not instance_of(signal, AbortSignal):
         _options_error("signal must be an AbortSignal")
     loaded = _tasks(tasks)
     if len(loaded) * repeat > MAX_EVALUATION_RUNS:

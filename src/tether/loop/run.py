@@ -50,7 +50,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import code_points, is_non_empty, message_of
-from tether._types import is_awaitable, type_of
+from tether._types import instance_of, is_awaitable, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.loop.checks import (
     InvalidTranscript,
@@ -176,9 +176,9 @@ def run_agent_loop(
         open_stream = None
     if not callable(open_stream):
         raise TypeError("model.stream must be a function")
-    if not isinstance(tools, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not instance_of(tools, ToolRegistry):
         raise TypeError("tools must be a ToolRegistry (e.g. ToolRegistry([my_tool]))")
-    if signal is not None and not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if signal is not None and not instance_of(signal, AbortSignal):
         raise TypeError("signal must be an AbortSignal or None")
     if hooks is not None and type_of(hooks) is not ToolHooks:
         raise TypeError("hooks must be a ToolHooks or None")

@@ -30,7 +30,7 @@ from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import check_signal, neutralize, race
 from tether._text import is_non_empty, message_of
-from tether._types import is_awaitable, type_of
+from tether._types import instance_of, is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.messages import (
@@ -380,7 +380,7 @@ async def execute_tool_call(
     ``ToolContractError`` (``INVALID_TOOL_CALL``) for a registry or call that is not usable.
     """
     check_signal(signal)
-    if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not instance_of(registry, ToolRegistry):
         raise ToolContractError("INVALID_TOOL_CALL", "execute_tool_call requires a ToolRegistry")
     call = _snapshot_call(tool_call, signal)
     try:

@@ -32,10 +32,13 @@
   until the callback has finally settled), ``discover`` raises and ``activate``, ``emit`` and
   ``dispose`` return failed futures, all with ``EXTENSION_REENTRANT_OPERATION``.
 
-Caller objects are read defensively: exact ``list``/``tuple``/``dict`` types only, the
+Caller objects are read defensively: by their real class (``type()``, never a faked
+``__class__``), exact ``list``/``tuple``/``dict`` types only, the
 ``ResourceLoader``/``ToolRegistry`` classes' own methods (a subclass's overrides are never
 called), and instance functions through ``inspect.getattr_static`` (no ``__getattr__``,
-property or other descriptor code runs; an accessor counts as "not a function").
+property or other descriptor code runs; an accessor counts as "not a function"). A signal is
+an ``AbortSignal`` or a subclass of one, the rule ``run_agent_loop`` applies
+(``tether._types.instance_of``); its state is read through the class.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from typing import Any, Final, Literal, TypeVar, cast, get_args
 
 from tether._race import follow_signal, observe, signal_aborted, signal_reason
 from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._types import instance_of, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.agent.extensions._instance import ACCESSOR, MISSING, read_function
 from tether.agent.extensions._scope import in_scope, invoke
@@ -167,7 +170,7 @@ class ExtensionHost:
         if tools is None:
             return ToolRegistry()
         kind = type_of(tools)
-        if isinstance(tools, ToolRegistry) and kind.__getattribute__ is object.__getattribute__:
+        if instance_of(tools, ToolRegistry) and kind.__getattribute__ is object.__getattribute__:
             return ToolRegistry.snapshot(tools)
         if kind is list or kind is tuple:
             registry = ToolRegistry()
@@ -329,7 +332,7 @@ class ExtensionHost:
             return self._rejected(_error("EXTENSION_REENTRANT_OPERATION", _REENTRANT))
         if signal is not None:
             try:
-                if type_of(signal) is not AbortSignal:
+                if not instance_of(signal, AbortSignal):  # the rule of run_agent_loop
                     raise TypeError
                 signal_aborted(signal)
             except Exception:

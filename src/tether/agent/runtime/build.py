@@ -31,6 +31,7 @@ import os
 from typing import Any, cast
 
 from tether._text import message_of
+from tether._types import instance_of
 from tether.agent.agent import Agent
 from tether.agent.extensions import ExtensionHost
 from tether.agent.persistence import SessionRecorder, resume_agent
@@ -191,7 +192,7 @@ def _created(path: str) -> tuple[Identity, bytes]:
 
 
 def _is_agent(value: object) -> bool:
-    return isinstance(value, Agent) and not value.is_running
+    return instance_of(value, Agent) and not value.is_running
 
 
 async def build_runtime(
@@ -258,7 +259,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         ),
         override=factories.create_tools,
         default=build.tools,
-        guard=lambda value: isinstance(value, ToolRegistry),
+        guard=lambda value: instance_of(value, ToolRegistry),
     )
     resources = await invoke_factory(
         label="Resources",
@@ -267,7 +268,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         input_value=RuntimeResourcesInput(workspace=public, roots=shared.resource_roots),
         override=factories.create_resources,
         default=build.resources,
-        guard=lambda value: isinstance(value, ResourceLoader),
+        guard=lambda value: instance_of(value, ResourceLoader),
     )
     store = await invoke_factory(
         label="Session",
@@ -276,7 +277,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         input_value=RuntimeSessionInput(workspace=public, options=build.store_options),
         override=factories.create_session,
         default=build.session,
-        guard=lambda value: isinstance(value, SessionStore),
+        guard=lambda value: instance_of(value, SessionStore),
         register=lambda value: ledger.add(
             "Session", value, resource_key=SessionStore.canonical_path_of(value)
         ),
@@ -300,7 +301,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         ),
         override=factories.create_extensions,
         default=build.extensions,
-        guard=lambda value: isinstance(value, ExtensionHost),
+        guard=lambda value: instance_of(value, ExtensionHost),
         register=lambda value: build.register_host(cast(ExtensionHost, value)),
     )
     agent = await invoke_factory(

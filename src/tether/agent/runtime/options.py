@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, cast
 
 from tether._text import JS_WHITESPACE, is_non_empty, message_of
-from tether._types import real_items, type_of
+from tether._types import instance_of, real_items, type_of
 from tether.abort import AbortSignal
 from tether.agent.auto_compaction import AutoCompaction
 from tether.agent.extensions import ExtensionDefinition
@@ -369,7 +369,7 @@ def _bind(model: object) -> BoundModel:
 
 
 def _tools(value: object) -> ToolRegistry:
-    if isinstance(value, ToolRegistry):
+    if instance_of(value, ToolRegistry):
         return ToolRegistry.snapshot(value)
     items = _sequence(value, "Runtime tools")
     try:
