@@ -18,6 +18,7 @@ the timeouts under test are short real intervals (they are what is tested).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -89,3 +90,70 @@ async def test_a_signal_subclass_is_accepted_where_run_agent_loop_accepts_it(
         await host.activate("ext", signal)
         await host.dispose()
     assert len(activated) == 1
+
+
+# -- item 14: an override's own host is disposed when its fallback fails ---------------------
+
+
+def _runtime_options(cwd: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "cwd": cwd,
+        "session": {"path": "session.jsonl", "mode": "create"},
+        "model": ScriptedModel([text_reply("hi")]),
+        **extra,
+    }
+
+
+class _Logged:
+    """An extension whose activation and disposal are logged; either may fail."""
+
+    def __init__(self, log: list[str], name: str, *, refuse: bool = False) -> None:
+        self.log = log
+        self.name = name
+        self.refuse = refuse
+
+    def activate(self, context: Any) -> None:
+        self.log.append(f"{self.name}:activate")
+        if self.refuse and self.name == "default":
+            raise ValueError("activation refused")
+
+    def dispose(self) -> None:
+        self.log.append(f"{self.name}:dispose")
+        if self.refuse and self.name == "mine":
+            raise ValueError("mine cannot dispose")
+
+
+async def test_an_override_whose_fallback_fails_has_its_own_host_disposed(tmp_path: Path) -> None:
+    from tether.agent.runtime import RuntimeAggregateError, TetherRuntimeError, create_runtime
+
+    log: list[str] = []
+    hosts: list[ExtensionHost] = []
+
+    async def extensions_factory(spec: Any, fallback: Callable[..., Any]) -> ExtensionHost:
+        fallback(spec)  # started, never awaited here: it fails
+        host = ExtensionHost(resources=spec.resources, tools=spec.tools)
+        host.discover(
+            [ExtensionDefinition(id="mine", create=lambda: _Logged(log, "mine", refuse=True))]
+        )
+        await host.activate("mine")
+        hosts.append(host)
+        return host
+
+    default = ExtensionDefinition(id="default", create=lambda: _Logged(log, "default", refuse=True))
+    with pytest.raises(TetherRuntimeError) as caught:
+        async with asyncio.timeout(GUARD):
+            await create_runtime(
+                _runtime_options(
+                    tmp_path,
+                    extensions=[default],
+                    factories={"create_extensions": extensions_factory},
+                )
+            )
+    assert caught.value.code == "RUNTIME_CONSTRUCTION_FAILED"
+    assert "mine:dispose" in log  # the override's host was disposed, not leaked
+    assert [m.status for m in hosts[0].extensions] == ["disposed"]
+    group = caught.value.__cause__
+    assert isinstance(group, RuntimeAggregateError)
+    codes = [getattr(error, "code", None) for error in group.errors]
+    assert "EXTENSION_DISPOSAL_FAILED" in codes  # the disposal failure is reported too
+    assert any("activation refused" in str(getattr(e, "__cause__", e)) for e in group.errors)
