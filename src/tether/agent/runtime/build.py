@@ -7,9 +7,10 @@
    this call made is recorded with its identity and bytes, so rollback can prove it is still
    the file it made before removing it). The product must be a store on the runtime's session
    file; a ``SessionTree`` is built on it (active leaf = last record).
-5. Extensions: an ``ExtensionHost`` over the resources and the tools step's product; every
-   definition discovered, then activated in order (on failure the host is disposed; when
-   cancelled it is recorded in the ledger, so the rollback disposes it).
+5. Extensions: an ``ExtensionHost`` over the resources and the tools step's product (bounded
+   by ``extension_timeout``); every definition discovered, then activated in order (on
+   failure the host is disposed; when cancelled it is recorded in the ledger, so the rollback
+   disposes it).
 6. Agent: ``resume_agent(session, model, tools=host.tools, max_steps, **agent_options)``.
    A runtime built to replace one on the same file (the claim is shared) must not write the
    file before it is published: its default factory passes a ``SessionRecorder`` of its own,
@@ -135,7 +136,9 @@ class _Construction:
         return store
 
     async def extensions(self, spec: RuntimeExtensionsInput) -> ExtensionHost:
-        host = ExtensionHost(resources=spec.resources, tools=spec.tools)
+        host = ExtensionHost(
+            resources=spec.resources, tools=spec.tools, timeout=self.shared.extension_timeout
+        )
         try:
             host.discover(list(spec.definitions))
             for definition in spec.definitions:
