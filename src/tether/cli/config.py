@@ -20,6 +20,8 @@ settings below. It is read with ``tomllib``, at most 1 MiB, and only if it is a 
 
     extensions = ["hello"]                   # installed extensions to load (entry points
                                              # of group "tether.extensions", by name)
+    extension_timeout = 30                   # seconds an extension's activation, or one of
+                                             # its cleanups, may take (then it fails)
 
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false
@@ -58,6 +60,7 @@ __all__ = [
     "APPROVABLE_TOOLS",
     "CONFIG_ENV",
     "DEFAULT_APPROVE",
+    "DEFAULT_EXTENSION_TIMEOUT",
     "MAX_CONFIG_BYTES",
     "CliConfig",
     "CliConfigError",
@@ -73,6 +76,9 @@ CONFIG_ENV: Final = "TETHER_CONFIG"
 """The environment variable that, when set and not empty, is the config file's path."""
 MAX_CONFIG_BYTES: Final = 1 << 20
 """The largest config file read."""
+DEFAULT_EXTENSION_TIMEOUT: Final = 30.0
+"""Seconds an extension's activation, or one of its cleanups, may take by default
+(``tether.agent.extensions.EXTENSION_TIMEOUT``; a test keeps them equal)."""
 
 ConfigApi: TypeAlias = Literal["openai-chat", "anthropic-messages"]
 """The wire API of a custom provider (``tether.providers.catalog.ProviderApi``)."""
@@ -90,7 +96,14 @@ APPROVABLE_TOOLS: Final = (
 DEFAULT_APPROVE: Final = ("write_file", "edit_file", "bash", "python_process")
 """The tools asked about before they run, unless the config says otherwise."""
 
-_TOP_KEYS: Final = ("default_model", "extensions", "providers", "models", "tools")
+_TOP_KEYS: Final = (
+    "default_model",
+    "extensions",
+    "extension_timeout",
+    "providers",
+    "models",
+    "tools",
+)
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MODEL_KEYS: Final = ("context_window", "max_output_tokens")
 _TOOL_KEYS: Final = ("auto_approve", "approve")
@@ -184,6 +197,9 @@ class CliConfig:
     extensions: tuple[str, ...] = ()
     """Names of installed extensions (entry points of group ``tether.extensions``) that
     ``tether chat`` activates, in this order."""
+    extension_timeout: float = DEFAULT_EXTENSION_TIMEOUT
+    """Seconds one activation of an extension, or one of its cleanups, may take in
+    ``tether chat`` before it fails ``EXTENSION_TIMED_OUT``."""
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -273,6 +289,7 @@ class _Reader:
         models = self.models(data.get("models", {}), names)
         tools = self.tools(data.get("tools", {}))
         extensions = self.extensions(data.get("extensions", []))
+        timeout = self.seconds(data.get("extension_timeout", DEFAULT_EXTENSION_TIMEOUT))
         return CliConfig(
             path=self.path,
             found=True,
@@ -281,7 +298,13 @@ class _Reader:
             models=MappingProxyType(models),
             tools=tools,
             extensions=extensions,
+            extension_timeout=timeout,
         )
+
+    def seconds(self, value: object) -> float:
+        if (type(value) is int or type(value) is float) and 0 < value <= 86_400:
+            return float(value)  # NaN fails the comparison
+        raise self.fail("'extension_timeout' must be a number of seconds from 0 to 86400")
 
     def extensions(self, value: object) -> tuple[str, ...]:
         if not isinstance(value, list):
