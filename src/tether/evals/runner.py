@@ -863,6 +863,25 @@ def work_items(
 # -- The evaluation -----------------------------------------------------------------------------
 
 
+def _is_cancellation(error: object) -> bool:
+    return isinstance(error, EvaluationInfrastructureError) and error.code == "EVALUATION_CANCELLED"
+
+
+def _initiating(primary: EvaluationInfrastructureError) -> Exception | None:
+    """The failure that started it all, first in the aggregate: the primary itself, or, when
+    the primary is a run's cleanup failure, that run's own cancellation (an external abort
+    its cleanup then failed after), which the run put first among its errors."""
+    if primary.code != "EVALUATION_CLEANUP_FAILED":
+        return primary
+    nested = primary.errors
+    first = nested[0] if nested else None
+    return (
+        first
+        if isinstance(first, EvaluationInfrastructureError) and _is_cancellation(first)
+        else None
+    )
+
+
 def _outcome(
     result: object, items: tuple[EvaluationWorkItem, ...], candidate_id: str
 ) -> EvaluationReport:
@@ -888,17 +907,13 @@ def _outcome(
         ]
         if not cleanup:
             raise primary
-        causes: list[Exception] = []
-        if primary.code != "EVALUATION_CLEANUP_FAILED":
-            causes.append(primary)
+        lead = _initiating(primary)
+        causes: list[Exception] = [] if lead is None else [lead]
         for failure in cleanup:
             for nested in failure.errors:
-                if nested is primary or not isinstance(nested, Exception):
+                if nested is primary or nested is lead or not isinstance(nested, Exception):
                     continue
-                if (
-                    isinstance(nested, EvaluationInfrastructureError)
-                    and nested.code == "EVALUATION_CANCELLED"
-                ):
+                if _is_cancellation(nested):
                     continue
                 causes.append(nested)
         aggregate = EvaluationCleanupErrors(_MESSAGES["EVALUATION_CLEANUP_FAILED"], causes)
@@ -936,8 +951,8 @@ async def run_evaluation(
 
     Raises ``EvaluationInfrastructureError``: ``EVALUATION_INVALID_OPTIONS`` for bad options,
     ``EVALUATION_CANCELLED`` when ``signal`` is (or becomes) aborted, otherwise the first
-    failure of a run, or ``EVALUATION_CLEANUP_FAILED`` aggregating every cleanup failure
-    (see the module docstring). ``on_run`` is called with each run's report or failure as it
+    failure of a run, or ``EVALUATION_CLEANUP_FAILED`` aggregating every cleanup failure,
+    after the failure that started it (after an external abort: ``EVALUATION_CANCELLED``). ``on_run`` is called with each run's report or failure as it
     settles (it must not raise).
     """
     options = _capture_options(
