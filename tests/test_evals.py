@@ -2224,9 +2224,7 @@ async def test_cancelled_error_raised_by_caller_code_is_a_step_failure() -> None
     assert probe.log[-1] == "cleanup /ws/run-000001"
 
 
-async def test_after_an_external_abort_the_cleanup_aggregate_keeps_the_cancellation_first() -> (
-    None
-):
+async def test_after_an_external_abort_the_cleanup_aggregate_keeps_the_cancellation_first() -> None:
     """The run is cancelled from outside while it runs, then its runtime's dispose fails: the
     evaluation fails EVALUATION_CLEANUP_FAILED whose aggregate starts with the cancellation
     (the initiating failure), then the cleanup failure."""

@@ -53,7 +53,8 @@ data directory follows the XDG rules of ``tether.agent.session.default_sessions_
 ``-r ID`` resumes a session (an ID or unique prefix); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
 ``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}}``, rewritten atomically
-whenever a chat creates a session.
+whenever a chat creates a session. An index that is not a regular file, is larger than 4 MiB
+or is not that JSON is ignored (and replaced at the next rewrite).
 
 The model, the tools and the agent are built when the first prompt is sent; the modules
 they need are imported on a background thread started once the first prompt is drawn, so
@@ -120,6 +121,8 @@ APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o / [a]lways for {name}: "
 DECLINED: Final = "the user declined"
 """The reason a declined call gives the model (``BlockToolCall``)."""
 INDEX_NAME: Final = "cwd-index.json"
+MAX_INDEX_BYTES: Final = 4 << 20
+"""The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
 HISTORY_NAME: Final = "chat-history"
 _INTERRUPT: Final = "Interrupted by the user"
 _EXIT_INTERRUPTED: Final = 130
@@ -240,10 +243,14 @@ def chat_data_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def _read_index(path: Path) -> dict[str, str]:
+    """The index's sessions by directory; ``{}`` when it is missing, is not a regular file
+    (a FIFO cannot hold the chat: ``tether.cli.reading``), is larger than
+    ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply included)."""
+    from tether.cli.reading import UnreadableFile, read_regular_file
+
     try:
-        with open(path, encoding="utf-8") as file:
-            data: object = json.load(file)
-    except (OSError, ValueError):
+        data: object = json.loads(read_regular_file(path, limit=MAX_INDEX_BYTES))
+    except (UnreadableFile, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict):
         return {}

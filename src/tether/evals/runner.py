@@ -952,8 +952,8 @@ async def run_evaluation(
     Raises ``EvaluationInfrastructureError``: ``EVALUATION_INVALID_OPTIONS`` for bad options,
     ``EVALUATION_CANCELLED`` when ``signal`` is (or becomes) aborted, otherwise the first
     failure of a run, or ``EVALUATION_CLEANUP_FAILED`` aggregating every cleanup failure,
-    after the failure that started it (after an external abort: ``EVALUATION_CANCELLED``). ``on_run`` is called with each run's report or failure as it
-    settles (it must not raise).
+    after the failure that started it (after an external abort: ``EVALUATION_CANCELLED``).
+    ``on_run`` is called with each run's report or failure as it settles (it must not raise).
     """
     options = _capture_options(
         candidate=candidate,
