@@ -146,8 +146,8 @@ COMMANDS: Final = {
 HELP: Final = (
     "commands:\n"
     + "".join(f"  /{name:<9} {text}\n" for name, text in COMMANDS.items())
-    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn or clears "
-    "the line · Ctrl-D exits\n"
+    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn (or a "
+    "runtime being built) or clears the line · Ctrl-D exits\n"
 )
 """What ``/help`` prints."""
 
