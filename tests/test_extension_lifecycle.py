@@ -438,3 +438,25 @@ async def test_a_runtime_bounds_its_extensions_with_extension_timeout(tmp_path: 
         with pytest.raises(TetherRuntimeError) as refused:
             await create_runtime(_runtime_options(tmp_path, extension_timeout=bad))
         assert refused.value.code == "RUNTIME_INVALID_OPTIONS"
+
+
+async def test_a_product_finished_as_the_abort_lands_is_disposed(tmp_path: Path) -> None:
+    """The factory returns at the very moment its activation is aborted: the host does not
+    take the product (the abort won), so it disposes it."""
+    from tether import AbortController
+
+    log: list[str] = []
+    controller = AbortController()
+
+    async def create() -> _Late:
+        asyncio.get_running_loop().call_soon(controller.abort)  # lands before the host looks
+        return _Late(log)
+
+    host = ExtensionHost(resources=await loader(tmp_path))
+    host.discover([ExtensionDefinition(id="photo-finish", create=create)])
+    async with asyncio.timeout(GUARD):
+        with pytest.raises(ExtensionError) as caught:
+            await host.activate("photo-finish", controller.signal)
+        assert caught.value.code == "EXTENSION_CANCELLED"
+        await host.dispose()
+    assert log == ["dispose"]

@@ -123,9 +123,9 @@ async def invoke(
             return await task
         return await race(signal, task)
     except BaseException as error:
+        if late is not None:  # the caller stopped waiting: what the task makes comes late
+            task.add_done_callback(late.from_task)  # (now, if it already made it)
         if not task.done():
-            if late is not None:
-                task.add_done_callback(late.from_task)
             task.cancel()
             await _unwind(task, abandoned)
         if isinstance(error, asyncio.CancelledError):
