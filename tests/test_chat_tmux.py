@@ -459,6 +459,21 @@ def extension_chat_env(tmp_path: Path, site: Path, config: str) -> dict[str, str
     return chat_env(tmp_path) | {"PYTHONPATH": str(site)}
 
 
+def start_hang_chat(tmux: Tmux, tmp_path: Path, url: str, *, timeout: str, marker: str) -> Path:
+    """``tether chat`` with the ``hang`` extension (``extension_timeout = timeout``) in the
+    project, which holds the ``marker`` file; returns the project directory."""
+    site = installed_extension(tmp_path, "hang", "tether_hang_test", _HANG_EXTENSION, "Hang")
+    config = f'extensions = ["hang"]\nextension_timeout = {timeout}\n'
+    project = workspace(tmp_path)
+    (project / marker).write_text("", encoding="utf-8")
+    tmux.start(
+        [str(TETHER), "chat", "--model", MODEL, "--base-url", url],
+        env=extension_chat_env(tmp_path, site, config),
+        cwd=project,
+    )
+    return project
+
+
 async def test_ctrl_c_cancels_a_runtime_whose_extension_never_activates(
     tmp_path: Path, tmux: Tmux
 ) -> None:
@@ -466,19 +481,13 @@ async def test_ctrl_c_cancels_a_runtime_whose_extension_never_activates(
     cancels the build (rolled back, nothing recorded), the prompt comes back, and after the
     marker is gone the next prompt builds a runtime and is answered. Then ``/cd`` into a
     directory where it hangs again: Ctrl-C keeps the current runtime, which still answers."""
-    site = installed_extension(tmp_path, "hang", "tether_hang_test", _HANG_EXTENSION, "Hang")
-    env = extension_chat_env(tmp_path, site, 'extensions = ["hang"]\nextension_timeout = 600\n')
-    project = workspace(tmp_path)
-    (project / "hang-activate").write_text("", encoding="utf-8")
     other = tmp_path / "other"
     other.mkdir()
     (other / "hang-activate").write_text("", encoding="utf-8")
     async with ReplayServer() as server:
         server.respond(text_reply("First answer."))
         server.respond(text_reply("Second answer."))
-        tmux.start(
-            [str(TETHER), "chat", "--model", MODEL, "--base-url", server.url], env=env, cwd=project
-        )
+        project = start_hang_chat(tmux, tmp_path, server.url, timeout="600", marker="hang-activate")
         await tmux.wait_for(PROMPT)
         await say(tmux, "hello")
         await tmux.wait_for("hang: activating in project")
@@ -508,15 +517,7 @@ async def test_ctrl_c_cancels_a_runtime_whose_extension_never_activates(
 async def test_an_extension_over_its_bound_fails_the_turn_with_a_message(
     tmp_path: Path, tmux: Tmux
 ) -> None:
-    site = installed_extension(tmp_path, "hang", "tether_hang_test", _HANG_EXTENSION, "Hang")
-    env = extension_chat_env(tmp_path, site, 'extensions = ["hang"]\nextension_timeout = 0.2\n')
-    project = workspace(tmp_path)
-    (project / "hang-activate").write_text("", encoding="utf-8")
-    tmux.start(
-        [str(TETHER), "chat", "--model", MODEL, "--base-url", "http://127.0.0.1:9/v1"],
-        env=env,
-        cwd=project,
-    )
+    start_hang_chat(tmux, tmp_path, "http://127.0.0.1:9/v1", timeout="0.2", marker="hang-activate")
     await tmux.wait_for(PROMPT)
     await say(tmux, "hello")
     screen = await tmux.wait_for('Extension "hang" activation did not finish within 0.2 s')
@@ -527,15 +528,9 @@ async def test_an_extension_over_its_bound_fails_the_turn_with_a_message(
 async def test_ctrl_c_at_exit_stops_waiting_for_an_extension_that_never_disposes(
     tmp_path: Path, tmux: Tmux
 ) -> None:
-    site = installed_extension(tmp_path, "hang", "tether_hang_test", _HANG_EXTENSION, "Hang")
-    env = extension_chat_env(tmp_path, site, 'extensions = ["hang"]\nextension_timeout = 600\n')
-    project = workspace(tmp_path)
-    (project / "hang-dispose").write_text("", encoding="utf-8")
     async with ReplayServer() as server:
         server.respond(text_reply("Answered."))
-        tmux.start(
-            [str(TETHER), "chat", "--model", MODEL, "--base-url", server.url], env=env, cwd=project
-        )
+        start_hang_chat(tmux, tmp_path, server.url, timeout="600", marker="hang-dispose")
         await tmux.wait_for(PROMPT)
         await say(tmux, "hello")
         await tmux.wait_for("Answered.")

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -176,6 +176,28 @@ class _Late:
         self.log.append("dispose")
 
 
+async def _disposed_while_creating(
+    tmp_path: Path,
+    create: Callable[[], Any],
+    started: Awaitable[object],
+    finish: Callable[[], None],
+) -> None:
+    """Activate an extension made by ``create``; once ``started``, dispose the host (the
+    activation fails ``EXTENSION_CANCELLED``), then ``finish`` the factory's work and wait
+    for the disposal."""
+    host = ExtensionHost(resources=await loader(tmp_path))
+    host.discover([ExtensionDefinition(id="late", create=create)])
+    activation = host.activate("late")
+    async with asyncio.timeout(GUARD):
+        await started
+        disposal = host.dispose()
+        with pytest.raises(ExtensionError) as caught:
+            await activation
+        assert caught.value.code == "EXTENSION_CANCELLED"
+        finish()
+        await disposal
+
+
 async def test_a_factory_coroutine_ignoring_cancellation_has_its_late_product_disposed(
     tmp_path: Path,
 ) -> None:
@@ -190,17 +212,7 @@ async def test_a_factory_coroutine_ignoring_cancellation_has_its_late_product_di
         await finish.wait()  # and finishes later anyway
         return _Late(log)
 
-    host = ExtensionHost(resources=await loader(tmp_path))
-    host.discover([ExtensionDefinition(id="late", create=create)])
-    activation = host.activate("late")
-    async with asyncio.timeout(GUARD):
-        await entered.wait()
-        disposal = host.dispose()
-        with pytest.raises(ExtensionError) as caught:
-            await activation
-        assert caught.value.code == "EXTENSION_CANCELLED"
-        finish.set()
-        await disposal
+    await _disposed_while_creating(tmp_path, create, entered.wait(), finish.set)
     assert log == ["dispose"]
 
 
@@ -219,17 +231,7 @@ async def test_a_factory_future_a_thread_resolves_late_has_its_product_disposed(
     def create() -> asyncio.Future[_Late]:
         return asyncio.get_running_loop().run_in_executor(None, make)
 
-    host = ExtensionHost(resources=await loader(tmp_path))
-    host.discover([ExtensionDefinition(id="threaded", create=create)])
-    activation = host.activate("threaded")
-    async with asyncio.timeout(GUARD):
-        await asyncio.to_thread(started.wait, GUARD)
-        disposal = host.dispose()
-        with pytest.raises(ExtensionError) as caught:
-            await activation
-        assert caught.value.code == "EXTENSION_CANCELLED"
-        go.set()
-        await disposal
+    await _disposed_while_creating(tmp_path, create, asyncio.to_thread(started.wait, GUARD), go.set)
     assert log == ["dispose"]
 
 
