@@ -1082,7 +1082,7 @@ def _explain(error: BaseException, depth: int = 0) -> str:
         inner = "; ".join(_explain(part, depth + 1) for part in parts)
     else:
         inner = _explain(cause, depth + 1)
-    return text if inner == text else f"{text} ({inner})"
+    return text if inner in text else f"{text} ({inner})"  # said once, not twice
 
 
 def _directory(cwd: Path, argument: str) -> Path | str:
