@@ -323,6 +323,30 @@ def test_a_key_pasted_as_a_toml_key_is_never_echoed(env: Path, text: str) -> Non
     assert len(message) < 400
 
 
+_KEY_EDGE = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-.", max_size=12)
+_KEY_RUN = st.text(
+    alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    min_size=16,
+    max_size=40,
+)
+
+
+@given(_KEY_EDGE, _KEY_RUN, _KEY_EDGE, st.sampled_from(["{k} = 1", "[tools]\n{k} = 1"]))
+def test_no_key_holding_a_secret_like_run_is_ever_echoed(
+    prefix: str, run: str, suffix: str, form: str
+) -> None:
+    import tempfile
+
+    key = f"{prefix}{run}{suffix}"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "config.toml"
+        path.write_text(form.format(k=f'"{key}"') + "\n", encoding="utf-8")
+        with pytest.raises(CliConfigError) as caught:
+            load_config(path)
+    assert run not in str(caught.value)
+    assert f"<a {len(key)}-character key, not shown>" in str(caught.value)
+
+
 def test_a_short_unknown_key_is_still_named(env: Path) -> None:
     env.write_text('[providers.box]\nbase-url = "http://b"\n', encoding="utf-8")
     with pytest.raises(CliConfigError, match=r"unknown key 'providers\.box\.base-url'"):
