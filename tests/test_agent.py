@@ -998,3 +998,25 @@ async def test_calls_left_by_a_truncated_turn_are_closed_for_the_next_request() 
     second = await bounded(agent.run("try again"))
     assert second.status == "completed"
     assert model.requests[1].messages[2] == closing
+
+
+class _AwaitRaises:
+    """An awaitable to Python (``inspect.isawaitable``) whose ``await`` fails at once: its
+    class defines ``__await__`` as a property that raises."""
+
+    @property
+    def __await__(self) -> Callable[[], Any]:
+        raise RuntimeError("await refused")
+
+
+async def test_a_subscriber_returning_an_awaitable_whose_await_raises_is_recorded() -> None:
+    agent = Agent(model=ScriptedModel([text_reply("x")]))
+    agent.subscribe(lambda event, signal: _AwaitRaises())
+    result = await bounded(agent.run("hi"))
+    assert result.status == "completed"
+    await bounded(agent.wait_for_subscribers())
+    assert [(e.event_type, e.message) for e in agent.subscriber_errors] == [
+        ("message.accepted", "await refused"),
+        ("model.chunk", "await refused"),
+        ("run.finished", "await refused"),
+    ]

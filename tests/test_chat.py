@@ -7,13 +7,15 @@ the command line is checked through ``main()``.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -792,3 +794,140 @@ async def test_chat_tools_never_see_the_key_unless_passed_through(
         assert isinstance(result, ToolResultMessage)
         shown = f"[{FAKE_KEY}]" if passed else "[]"
         assert f"--- stdout ---\n{shown}\n" in result.content
+
+
+# --- stuck extensions: Ctrl-C and the bound (issue 25, item 2) -------------------------------
+
+T = TypeVar("T")
+GUARD = 15.0
+"""The most a wait below lasts before the test fails."""
+
+
+class Gate:
+    """An extension whose ``activate`` (or ``dispose``) blocks while its workspace holds a
+    marker file (``hang-activate`` / ``hang-dispose``), after setting ``entered``."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.log: list[str] = []
+
+    def definition(self) -> ExtensionDefinition:
+        gate = self
+
+        class Instance:
+            root = Path()
+
+            async def activate(self, context: ExtensionContext) -> None:
+                self.root = Path(context.resources.roots[0].directory)
+                gate.log.append(f"activate {self.root.name}")
+                if (self.root / "hang-activate").exists():
+                    gate.entered.set()
+                    await gate.release.wait()
+
+            async def dispose(self) -> None:
+                gate.log.append(f"dispose {self.root.name}")
+                if (self.root / "hang-dispose").exists():
+                    gate.entered.set()
+                    await gate.release.wait()
+
+        return ExtensionDefinition(id="gate", create=Instance)
+
+
+async def bounded(awaitable: Awaitable[T]) -> T:
+    async with asyncio.timeout(GUARD):
+        return await awaitable
+
+
+async def test_ctrl_c_cancels_a_runtime_being_built_and_the_chat_goes_on(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    gate = Gate()
+    model = ScriptedModel([ScriptedReply(text=("answered",))])
+    chat, buffer = make_chat(tmp_path, config, model, extensions=(gate.definition(),))
+    marker = tmp_path / "project" / "hang-activate"
+    marker.write_text("", encoding="utf-8")
+    turn = asyncio.ensure_future(chat.turn("hello"))
+    await bounded(gate.entered.wait())
+    assert chat.interrupt() == "operation"
+    assert await bounded(turn) is None
+    assert chat.runtime is None
+    marker.unlink()
+    result = await bounded(chat.turn("hello again"))
+    assert result is not None
+    assert result.status == "completed"
+    await bounded(chat.close())
+    text = shown(buffer)
+    assert "(cancelled: the turn was not sent)" in text
+    assert "answered" in text
+    assert gate.log == [
+        "activate project",
+        "dispose project",
+        "activate project",
+        "dispose project",
+    ]
+    assert [m.content for m in model.requests[0].messages if m.role == "user"] == ["hello again"]
+
+
+async def test_ctrl_c_cancels_a_cd_whose_extension_hangs_and_the_runtime_stays(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    gate = Gate()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "hang-activate").write_text("", encoding="utf-8")
+    model = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("two",))])
+    chat, buffer = make_chat(tmp_path, config, model, extensions=(gate.definition(),))
+    await bounded(chat.turn("hello"))
+    runtime = chat.runtime
+    moving = asyncio.ensure_future(chat.command(Command("cd", str(other))))
+    await bounded(gate.entered.wait())
+    assert chat.interrupt() == "operation"
+    assert await bounded(moving) is True
+    assert chat.runtime is runtime  # the old runtime is current and usable
+    assert chat.cwd == tmp_path / "project"
+    result = await bounded(chat.turn("still here?"))
+    assert result is not None
+    assert result.status == "completed"
+    await bounded(chat.close())
+    assert "(cancelled: the current runtime stays)" in shown(buffer)
+    assert gate.log == ["activate project", "activate other", "dispose other", "dispose project"]
+
+
+async def test_an_activation_over_the_configured_bound_fails_naming_the_extension(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    import dataclasses
+
+    gate = Gate()
+    (tmp_path / "project").mkdir(exist_ok=True)
+    (tmp_path / "project" / "hang-activate").write_text("", encoding="utf-8")
+    quick = dataclasses.replace(config, extension_timeout=0.05)
+    model = ScriptedModel([ScriptedReply(text=("never",))])
+    chat, buffer = make_chat(tmp_path, quick, model, extensions=(gate.definition(),))
+    assert await bounded(chat.turn("hello")) is None
+    await bounded(chat.close())
+    text = shown(buffer)
+    assert "[RUNTIME_CONSTRUCTION_FAILED]" in text
+    assert text.count('Extension "gate" activation did not finish within 0.05 s') == 1
+    assert model.requests == ()
+
+
+async def test_ctrl_c_while_closing_stops_waiting_for_a_stuck_dispose(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    gate = Gate()
+    model = ScriptedModel([ScriptedReply(text=("one",))])
+    chat, buffer = make_chat(tmp_path, config, model, extensions=(gate.definition(),))
+    await bounded(chat.turn("hello"))
+    (tmp_path / "project" / "hang-dispose").write_text("", encoding="utf-8")
+    manager = chat._manager  # pyright: ignore[reportPrivateUsage]
+    assert manager is not None
+    closing = asyncio.ensure_future(chat.close())
+    await bounded(gate.entered.wait())
+    assert chat.interrupt() == "operation"
+    assert await bounded(closing) is False
+    assert "(not waiting for the runtime to close)" in shown(buffer)
+    gate.release.set()  # let the disposal, still going on, end with the test
+    await bounded(manager.dispose())
+    assert gate.log[-1] == "dispose project"

@@ -407,3 +407,159 @@ async def test_a_missing_extension_is_a_clear_error(tmux: Tmux, tmp_path: Path) 
     screen = tmux.screen()
     assert "[CLI_EXTENSION_UNAVAILABLE]" in screen
     assert "not-installed" in screen
+
+
+# --- extensions that hang, or exit at import (issue 25, items 2 and 11) -----------------------
+
+_HANG_EXTENSION = '''\
+"""A test extension: announces its activation and disposal on the terminal; blocks in either
+while its workspace holds a "hang-activate" or "hang-dispose" file."""
+
+import asyncio
+from pathlib import Path
+
+
+class Hang:
+    root = Path()
+
+    async def activate(self, context):
+        self.root = Path(context.resources.roots[0].directory)
+        print(f"hang: activating in {self.root.name}", flush=True)
+        if (self.root / "hang-activate").exists():
+            await asyncio.Event().wait()
+
+    async def dispose(self):
+        print(f"hang: disposing in {self.root.name}", flush=True)
+        if (self.root / "hang-dispose").exists():
+            await asyncio.Event().wait()
+'''
+
+
+def installed_extension(tmp_path: Path, name: str, module: str, source: str, target: str) -> Path:
+    """A directory holding ``module`` and a distribution whose entry point ``name`` (group
+    ``tether.extensions``) names ``module:target``: put it on ``PYTHONPATH``."""
+    folder = tmp_path / "site"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{module}.py").write_text(source, encoding="utf-8")
+    info = folder / f"{module}-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[tether.extensions]\n{name} = {module}:{target}\n", encoding="utf-8"
+    )
+    return folder
+
+
+def extension_chat_env(tmp_path: Path, site: Path, config: str) -> dict[str, str]:
+    path = tmp_path / "config" / "tether" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(config, encoding="utf-8")
+    return chat_env(tmp_path) | {"PYTHONPATH": str(site)}
+
+
+def start_hang_chat(tmux: Tmux, tmp_path: Path, url: str, *, timeout: str, marker: str) -> Path:
+    """``tether chat`` with the ``hang`` extension (``extension_timeout = timeout``) in the
+    project, which holds the ``marker`` file; returns the project directory."""
+    site = installed_extension(tmp_path, "hang", "tether_hang_test", _HANG_EXTENSION, "Hang")
+    config = f'extensions = ["hang"]\nextension_timeout = {timeout}\n'
+    project = workspace(tmp_path)
+    (project / marker).write_text("", encoding="utf-8")
+    tmux.start(
+        [str(TETHER), "chat", "--model", MODEL, "--base-url", url],
+        env=extension_chat_env(tmp_path, site, config),
+        cwd=project,
+    )
+    return project
+
+
+async def test_ctrl_c_cancels_a_runtime_whose_extension_never_activates(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """The first prompt builds the runtime; the extension's activate never finishes. Ctrl-C
+    cancels the build (rolled back, nothing recorded), the prompt comes back, and after the
+    marker is gone the next prompt builds a runtime and is answered. Then ``/cd`` into a
+    directory where it hangs again: Ctrl-C keeps the current runtime, which still answers."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "hang-activate").write_text("", encoding="utf-8")
+    async with ReplayServer() as server:
+        server.respond(text_reply("First answer."))
+        server.respond(text_reply("Second answer."))
+        project = start_hang_chat(tmux, tmp_path, server.url, timeout="600", marker="hang-activate")
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "hello")
+        await tmux.wait_for("hang: activating in project")
+        tmux.send("C-c")
+        await tmux.wait_for("(cancelled: the turn was not sent)")
+        await at_prompt(tmux)
+        assert session_files(tmp_path) == []  # the build was rolled back
+        (project / "hang-activate").unlink()
+        await say(tmux, "hello again")
+        await tmux.wait_for("First answer.")
+        await at_prompt(tmux)
+        await say(tmux, f"/cd {other}")
+        await tmux.wait_for("hang: activating in other")
+        tmux.send("C-c")
+        await tmux.wait_for("(cancelled: the current runtime stays)")
+        await at_prompt(tmux)
+        await say(tmux, "still there?")
+        await tmux.wait_for("Second answer.")
+        await quit_chat(tmux)
+    screen = tmux.screen()
+    assert screen.count("^C cancelling (Ctrl-C again quits at once)") == 2
+    assert "hang: disposing in other" in screen  # the cancelled candidate was rolled back
+    assert len(server.requests) == 2
+    assert_no_key_anywhere(tmux, tmp_path)
+
+
+async def test_an_extension_over_its_bound_fails_the_turn_with_a_message(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    start_hang_chat(tmux, tmp_path, "http://127.0.0.1:9/v1", timeout="0.2", marker="hang-activate")
+    await tmux.wait_for(PROMPT)
+    await say(tmux, "hello")
+    screen = await tmux.wait_for('Extension "hang" activation did not finish within 0.2 s')
+    assert "[RUNTIME_CONSTRUCTION_FAILED]" in screen
+    await quit_chat(tmux)
+
+
+async def test_ctrl_c_at_exit_stops_waiting_for_an_extension_that_never_disposes(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("Answered."))
+        start_hang_chat(tmux, tmp_path, server.url, timeout="600", marker="hang-dispose")
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "hello")
+        await tmux.wait_for("Answered.")
+        await at_prompt(tmux)
+        tmux.send("C-d")
+        await tmux.wait_for("hang: disposing in project")
+        tmux.send("C-c")
+        assert await tmux.wait_exit() == 130
+    screen = tmux.screen()
+    assert "(not waiting for the runtime to close)" in screen
+    assert "Traceback" not in screen
+    assert len(session_files(tmp_path)) == 1  # the conversation was recorded as it went
+
+
+async def test_an_extension_that_exits_at_import_is_reported_not_silent(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    site = installed_extension(
+        tmp_path, "quitter", "tether_quitter_test", "raise SystemExit(3)\n", "Never"
+    )
+    env = extension_chat_env(tmp_path, site, 'extensions = ["quitter"]\n')
+    tmux.start(
+        [str(TETHER), "chat", "--model", MODEL, "--base-url", "http://127.0.0.1:9/v1"],
+        env=env,
+        cwd=workspace(tmp_path),
+    )
+    assert await tmux.wait_exit() == 2
+    screen = tmux.screen()
+    assert "[CLI_EXTENSION_UNAVAILABLE]" in screen
+    assert "[EXTENSION_LOAD_FAILED]" in screen
+    assert "quitter" in screen
+    assert "SystemExit" in screen

@@ -365,7 +365,7 @@ def test_an_empty_file_is_the_defaults_too(tmp_path: Path) -> None:
         ("extensions = ['a b']\n", "may hold only entry point names"),
         ("extensions = [1]\n", "may hold only entry point names"),
         ("extensions = ['a', 'a']\n", "names 'a' twice"),
-        (f"x{'y' * 200} = 1\n", "unknown key 'xyyy"),
+        (f"x{'y' * 200} = 1\n", "unknown key '<a 201-character key, not shown>'"),
     ],
 )
 def test_each_rule_of_the_config_file(tmp_path: Path, text: str, fragment: str) -> None:

@@ -297,6 +297,12 @@ async def test_malformed_lines_are_answered_and_the_session_goes_on(tmp_path: Pa
                 "i",
                 "RPC_INVALID_REQUEST",
             ),
+            (
+                b'{"id": "j", "type": "set_model", "model": "openai/x",'
+                b' "baseUrl": "http://127.0.0.1:99999/v1"}\n',
+                "j",
+                "RPC_INVALID_REQUEST",
+            ),
             (b"[" * 100_000 + b"\n", None, "RPC_INVALID_JSON"),
         ]
         for line, request_id, code in cases:

@@ -2661,3 +2661,21 @@ def test_render_summary_prompt_is_bounded_even_by_a_tiny_budget() -> None:
     assert "[assistant thinking] plan" in rendered
     assert "opaque" not in rendered
     assert "[assistant] (no text)" in rendered
+
+
+async def test_a_summarizer_returning_an_awaitable_whose_await_raises_failed() -> None:
+    """Python awaits a value whose class defines ``__await__`` (even as a property); awaiting
+    this one raises, so the summarizer failed: it did not return an invalid summary."""
+
+    class AwaitRaises:
+        @property
+        def __await__(self) -> Callable[[], Any]:
+            raise RuntimeError("await refused")
+
+    context = base_context()
+    error = await fails_with(
+        "CONTEXT_SUMMARIZER_FAILED",
+        compact_context(context, options(context, hostile(lambda r, s: AwaitRaises()), 50)),
+    )
+    assert isinstance(error.__cause__, RuntimeError)
+    assert str(error.__cause__) == "await refused"

@@ -2222,3 +2222,30 @@ async def test_cancelled_error_raised_by_caller_code_is_a_step_failure() -> None
     error = await failure(evaluate(probe, candidate, make_source(1)))
     assert error.code == "EVALUATION_RUNTIME_FACTORY_FAILED"
     assert probe.log[-1] == "cleanup /ws/run-000001"
+
+
+async def test_after_an_external_abort_the_cleanup_aggregate_keeps_the_cancellation_first() -> None:
+    """The run is cancelled from outside while it runs, then its runtime's dispose fails: the
+    evaluation fails EVALUATION_CLEANUP_FAILED whose aggregate starts with the cancellation
+    (the initiating failure), then the cleanup failure."""
+    probe = Probe()
+    controller = AbortController()
+    running = asyncio.Event()
+    refused = OSError("dispose refused")
+
+    async def waits(input: EvaluationRuntimeInput) -> object:
+        running.set()
+        await input.signal.wait()
+        raise AssertionError("unreachable: the abort wins the race")
+
+    candidate = Candidate(probe, waits, dispose_errors={"run-000001": refused})
+    task = asyncio.ensure_future(
+        evaluate(probe, candidate, make_source(1), signal=controller.signal)
+    )
+    await running.wait()
+    controller.abort(RuntimeError("stop the evaluation"))
+    error = await failure(task)
+    assert error.code == "EVALUATION_CLEANUP_FAILED"
+    codes = [getattr(nested, "code", None) for nested in error.errors]
+    assert codes[0] == "EVALUATION_CANCELLED"
+    assert error.errors[1:] == (refused,)

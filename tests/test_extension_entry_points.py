@@ -148,6 +148,7 @@ def _distribution(root: Path, name: str, version: str, entry_points: str) -> Non
 @pytest.fixture
 def fake_distributions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (tmp_path / "fake_ext_mod.py").write_text(MODULE, encoding="utf-8")
+    (tmp_path / "fake_ext_quits.py").write_text("raise SystemExit(3)\n", encoding="utf-8")
     _distribution(
         tmp_path,
         "fake-ext",
@@ -162,6 +163,7 @@ def fake_distributions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         "needsargs = fake_ext_mod:needs_args\n"
         "nosignature = builtins:dict\n"
         "\ufeffbom = fake_ext_mod:make\n"
+        "quits = fake_ext_quits:thing\n"
         "\n[tether.test_twice]\n"
         "twice = fake_ext_mod:make\n",
     )
@@ -170,6 +172,7 @@ def fake_distributions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     importlib.invalidate_caches()  # importlib.metadata's path caches included
     yield tmp_path
     sys.modules.pop("fake_ext_mod", None)
+    sys.modules.pop("fake_ext_quits", None)
     importlib.invalidate_caches()
 
 
@@ -238,6 +241,16 @@ def test_load_failures_name_the_entry_point_and_distribution(fake_distributions:
     with pytest.raises(ExtensionError) as caught:
         load_entry_point_extensions(group="tether.test_bad")
     assert caught.value.code == "EXTENSION_LOAD_FAILED"
+
+
+def test_an_extension_that_exits_at_import_fails_to_load(fake_distributions: Path) -> None:
+    error = raises(
+        lambda: load_entry_point_extensions(["quits"], group="tether.test_bad"),
+        "EXTENSION_LOAD_FAILED",
+        'Extension entry point "quits" (fake_ext_quits:thing) from distribution "fake-ext 1.0"'
+        " failed to load: SystemExit: 3",
+    )
+    assert isinstance(error.__cause__, SystemExit)
 
 
 def test_a_name_two_distributions_provide_is_refused(fake_distributions: Path) -> None:

@@ -1183,12 +1183,15 @@ def test_the_contract_docstring_points_at_the_real_decorator_module() -> None:
     assert "tether.tools.function" in doc
 
 
-def test_is_awaitable_lives_once_in_the_tools_package() -> None:
+def test_is_awaitable_is_the_one_rule_of_tether_types() -> None:
+    from tether import _types
+
+    assert is_awaitable is _types.is_awaitable
     coroutine = _ready()
     try:
         assert is_awaitable(coroutine)
     finally:
-        coroutine.close()
+        coroutine.close()  # pyright: ignore[reportUnknownMemberType, reportAttributeAccessIssue]
     assert not is_awaitable(42)
     for module in (contract, function, serialize):
         assert not hasattr(module, "_is_awaitable")

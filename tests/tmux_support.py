@@ -3,7 +3,9 @@
 ``Tmux`` owns one private tmux server (its own socket in a temporary directory, no user
 config: ``-f`` points at a file written here), so a test never touches a person's tmux and
 the finalizer can kill everything it started with ``kill-server``. The pane stays when the
-program exits (``remain-on-exit``), so a test can read its last screen and exit status.
+program exits (``remain-on-exit``), so a test can read its last screen and exit status, and
+the server stays when its last session is killed (``exit-empty off``): a test that starts a
+second program never races a server that is still exiting.
 
 Waiting is coordination, never a fixed sleep: ``wait_for`` polls ``capture-pane`` every
 ``POLL`` seconds until the text appears, and fails at an overall deadline with the screen
@@ -34,6 +36,7 @@ WIDTH: Final = 120
 HEIGHT: Final = 40
 
 _CONFIG: Final = """\
+set -s exit-empty off
 set -g remain-on-exit on
 set -g history-limit 5000
 set -g status off

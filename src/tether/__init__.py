@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from tether.agent.extensions import (
         ENTRY_POINT_GROUP,
         EXTENSION_ERROR_CODES,
+        EXTENSION_TIMEOUT,
         AgentEventHook,
         ExtensionAggregateError,
         ExtensionContext,
@@ -819,6 +820,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "tether.agent.extensions": (
         "ENTRY_POINT_GROUP",
         "EXTENSION_ERROR_CODES",
+        "EXTENSION_TIMEOUT",
         "AgentEventHook",
         "ExtensionAggregateError",
         "ExtensionContext",
@@ -980,6 +982,7 @@ __all__ = [
     "EVALUATION_ERROR_CODES",
     "EVALUATION_FIXTURE_SCHEMA_VERSION",
     "EXTENSION_ERROR_CODES",
+    "EXTENSION_TIMEOUT",
     "FIXTURE_CANDIDATE_ID",
     "JUDGE_SYSTEM_PROMPT",
     "MAX_AGENT_MESSAGES",

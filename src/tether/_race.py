@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Gener
 from typing import Any, Generic, TypeVar
 
 from tether._ownership import release_claim
+from tether._types import await_steps, is_awaitable
 from tether.abort import AbortController, AbortError, AbortSignal, abort_exception
 from tether.stream import EventStreamIterator
 
@@ -202,14 +203,12 @@ class NotAwaitableError(TypeError):
 
 
 def _steps_of(awaitable: Awaitable[Any]) -> Any:
-    """The object to send into: a coroutine itself, or what ``__await__`` returns."""
+    """The object to send into: what ``await`` would drive (``tether._types.await_steps``)."""
     if type(awaitable) is _COROUTINE:
         return awaitable
-    try:
-        method = type(awaitable).__await__
-    except AttributeError:
-        raise NotAwaitableError(f"{type(awaitable).__name__} object can't be awaited") from None
-    return method(awaitable)
+    if not is_awaitable(awaitable):
+        raise NotAwaitableError(f"{type(awaitable).__name__} object can't be awaited")
+    return await_steps(awaitable)
 
 
 def _abandon(

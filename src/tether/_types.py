@@ -1,18 +1,88 @@
-"""``type_of``: the exact class of a value, typed so pyright does not narrow the value.
+"""``type_of``: the exact class of a value, typed so pyright does not narrow the value; the
+rules built on it: ``instance_of``, and ``is_awaitable`` / ``await_steps``.
 
 tether reads ``type(value)`` (never ``value.__class__``, which an object can fake) at every
 boundary. Comparing ``type_of(value) is dict`` keeps ``value`` as declared, which suits code
 that inspects untrusted data before it trusts any of it.
+
+**The awaitable rule** (the one copy tether keeps; every module that decides whether to await
+caller code uses it): a value is awaitable when ``await`` would take it. That is a coroutine,
+a generator-based coroutine (``types.coroutine``), or a value whose class defines
+``__await__`` in its MRO, unless the first definition found is ``None``: what
+``inspect.isawaitable`` answers, except that the class is ``type(value)`` and the MRO and
+class dictionaries are read through ``type`` itself, so no ``__class__``, ``__getattr__`` or
+metaclass code runs. An ``__await__`` that is a property counts, as it does for ``await``;
+``await_steps`` then binds it the way ``await`` does, so a property that raises raises its own
+error where the value is awaited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+import types
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeGuard, TypeVar, cast
 
-__all__ = ["real_items", "type_of"]
+__all__ = ["await_steps", "instance_of", "is_awaitable", "real_items", "type_of"]
+
+T = TypeVar("T")
 
 type_of: Callable[[object], type[Any]] = type
+
+_mro_of: Callable[[type[Any]], tuple[type[Any], ...]] = type.__dict__["__mro__"].__get__
+_namespace_of: Callable[[type[Any]], Any] = type.__dict__["__dict__"].__get__
+_ITERABLE_COROUTINE: Final = 0x100
+"""``inspect.CO_ITERABLE_COROUTINE`` (a test keeps them equal), without importing ``inspect``."""
+_ABSENT: Final = object()
+
+
+def instance_of(value: object, kind: type[T]) -> TypeGuard[T]:
+    """Whether ``value`` is an instance of ``kind`` or a subclass, by its real class:
+    ``isinstance`` would also believe a faked ``__class__`` (and run its code)."""
+    return issubclass(type_of(value), kind)
+
+
+def _generator_coroutine(value: object) -> bool:
+    return type_of(value) is types.GeneratorType and bool(
+        cast("types.GeneratorType[Any, Any, Any]", value).gi_code.co_flags & _ITERABLE_COROUTINE
+    )
+
+
+def _await_attribute(kind: type[Any]) -> object:
+    """The first ``__await__`` of ``kind``'s MRO (``_ABSENT`` when none), read statically."""
+    for klass in _mro_of(kind):
+        found = _namespace_of(klass).get("__await__", _ABSENT)
+        if found is not _ABSENT:
+            return found
+    return _ABSENT
+
+
+def is_awaitable(value: object) -> TypeGuard[Awaitable[Any]]:
+    """Whether ``await value`` would take ``value`` (see the module docstring)."""
+    kind = type_of(value)
+    if kind is types.CoroutineType:
+        return True
+    if _generator_coroutine(value):
+        return True
+    found = _await_attribute(kind)
+    return found is not _ABSENT and found is not None
+
+
+def await_steps(value: object) -> Any:
+    """The iterator ``await value`` drives: a coroutine (or generator-based one) itself, else
+    what the class's ``__await__`` returns, bound as ``await`` binds it (a function gets the
+    value, a descriptor's ``__get__`` runs). Raises ``TypeError`` for a value that is not
+    awaitable, and whatever the ``__await__`` (or its property) raises."""
+    kind = type_of(value)
+    if kind is types.CoroutineType or _generator_coroutine(value):
+        return value
+    found = _await_attribute(kind)
+    if found is _ABSENT or found is None:
+        raise TypeError(f"{kind.__name__} object can't be awaited")
+    if type_of(found) is types.FunctionType:
+        return cast(Callable[[object], Any], found)(value)
+    bind = getattr(type_of(found), "__get__", None)
+    method: Any = found if bind is None else bind(found, value, kind)
+    return method()
 
 
 _list_copy: Callable[[Any], list[Any]] = cast(Any, list).copy

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from tether._errors import TetherError
+from tether._types import instance_of
 
 if TYPE_CHECKING:
     import asyncio
@@ -206,7 +207,7 @@ class AbortSignal:
         """
         sources = list(signals)
         for source in sources:
-            if not isinstance(source, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not instance_of(source, AbortSignal):
                 raise TypeError("AbortSignal.any() accepts only AbortSignal instances")
         dependent = AbortSignal()
         for source in sources:

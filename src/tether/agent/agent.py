@@ -62,7 +62,7 @@ from tether._errors import TetherError
 from tether._producer import start_producer
 from tether._race import reraise_task_cancellation, signal_aborted, signal_reason
 from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._types import instance_of, is_awaitable, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.agent.auto_compaction import (
     AutoCompaction,
@@ -105,7 +105,6 @@ from tether.protocol import (
 from tether.protocol import _trusted as trusted
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
-from tether.tools.contract import is_awaitable
 from tether.tools.serialize import serialize_output
 
 __all__ = [
@@ -332,7 +331,7 @@ class Agent:
         history: Sequence[Message] = (),
     ) -> None:
         self._open_stream = _bound_stream(model)
-        if tools is not None and not isinstance(tools, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if tools is not None and not instance_of(tools, ToolRegistry):
             raise TypeError("Agent tools must be a ToolRegistry")
         self._tools = ToolRegistry.snapshot(ToolRegistry() if tools is None else tools)
         if type_of(limits) is not RunLimits:

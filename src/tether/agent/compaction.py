@@ -83,7 +83,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import code_points, is_non_empty, message_of
-from tether._types import type_of
+from tether._types import await_steps, instance_of, is_awaitable, type_of
 from tether.abort import AbortController, AbortSignal
 from tether.jsonvalue import JsonObject, JsonValue
 from tether.messages import validate_transcript
@@ -99,7 +99,6 @@ from tether.protocol import (
     UserMessage,
     assert_never,
 )
-from tether.tools.contract import is_awaitable
 
 __all__ = [
     "CODE_POINTS_PER_TOKEN",
@@ -720,7 +719,7 @@ def _check_compact_options(options: CompactContextOptions, limits: ContextLimits
         _fail("CONTEXT_INVALID_INPUT", "summarizer must be callable")
     signal = options.signal
     if signal is not None:
-        if not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(signal, AbortSignal):
             _fail("CONTEXT_INVALID_INPUT", "signal must be an AbortSignal or None")
         try:
             signal_aborted(signal)
@@ -861,7 +860,7 @@ async def _adopt(value: object, signal: AbortSignal) -> object:
         awaitable = future
     else:
         try:
-            steps: object = type_of(value).__await__(value)
+            steps: object = await_steps(value)
         except Exception as error:
             _raise(_summarizer_failed(signal, "Context summarizer awaitable failed", error))
         if not _is_iterator(steps):

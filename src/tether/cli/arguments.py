@@ -37,9 +37,13 @@ def non_empty_path(text: str, *, hint: str = "") -> Path:
 
 
 def url(text: str) -> str:
-    """An ``http://`` or ``https://`` URL with something after the scheme."""
-    if not text.startswith(("http://", "https://")) or len(text) <= len("https://"):
-        raise argparse.ArgumentTypeError("must be an http:// or https:// URL")
+    """An ``http://`` or ``https://`` URL a request can go to (``tether.cli.urls``: a host, a
+    port from 1 to 65535 if any); the message never quotes it."""
+    from tether.cli.urls import http_url_problem
+
+    problem = http_url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return text
 
 

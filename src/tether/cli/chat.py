@@ -19,8 +19,16 @@ new one is fully built, and a failure leaves it as it was. What a person sees an
   ``<data dir>/tether/chat-history``; Enter sends, Alt-Enter (or Esc then Enter) starts a
   new line.
 * **Keys.** Ctrl-C during a turn cancels the turn (``Agent.cancel``): the transcript and the
-  session file keep only complete messages, and the prompt comes back. Ctrl-C at the prompt
-  clears the line. Ctrl-D on an empty line, or ``/quit``, exits (status 0).
+  session file keep only complete messages, and the prompt comes back. Ctrl-C while a
+  runtime is being built (the first prompt, ``/new``, ``/resume``, ``/tree ID``, ``/model``,
+  ``/cd``) cancels the build: what it made is rolled back, the current runtime stays, the
+  prompt comes back. Ctrl-C while the chat waits for extension hooks after a turn stops
+  waiting; at exit, while the runtime closes, it stops waiting and exits (status 130). A
+  second Ctrl-C while a cancellation is still being rolled back quits at once (status 130).
+  Extensions are bounded anyway: an activation or a cleanup that takes longer than the
+  config's ``extension_timeout`` (30 s by default) fails ``EXTENSION_TIMED_OUT``, naming the
+  extension. Ctrl-C at the prompt clears the line. Ctrl-D on an empty line, or ``/quit``,
+  exits (status 0).
 * **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept);
   ``/new`` (a new session); ``/sessions`` (the saved ones, newest first); ``/resume ID``
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
@@ -45,7 +53,8 @@ data directory follows the XDG rules of ``tether.agent.session.default_sessions_
 ``-r ID`` resumes a session (an ID or unique prefix); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
 ``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}}``, rewritten atomically
-whenever a chat creates a session.
+whenever a chat creates a session. An index that is not a regular file, is larger than 4 MiB
+or is not that JSON is ignored (and replaced at the next rewrite).
 
 The model, the tools and the agent are built when the first prompt is sent; the modules
 they need are imported on a background thread started once the first prompt is drawn, so
@@ -65,7 +74,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
 
 from tether._errors import TetherError
 from tether.cli.config import CliConfig, CliError
@@ -95,6 +104,7 @@ __all__ = [
     "Chat",
     "ChatView",
     "Command",
+    "Interrupt",
     "chat_command",
     "chat_data_dir",
     "last_session",
@@ -110,8 +120,11 @@ APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o / [a]lways for {name}: "
 DECLINED: Final = "the user declined"
 """The reason a declined call gives the model (``BlockToolCall``)."""
 INDEX_NAME: Final = "cwd-index.json"
+MAX_INDEX_BYTES: Final = 4 << 20
+"""The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
 HISTORY_NAME: Final = "chat-history"
 _INTERRUPT: Final = "Interrupted by the user"
+_EXIT_INTERRUPTED: Final = 130
 _RESULT_LINES: Final = 4
 _DIFF_LINES: Final = 12
 _LIST_SESSIONS: Final = 20
@@ -132,8 +145,8 @@ COMMANDS: Final = {
 HELP: Final = (
     "commands:\n"
     + "".join(f"  /{name:<9} {text}\n" for name, text in COMMANDS.items())
-    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn or clears "
-    "the line · Ctrl-D exits\n"
+    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn (or a "
+    "runtime being built) or clears the line · Ctrl-D exits\n"
 )
 """What ``/help`` prints."""
 
@@ -229,10 +242,14 @@ def chat_data_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def _read_index(path: Path) -> dict[str, str]:
+    """The index's sessions by directory; ``{}`` when it is missing, is not a regular file
+    (a FIFO cannot hold the chat: ``tether.cli.reading``), is larger than
+    ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply included)."""
+    from tether.cli.reading import UnreadableFile, read_regular_file
+
     try:
-        with open(path, encoding="utf-8") as file:
-            data: object = json.load(file)
-    except (OSError, ValueError):
+        data: object = json.loads(read_regular_file(path, limit=MAX_INDEX_BYTES))
+    except (UnreadableFile, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict):
         return {}
@@ -373,6 +390,18 @@ class ChatView:
 
 # --- the chat ---------------------------------------------------------------------------------
 
+Interrupt: TypeAlias = Literal["turn", "operation", "again"]
+"""What a Ctrl-C did (``Chat.interrupt``): cancelled the running ``turn``, cancelled the
+``operation`` the chat waits for (a runtime being built or closed, extension hooks), or came
+``again`` while that cancellation is still settling (``tether chat`` then quits at once)."""
+
+T = TypeVar("T")
+
+
+class _Cancelled(Exception):
+    """The operation the chat waited for was cancelled by Ctrl-C."""
+
+
 Ask: TypeAlias = Callable[[str], Awaitable[str]]
 """Asks a question and returns the answer; raises ``KeyboardInterrupt`` (Ctrl-C) or
 ``EOFError`` (Ctrl-D)."""
@@ -445,6 +474,8 @@ class Chat:
         self._move_to: str | None = None  # the entry a /tree replacement moves to
         self._closed_tree: SessionTree | None = None
         self._shown_error: BaseException | None = None
+        self._busy: asyncio.Future[Any] | None = None  # what Ctrl-C cancels between turns
+        self._busy_cancelled = False
 
     # -- building ------------------------------------------------------------------------------
 
@@ -509,19 +540,23 @@ class Chat:
         )
         from tether.loop.limits import RunLimits
 
-        manager = await RuntimeManager.create(
-            RuntimeOptions(
-                cwd=self.cwd,
-                session=session,
-                model=self._model(),
-                max_steps=64,
-                extensions=self.extensions,
-                agent_options=RuntimeAgentOptions(
-                    limits=RunLimits.for_real_models(), before_tool_call=self.before_tool_call
-                ),
-                factories=RuntimeFactories(
-                    create_tools=self._create_tools, create_agent=self._create_agent
-                ),
+        manager = await self._interruptible(
+            RuntimeManager.create(
+                RuntimeOptions(
+                    cwd=self.cwd,
+                    session=session,
+                    model=self._model(),
+                    max_steps=64,
+                    extensions=self.extensions,
+                    extension_timeout=self.config.extension_timeout,
+                    agent_options=RuntimeAgentOptions(
+                        limits=RunLimits.for_real_models(),
+                        before_tool_call=self.before_tool_call,
+                    ),
+                    factories=RuntimeFactories(
+                        create_tools=self._create_tools, create_agent=self._create_agent
+                    ),
+                )
             )
         )
         self._manager = manager
@@ -595,17 +630,29 @@ class Chat:
                 return True
             before = manager.current
             try:
-                await manager.replace(RuntimeWorkspaceOptions(cwd=target, session=session))
-            except TetherRuntimeError as error:
+                await self._interruptible(
+                    manager.replace(RuntimeWorkspaceOptions(cwd=target, session=session))
+                )
+            except (TetherRuntimeError, _Cancelled) as error:
                 if manager.state != "open" or manager.current is before:
                     raise
-                # The new runtime is current; only disposing the old one failed.
-                self.view.line(f"(the previous runtime did not close cleanly) {_problem(error)}")
+                # The new runtime is current; only disposing the old one failed (or was
+                # cancelled: it goes on closing, bounded by extension_timeout).
+                if isinstance(error, TetherRuntimeError):
+                    self.view.line(
+                        f"(the previous runtime did not close cleanly) {_problem(error)}"
+                    )
             self.cwd = target
             self._adopt(session)
             return True
         except TetherRuntimeError as error:
             self.view.line(_problem(error))
+            return False
+        except _Cancelled:
+            if manager is None:
+                self.view.line("(cancelled: no runtime was built)")
+            else:
+                self.view.line("(cancelled: the current runtime stays)")
             return False
         finally:
             self._move_to = None  # consumed by the agent factory, or void
@@ -643,9 +690,10 @@ class Chat:
             self.cwd if runtime is None else Path(runtime.workspace.root)
         )
 
-    async def close(self) -> None:
+    async def close(self) -> bool:
         """Dispose of the runtime (the session flushed, extensions disposed), then close the
-        model's HTTP client."""
+        model's HTTP client; ``False`` when Ctrl-C stopped the wait for the runtime (its
+        disposal goes on in the background, bounded by ``extension_timeout``)."""
         from tether.agent.runtime import TetherRuntimeError
 
         manager = self._manager
@@ -653,11 +701,15 @@ class Chat:
             if manager is not None:
                 self._closed_tree = manager.current.session
                 self._manager = None
-                await manager.dispose()
+                await self._interruptible(manager.dispose())
         except TetherRuntimeError as error:
             self.view.line(f"(the session did not close cleanly) {_problem(error)}")
+        except _Cancelled:
+            self.view.line("(not waiting for the runtime to close)")
+            return False
         finally:
             await self._close_model()
+        return True
 
     async def _close_model(self) -> None:
         meter, self._meter = self._meter, None
@@ -670,13 +722,36 @@ class Chat:
 
     # -- turns ---------------------------------------------------------------------------------
 
-    def interrupt(self) -> bool:
-        """Ctrl-C: cancel the running turn; whether one was running."""
+    def interrupt(self) -> Interrupt | None:
+        """Ctrl-C: cancel the running turn, else the operation the chat waits for (a runtime
+        being built or closed, extension hooks); what it did (``None``: nothing to cancel)."""
         running = self._running
-        if running is None:
-            return False
-        running.cancel(_INTERRUPT)
-        return True
+        if running is not None:
+            running.cancel(_INTERRUPT)
+            return "turn"
+        busy = self._busy
+        if busy is None or busy.done():
+            return None
+        if self._busy_cancelled:
+            return "again"
+        self._busy_cancelled = True
+        busy.cancel()
+        return "operation"
+
+    async def _interruptible(self, work: Awaitable[T]) -> T:
+        """Wait for ``work`` (on a task of its own) as the operation ``interrupt`` cancels;
+        raises ``_Cancelled`` once the cancelled work has settled."""
+        task: asyncio.Future[T] = asyncio.ensure_future(work)
+        self._busy, self._busy_cancelled = task, False
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the chat itself is being cancelled
+            raise _Cancelled from None
+        finally:
+            self._busy, self._busy_cancelled = None, False
 
     async def turn(self, text: str) -> RunResult | None:
         """Send ``text`` and show the run until it settles (``None``: no runtime could be
@@ -688,6 +763,9 @@ class Chat:
             agent = await self.agent()
         except TetherRuntimeError as error:
             self.view.line(_problem(error))
+            return None
+        except _Cancelled:
+            self.view.line("(cancelled: the turn was not sent)")
             return None
         self._running = agent
         try:
@@ -722,7 +800,11 @@ class Chat:
         runtime = self.runtime
         if runtime is None:
             return
-        await runtime.agent.wait_for_subscribers()
+        try:
+            await self._interruptible(runtime.agent.wait_for_subscribers())
+        except _Cancelled:
+            self.view.line("(not waiting for the extensions' hooks)")
+            return
         error = runtime.error
         if error is not None and error is not self._shown_error:
             self._shown_error = error
@@ -758,6 +840,13 @@ class Chat:
 
     async def command(self, command: Command) -> bool:
         """Run a slash command; ``False`` when the chat should end (``/quit``)."""
+        try:
+            return await self._command(command)
+        except _Cancelled:
+            self.view.line("(cancelled)")
+            return True
+
+    async def _command(self, command: Command) -> bool:
         view = self.view
         name, argument = command.name, command.argument
         if not command.known:
@@ -1001,7 +1090,7 @@ def _explain(error: BaseException, depth: int = 0) -> str:
         inner = "; ".join(_explain(part, depth + 1) for part in parts)
     else:
         inner = _explain(cause, depth + 1)
-    return text if inner == text else f"{text} ({inner})"
+    return text if inner in text else f"{text} ({inner})"  # said once, not twice
 
 
 def _directory(cwd: Path, argument: str) -> Path | str:
@@ -1103,8 +1192,14 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
     loop = asyncio.get_running_loop()
 
     def on_sigint() -> None:
-        if chat.interrupt():
+        done = chat.interrupt()
+        if done == "turn":
             view.line("^C cancelling the turn")
+        elif done == "operation":
+            view.line("^C cancelling (Ctrl-C again quits at once)")
+        elif done == "again":
+            view.line("^C quitting")
+            os._exit(_EXIT_INTERRUPTED)
 
     loop.add_signal_handler(signals.SIGINT, on_sigint)
     try:
@@ -1144,6 +1239,8 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
                 continue
             await chat.turn(message_text(line))
     finally:
-        loop.remove_signal_handler(signals.SIGINT)
-        await chat.close()
-    return 0
+        try:
+            closed = await chat.close()
+        finally:
+            loop.remove_signal_handler(signals.SIGINT)
+    return 0 if closed else _EXIT_INTERRUPTED

@@ -20,6 +20,8 @@ settings below. It is read with ``tomllib``, at most 1 MiB, and only if it is a 
 
     extensions = ["hello"]                   # installed extensions to load (entry points
                                              # of group "tether.extensions", by name)
+    extension_timeout = 30                   # seconds an extension's activation, or one of
+                                             # its cleanups, may take (then it fails)
 
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false
@@ -36,8 +38,11 @@ named here (``tether.tools.coding.environment``).
 Everything is checked when the file is read; the result is frozen dataclasses. A key this
 module does not know (a typo such as ``base-url``, or ``api_key``: keys are only ever read
 from environment variables) is a ``CliConfigError`` naming the key and the file. No error
-message ever quotes a value from the file: a key pasted where its variable's name belongs
-must not be printed back.
+message ever quotes a value from the file, nor a key that looks like a secret (over 64
+characters, or with a run of 16 letters and digits: it is shown as ``<a N-character key,
+not shown>``): a key pasted where its variable's name belongs must not be printed back. A
+``base_url`` must be a URL a request can go to (a host, a port from 1 to 65535;
+``tether.cli.urls``). Arrays or tables nested too deeply for the parser are invalid too.
 
 ``CliError`` is the base of every error a person can act on (exit status 2); each carries a
 stable ``code`` (``CLI_CONFIG_INVALID``, ``CLI_CONFIG_UNREADABLE`` here; the model
@@ -48,7 +53,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,11 +61,14 @@ from types import MappingProxyType
 from typing import Final, Literal, TypeAlias, cast
 
 from tether._errors import TetherError
+from tether.cli.reading import UnreadableFile, read_regular_file
+from tether.cli.urls import http_url_problem
 
 __all__ = [
     "APPROVABLE_TOOLS",
     "CONFIG_ENV",
     "DEFAULT_APPROVE",
+    "DEFAULT_EXTENSION_TIMEOUT",
     "MAX_CONFIG_BYTES",
     "CliConfig",
     "CliConfigError",
@@ -77,6 +84,9 @@ CONFIG_ENV: Final = "TETHER_CONFIG"
 """The environment variable that, when set and not empty, is the config file's path."""
 MAX_CONFIG_BYTES: Final = 1 << 20
 """The largest config file read."""
+DEFAULT_EXTENSION_TIMEOUT: Final = 30.0
+"""Seconds an extension's activation, or one of its cleanups, may take by default
+(``tether.agent.extensions.EXTENSION_TIMEOUT``; a test keeps them equal)."""
 
 ConfigApi: TypeAlias = Literal["openai-chat", "anthropic-messages"]
 """The wire API of a custom provider (``tether.providers.catalog.ProviderApi``)."""
@@ -94,12 +104,22 @@ APPROVABLE_TOOLS: Final = (
 DEFAULT_APPROVE: Final = ("write_file", "edit_file", "bash", "python_process")
 """The tools asked about before they run, unless the config says otherwise."""
 
-_TOP_KEYS: Final = ("default_model", "extensions", "providers", "models", "tools")
+_TOP_KEYS: Final = (
+    "default_model",
+    "extensions",
+    "extension_timeout",
+    "providers",
+    "models",
+    "tools",
+)
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MODEL_KEYS: Final = ("context_window", "max_output_tokens")
 _TOOL_KEYS: Final = ("auto_approve", "approve", "pass_env")
 _APIS: Final = ("openai-chat", "anthropic-messages")
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SHOWN_KEY: Final = 64
+_SECRET_RUN: Final = 16
+_SECRET_LIKE: Final = re.compile(rf"[A-Za-z0-9]{{{_SECRET_RUN},}}")
 _VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BUILT_IN: Final = (
     "anthropic",
@@ -190,6 +210,9 @@ class CliConfig:
     extensions: tuple[str, ...] = ()
     """Names of installed extensions (entry points of group ``tether.extensions``) that
     ``tether chat`` activates, in this order."""
+    extension_timeout: float = DEFAULT_EXTENSION_TIMEOUT
+    """Seconds one activation of an extension, or one of its cleanups, may take in
+    ``tether chat`` before it fails ``EXTENSION_TIMED_OUT``."""
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -216,22 +239,15 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
 
 def _read(path: Path) -> dict[str, object] | None:
     try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        raise CliConfigError("CLI_CONFIG_UNREADABLE", path, _os_reason(error)) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise CliConfigError("CLI_CONFIG_UNREADABLE", path, "not a regular file")
-    try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise CliConfigError("CLI_CONFIG_UNREADABLE", path, _os_reason(error)) from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise CliConfigError(
-            "CLI_CONFIG_INVALID", path, f"larger than {MAX_CONFIG_BYTES} bytes: not a config file"
-        )
+        raw = read_regular_file(path, limit=MAX_CONFIG_BYTES)
+    except UnreadableFile as problem:
+        if problem.kind == "missing":
+            return None
+        if problem.kind == "too-large":
+            raise CliConfigError(
+                "CLI_CONFIG_INVALID", path, f"{problem.reason}: not a config file"
+            ) from None
+        raise CliConfigError("CLI_CONFIG_UNREADABLE", path, problem.reason) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -240,10 +256,10 @@ def _read(path: Path) -> dict[str, object] | None:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:  # its message gives the line and column only
         raise CliConfigError("CLI_CONFIG_INVALID", path, f"not valid TOML: {error}") from None
-
-
-def _os_reason(error: OSError) -> str:
-    return error.strerror or type(error).__name__
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise CliConfigError(
+            "CLI_CONFIG_INVALID", path, "not valid TOML: arrays or tables nested too deeply"
+        ) from None
 
 
 class _Reader:
@@ -279,6 +295,7 @@ class _Reader:
         models = self.models(data.get("models", {}), names)
         tools = self.tools(data.get("tools", {}))
         extensions = self.extensions(data.get("extensions", []))
+        timeout = self.seconds(data.get("extension_timeout", DEFAULT_EXTENSION_TIMEOUT))
         return CliConfig(
             path=self.path,
             found=True,
@@ -287,7 +304,13 @@ class _Reader:
             models=MappingProxyType(models),
             tools=tools,
             extensions=extensions,
+            extension_timeout=timeout,
         )
+
+    def seconds(self, value: object) -> float:
+        if (type(value) is int or type(value) is float) and 0 < value <= 86_400:
+            return float(value)  # NaN fails the comparison
+        raise self.fail("'extension_timeout' must be a number of seconds from 0 to 86400")
 
     def extensions(self, value: object) -> tuple[str, ...]:
         if not isinstance(value, list):
@@ -299,7 +322,7 @@ class _Reader:
                     "'extensions' may hold only entry point names (letters, digits, '.', '_', '-')"
                 )
             if item in names:
-                raise self.fail(f"'extensions' names {item!r} twice")
+                raise self.fail(f"'extensions' names '{_key(item)}' twice")
             names.append(item)
         return tuple(names)
 
@@ -332,8 +355,11 @@ class _Reader:
             base_url = fields.get("base_url")
             if base_url is None:
                 raise self.fail(f"'{key}.base_url' is missing")
-            if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            if not isinstance(base_url, str):
                 raise self.fail(f"'{key}.base_url' must be an http:// or https:// URL")
+            problem = http_url_problem(base_url)
+            if problem is not None:
+                raise self.fail(f"'{key}.base_url' {problem}")
             variable = fields.get("api_key_env")
             if variable is not None and (
                 not isinstance(variable, str) or not _VARIABLE.fullmatch(variable)
@@ -412,10 +438,12 @@ class _Reader:
 
 
 def _key(name: str) -> str:
-    """A TOML key as it would be written in a dotted key: bare when it can be, else quoted."""
-    bare = re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None
-    if len(name) > 80:  # shown, not stored: a key this long is noise
-        name = name[:79] + "…"
-    if bare:
+    """A TOML key as a message shows it: bare when it can be, else quoted; a key that looks
+    like a secret (longer than ``_SHOWN_KEY`` characters, or holding a run of
+    ``_SECRET_RUN`` letters and digits, as API keys do) as ``<a N-character key, not
+    shown>``: a key pasted where a name belongs must not be printed back."""
+    if len(name) > _SHOWN_KEY or _SECRET_LIKE.search(name) is not None:
+        return f"<a {len(name)}-character key, not shown>"
+    if re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None:
         return name
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -27,11 +27,12 @@ from __future__ import annotations
 import codecs
 import datetime
 import os
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from tether.cli.reading import UnreadableFile, read_file_head
 
 __all__ = [
     "CONTEXT_FILE_NAMES",
@@ -97,33 +98,11 @@ def context_directories(cwd: Path, config_dir: Path | None) -> list[Path]:
 
 def _read_head(path: Path, limit: int) -> tuple[bytes, int] | None:
     """The first ``limit`` bytes of the regular file ``path`` and its size; ``None`` when it
-    is missing, not a regular file or unreadable."""
+    is missing, not a regular file or unreadable (``tether.cli.reading``)."""
     try:
-        info = os.stat(path)
-    except OSError:
+        return read_file_head(path, limit=limit)
+    except UnreadableFile:
         return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # swapped for something else
-            return None
-        chunks: list[bytes] = []
-        wanted = limit
-        while wanted > 0:
-            chunk = os.read(descriptor, min(wanted, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            wanted -= len(chunk)
-        return b"".join(chunks), info.st_size
-    except OSError:
-        return None
-    finally:
-        os.close(descriptor)
 
 
 def _decode(data: bytes, *, cut: bool) -> str:

@@ -20,7 +20,9 @@ stdout (``tether.evals.summary``). ``--out REPORT.json`` writes the canonical re
 ``--compare BASELINE.json`` compares with an earlier report (improved / regressed runs, rate
 deltas), ``--html REPORT.html`` writes a self-contained page (``tether.evals.html``). Nothing
 but report data (IDs, verdicts, codes, numbers) is written: no prompt, evidence, transcript or
-key.
+key. A report replaces a regular file only: a FIFO, a device or a directory at ``--out`` or
+``--html`` is refused before anything runs (``CLI_EVAL_WRITE_FAILED``). ``TASKS`` and the
+baseline must be regular files of at most 64 MiB (``/dev/zero`` is refused unread).
 
 Exit status:
 
@@ -48,11 +50,13 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from tether.cli.arguments import bounded_integer, non_empty_path, non_empty_text, url
+from tether.cli.reading import UnreadableFile, read_regular_file
 from tether.cli.render import Output, OutputError, warn
 
 if TYPE_CHECKING:
@@ -91,6 +95,8 @@ _MAX_REPETITIONS: Final = 64
 _MAX_CONCURRENCY: Final = 8
 _MAX_STEPS: Final = 1024
 _DEFAULT_STEPS: Final = 16
+MAX_EVAL_FILE_BYTES: Final = 64 << 20
+"""The largest tasks or baseline file read (64 MiB; a larger one is refused unread)."""
 _ID_CHARACTERS: Final = re.compile(r"[^a-z0-9._-]+")
 
 EXIT_HELP: Final = """\
@@ -259,6 +265,8 @@ def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
+    _check_target(args.out)
+    _check_target(args.html)
     source, tasks = _load_tasks(args.tasks)
     baseline_path: Path | None = args.compare
     baseline = None if baseline_path is None else _load_baseline(baseline_path)
@@ -294,11 +302,33 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _read(path: Path, code: str) -> str:
+    """The UTF-8 text of the regular file ``path``, at most ``MAX_EVAL_FILE_BYTES`` (a FIFO or
+    a device such as ``/dev/zero`` is refused at once: ``tether.cli.reading``)."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else "not UTF-8"
-        raise _Problem(code, f"cannot read {path}: {reason}") from None
+        return read_regular_file(path, limit=MAX_EVAL_FILE_BYTES).decode("utf-8")
+    except UnreadableFile as problem:
+        raise _Problem(code, f"cannot read {path}: {problem.reason}") from None
+    except UnicodeDecodeError:
+        raise _Problem(code, f"cannot read {path}: not UTF-8") from None
+
+
+def _check_target(path: Path | None) -> None:
+    """A report is written only where nothing is, or over a regular file: never over a FIFO,
+    a device or a directory (``os.replace`` would replace it with a file)."""
+    if path is None:
+        return
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise _Problem(
+            "CLI_EVAL_WRITE_FAILED", f"cannot write {path}: {error.strerror or error}"
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise _Problem(
+            "CLI_EVAL_WRITE_FAILED", f"cannot write {path}: it exists and is not a regular file"
+        )
 
 
 def _reject_constant(name: str) -> object:
@@ -499,7 +529,8 @@ def _summary(report: EvaluationReport, comparison: EvaluationComparison | None) 
 
 def _write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory (a reader
-    never sees half a report)."""
+    never sees half a report), unless ``path`` is something else than a regular file."""
+    _check_target(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         temporary.write_text(text, encoding="utf-8")

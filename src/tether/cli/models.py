@@ -27,7 +27,8 @@ turns those codes into advice (also exit status 2):
 
 Any other failure is reported by the run itself (exit status 1). Keys are read from the
 environment by the model objects; this module only asks whether a variable is set. URLs are
-shown without any ``user:password@`` part.
+shown without their ``user:password@`` part, query values or fragment
+(``tether.cli.urls.display_url``).
 
 ``tether models`` (``models_command``) lists the providers (presets, then the config's), each
 with its API, base URL, key variable and whether it is set, the configured model settings and
@@ -41,10 +42,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
-from urllib.parse import urlsplit, urlunsplit
 
 from tether.cli.config import CliConfig, CliError, ModelSettings
 from tether.cli.render import Output, json_line
+from tether.cli.urls import display_url
 
 if TYPE_CHECKING:
     from tether.protocol import RunResult
@@ -204,18 +205,6 @@ def choose_model(
         hidden_env=tuple(sorted({p.api_key_env for p in providers.values() if p.api_key_env})),
         pass_env=config.tools.pass_env,
     )
-
-
-def display_url(url: str) -> str:
-    """``url`` without a ``user:password@`` part, for messages and listings."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 def run_problem(

@@ -96,6 +96,7 @@ from tether.cli.run import (
     sigint_blocked,
     starting_transcript,
 )
+from tether.cli.urls import http_url_problem
 from tether.protocol import ZERO_USAGE, ModelUsage, to_json
 
 if TYPE_CHECKING:
@@ -541,10 +542,14 @@ class _Session:
         if not isinstance(spec, str) or not spec:
             raise RpcError("RPC_INVALID_REQUEST", '"model" must be a non-empty PROVIDER/MODEL')
         base_url = fields.get("baseUrl")
-        if base_url is not None and (
-            not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))
-        ):
-            raise RpcError("RPC_INVALID_REQUEST", '"baseUrl" must be an http:// or https:// URL')
+        if base_url is not None:
+            if not isinstance(base_url, str):
+                raise RpcError(
+                    "RPC_INVALID_REQUEST", '"baseUrl" must be an http:// or https:// URL'
+                )
+            problem = http_url_problem(base_url)
+            if problem is not None:
+                raise RpcError("RPC_INVALID_REQUEST", f'"baseUrl" {problem}')
         if base_url is None and spec.partition("/")[0] == self.choice.provider.name:
             base_url = self.choice.base_url
         try:

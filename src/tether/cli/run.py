@@ -10,7 +10,8 @@ model run that failed in a way a person can fix (``tether.cli.models.run_problem
 unreachable, key refused, rate limited, context overflow) also gets one line of advice on
 stderr and exit status 2. ``--session PATH`` (model runs) continues the session file's
 active branch and records the run into it (created when missing); a file it cannot use
-(``SESSION_...``) is exit status 2.
+(``SESSION_...``, or ``CLI_SESSION_UNUSABLE`` when the system refuses it: a missing
+directory, a name too long, ``/proc/self/mem``) is exit status 2.
 
 Ctrl-C (SIGINT) is always answered, in both kinds of run:
 
@@ -195,6 +196,13 @@ async def _run_agent(
             agent = await session_agent(meter, args, session, choice)
         except SessionStoreError as error:
             warn(f"tether run: [{error.code}] {error.message} ({session})")
+            return EXIT_USAGE
+        except OSError as error:  # a directory that is missing, a name too long, /proc/...
+            reason = error.strerror or type(error).__name__
+            warn(
+                f"tether run: [CLI_SESSION_UNUSABLE] cannot use the session file {session}: "
+                f"{reason}"
+            )
             return EXIT_USAGE
     if interrupted.aborted:
         return EXIT_INTERRUPTED

@@ -35,7 +35,6 @@ workspace is a temporary directory made on whichever machine runs the item.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import os
 import shutil
@@ -47,6 +46,7 @@ from typing import Any, Final, Literal, NoReturn, TypeAlias, cast
 
 from tether._race import neutralize, reraise_task_cancellation, signal_aborted, start_cleanup
 from tether._text import is_non_empty
+from tether._types import instance_of, is_awaitable
 from tether.abort import AbortSignal
 from tether.evals.errors import (
     EvaluationCleanupErrors,
@@ -286,7 +286,7 @@ def _late(method_name: str | None) -> Callable[[asyncio.Future[Any]], None]:
             result = _ownership_method(value, method_name)()
         except Exception:
             return
-        if inspect.isawaitable(result):
+        if is_awaitable(result):
             start_cleanup(result)
 
     return done
@@ -299,7 +299,7 @@ async def _settle(signal: AbortSignal, value: object, late: str | None) -> Any:
     ``late`` names the method that cleans its value if one still arrives. The work's own
     failure propagates unchanged.
     """
-    if not inspect.isawaitable(value):
+    if not is_awaitable(value):
         return value
     if signal_aborted(signal):
         if isinstance(value, asyncio.Future):  # already running: clean what it produces
@@ -674,7 +674,7 @@ async def _invoke_cleanup(
         return error
     except asyncio.CancelledError as error:  # raised by the cleanup itself
         return _error("EVALUATION_CLEANUP_FAILED", error)
-    if not inspect.isawaitable(result):
+    if not is_awaitable(result):
         return None
     work: asyncio.Future[Any] = asyncio.ensure_future(result)
     try:
@@ -713,7 +713,7 @@ def _release_in_background(method: Callable[[], object]) -> None:
         result = method()
     except Exception:
         return
-    if inspect.isawaitable(result):
+    if is_awaitable(result):
         start_cleanup(result)
 
 
@@ -816,7 +816,7 @@ def _capture_options(
     timeout = _integer(cleanup_timeout_ms, "cleanup_timeout_ms", 1, MAX_EVALUATION_CLEANUP_MS)
     if signal is None:
         signal = AbortSignal()
-    elif not isinstance(signal, AbortSignal):
+    elif not instance_of(signal, AbortSignal):
         _options_error("signal must be an AbortSignal")
     loaded = _tasks(tasks)
     if len(loaded) * repeat > MAX_EVALUATION_RUNS:
@@ -863,6 +863,25 @@ def work_items(
 # -- The evaluation -----------------------------------------------------------------------------
 
 
+def _is_cancellation(error: object) -> bool:
+    return isinstance(error, EvaluationInfrastructureError) and error.code == "EVALUATION_CANCELLED"
+
+
+def _initiating(primary: EvaluationInfrastructureError) -> Exception | None:
+    """The failure that started it all, first in the aggregate: the primary itself, or, when
+    the primary is a run's cleanup failure, that run's own cancellation (an external abort
+    its cleanup then failed after), which the run put first among its errors."""
+    if primary.code != "EVALUATION_CLEANUP_FAILED":
+        return primary
+    nested = primary.errors
+    first = nested[0] if nested else None
+    return (
+        first
+        if isinstance(first, EvaluationInfrastructureError) and _is_cancellation(first)
+        else None
+    )
+
+
 def _outcome(
     result: object, items: tuple[EvaluationWorkItem, ...], candidate_id: str
 ) -> EvaluationReport:
@@ -888,17 +907,13 @@ def _outcome(
         ]
         if not cleanup:
             raise primary
-        causes: list[Exception] = []
-        if primary.code != "EVALUATION_CLEANUP_FAILED":
-            causes.append(primary)
+        lead = _initiating(primary)
+        causes: list[Exception] = [] if lead is None else [lead]
         for failure in cleanup:
             for nested in failure.errors:
-                if nested is primary or not isinstance(nested, Exception):
+                if nested is primary or nested is lead or not isinstance(nested, Exception):
                     continue
-                if (
-                    isinstance(nested, EvaluationInfrastructureError)
-                    and nested.code == "EVALUATION_CANCELLED"
-                ):
+                if _is_cancellation(nested):
                     continue
                 causes.append(nested)
         aggregate = EvaluationCleanupErrors(_MESSAGES["EVALUATION_CLEANUP_FAILED"], causes)
@@ -936,9 +951,9 @@ async def run_evaluation(
 
     Raises ``EvaluationInfrastructureError``: ``EVALUATION_INVALID_OPTIONS`` for bad options,
     ``EVALUATION_CANCELLED`` when ``signal`` is (or becomes) aborted, otherwise the first
-    failure of a run, or ``EVALUATION_CLEANUP_FAILED`` aggregating every cleanup failure
-    (see the module docstring). ``on_run`` is called with each run's report or failure as it
-    settles (it must not raise).
+    failure of a run, or ``EVALUATION_CLEANUP_FAILED`` aggregating every cleanup failure,
+    after the failure that started it (after an external abort: ``EVALUATION_CANCELLED``).
+    ``on_run`` is called with each run's report or failure as it settles (it must not raise).
     """
     options = _capture_options(
         candidate=candidate,

@@ -31,12 +31,11 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._race import check_signal, race, reraise_task_cancellation
 from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._types import is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.protocol import Message, ToolCall, ToolResultMessage
 from tether.protocol import _trusted as trusted
 from tether.tools import ToolRegistry, execute_tool_call
-from tether.tools.contract import is_awaitable
 from tether.tools.serialize import serialize_output
 
 __all__ = [

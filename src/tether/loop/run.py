@@ -51,7 +51,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import code_points, is_non_empty, message_of
-from tether._types import type_of
+from tether._types import instance_of, is_awaitable, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.loop.checks import (
     InvalidTranscript,
@@ -108,7 +108,6 @@ from tether.protocol import _trusted as trusted
 from tether.providers.errors import ProviderError
 from tether.stream import EventStream
 from tether.tools import ToolRegistry, execute_tool_call
-from tether.tools.contract import is_awaitable
 
 __all__ = [
     "MAX_AGENT_STEPS",
@@ -178,9 +177,9 @@ def run_agent_loop(
         open_stream = None
     if not callable(open_stream):
         raise TypeError("model.stream must be a function")
-    if not isinstance(tools, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not instance_of(tools, ToolRegistry):
         raise TypeError("tools must be a ToolRegistry (e.g. ToolRegistry([my_tool]))")
-    if signal is not None and not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if signal is not None and not instance_of(signal, AbortSignal):
         raise TypeError("signal must be an AbortSignal or None")
     if hooks is not None and type_of(hooks) is not ToolHooks:
         raise TypeError("hooks must be a ToolHooks or None")

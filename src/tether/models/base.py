@@ -10,10 +10,10 @@ every chunk and response at its boundary anyway).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Awaitable
 from typing import Protocol, runtime_checkable
 
+from tether._types import is_awaitable
 from tether.abort import AbortSignal
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 
@@ -46,5 +46,5 @@ async def close_model(model: object) -> None:
     aclose = getattr(model, "aclose", None)
     if callable(aclose):
         closing = aclose()
-        if inspect.isawaitable(closing):
+        if is_awaitable(closing):
             await closing

@@ -29,7 +29,7 @@ from tether._ownership import claim_iterator_once
 from tether._producer import fail_producer, start_producer_eagerly
 from tether._race import RacedIterator, check_signal, neutralize, signal_aborted, signal_reason
 from tether._text import is_non_empty
-from tether._types import type_of
+from tether._types import instance_of, type_of
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
 from tether.messages import snapshot_arguments
@@ -124,7 +124,7 @@ class ScriptedModel:
         """Start the next scripted turn for ``request``; its outcome arrives on the stream."""
         if type(request) is not ModelRequest:
             raise TypeError("request must be a ModelRequest")
-        if not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(signal, AbortSignal):
             raise TypeError("signal must be an AbortSignal")
         self._requests.append(request)
         self._call_count += 1

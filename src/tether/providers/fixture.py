@@ -50,7 +50,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import is_non_empty
-from tether._types import type_of
+from tether._types import instance_of, type_of
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, entries, freeze_json
 from tether.protocol import (
@@ -224,7 +224,7 @@ class FixtureProviderAdapter:
         """Replay the next fixture response for ``request`` as chunks and a response."""
         if type_of(request) is not ModelRequest:
             raise TypeError("request must be a ModelRequest")
-        if not isinstance(signal, AbortSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(signal, AbortSignal):
             raise TypeError("signal must be an AbortSignal")
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()

@@ -32,7 +32,7 @@ from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import check_signal, neutralize, race
 from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._types import instance_of, is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.messages import (
@@ -384,7 +384,7 @@ async def execute_tool_call(
     ``ToolContractError`` (``INVALID_TOOL_CALL``) for a registry or call that is not usable.
     """
     check_signal(signal)
-    if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not instance_of(registry, ToolRegistry):
         raise ToolContractError("INVALID_TOOL_CALL", "execute_tool_call requires a ToolRegistry")
     call = _snapshot_call(tool_call, signal)
     try:
@@ -485,19 +485,6 @@ def _serialized(output: object, cap: int, signal: AbortSignal) -> str:
         ) from error
     check_signal(signal)  # cancellation during output inspection wins
     return content
-
-
-def is_awaitable(value: object) -> bool:
-    """Whether tether will ``await`` ``value``: a coroutine, or anything whose class defines
-    ``__await__``. Read from the exact class, so an instance cannot fake it; a hostile
-    metaclass that fails the lookup makes it not awaitable. The one copy tether keeps."""
-    kind = type_of(value)
-    if kind is types.CoroutineType:
-        return True
-    try:
-        return callable(getattr(kind, "__await__", None))
-    except Exception:
-        return False
 
 
 def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: AbortSignal) -> Any:

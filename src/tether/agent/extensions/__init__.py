@@ -20,7 +20,7 @@ from tether.agent.extensions.errors import (
     ExtensionError,
     ExtensionErrorCode,
 )
-from tether.agent.extensions.host import ExtensionHost
+from tether.agent.extensions.host import EXTENSION_TIMEOUT, ExtensionHost
 from tether.agent.extensions.values import (
     AgentEventHook,
     ExtensionContext,
@@ -36,6 +36,7 @@ from tether.agent.extensions.values import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "EXTENSION_ERROR_CODES",
+    "EXTENSION_TIMEOUT",
     "AgentEventHook",
     "ExtensionAggregateError",
     "ExtensionContext",

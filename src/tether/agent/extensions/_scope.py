@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Final, cast
 
 from tether._race import neutralize, race, reraise_task_cancellation
+from tether._types import instance_of, is_awaitable
 from tether.abort import AbortSignal
-from tether.tools.contract import is_awaitable
 
 __all__ = ["MAX_ADOPTION_DEPTH", "Scope", "in_scope", "invoke"]
 
@@ -76,7 +76,8 @@ async def invoke(
     *args: object,
     signal: AbortSignal | None = None,
     on_selected: Callable[[], None] = _nothing,
-    abandoned: set[asyncio.Task[Any]] | None = None,
+    abandoned: set[asyncio.Future[Any]] | None = None,
+    on_late: Callable[[object], None] | None = None,
 ) -> Any:
     """Call ``callback(*args)`` in a fresh scope of ``host`` and adopt what it returns.
 
@@ -85,6 +86,12 @@ async def invoke(
     then, it goes into ``abandoned`` until it ends. A ``CancelledError`` the callback raised
     on its own (always, for a synchronous callback; while the caller is not being cancelled,
     for an async one) becomes a ``RuntimeError``.
+
+    ``on_late`` (a factory's products): once the caller stopped waiting, a value the callback
+    still produces is given to it: what a task that ignored its cancellation returned, or
+    what a ``Future`` the callback returned (one it does not own, so it is never cancelled:
+    e.g. a thread's ``run_in_executor``) resolves to. Such a future is in ``abandoned`` until
+    it is resolved.
     """
     context = contextvars.copy_context()
     scope = Scope(host, _SCOPE.get())
@@ -102,7 +109,8 @@ async def invoke(
         on_selected()
         return result
     loop = asyncio.get_running_loop()
-    task = loop.create_task(_adopt(result, scope, on_selected), context=context)
+    late = None if on_late is None else _Late(on_late, abandoned)
+    task = loop.create_task(_adopt(result, scope, on_selected, late), context=context)
 
     def settled(finished: asyncio.Task[Any]) -> None:
         scope.active = False
@@ -115,6 +123,8 @@ async def invoke(
             return await task
         return await race(signal, task)
     except BaseException as error:
+        if late is not None:  # the caller stopped waiting: what the task makes comes late
+            task.add_done_callback(late.from_task)  # (now, if it already made it)
         if not task.done():
             task.cancel()
             await _unwind(task, abandoned)
@@ -124,11 +134,34 @@ async def invoke(
         raise
 
 
+class _Late:
+    """Delivers a value that arrives after the caller stopped waiting (see ``invoke``)."""
+
+    __slots__ = ("abandoned", "deliver")
+
+    def __init__(
+        self, deliver: Callable[[object], None], abandoned: set[asyncio.Future[Any]] | None
+    ) -> None:
+        self.deliver = deliver
+        self.abandoned = abandoned
+
+    def from_task(self, task: asyncio.Future[Any]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.deliver(task.result())
+
+    def from_future(self, future: asyncio.Future[Any]) -> None:
+        """A future the callback returned outlived the wait: keep it, deliver its value."""
+        if self.abandoned is not None and not future.done():
+            self.abandoned.add(future)
+            future.add_done_callback(self.abandoned.discard)
+        future.add_done_callback(self.from_task)
+
+
 def _cancelled_itself() -> RuntimeError:
     return RuntimeError("Extension callback was cancelled")
 
 
-async def _unwind(task: asyncio.Task[Any], abandoned: set[asyncio.Task[Any]] | None) -> None:
+async def _unwind(task: asyncio.Task[Any], abandoned: set[asyncio.Future[Any]] | None) -> None:
     """Give a cancelled callback task one loop turn to unwind; keep it in ``abandoned`` while
     it still runs (the loop holds tasks only weakly)."""
     try:
@@ -139,7 +172,9 @@ async def _unwind(task: asyncio.Task[Any], abandoned: set[asyncio.Task[Any]] | N
             task.add_done_callback(abandoned.discard)
 
 
-async def _adopt(value: Any, scope: Scope, on_selected: Callable[[], None]) -> Any:
+async def _adopt(
+    value: Any, scope: Scope, on_selected: Callable[[], None], late: _Late | None
+) -> Any:
     seen: list[object] = []
     try:
         while is_awaitable(value):
@@ -152,10 +187,23 @@ async def _adopt(value: Any, scope: Scope, on_selected: Callable[[], None]) -> A
                 raise TypeError("Extension callback result is an awaitable that awaits itself")
             seen.append(value)
             try:
-                value = await cast("Awaitable[Any]", value)
+                if late is not None and len(seen) == 1 and instance_of(value, asyncio.Future):
+                    value = await _shielded(cast("asyncio.Future[Any]", value), late)
+                else:
+                    value = await value
             finally:
                 if len(seen) == 1:
                     on_selected()
         return value
     finally:
         scope.active = False
+
+
+async def _shielded(future: asyncio.Future[Any], late: _Late) -> Any:
+    """Await a future the callback returned without cancelling it when this task is
+    cancelled: its value, if it comes, is delivered late."""
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        late.from_future(future)
+        raise

@@ -12,8 +12,9 @@ zero-argument factory (a function or a class), which becomes
 loading one never activates it (give the definitions to ``ExtensionHost.discover``).
 
 ``EXTENSION_LOAD_FAILED`` is tether's own code (the workshop has no entry points): an entry
-point whose import fails or that names neither a definition nor a zero-argument factory, or
-a name that several distributions provide. The message names the entry point and its
+point whose import fails (``SystemExit`` included: an extension must not end its host as it
+is imported) or that names neither a definition nor a zero-argument factory, or a name that
+several distributions provide. The message names the entry point and its
 distribution; the original error is the ``__cause__``.
 """
 
@@ -109,7 +110,7 @@ def _load(entry_point: EntryPoint) -> ExtensionDefinition:
     )
     try:
         loaded: object = entry_point.load()
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # an import that exits is a failure too
         raise ExtensionError(
             "EXTENSION_LOAD_FAILED",
             f"{where} failed to load: {type(error).__name__}: {error}",

@@ -1,10 +1,12 @@
 """Extension errors: ``ExtensionError`` with its stable codes, and the frozen aggregate that
 carries every failure of a rollback or a disposal (as the ``__cause__`` of the error raised).
 
-The twelve codes of the workshop's checkpoint 12 are kept exactly; ``EXTENSION_LOAD_FAILED``
-is a thirteenth, tether's own, for extensions loaded from ``importlib.metadata`` entry points
-(``tether.agent.extensions.entry_points``): an entry point that cannot be imported or does
-not name an extension.
+The twelve codes of the workshop's checkpoint 12 are kept exactly; two more are tether's own:
+``EXTENSION_LOAD_FAILED`` for extensions loaded from ``importlib.metadata`` entry points
+(``tether.agent.extensions.entry_points``): an entry point that cannot be imported (or exits
+the interpreter as it is imported) or does not name an extension; ``EXTENSION_TIMED_OUT`` for
+an activation or a cleanup that did not finish within the host's ``timeout`` (the message
+names the extension).
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ ExtensionErrorCode: TypeAlias = Literal[
     "EXTENSION_DISPOSAL_FAILED",
     "INVALID_AGENT_EVENT",
     "EXTENSION_LOAD_FAILED",
+    "EXTENSION_TIMED_OUT",
 ]
-"""The workshop's twelve codes, then ``EXTENSION_LOAD_FAILED`` (tether's entry points)."""
+"""The workshop's twelve codes, then ``EXTENSION_LOAD_FAILED`` (tether's entry points) and
+``EXTENSION_TIMED_OUT`` (tether's bound on activation and cleanup)."""
 
 EXTENSION_ERROR_CODES: Final[tuple[ExtensionErrorCode, ...]] = get_args(ExtensionErrorCode)
 """Every ``ExtensionErrorCode``, in declaration order."""

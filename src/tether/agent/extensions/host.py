@@ -19,9 +19,22 @@
   callback's task and gives it one loop turn to unwind, then rolls back (so a callback that
   ignores cancellation cannot hold the host up). A callback task still running then is kept
   by the host; ``dispose()`` waits for such tasks at most ``ABANDONED_TASK_GRACE`` seconds
-  and reports each one still running as a disposal failure. A bare ``BaseException`` from
-  extension code (or the cancellation of the host's own queue task) is never swallowed: the
-  rollback still runs in full, then it propagates.
+  and reports each one still running as a disposal failure. A factory's product that still
+  arrives after that (its coroutine ignored the cancellation, or it returned a ``Future``
+  that a thread resolves: such a future is never cancelled) is disposed then: its
+  ``dispose`` is called, bounded by ``timeout``, and its failure, with nobody left to report
+  it to, is dropped. A bare ``BaseException`` from extension code (or the cancellation of the
+  host's own queue task) is never swallowed: the rollback still runs in full, then it
+  propagates.
+* **Bounds** (tether's): ``timeout`` seconds (``EXTENSION_TIMEOUT`` by default; ``None`` for
+  none) bound each activation (``create()`` and ``activate(context)`` together) and each
+  cleanup (a disposer, an instance's ``dispose``), in a rollback and in ``dispose()``. One
+  that does not finish in time is abandoned as a cancellation is, and fails
+  ``EXTENSION_TIMED_OUT``, naming the extension: the activation fails with it (after its
+  rollback), a cleanup's is collected with the other failures. If the task that runs a
+  disposal is itself cancelled (``asyncio.run`` cancels what is left when a program ends),
+  every remaining cleanup is still called but not waited for, and abandoned callbacks are
+  not waited for either, so the disposal ends within a few loop turns.
 * ``emit(event)`` calls the hooks in activation order, then registration order, each awaited
   before the next; failures are reported per hook and later hooks still run. tether's agent
   events are frozen dataclasses, so they are passed as they are (no copy is needed).
@@ -32,10 +45,13 @@
   until the callback has finally settled), ``discover`` raises and ``activate``, ``emit`` and
   ``dispose`` return failed futures, all with ``EXTENSION_REENTRANT_OPERATION``.
 
-Caller objects are read defensively: exact ``list``/``tuple``/``dict`` types only, the
+Caller objects are read defensively: by their real class (``type()``, never a faked
+``__class__``), exact ``list``/``tuple``/``dict`` types only, the
 ``ResourceLoader``/``ToolRegistry`` classes' own methods (a subclass's overrides are never
 called), and instance functions through ``inspect.getattr_static`` (no ``__getattr__``,
-property or other descriptor code runs; an accessor counts as "not a function").
+property or other descriptor code runs; an accessor counts as "not a function"). A signal is
+an ``AbortSignal`` or a subclass of one, the rule ``run_agent_loop`` applies
+(``tether._types.instance_of``); its state is read through the class.
 """
 
 from __future__ import annotations
@@ -47,7 +63,7 @@ from typing import Any, Final, Literal, TypeVar, cast, get_args
 
 from tether._race import follow_signal, observe, signal_aborted, signal_reason
 from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._types import instance_of, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.agent.extensions._instance import ACCESSOR, MISSING, read_function
 from tether.agent.extensions._scope import in_scope, invoke
@@ -65,6 +81,7 @@ from tether.agent.extensions.values import (
     ExtensionMetadata,
     ExtensionStatus,
     check_definition,
+    check_timeout,
     is_extension_id,
 )
 from tether.agent.resources import ResourceLoader
@@ -72,11 +89,14 @@ from tether.protocol import AgentEvent
 from tether.protocol._fields import MAX_SAFE_INTEGER
 from tether.tools.contract import ToolContractError, ToolRegistry
 
-__all__ = ["ABANDONED_TASK_GRACE", "ExtensionHost"]
+__all__ = ["ABANDONED_TASK_GRACE", "EXTENSION_TIMEOUT", "ExtensionHost"]
 
 ABANDONED_TASK_GRACE: Final = 1.0
 """How long ``dispose()`` waits, in seconds, for cancelled callback tasks that are still running
 (they ignored or are slow to honour the cancellation) before it reports them as failures."""
+EXTENSION_TIMEOUT: Final = 30.0
+"""The default bound, in seconds, of one activation and of one cleanup
+(``ExtensionHost(timeout=...)``)."""
 
 T = TypeVar("T")
 
@@ -86,6 +106,11 @@ _CALLBACK_FAILED: Final = "Extension callback failed"
 _REENTRANT: Final = "ExtensionHost operations cannot be called from inside an extension callback"
 _CLOSED: Final = "Extension activation context is closed"
 _STUBBORN: Final = "A cancelled extension callback was still running when disposal stopped waiting"
+_STOPPED: Final = frozenset({"EXTENSION_CANCELLED", "EXTENSION_TIMED_OUT"})
+
+
+def _nothing() -> None:
+    return None
 
 
 def _failure_message(error: BaseException) -> str:
@@ -109,10 +134,17 @@ class _Stage:
     tools: list[object] = field(default_factory=list[object])
     hooks: list[AgentEventHook] = field(default_factory=list[AgentEventHook])
     disposers: list[ExtensionDisposer] = field(default_factory=list[ExtensionDisposer])
+    timed_out: object = None  # the abort reason the activation's bound uses, once armed
 
 
 def _error(code: ExtensionErrorCode, message: str) -> ExtensionError:
     return ExtensionError(code, message)
+
+
+def _timed_out(name: str, what: str, seconds: float) -> ExtensionError:
+    return _error(
+        "EXTENSION_TIMED_OUT", f'Extension "{name}" {what} did not finish within {seconds:g} s'
+    )
 
 
 class ExtensionHost:
@@ -120,9 +152,10 @@ class ExtensionHost:
     of tools (see the module docstring for the rules).
 
     ``tools`` may be a ``ToolRegistry`` (its tools are snapshotted; later changes to it do not
-    reach the host), an exact ``list``/``tuple`` of tool definitions, or ``None``. Anything
-    else, or a ``resources`` that is not a ``ResourceLoader``, raises ``ExtensionError``
-    ``EXTENSION_INVALID_OPTIONS``.
+    reach the host), an exact ``list``/``tuple`` of tool definitions, or ``None``. ``timeout``
+    bounds each activation and each cleanup, in seconds (``None``: no bound; see the module
+    docstring). Anything else, or a ``resources`` that is not a ``ResourceLoader``, raises
+    ``ExtensionError`` ``EXTENSION_INVALID_OPTIONS``.
     """
 
     __slots__ = (
@@ -130,6 +163,7 @@ class ExtensionHost:
         "_abandoned",
         "_activation",
         "_base",
+        "_cut_short",
         "_disposal",
         "_live",
         "_order",
@@ -138,6 +172,7 @@ class ExtensionHost:
         "_state",
         "_tail",
         "_tasks",
+        "_timeout",
     )
 
     def __init__(
@@ -145,12 +180,15 @@ class ExtensionHost:
         *,
         resources: ResourceLoader,
         tools: ToolRegistry | Sequence[object] | None = None,
+        timeout: float | None = EXTENSION_TIMEOUT,
     ) -> None:
         if type_of(resources) is not ResourceLoader:
             raise _error(
                 "EXTENSION_INVALID_OPTIONS", "ExtensionHost resources must be a ResourceLoader"
             )
         self._resources: ResourceLoader = resources
+        self._timeout = check_timeout(timeout)
+        self._cut_short = False  # the disposal's task was cancelled: wait for nothing more
         self._base = self._base_tools(tools)
         self._live = ToolRegistry.snapshot(self._base)
         self._records: dict[str, _Record] = {}
@@ -160,14 +198,14 @@ class ExtensionHost:
         self._disposal: asyncio.Future[None] | None = None
         self._tail: asyncio.Future[Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
-        self._abandoned: set[asyncio.Task[Any]] = set()  # cancelled callbacks still running
+        self._abandoned: set[asyncio.Future[Any]] = set()  # cancelled callbacks still running
 
     @staticmethod
     def _base_tools(tools: object) -> ToolRegistry:
         if tools is None:
             return ToolRegistry()
         kind = type_of(tools)
-        if isinstance(tools, ToolRegistry) and kind.__getattribute__ is object.__getattribute__:
+        if instance_of(tools, ToolRegistry) and kind.__getattribute__ is object.__getattribute__:
             return ToolRegistry.snapshot(tools)
         if kind is list or kind is tuple:
             registry = ToolRegistry()
@@ -329,7 +367,7 @@ class ExtensionHost:
             return self._rejected(_error("EXTENSION_REENTRANT_OPERATION", _REENTRANT))
         if signal is not None:
             try:
-                if type_of(signal) is not AbortSignal:
+                if not instance_of(signal, AbortSignal):  # the rule of run_agent_loop
                     raise TypeError
                 signal_aborted(signal)
             except Exception:
@@ -356,29 +394,60 @@ class ExtensionHost:
         self._activation = controller
         record.status = "activating"
         stage = _Stage()
+        disarm = self._arm(controller, stage, name)
         instance_dispose: list[Callable[[], object]] = []
         try:
             await self._transaction(record, controller, stage, instance_dispose)
         except Exception as error:
+            disarm()
             await self._roll_back(record, controller, stage, instance_dispose, error)
         except BaseException:
+            disarm()
             stage.open = False
             try:
-                await self._clean_up((*reversed(stage.disposers), *instance_dispose))
+                await self._clean_up(name, (*reversed(stage.disposers), *instance_dispose))
             finally:
                 record.status = "failed"
             raise
         finally:
+            disarm()
             self._activation = None
             unfollow()
 
-    def _check_cancelled(self, name: str, controller: AbortController) -> None:
-        if self._state != "open" or signal_aborted(controller.signal):
-            raise self._cancelled(name, controller)
+    def _arm(self, controller: AbortController, stage: _Stage, name: str) -> Callable[[], None]:
+        """Abort ``controller`` once the activation outlives the bound; returns the disarm."""
+        seconds = self._timeout
+        if seconds is None:
+            return _nothing
+        reason = stage.timed_out = _timed_out(name, "activation", seconds)
+        handle = asyncio.get_running_loop().call_later(seconds, controller.abort, reason)
+        return handle.cancel
 
-    def _cancelled(self, name: str, controller: AbortController) -> ExtensionError:
-        error = _error("EXTENSION_CANCELLED", f'Extension "{name}" activation was cancelled')
+    def _bound(self, name: str) -> tuple[AbortSignal | None, Callable[[], None]]:
+        """The signal one cleanup of ``name`` races: aborted at the bound, or on the next loop
+        turn when the disposal was cut short (the cleanup is called and runs its first step,
+        but is not waited for); and its disarm."""
+        seconds = self._timeout
+        if seconds is None and not self._cut_short:
+            return None, _nothing
+        controller = AbortController()
+        loop = asyncio.get_running_loop()
+        if self._cut_short:
+            cut = _error("EXTENSION_CANCELLED", f'Extension "{name}" disposal was cut short')
+            return controller.signal, loop.call_soon(controller.abort, cut).cancel
+        assert seconds is not None
+        reason = _timed_out(name, "disposal", seconds)
+        return controller.signal, loop.call_later(seconds, controller.abort, reason).cancel
+
+    def _check_cancelled(self, name: str, controller: AbortController, stage: _Stage) -> None:
+        if self._state != "open" or signal_aborted(controller.signal):
+            raise self._cancelled(name, controller, stage)
+
+    def _cancelled(self, name: str, controller: AbortController, stage: _Stage) -> ExtensionError:
         reason = signal_reason(controller.signal)
+        if reason is not None and reason is stage.timed_out:
+            return _error("EXTENSION_TIMED_OUT", str(reason))
+        error = _error("EXTENSION_CANCELLED", f'Extension "{name}" activation was cancelled')
         if isinstance(reason, BaseException):
             error.__cause__ = reason
         return error
@@ -392,9 +461,13 @@ class ExtensionHost:
     ) -> None:
         name = record.definition.id
         signal = controller.signal
-        self._check_cancelled(name, controller)
+        self._check_cancelled(name, controller, stage)
         instance = await invoke(
-            self, record.definition.create, signal=signal, abandoned=self._abandoned
+            self,
+            record.definition.create,
+            signal=signal,
+            abandoned=self._abandoned,
+            on_late=lambda late: self._dispose_late(name, late),
         )
         dispose = read_function(instance, "dispose")
         if dispose is not MISSING:
@@ -410,7 +483,7 @@ class ExtensionHost:
                 "INVALID_EXTENSION_DEFINITION",
                 f'Extension "{name}" instance must have an activate function',
             )
-        self._check_cancelled(name, controller)
+        self._check_cancelled(name, controller, stage)
         context = self._context(name, signal, stage)
 
         def selected() -> None:
@@ -425,7 +498,7 @@ class ExtensionHost:
             abandoned=self._abandoned,
         )
         stage.open = False
-        self._check_cancelled(name, controller)
+        self._check_cancelled(name, controller, stage)
         candidate = ToolRegistry.snapshot(self._live)
         ToolRegistry.register_many(candidate, tuple(stage.tools))
         self._live = candidate
@@ -480,11 +553,12 @@ class ExtensionHost:
     ) -> None:
         stage.open = False
         name = record.definition.id
-        if isinstance(error, ExtensionError) and error.code == "EXTENSION_CANCELLED":
+        if isinstance(error, ExtensionError) and error.code in _STOPPED:
             normalized = error
         elif self._state != "open" or signal_aborted(controller.signal):
-            normalized = self._cancelled(name, controller)
-            normalized.__cause__ = error
+            normalized = self._cancelled(name, controller, stage)
+            if normalized.code == "EXTENSION_CANCELLED":
+                normalized.__cause__ = error
         elif isinstance(error, ExtensionError):
             normalized = error
         else:
@@ -493,7 +567,9 @@ class ExtensionHost:
                 f'Extension "{name}" activation failed: {_failure_message(error)}',
             )
             normalized.__cause__ = error
-        failures, escaping = await self._clean_up((*reversed(stage.disposers), *instance_dispose))
+        failures, escaping = await self._clean_up(
+            name, (*reversed(stage.disposers), *instance_dispose)
+        )
         record.status = "failed"
         if escaping is not None:
             raise escaping
@@ -516,21 +592,47 @@ class ExtensionHost:
         ) from aggregate
 
     async def _clean_up(
-        self, cleanups: Sequence[Callable[[], object]]
+        self, name: str, cleanups: Sequence[Callable[[], object]]
     ) -> tuple[list[Exception], BaseException | None]:
-        """Run every cleanup in order, in a callback scope: the failures, and the first bare
-        ``BaseException`` (never swallowed: the caller raises it once everything ran)."""
+        """Run every cleanup of ``name`` in order, in a callback scope, each bounded: the
+        failures, and the first bare ``BaseException`` (never swallowed: the caller raises it
+        once everything ran). A cancellation of this task cuts the rest short."""
         failures: list[Exception] = []
         escaping: BaseException | None = None
         for cleanup in cleanups:
+            signal, disarm = self._bound(name)
             try:
-                await invoke(self, cleanup, abandoned=self._abandoned)
+                await invoke(self, cleanup, signal=signal, abandoned=self._abandoned)
             except Exception as error:
                 failures.append(error)
             except BaseException as error:
+                if isinstance(error, asyncio.CancelledError):
+                    self._cut_short = True
                 if escaping is None:
                     escaping = error
+            finally:
+                disarm()
         return failures, escaping
+
+    def _dispose_late(self, name: str, product: object) -> None:
+        """A factory's product arrived after activation stopped waiting for it: dispose it
+        (on a task the host keeps, bounded like a cleanup; its failure is dropped)."""
+
+        async def dispose() -> None:
+            signal, disarm = self._bound(name)
+            try:
+                instance = await invoke(self, lambda: product, signal=signal)
+                method = read_function(instance, "dispose")
+                if method is not MISSING and method is not ACCESSOR and callable(method):
+                    await invoke(self, method, signal=signal, abandoned=self._abandoned)
+            except Exception:
+                pass  # nobody is left to report it to
+            finally:
+                disarm()
+
+        task = asyncio.get_running_loop().create_task(dispose())
+        self._abandoned.add(task)
+        task.add_done_callback(self._abandoned.discard)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -618,7 +720,7 @@ class ExtensionHost:
             cleanups = [*reversed(record.disposers)]
             if record.dispose is not None:
                 cleanups.append(record.dispose)
-            failed, escaped = await self._clean_up(cleanups)
+            failed, escaped = await self._clean_up(extension_id, cleanups)
             failures.extend(failed)
             escaping = escaping or escaped
             record.status = "disposed"
@@ -626,9 +728,13 @@ class ExtensionHost:
             record.dispose = None
         self._order.clear()
         self._live = ToolRegistry.snapshot(self._base)
-        if self._abandoned:
-            _, running = await asyncio.wait(tuple(self._abandoned), timeout=ABANDONED_TASK_GRACE)
-            failures.extend(_error("EXTENSION_DISPOSAL_FAILED", _STUBBORN) for _ in running)
+        try:
+            running = await self._wait_abandoned()
+        except asyncio.CancelledError as error:
+            self._cut_short = True
+            running = 0
+            escaping = escaping or error
+        failures.extend(_error("EXTENSION_DISPOSAL_FAILED", _STUBBORN) for _ in range(running))
         self._state = "disposed"
         if escaping is not None:
             raise escaping
@@ -640,6 +746,23 @@ class ExtensionHost:
                 "EXTENSION_DISPOSAL_FAILED",
                 f"ExtensionHost disposal failed: {len(failures)} cleanup(s) failed",
             ) from aggregate
+
+    async def _wait_abandoned(self) -> int:
+        """Wait at most ``ABANDONED_TASK_GRACE`` seconds for the abandoned callbacks (and the
+        late disposals they start); how many still run then (none waited for once the
+        disposal was cut short)."""
+        if self._cut_short:
+            return 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ABANDONED_TASK_GRACE
+        while self._abandoned:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            await asyncio.wait(
+                tuple(self._abandoned), timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+        return len(self._abandoned)
 
     def __repr__(self) -> str:
         return f"<ExtensionHost {self._state} {[m.id for m in self.extensions]}>"

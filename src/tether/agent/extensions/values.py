@@ -11,11 +11,13 @@ descriptor's code); see ``ExtensionHost``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast
 
 from tether._text import JS_WHITESPACE, is_non_empty
+from tether._types import type_of
 from tether.abort import AbortSignal
 from tether.agent.extensions.errors import ExtensionError
 
@@ -80,6 +82,25 @@ class ExtensionDefinition:
 
     def __post_init__(self) -> None:
         check_definition(self.id, self.create)
+
+
+def check_timeout(value: object) -> float | None:
+    """An extension host's ``timeout``: ``None`` (no bound) or a finite number of seconds above
+    0, as a ``float``; anything else raises ``EXTENSION_INVALID_OPTIONS``."""
+    if value is None:
+        return None
+    kind = type_of(value)
+    if kind is int or kind is float:
+        try:
+            seconds = float(cast(float, value))
+        except OverflowError:
+            seconds = math.inf
+        if math.isfinite(seconds) and seconds > 0:
+            return seconds
+    raise ExtensionError(
+        "EXTENSION_INVALID_OPTIONS",
+        "ExtensionHost timeout must be None or a finite number of seconds above 0",
+    )
 
 
 def check_definition(extension_id: object, create: object) -> None:

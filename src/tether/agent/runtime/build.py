@@ -7,9 +7,10 @@
    this call made is recorded with its identity and bytes, so rollback can prove it is still
    the file it made before removing it). The product must be a store on the runtime's session
    file; a ``SessionTree`` is built on it (active leaf = last record).
-5. Extensions: an ``ExtensionHost`` over the resources and the tools step's product; every
-   definition discovered, then activated in order (on failure the host is disposed; when
-   cancelled it is recorded in the ledger, so the rollback disposes it).
+5. Extensions: an ``ExtensionHost`` over the resources and the tools step's product (bounded
+   by ``extension_timeout``); every definition discovered, then activated in order (on
+   failure the host is disposed; when cancelled it is recorded in the ledger, so the rollback
+   disposes it).
 6. Agent: ``resume_agent(session, model, tools=host.tools, max_steps, **agent_options)``.
    A runtime built to replace one on the same file (the claim is shared) must not write the
    file before it is published: its default factory passes a ``SessionRecorder`` of its own,
@@ -31,6 +32,7 @@ import os
 from typing import Any, cast
 
 from tether._text import message_of
+from tether._types import instance_of
 from tether.agent.agent import Agent
 from tether.agent.extensions import ExtensionHost
 from tether.agent.persistence import SessionRecorder, resume_agent
@@ -134,7 +136,9 @@ class _Construction:
         return store
 
     async def extensions(self, spec: RuntimeExtensionsInput) -> ExtensionHost:
-        host = ExtensionHost(resources=spec.resources, tools=spec.tools)
+        host = ExtensionHost(
+            resources=spec.resources, tools=spec.tools, timeout=self.shared.extension_timeout
+        )
         try:
             host.discover(list(spec.definitions))
             for definition in spec.definitions:
@@ -191,7 +195,7 @@ def _created(path: str) -> tuple[Identity, bytes]:
 
 
 def _is_agent(value: object) -> bool:
-    return isinstance(value, Agent) and not value.is_running
+    return instance_of(value, Agent) and not value.is_running
 
 
 async def build_runtime(
@@ -258,7 +262,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         ),
         override=factories.create_tools,
         default=build.tools,
-        guard=lambda value: isinstance(value, ToolRegistry),
+        guard=lambda value: instance_of(value, ToolRegistry),
     )
     resources = await invoke_factory(
         label="Resources",
@@ -267,7 +271,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         input_value=RuntimeResourcesInput(workspace=public, roots=shared.resource_roots),
         override=factories.create_resources,
         default=build.resources,
-        guard=lambda value: isinstance(value, ResourceLoader),
+        guard=lambda value: instance_of(value, ResourceLoader),
     )
     store = await invoke_factory(
         label="Session",
@@ -276,7 +280,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         input_value=RuntimeSessionInput(workspace=public, options=build.store_options),
         override=factories.create_session,
         default=build.session,
-        guard=lambda value: isinstance(value, SessionStore),
+        guard=lambda value: instance_of(value, SessionStore),
         register=lambda value: ledger.add(
             "Session", value, resource_key=SessionStore.canonical_path_of(value)
         ),
@@ -300,7 +304,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         ),
         override=factories.create_extensions,
         default=build.extensions,
-        guard=lambda value: isinstance(value, ExtensionHost),
+        guard=lambda value: instance_of(value, ExtensionHost),
         register=lambda value: build.register_host(cast(ExtensionHost, value)),
     )
     agent = await invoke_factory(

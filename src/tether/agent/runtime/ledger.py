@@ -16,9 +16,11 @@ for first, so whatever it registered is rolled back with the rest. A synchronous
 ``"<Label> factory threw"``. The returned value is adopted by awaiting it, nested awaitables
 too (at most ``RUNTIME_MAX_ADOPTION_DEPTH`` levels; each ``__await__`` is called once). The product
 must pass the step's type guard (``TypeError("<Label> factory returned an invalid
-product")``); it is registered, and every record made since the mark that is not the selected
-product is cleaned (except one describing the same session file as a selected store). Then
-the identity check runs again.
+product")``); it is registered as soon as it is adopted, before a started fallback is waited
+for (so an override's own product is rolled back, its cleanup failures reported, when the
+fallback fails), and every record made since the mark that is not the selected product is
+cleaned (except one describing the same session file as a selected store). Then the identity
+check runs again.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from typing import Any, Final, Generic, Literal, TypeVar, cast
 
 from tether._race import observe, reraise_task_cancellation
 from tether._text import message_of
+from tether._types import is_awaitable
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError
 from tether.agent.runtime.workspace import Identity, WorkspaceState, identity_of, sync_directory
-from tether.tools.contract import is_awaitable
 
 __all__ = [
     "RUNTIME_MAX_ADOPTION_DEPTH",
@@ -192,12 +194,17 @@ async def invoke_factory(
     workspace.check()
     if before is not None:
         before()
+
+    def keep(value: object) -> None:
+        if guard(value) and register is not None and not ledger.holds(value):
+            register(value)
+
     if override is None:
         selected: object = await default(input_value)
     else:
         fallback: _Fallback[I, T] = _Fallback(label, input_value, default)
         try:
-            selected = await _overridden(label, input_value, override, fallback)
+            selected = await _overridden(label, input_value, override, fallback, keep)
         except BaseException:
             # Cancelled (or interrupted) with the fallback still going: stop it and let it
             # finish, so what it registered is in the ledger before the rollback runs.
@@ -208,8 +215,7 @@ async def invoke_factory(
             raise
     if not guard(selected):
         raise TypeError(f"{label} factory returned an invalid product")
-    if register is not None and not ledger.holds(selected):
-        register(selected)
+    keep(selected)
     failures = await ledger.clean_since(
         mark, selected, None if key_of is None else key_of(selected)
     )
@@ -226,9 +232,11 @@ async def _overridden(
     input_value: object,
     override: Callable[[Any, Callable[..., Any]], object],
     fallback: _Fallback[Any, Any],
+    keep: Callable[[object], None],
 ) -> object:
-    """Call ``override`` with ``fallback``, adopt its product, and wait for a started
-    fallback (its failure fails the step)."""
+    """Call ``override`` with ``fallback``, adopt its product, ``keep`` it (registered in the
+    ledger, so a failure from here on rolls it back), and wait for a started fallback (its
+    failure fails the step)."""
     error: Exception | None = None
     selected: object = None
     try:
@@ -239,6 +247,7 @@ async def _overridden(
     else:
         try:
             selected = await adopt(returned, label)
+            keep(selected)
         except asyncio.CancelledError as cancelled:
             reraise_task_cancellation(cancelled)
             error = RuntimeError(f"{label} factory was cancelled")

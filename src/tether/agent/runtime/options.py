@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, cast
 
 from tether._text import JS_WHITESPACE, is_non_empty, message_of
-from tether._types import real_items, type_of
+from tether._types import instance_of, real_items, type_of
 from tether.abort import AbortSignal
 from tether.agent.auto_compaction import AutoCompaction
-from tether.agent.extensions import ExtensionDefinition
+from tether.agent.extensions import EXTENSION_TIMEOUT, ExtensionDefinition, ExtensionError
+from tether.agent.extensions.values import check_timeout
 from tether.agent.resources import ResourceRootDefinition
 from tether.agent.runtime.errors import TetherRuntimeError
 from tether.agent.session import SessionStoreOptions
@@ -126,7 +127,9 @@ class RuntimeOptions:
     """Everything ``create_runtime`` (and ``RuntimeManager.create``) needs.
 
     ``tools`` are base tool definitions (after the coding tools); ``resource_roots`` come after
-    the workspace root; ``extensions`` are activated in order.
+    the workspace root; ``extensions`` are activated in order. ``extension_timeout`` (tether's)
+    bounds each activation and each extension cleanup of the default extension host, in
+    seconds (``None``: no bound; see ``ExtensionHost``).
     """
 
     cwd: str | os.PathLike[str]
@@ -138,6 +141,7 @@ class RuntimeOptions:
     extensions: Any = ()
     factories: RuntimeFactories | Mapping[str, Any] | None = None
     agent_options: RuntimeAgentOptions | Mapping[str, Any] | None = None
+    extension_timeout: float | None = EXTENSION_TIMEOUT
 
 
 class BoundModel:
@@ -187,6 +191,7 @@ class SharedLayer:
     extensions: tuple[ExtensionDefinition, ...]
     factories: RuntimeFactories
     agent_options: RuntimeAgentOptions
+    extension_timeout: float | None = EXTENSION_TIMEOUT
 
 
 def _invalid(message: str) -> TetherRuntimeError:
@@ -352,8 +357,18 @@ def capture_shared(value: object) -> tuple[CapturedWorkspaceOptions, SharedLayer
         extensions=_extensions(read.get("extensions", ())),
         factories=_factories(read.get("factories")),
         agent_options=agent_options,
+        extension_timeout=_extension_timeout(read.get("extension_timeout", EXTENSION_TIMEOUT)),
     )
     return workspace, shared
+
+
+def _extension_timeout(value: object) -> float | None:
+    try:
+        return check_timeout(value)
+    except ExtensionError:
+        raise _invalid(
+            "Runtime extension_timeout must be None or a finite number of seconds above 0"
+        ) from None
 
 
 def _bind(model: object) -> BoundModel:
@@ -369,7 +384,7 @@ def _bind(model: object) -> BoundModel:
 
 
 def _tools(value: object) -> ToolRegistry:
-    if isinstance(value, ToolRegistry):
+    if instance_of(value, ToolRegistry):
         return ToolRegistry.snapshot(value)
     items = _sequence(value, "Runtime tools")
     try:
