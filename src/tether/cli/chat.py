@@ -446,6 +446,7 @@ class Chat:
         self._move_to: str | None = None  # the entry a /tree replacement moves to
         self._closed_tree: SessionTree | None = None
         self._shown_error: BaseException | None = None
+        self._noted: object = None  # the store whose repair was shown
 
     # -- building ------------------------------------------------------------------------------
 
@@ -564,9 +565,14 @@ class Chat:
         return agent
 
     def _adopt(self, session: Any) -> None:
-        """After a runtime was built: remember a created session as this cwd's last."""
+        """After a runtime was built: remember a created session as this cwd's last, and say
+        once if loading it repaired a torn last line (a crash in the middle of a write)."""
         if session.mode == "create":
             remember_session(self.sessions_dir, self.cwd, session.path[: -len(".jsonl")])
+        store = None if self._manager is None else self._manager.current.store
+        if store is not None and store.recovered is not None and store is not self._noted:
+            self._noted = store  # a same-file replacement shares the store: once is enough
+            self.view.line(f"recovered: {store.recovered}")
 
     async def _replace(self, session: Any, cwd: Path | None = None) -> bool:
         """Build the runtime for ``session`` (and ``cwd``: another workspace) and make it
