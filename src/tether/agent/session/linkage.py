@@ -47,22 +47,26 @@ class _Links:
         """The diagnostic code adding ``message`` would cause, or ``None``; ``calls`` and
         ``answered``: more of the context, not in these links yet (a batch's earlier
         messages)."""
-        extra_calls: dict[str, str] = {} if calls is None else calls
         if type(message) is AssistantMessage:
             seen: set[str] = set()
             for block in message.content:
                 if type(block) is ToolCall:
-                    if block.id in self.calls or block.id in extra_calls or block.id in seen:
+                    call_id = block.id
+                    if (
+                        call_id in self.calls
+                        or call_id in seen
+                        or (calls is not None and call_id in calls)
+                    ):
                         return "DUPLICATE_TOOL_CALL_ID"
-                    seen.add(block.id)
+                    seen.add(call_id)
             return None
         if type(message) is ToolResultMessage:
             call_id = message.tool_call_id
             if call_id in self.answered or (answered is not None and call_id in answered):
                 return "DUPLICATE_TOOL_RESULT"
             name = self.calls.get(call_id)
-            if name is None:
-                name = extra_calls.get(call_id)
+            if name is None and calls is not None:
+                name = calls.get(call_id)
             if name is None:
                 return "ORPHAN_TOOL_RESULT"
             if name != message.tool_name:

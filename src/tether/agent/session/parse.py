@@ -20,6 +20,7 @@ from tether.agent.session.format import (
     _decode_json,
     _describe,
     _dumps,
+    _scan_once,
 )
 from tether.agent.session.linkage import _Index
 from tether.agent.session.prefix import _is_incomplete_object_prefix
@@ -177,14 +178,25 @@ def _line_values(body: bytes, limits: SessionLimits) -> list[object]:
     max_line = limits.max_line_bytes
     quick = max_line // 4  # a line of at most this many code points has at most max_line bytes
     values: list[object] = []
+    scan = _scan_once
     for number in range(count):
         if texts is not None:
             text = texts[number]
+            size = len(text)
+            if size > quick:
+                stripped = text[:-1] if text[-1:] == "\r" else text
+                if len(stripped) > max_line or len(stripped.encode("utf-8")) > max_line:
+                    raise _line_too_large(number + 1)
+            value: object = None
+            try:
+                value, end = scan(text, 0)
+            except (StopIteration, ValueError, RecursionError):
+                end = -1
+            if end == size:  # the usual line: one value, nothing around it
+                values.append(value)
+                continue
             if text[-1:] == "\r":
                 text = text[:-1]
-            size = len(text)
-            if size > quick and (size > max_line or len(text.encode("utf-8")) > max_line):
-                raise _line_too_large(number + 1)
         else:
             line = lines[number]
             if line[-1:] == b"\r":
@@ -270,6 +282,7 @@ def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index, i
         if len(index.entries) >= max_records:
             raise _fail("SESSION_RECORD_LIMIT", "Session record limit exceeded")
         entry = _parse_record(values[position], escapes)
+        values[position] = None  # its JSON is garbage now: fewer live objects, less GC work
         if entry.id in by_id:
             raise _fail("SESSION_DUPLICATE_ENTRY_ID", f'Duplicate entry ID "{_short(entry.id)}"')
         if entry.parent_id is not None and entry.parent_id not in by_id:
