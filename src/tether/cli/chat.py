@@ -783,7 +783,7 @@ class Chat:
         elif name == "cd":
             await self.change_directory(argument)
         elif name == "sessions":
-            self._list_sessions()
+            await self._list_sessions()
         elif name == "resume":
             await self._resume_command(argument)
         elif name == "tree":
@@ -851,10 +851,14 @@ class Chat:
         await _close_meter(previous_meter)
         self.view.line(f"model: {choice.spec}")
 
-    def _list_sessions(self) -> None:
+    async def _list_sessions(self) -> None:
         from tether.agent.session import SessionLimits, list_sessions
 
-        found = list_sessions(self.sessions_dir, limits=SessionLimits.for_coding())
+        # Every file is read and parsed: on a worker thread, so a long list of large
+        # sessions never stalls the chat (a session another chat writes is read, not locked).
+        found = await asyncio.to_thread(
+            list_sessions, self.sessions_dir, limits=SessionLimits.for_coding()
+        )
         if not found:
             self.view.line("no saved sessions")
             return
