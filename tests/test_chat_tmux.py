@@ -296,18 +296,24 @@ async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_
     assert_no_key_anywhere(tmux, tmp_path)
 
 
+async def remember_42(tmux: Tmux, tmp_path: Path, server: ReplayServer) -> Path:
+    """A first chat that asks the model to remember 42 and quits; its session file."""
+    start_chat(tmux, tmp_path, server.url)
+    await tmux.wait_for(PROMPT)
+    await say(tmux, "Remember the number 42")
+    await tmux.wait_for("I will remember 42.")
+    await quit_chat(tmux)
+    (session,) = session_files(tmp_path)
+    return session
+
+
 async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: Path) -> None:
     async with ReplayServer() as server:
         server.respond(text_reply("I will remember 42."))
         server.respond(text_reply("It was 42."))
         server.respond(text_reply("Still 42."))
 
-        start_chat(tmux, tmp_path, server.url)
-        await tmux.wait_for(PROMPT)
-        await say(tmux, "Remember the number 42")
-        await tmux.wait_for("I will remember 42.")
-        await quit_chat(tmux)
-        (session,) = session_files(tmp_path)
+        session = await remember_42(tmux, tmp_path, server)
         ident = session.stem
 
         start_chat(tmux, tmp_path, server.url)  # a new program: /resume a prefix of the ID
@@ -345,12 +351,7 @@ async def test_chat_c_repairs_a_torn_session_and_says_so_once(tmux: Tmux, tmp_pa
         server.respond(text_reply("I will remember 42."))
         server.respond(text_reply("It was 42."))
 
-        start_chat(tmux, tmp_path, server.url)
-        await tmux.wait_for(PROMPT)
-        await say(tmux, "Remember the number 42")
-        await tmux.wait_for("I will remember 42.")
-        await quit_chat(tmux)
-        (session,) = session_files(tmp_path)
+        session = await remember_42(tmux, tmp_path, server)
         whole = session.read_bytes()
         # A crash in the middle of a write: the start of an entry, cut short.
         session.write_bytes(whole + b'{"type":"entry","version":1,"id":"torn","parentId":"x')

@@ -553,27 +553,25 @@ async def test_session_continues_a_file_and_records_each_run(tmp_path: Path) -> 
     assert FAKE_KEY.encode() not in path.read_bytes()
 
 
+async def run_with_session(
+    server: ReplayServer, path: Path, prompt: str, answer: str, tmp_path: Path
+) -> Any:
+    """``tether run --session PATH -p PROMPT`` with the model answering ``answer``."""
+    server.respond(text_reply(answer))
+    return await run_tether(
+        *model_run(server.url, "--session", str(path), prompt=prompt), env=child_env(tmp_path)
+    )
+
+
 async def test_a_torn_session_is_repaired_and_said_once(tmp_path: Path) -> None:
     path = tmp_path / "chat.jsonl"
     async with ReplayServer() as server:
-        server.respond(text_reply("Noted."))
-        first = await run_tether(
-            *model_run(server.url, "--session", str(path), prompt="Remember 42."),
-            env=child_env(tmp_path),
-        )
+        first = await run_with_session(server, path, "Remember 42.", "Noted.", tmp_path)
         assert first.returncode == 0, first.err
         whole = path.read_bytes()
         path.write_bytes(whole + b'{"type":"entry","version":1,"id":"torn","parentId":"x')
-        server.respond(text_reply("It was 42."))
-        second = await run_tether(
-            *model_run(server.url, "--session", str(path), prompt="Which number?"),
-            env=child_env(tmp_path),
-        )
-        server.respond(text_reply("Still 42."))
-        third = await run_tether(
-            *model_run(server.url, "--session", str(path), prompt="And now?"),
-            env=child_env(tmp_path),
-        )
+        second = await run_with_session(server, path, "Which number?", "It was 42.", tmp_path)
+        third = await run_with_session(server, path, "And now?", "Still 42.", tmp_path)
     assert second.returncode == 0, second.err
     assert second.err.count("recovered: dropped an incomplete last entry") == 1
     assert third.returncode == 0, third.err

@@ -630,6 +630,30 @@ async def test_awaitables_are_adopted_once_and_bounded(tmp_path: Path) -> None:
     assert str(error.__cause__) == "Tools factory returned an invalid product"
 
 
+async def test_a_session_file_that_cannot_be_loaded_fails_construction(tmp_path: Path) -> None:
+    (tmp_path / "session.jsonl").write_bytes(b"not json\n")
+    error = await expect_error(
+        create_runtime(options(tmp_path, mode="resume")), "RUNTIME_CONSTRUCTION_FAILED"
+    )
+    cause = error.__cause__
+    assert isinstance(cause, SessionStoreError)
+    assert cause.code == "SESSION_INVALID_JSON"
+
+
+async def test_a_closed_store_is_not_a_session_product(tmp_path: Path) -> None:
+    async def session_factory(spec: Any, fallback: Any) -> SessionStore:
+        store = await fallback(spec)
+        await store.close()
+        return store
+
+    error = await expect_error(
+        create_runtime(options(tmp_path, factories={"create_session": session_factory})),
+        "RUNTIME_CONSTRUCTION_FAILED",
+    )
+    assert str(error.__cause__) == "Session factory returned a closed store"
+    assert tree_of(tmp_path) == []  # the file it created was removed again
+
+
 async def test_a_store_on_the_same_file_keeps_the_created_file(tmp_path: Path) -> None:
     async def session_factory(spec: Any, fallback: Any) -> SessionStore:
         created = await fallback(spec)

@@ -15,7 +15,7 @@ import pytest
 from test_runtime import add, bounded, expect_error, on_disk, options, probe, real
 from tether import ModelChunk, ModelResponse, ScriptedModel, text_reply, tool_call_reply
 from tether.agent.extensions import ExtensionContext, ExtensionDefinition
-from tether.agent.persistence import resume_agent
+from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.runtime import (
     Runtime,
     RuntimeAgentInput,
@@ -705,6 +705,11 @@ async def test_a_disposed_runtimes_agent_does_not_write_the_session(tmp_path: Pa
     stale = await bounded(old.agent.run("stale"))
     assert stale.status == "failed"
     assert stale.error.code == "AGENT_RECORDING_FAILED"
+    assert "its runtime was disposed" in stale.error.message
+    recorder = old.agent.recorder
+    assert isinstance(recorder, SessionRecorder)
+    assert recorder.closed
+    assert old.session.closed
     assert (await bounded(live.agent.run("live"))).status == "completed"
     await bounded(manager.flush())
     assert _users_in_file(live.workspace.session_path) == ["one", "live"]

@@ -21,6 +21,7 @@ import pickle
 import stat
 import sys
 import threading
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, cast
 
@@ -1042,35 +1043,37 @@ def blocking(monkeypatch: pytest.MonkeyPatch, step: str) -> tuple[threading.Even
     return entered, release
 
 
+async def cancelled_while_blocked(
+    monkeypatch: pytest.MonkeyPatch, step: str, work: Coroutine[Any, Any, object]
+) -> None:
+    """Run ``work`` until its worker thread is inside ``session_io.<step>``, cancel it
+    there, release the thread, and check the cancellation is what ``work`` raises."""
+    entered, release = blocking(monkeypatch, step)
+    task = asyncio.ensure_future(work)
+    assert await asyncio.to_thread(entered.wait, LIMIT)
+    task.cancel()
+    await asyncio.sleep(0)  # the loop runs on meanwhile: the cancellation is delivered
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+
+
 async def test_an_append_cancelled_during_its_write_still_commits_and_moves_the_leaf(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await SessionStore.create(path, options())
     tree = SessionTree(store)
-    entered, release = blocking(monkeypatch, "fsync")
-    task = asyncio.ensure_future(tree.append(user("message-001", "durable anyway")))
-    assert await asyncio.to_thread(entered.wait, LIMIT)
-    task.cancel()
-    other = asyncio.ensure_future(asyncio.sleep(0))  # the loop runs on meanwhile
-    await other
-    release.set()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancelled_while_blocked(
+        monkeypatch, "fsync", tree.append(user("message-001", "durable anyway"))
+    )
     assert ids(store.entries) == ["entry-001"]
     assert tree.active_leaf_id == "entry-001"
     assert ids(parse_session(path.read_bytes()).entries) == ["entry-001"]
-    compaction = asyncio.ensure_future(
-        tree.append_compaction(
-            summary_id="s", summary="x", first_kept_entry_id=None, units_before=1, units_after=1
-        )
+    compaction = tree.append_compaction(
+        summary_id="s", summary="x", first_kept_entry_id=None, units_before=1, units_after=1
     )
-    entered2, release2 = blocking(monkeypatch, "write")
-    assert await asyncio.to_thread(entered2.wait, LIMIT)
-    compaction.cancel()
-    await asyncio.sleep(0)
-    release2.set()
-    with pytest.raises(asyncio.CancelledError):
-        await compaction
+    await cancelled_while_blocked(monkeypatch, "write", compaction)
     assert tree.active_leaf_id == "entry-002"
     await store.close()
 
@@ -1079,15 +1082,7 @@ async def test_a_load_cancelled_on_its_worker_thread_lets_the_file_go(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path.write_text(header_line() + "\n", encoding="utf-8")
-    entered, release = blocking(monkeypatch, "lock")
-    task = asyncio.ensure_future(SessionStore.load(path, options()))
-    assert await asyncio.to_thread(entered.wait, LIMIT)
-    task.cancel()
-    await asyncio.sleep(0)
-    release.set()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    monkeypatch.undo()
+    await cancelled_while_blocked(monkeypatch, "lock", SessionStore.load(path, options()))
     async with await SessionStore.load(path, options()) as store:  # not SESSION_IN_USE
         assert store.entries == ()
 
@@ -1096,14 +1091,7 @@ async def test_a_flush_cancelled_during_its_check_is_cancelled(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await SessionStore.create(path, options())
-    entered, release = blocking(monkeypatch, "fstat")
-    task = asyncio.ensure_future(store.flush())
-    assert await asyncio.to_thread(entered.wait, LIMIT)
-    task.cancel()
-    await asyncio.sleep(0)
-    release.set()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancelled_while_blocked(monkeypatch, "fstat", store.flush())
     await store.flush()
     await store.close()
 
@@ -1782,6 +1770,137 @@ async def test_ignored_directory_sync_errors(path: Path, monkeypatch: pytest.Mon
     store = await SessionStore.create(path, options())
     await store.append(None, user("m1", "x"))
     assert len((await SessionStore.read(path, options())).entries) == 1
+
+
+async def test_a_failing_directory_sync_fails_the_create_and_removes_the_file(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = session_io.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EIO, "injected directory sync failure")
+        real(fd)
+
+    monkeypatch.setattr(session_io, "fsync", fsync)
+    with pytest.raises(OSError, match="injected directory sync failure"):
+        await SessionStore.create(path, options())
+    assert not path.exists()
+
+
+async def test_a_create_whose_file_was_replaced_meanwhile_leaves_the_replacement(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = session_io.fsync
+
+    def replacing(fd: int) -> None:
+        real(fd)
+        os.remove(path)
+        path.write_text("someone else's", encoding="utf-8")
+
+    monkeypatch.setattr(session_io, "fsync", replacing)
+    await rejects("SESSION_FILE_CHANGED", SessionStore.create(path, options()))
+    assert path.read_text(encoding="utf-8") == "someone else's"
+
+
+async def test_an_old_marker_blocks_a_create_until_load_puts_it_back(path: Path) -> None:
+    marker = Path(f"{path}.pify-session-recovery")
+    marker.write_text(header_line() + "\n", encoding="utf-8")
+    error = await rejects("SESSION_ALREADY_EXISTS", SessionStore.create(path, options()))
+    assert "load puts it back" in str(error)
+    assert not path.exists()
+    async with await SessionStore.load(path, options()) as store:
+        assert store.header.id == "session-001"
+    assert not marker.exists()
+
+
+async def test_leftovers_of_a_live_process_or_not_files_are_kept(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path.write_text(header_line() + "\n", encoding="utf-8")
+    ours = Path(f"{path}.pify-session-{os.getpid()}-0b1e")  # this version never makes one
+    live = Path(f"{path}.pify-session-1-0b1e")  # pid 1 is alive: an old version's, maybe
+    folder = Path(f"{path}.pify-session-999999999-0b1e")
+    odd = Path(f"{path}.pify-session-notes")
+    ours.write_text("x", encoding="utf-8")
+    live.write_text("x", encoding="utf-8")
+    folder.mkdir()
+    odd.write_text("x", encoding="utf-8")
+    Path(f"{path}.pify-session-recovery").mkdir()  # not a regular file: not put back either
+    async with await SessionStore.load(path, options()):
+        pass
+    assert not ours.exists()
+    assert live.exists()
+    assert folder.is_dir()
+    assert odd.exists()
+    real_kill = os.kill
+
+    def foreign(pid: int, signal: int) -> None:
+        if pid == 1:
+            raise PermissionError(errno.EPERM, "not permitted")
+        real_kill(pid, signal)
+
+    monkeypatch.setattr(os, "kill", foreign)
+    async with await SessionStore.load(path, options()):
+        pass
+    assert live.exists()  # another user's live process: kept
+    monkeypatch.undo()
+
+    def unremovable(name: str) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", name)
+
+    stale = Path(f"{path}.pify-session-999999998-0b1e")
+    stale.write_text("x", encoding="utf-8")
+    monkeypatch.setattr(session_io, "remove", unremovable)
+    async with await SessionStore.load(path, options()):  # best effort: the load works
+        pass
+    assert stale.exists()
+
+    def unlistable(name: str) -> list[str]:
+        raise PermissionError(errno.EACCES, "Permission denied", name)
+
+    monkeypatch.setattr(session_io, "listdir", unlistable)
+    async with await SessionStore.load(path, options()):
+        pass
+
+
+async def test_a_snapshot_reads_what_the_file_held_when_it_was_opened(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path.write_text(f"{header_line()}\n{entry_line()}\n", encoding="utf-8")
+    real_read = session_io.read
+
+    def cut(fd: int, size: int, offset: int) -> bytes:
+        return real_read(fd, size, offset) if offset == 0 and size > 200 else b""
+
+    monkeypatch.setattr(session_io, "read", cut)  # shorter than its size: cut meanwhile
+    assert ids((await SessionStore.read(path, options())).entries) == ["entry-001"]
+    monkeypatch.undo()
+    small = SessionLimits(max_file_bytes=len(header_line()) + 1)
+    real_lstat = session_io.lstat
+
+    def shrunk(name: str) -> os.stat_result:
+        info = real_lstat(name)
+        if name != str(path):
+            return info
+        values = list(info)
+        values[stat.ST_SIZE] = 10  # it grew between the check and the read
+        return os.stat_result(values, {"st_birthtime_ns": getattr(info, "st_birthtime_ns", None)})
+
+    monkeypatch.setattr(session_io, "lstat", shrunk)
+    await rejects("SESSION_FILE_TOO_LARGE", SessionStore.read(path, options(limits=small)))
+
+
+@pytest.mark.parametrize(
+    ("data", "count"),
+    [
+        (f"{header_line()}\n{entry_line()}\r", 1),  # a last line with CR, no LF
+        ("\ufeff" + header_line(), 0),  # a BOM, a header without its newline
+        (f"{header_line()}\r\n" + '{"type":"entry","id":"cut\r', 0),
+    ],
+)
+def test_an_unterminated_last_line_with_cr_or_bom(data: str, count: int) -> None:
+    assert len(parse_session(data.encode()).entries) == count
 
 
 async def test_a_file_that_grows_or_turns_into_a_link_while_loading(

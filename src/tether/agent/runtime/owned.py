@@ -82,7 +82,8 @@ FileMark: TypeAlias = "tuple[int, int, int, int] | None"
 
 
 def file_mark(path: str) -> FileMark:
-    """What changes whenever a session file is rewritten: (device, inode, size, mtime)."""
+    """What changes whenever a session file is written or replaced: (device, inode, size,
+    mtime)."""
     try:
         info = os.lstat(path)
     except OSError:
@@ -346,7 +347,8 @@ class Runtime:
     # -- flush ------------------------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Write the session's current generation after every pending event operation.
+        """Make sure, after every pending event operation, that the session holds the
+        transcript and is durable (``SessionStore.flush``).
 
         ``RUNTIME_REENTRANT_OPERATION`` from inside the runtime's own operations (an extension
         hook or disposer); ``RUNTIME_DISPOSED`` once disposing; the stored error once poisoned;

@@ -421,8 +421,9 @@ class SessionStore:
             if journal is None:
                 return
             self._journal = None
-            if self._finalizer is not None:
-                self._finalizer.detach()
+            finalizer = self._finalizer
+            if finalizer is not None:  # pragma: no branch - made with the journal
+                finalizer.detach()
             journal.close()
 
     async def __aenter__(self) -> SessionStore:
