@@ -1758,15 +1758,20 @@ async def test_invalid_utf8_files_are_read_line_by_line_with_crlf(path: Path) ->
     await rejects("SESSION_LINE_TOO_LARGE", SessionStore.load(path, options()))
 
 
-async def test_ignored_directory_sync_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def failing_directory_sync(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    """Make every fsync of a directory fail with ``code`` (files sync as usual)."""
     real = session_io.fsync
 
     def fsync(fd: int) -> None:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "directories cannot be synced here")
+            raise OSError(code, "injected directory sync failure")
         real(fd)
 
     monkeypatch.setattr(session_io, "fsync", fsync)
+
+
+async def test_ignored_directory_sync_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failing_directory_sync(monkeypatch, errno.EINVAL)  # cannot be synced here: ignored
     store = await SessionStore.create(path, options())
     await store.append(None, user("m1", "x"))
     assert len((await SessionStore.read(path, options())).entries) == 1
@@ -1775,14 +1780,7 @@ async def test_ignored_directory_sync_errors(path: Path, monkeypatch: pytest.Mon
 async def test_a_failing_directory_sync_fails_the_create_and_removes_the_file(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = session_io.fsync
-
-    def fsync(fd: int) -> None:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise OSError(errno.EIO, "injected directory sync failure")
-        real(fd)
-
-    monkeypatch.setattr(session_io, "fsync", fsync)
+    failing_directory_sync(monkeypatch, errno.EIO)
     with pytest.raises(OSError, match="injected directory sync failure"):
         await SessionStore.create(path, options())
     assert not path.exists()
