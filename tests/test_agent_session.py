@@ -59,6 +59,13 @@ async def new_tree(tmp_path: Path, name: str = "session.jsonl") -> SessionTree:
 
 
 async def reloaded(tree: SessionTree) -> SessionTree:
+    """What the file holds now (a read-only snapshot: the tree's store keeps writing)."""
+    return SessionTree(await SessionStore.read(tree.store.path))
+
+
+async def reopened(tree: SessionTree) -> SessionTree:
+    """The file as another process would resume it: this writer lets go, a new one loads."""
+    await tree.store.close()
     return SessionTree(await SessionStore.load(tree.store.path))
 
 
@@ -134,7 +141,7 @@ async def test_two_hundred_compacting_turns_reload_to_the_same_context(tmp_path:
     compactions = [e for e in tree.entries if type(e) is CompactionEntry]
     assert len(compactions) == len(agent.compactions)
 
-    resumed = await resume_agent(await reloaded(tree), model=model, compaction=policy)
+    resumed = await resume_agent(await reopened(tree), model=model, compaction=policy)
     assert resumed.messages == agent.messages
     assert resumed.summary == agent.summary
     assert (await bounded(resumed.run("one more"))).status == "completed"
@@ -147,7 +154,7 @@ async def test_resuming_closes_calls_the_process_never_answered(tmp_path: Path) 
     await tree.append(UserMessage(id="u1", content="add"))
     await tree.append(AssistantMessage(id="a1", content=(call,)))
     agent = await resume_agent(
-        await reloaded(tree), model=ScriptedModel([text_reply("2")]), tools=ToolRegistry([add])
+        await reopened(tree), model=ScriptedModel([text_reply("2")]), tools=ToolRegistry([add])
     )
     assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult"]
     closing = agent.messages[2]
@@ -280,7 +287,7 @@ async def test_a_resumed_session_records_new_messages_even_with_old_ids(tmp_path
     await bounded(agent.run("hi"))
     await bounded(agent.run("more " + "w" * 400))
     assert await bounded(agent.compact()) is not None
-    resumed = await resume_agent(await reloaded(tree), model=model, compaction=policy)
+    resumed = await resume_agent(await reopened(tree), model=model, compaction=policy)
     assert (await bounded(resumed.run("hi"))).status == "completed"  # the same text as turn 1
     assert resumed.messages[-2].id not in ("agent-user-000001", "agent-user-000002")
     assert same_context(resumed, await reloaded(tree))
@@ -307,7 +314,7 @@ async def _unanswered(tmp_path: Path) -> SessionTree:
     call = ToolCall(id="c1", name="add", arguments={"left": 1, "right": 1})  # pyright: ignore[reportArgumentType]
     await tree.append(UserMessage(id="u1", content="add"))
     await tree.append(AssistantMessage(id="a1", content=(call,)))
-    return await reloaded(tree)
+    return await reopened(tree)
 
 
 async def test_a_callers_recorder_holds_the_closing_results_until_it_writes(

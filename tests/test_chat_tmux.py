@@ -6,7 +6,8 @@ config directories in the test's temporary directory. Shown here: a streamed ans
 ``write_file`` call approved with ``y`` (the file is written) and one declined with ``n``
 (no file; the next request carries the ``TOOL_CALL_BLOCKED`` result); Ctrl-C during a stalled
 stream (the prompt comes back, the session file holds only complete messages, the chat goes
-on); a conversation restored after a restart, with ``/resume PREFIX`` and with ``-c``.
+on); a conversation restored after a restart, with ``/resume PREFIX`` and with ``-c``, and
+``-c`` on a session a crash left with a torn last line (repaired, said once).
 
 No sleeps: every wait polls the screen for an expected string up to a deadline
 (``tmux_support``). The fake key must appear on no screen and in no file written.
@@ -295,25 +296,31 @@ async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_
     assert_no_key_anywhere(tmux, tmp_path)
 
 
+async def remember_42(tmux: Tmux, tmp_path: Path, server: ReplayServer) -> Path:
+    """A first chat that asks the model to remember 42 and quits; its session file."""
+    start_chat(tmux, tmp_path, server.url)
+    await tmux.wait_for(PROMPT)
+    await say(tmux, "Remember the number 42")
+    await tmux.wait_for("I will remember 42.")
+    await quit_chat(tmux)
+    (session,) = session_files(tmp_path)
+    return session
+
+
 async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: Path) -> None:
     async with ReplayServer() as server:
         server.respond(text_reply("I will remember 42."))
         server.respond(text_reply("It was 42."))
         server.respond(text_reply("Still 42."))
 
-        start_chat(tmux, tmp_path, server.url)
-        await tmux.wait_for(PROMPT)
-        await say(tmux, "Remember the number 42")
-        await tmux.wait_for("I will remember 42.")
-        await quit_chat(tmux)
-        (session,) = session_files(tmp_path)
+        session = await remember_42(tmux, tmp_path, server)
         ident = session.stem
 
         start_chat(tmux, tmp_path, server.url)  # a new program: /resume a prefix of the ID
         await tmux.wait_for(PROMPT)
         await say(tmux, f"/resume {ident[:8]}")
-        screen = await tmux.wait_for(f"resumed session {ident} (2 messages)")
-        assert "you: Remember the number 42" in screen
+        await tmux.wait_for(f"resumed session {ident} (2 messages)")
+        await tmux.wait_for("you: Remember the number 42")  # the next line, drawn after it
         await tmux.wait_for(PROMPT, count=2)
         await say(tmux, "Which number?")
         await tmux.wait_for("It was 42.")
@@ -336,6 +343,36 @@ async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: 
     ]
     assert len(server.requests[2].json["messages"]) == 1 + 5
     assert session_files(tmp_path) == [session]  # resumed, not copied
+    assert_no_key_anywhere(tmux, tmp_path)
+
+
+async def test_chat_c_repairs_a_torn_session_and_says_so_once(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("I will remember 42."))
+        server.respond(text_reply("It was 42."))
+
+        session = await remember_42(tmux, tmp_path, server)
+        whole = session.read_bytes()
+        # A crash in the middle of a write: the start of an entry, cut short.
+        session.write_bytes(whole + b'{"type":"entry","version":1,"id":"torn","parentId":"x')
+
+        start_chat(tmux, tmp_path, server.url, "-c")
+        await tmux.wait_for(f"resumed session {session.stem} (2 messages)")
+        await at_prompt(tmux)
+        await say(tmux, "/model openai/gpt-test")  # a same-file replacement: no second note
+        await tmux.wait_for("model: openai/gpt-test")
+        await at_prompt(tmux)
+        await say(tmux, "Which number?")
+        await tmux.wait_for("It was 42.")
+        screen = tmux.screen()
+        await quit_chat(tmux)
+
+    assert screen.count("recovered: dropped an incomplete last entry") == 1, screen
+    data = session.read_bytes()
+    assert data.startswith(whole)
+    assert b'"torn"' not in data
+    roles = [message["role"] for message in server.requests[1].json["messages"]]
+    assert roles[1:] == ["user", "assistant", "user"]
     assert_no_key_anywhere(tmux, tmp_path)
 
 

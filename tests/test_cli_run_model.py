@@ -553,6 +553,51 @@ async def test_session_continues_a_file_and_records_each_run(tmp_path: Path) -> 
     assert FAKE_KEY.encode() not in path.read_bytes()
 
 
+async def run_with_session(
+    server: ReplayServer, path: Path, prompt: str, answer: str, tmp_path: Path
+) -> Any:
+    """``tether run --session PATH -p PROMPT`` with the model answering ``answer``."""
+    server.respond(text_reply(answer))
+    return await run_tether(
+        *model_run(server.url, "--session", str(path), prompt=prompt), env=child_env(tmp_path)
+    )
+
+
+async def test_a_torn_session_is_repaired_and_said_once(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    async with ReplayServer() as server:
+        first = await run_with_session(server, path, "Remember 42.", "Noted.", tmp_path)
+        assert first.returncode == 0, first.err
+        whole = path.read_bytes()
+        path.write_bytes(whole + b'{"type":"entry","version":1,"id":"torn","parentId":"x')
+        second = await run_with_session(server, path, "Which number?", "It was 42.", tmp_path)
+        third = await run_with_session(server, path, "And now?", "Still 42.", tmp_path)
+    assert second.returncode == 0, second.err
+    assert second.err.count("recovered: dropped an incomplete last entry") == 1
+    assert third.returncode == 0, third.err
+    assert "recovered" not in third.err
+    data = path.read_bytes()
+    assert data.startswith(whole)
+    assert b'"torn"' not in data
+    roles = [m["role"] for m in server.requests[1].json["messages"]]
+    assert roles == ["user", "assistant", "user"]
+
+
+async def test_a_session_another_process_writes_is_refused_at_once(tmp_path: Path) -> None:
+    from tether.agent.session import SessionStore
+
+    path = tmp_path / "held.jsonl"
+    async with await SessionStore.create(path) as held, ReplayServer() as server:
+        completed = await run_tether(
+            *model_run(server.url, "--session", str(path)), env=child_env(tmp_path)
+        )
+        assert held.entries == ()
+    assert completed.returncode == 2
+    assert "[SESSION_IN_USE]" in completed.err
+    assert str(path) in completed.err
+    assert server.requests == []
+
+
 async def test_a_session_file_that_cannot_be_used_is_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "broken.jsonl"
     path.write_bytes(b"not json\n")

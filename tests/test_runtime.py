@@ -7,6 +7,7 @@ test_runtime_options.py."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ from tether.agent.runtime import (
     TetherRuntimeError,
     create_runtime,
 )
-from tether.agent.session import SessionStore, SessionTree
+from tether.agent.session import SessionStore, SessionStoreError, SessionTree, session_io
 from tether.loop.hooks import ToolCallContext
 from tether.protocol import AgentEvent, Message
 
@@ -64,7 +65,9 @@ def options(
 
 
 async def on_disk(path: str) -> tuple[Message, ...]:
-    return SessionTree(await SessionStore.load(path)).active_messages
+    """The active branch in the file now (a read-only snapshot: no lock, so it also reads a
+    file a live runtime holds)."""
+    return SessionTree(await SessionStore.read(path)).active_messages
 
 
 async def expect_error(awaitable: Any, code: str) -> TetherRuntimeError:
@@ -627,9 +630,34 @@ async def test_awaitables_are_adopted_once_and_bounded(tmp_path: Path) -> None:
     assert str(error.__cause__) == "Tools factory returned an invalid product"
 
 
+async def test_a_session_file_that_cannot_be_loaded_fails_construction(tmp_path: Path) -> None:
+    (tmp_path / "session.jsonl").write_bytes(b"not json\n")
+    error = await expect_error(
+        create_runtime(options(tmp_path, mode="resume")), "RUNTIME_CONSTRUCTION_FAILED"
+    )
+    cause = error.__cause__
+    assert isinstance(cause, SessionStoreError)
+    assert cause.code == "SESSION_INVALID_JSON"
+
+
+async def test_a_closed_store_is_not_a_session_product(tmp_path: Path) -> None:
+    async def session_factory(spec: Any, fallback: Any) -> SessionStore:
+        store = await fallback(spec)
+        await store.close()
+        return store
+
+    error = await expect_error(
+        create_runtime(options(tmp_path, factories={"create_session": session_factory})),
+        "RUNTIME_CONSTRUCTION_FAILED",
+    )
+    assert str(error.__cause__) == "Session factory returned a closed store"
+    assert tree_of(tmp_path) == []  # the file it created was removed again
+
+
 async def test_a_store_on_the_same_file_keeps_the_created_file(tmp_path: Path) -> None:
     async def session_factory(spec: Any, fallback: Any) -> SessionStore:
         created = await fallback(spec)
+        await created.close()  # the file has one writer: this override takes over
         return await SessionStore.load(created.path)
 
     runtime = await bounded(
@@ -702,7 +730,9 @@ async def test_two_runtimes_on_one_session_file_are_refused(tmp_path: Path) -> N
     error = await expect_error(
         create_runtime(options(tmp_path, mode="resume")), "RUNTIME_SESSION_IN_USE"
     )
-    assert str(error) == "Another runtime in this process holds this session file"
+    assert str(error) == (
+        f"Another runtime in this process holds the session file {real(tmp_path)}/session.jsonl"
+    )
     # Another spelling of the same file is the same file.
     (tmp_path / "sub").mkdir()
     await expect_error(
@@ -814,17 +844,56 @@ async def test_divergence_is_detected_at_run_finished(tmp_path: Path) -> None:
         await bounded(runtime.dispose())
 
 
-async def test_a_recording_failure_diverges(tmp_path: Path) -> None:
+def _causes(error: BaseException) -> list[BaseException]:
+    """``error``'s causes, depth first (an aggregate's errors included)."""
+    found: list[BaseException] = []
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(cast("BaseExceptionGroup[BaseException]", current).exceptions)
+        if current.__cause__ is not None:
+            pending.append(current.__cause__)
+    return found
+
+
+async def test_a_storage_failure_after_construction_is_an_event_failure_with_its_cause(
+    tmp_path: Path,
+) -> None:
+    # Issue 25, item 13: RUNTIME_EVENT_FAILED with the store's error reachable, not
+    # RUNTIME_SESSION_DIVERGED with no cause.
     runtime = await bounded(create_runtime(options(tmp_path)))
     append_behind_the_stores_back(runtime.workspace.session_path)
     result = await bounded(runtime.agent.run("hi"))
     assert result.status == "failed"
     assert result.error.code == "AGENT_RECORDING_FAILED"
     await bounded(runtime.agent.wait_for_subscribers())
-    error = await expect_error(runtime.flush(), "RUNTIME_SESSION_DIVERGED")
-    assert str(error) == (
-        "Runtime session diverged from the agent transcript: 1 message(s) were not recorded"
-    )
+    error = await expect_error(runtime.flush(), "RUNTIME_EVENT_FAILED")
+    assert error is runtime.error
+    store_errors = [e for e in _causes(error) if isinstance(e, SessionStoreError)]
+    assert [e.code for e in store_errors] == ["SESSION_FILE_CHANGED"]
+    with pytest.raises(TetherRuntimeError) as caught:
+        await bounded(runtime.dispose())
+    assert error in _causes(caught.value)
+
+
+async def test_a_disk_failure_after_construction_is_an_event_failure_with_its_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = await bounded(create_runtime(options(tmp_path)))
+    full = OSError(errno.ENOSPC, "No space left on device")
+
+    def fsync(fd: int) -> None:
+        raise full
+
+    monkeypatch.setattr(session_io, "fsync", fsync)
+    result = await bounded(runtime.agent.run("hi"))
+    assert result.error.code == "AGENT_RECORDING_FAILED"
+    await bounded(runtime.agent.wait_for_subscribers())
+    monkeypatch.undo()
+    error = await expect_error(runtime.flush(), "RUNTIME_EVENT_FAILED")
+    assert full in _causes(error)
     with pytest.raises(TetherRuntimeError):
         await bounded(runtime.dispose())
 
@@ -866,6 +935,7 @@ async def test_an_unanswered_call_is_closed_on_resume(tmp_path: Path) -> None:
     await tree.append(_user("u1", "go"))
     call = ToolCall(id="call-1", name="add", arguments=cast(Any, {"left": 1, "right": 2}))
     await tree.append(AssistantMessage(id="a1", content=(call,)))
+    await tree.store.close()
     runtime = await bounded(create_runtime(options(tmp_path, mode="resume")))
     assert [m.role for m in runtime.agent.messages] == ["user", "assistant", "toolResult"]
     assert await on_disk(runtime.workspace.session_path) == runtime.agent.messages

@@ -15,7 +15,7 @@ import pytest
 from test_runtime import add, bounded, expect_error, on_disk, options, probe, real
 from tether import ModelChunk, ModelResponse, ScriptedModel, text_reply, tool_call_reply
 from tether.agent.extensions import ExtensionContext, ExtensionDefinition
-from tether.agent.persistence import resume_agent
+from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.runtime import (
     Runtime,
     RuntimeAgentInput,
@@ -25,7 +25,7 @@ from tether.agent.runtime import (
     TetherRuntimeError,
     create_runtime,
 )
-from tether.agent.session import MessageEntry, SessionStore
+from tether.agent.session import MessageEntry, SessionStore, parse_session
 from tether.protocol import AgentEvent
 
 
@@ -500,7 +500,7 @@ async def test_a_same_file_replace_onto_unanswered_calls_closes_them_once_after_
     assert before_swap[-1] == written  # the candidate wrote nothing before it was published
     closing = [
         entry
-        for entry in (await SessionStore.load(path)).entries
+        for entry in (await SessionStore.read(path)).entries
         if type(entry) is MessageEntry and entry.parent_id == call_id
     ]
     assert len(closing) == 2  # the original result, and the closing one on the new branch
@@ -575,11 +575,12 @@ async def test_a_candidate_that_writes_before_the_swap_is_refused_with_its_own_m
         "The replacement wrote the session file before it was published; the current runtime stays"
     )
     assert manager.current is old
-    # The old runtime's store no longer matches the file the candidate rewrote.
-    failure = await expect_error(manager.dispose(), "RUNTIME_DISPOSAL_FAILED")
-    cause = failure.__cause__
-    assert isinstance(cause, RuntimeAggregateError)
-    assert [getattr(error, "code", None) for error in cause.errors] == ["SESSION_FILE_CHANGED"]
+    # The candidate shared the old runtime's store: its entry is on a branch of its own and
+    # the old runtime's session is as it was, so it keeps working.
+    assert old.session.active_messages == old.agent.messages
+    assert (await bounded(old.agent.run("still the old one"))).status == "completed"
+    await bounded(manager.dispose())
+    assert await on_disk(old.workspace.session_path) == old.agent.messages
 
 
 # --- reentrancy from the current runtime's hooks ---------------------------------------------
@@ -679,4 +680,37 @@ async def test_a_cancelled_replace_waits_for_the_candidates_disposal(tmp_path: P
     new = await bounded(second)
     assert manager.current is new
     assert old.state == "disposed"
+    await bounded(manager.dispose())
+
+
+def _users_in_file(path: str) -> list[str]:
+    """Every user message in the file, all branches (read as bytes, holding no lock)."""
+    with open(path, "rb") as handle:
+        entries = parse_session(handle.read()).entries
+    return [
+        entry.message.content
+        for entry in entries
+        if type(entry) is MessageEntry and entry.message.role == "user"
+    ]
+
+
+async def test_a_disposed_runtimes_agent_does_not_write_the_session(tmp_path: Path) -> None:
+    # Issue 25, item 12: after a same-file replace, a stale reference to the old Agent must
+    # not record its turn (the live runtime's next write and flush must work, nothing lost).
+    manager = await bounded(RuntimeManager.create(options(tmp_path, model=replies(3))))
+    old = manager.current
+    await bounded(old.agent.run("one"))
+    live = await bounded(manager.replace(workspace(tmp_path, mode="resume")))
+    assert old.state == "disposed"
+    stale = await bounded(old.agent.run("stale"))
+    assert stale.status == "failed"
+    assert stale.error.code == "AGENT_RECORDING_FAILED"
+    assert "its runtime was disposed" in stale.error.message
+    recorder = old.agent.recorder
+    assert isinstance(recorder, SessionRecorder)
+    assert recorder.closed
+    assert old.session.closed
+    assert (await bounded(live.agent.run("live"))).status == "completed"
+    await bounded(manager.flush())
+    assert _users_in_file(live.workspace.session_path) == ["one", "live"]
     await bounded(manager.dispose())

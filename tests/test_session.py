@@ -1,8 +1,9 @@
 """Checkpoint 10, session trees: every §10 rule one by one, in real temp directories.
 
-Faults are injected through the two documented seams (``SessionFileSystem`` per store and
-the module-level ``session_io`` adapter), never with sleeps; the crash tests fail every
-seam call of an append and a flush in turn, once as an error and once as a process death.
+Faults are injected through the documented seam (the module-level ``session_io`` adapter),
+never with sleeps; an error at every step of an append is checked to leave a file holding
+every acknowledged entry. Crashes (real SIGKILLs), recovery of a torn last line and the
+one-writer lock across processes are in test_session_durability.py.
 """
 
 # Tests inspect real temp directories synchronously on purpose.
@@ -11,15 +12,16 @@ seam call of an append and a flush in turn, once as an error and once as a proce
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import errno
+import gc
 import json
 import os
 import pickle
 import stat
 import sys
-from collections.abc import Callable, Generator
+import threading
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, cast
 
@@ -42,15 +44,14 @@ from tether.agent.session import (
     MAX_SESSION_FILE_BYTES,
     MAX_SESSION_LINE_BYTES,
     MAX_SESSION_RECORDS,
-    RECOVERY_MARKER_SUFFIX,
     SESSION_FORMAT_VERSION,
     CompactionEntry,
     CompactionSummary,
     MessageEntry,
     SessionEntry,
-    SessionFileSystem,
     SessionHeader,
     SessionLimits,
+    SessionRecovery,
     SessionStore,
     SessionStoreError,
     SessionStoreOptions,
@@ -60,6 +61,9 @@ from tether.agent.session import (
     parse_session,
     session_io,
 )
+
+LIMIT = 30.0
+"""Seconds a test waits for a worker thread at most (a guard, never reached)."""
 
 LONE = "\udc00"
 """A lone surrogate: JSON lines can spell it as an escape, UTF-8 cannot hold it."""
@@ -197,12 +201,8 @@ def test_constructors_are_guarded() -> None:
         SessionStore.canonical_path_of(cast(Any, object()))
     with pytest.raises(TypeError, match="SessionStore"):
         SessionTree(cast(Any, "store"))
-    with pytest.raises(TypeError, match="lstat"):
-        SessionFileSystem(lstat=cast(Any, 5))
     with pytest.raises(TypeError, match="clock"):
         SessionStoreOptions(clock=cast(Any, "now"))
-    with pytest.raises(TypeError, match="file_system"):
-        SessionStoreOptions(file_system=cast(Any, {}))
     with pytest.raises(TypeError, match="limits"):
         SessionStoreOptions(limits=cast(Any, {}))
 
@@ -387,6 +387,7 @@ async def test_branches_from_an_earlier_entry_and_keeps_inactive_ones(path: Path
     assert tree.entries[1] is old_leaf
     assert tree.active_entries == (root, new_leaf)
     assert tree.store is store
+    await store.close()
     reloaded = SessionTree(await SessionStore.load(path, options()))
     assert reloaded.active_leaf_id == new_leaf.id  # a new tree starts at the last record
     await reloaded.move_to(old_leaf.id)
@@ -576,7 +577,7 @@ async def test_branch_local_tool_linkage(path: Path) -> None:
     await tree.append(call_message("m7", "call-1"))
     await tree.append(result_message("m8", "call-1"))
     assert len(store.entries) == 6
-    reloaded = await SessionStore.load(path, options())
+    reloaded = await SessionStore.read(path, options())
     assert reloaded.entries == store.entries
 
 
@@ -628,7 +629,7 @@ async def test_serializes_concurrent_appends_and_flushes(path: Path) -> None:
         store.flush(),
     )
     assert [r.id for r in results if r is not None] == ["entry-001", "entry-002", "entry-003"]
-    assert ids((await SessionStore.load(path, options())).entries) == [
+    assert ids((await SessionStore.read(path, options())).entries) == [
         "entry-001",
         "entry-002",
         "entry-003",
@@ -663,25 +664,28 @@ async def test_canonicalizes_a_final_record_without_newline_on_the_next_append(p
     assert "\r" not in text
     assert text.endswith("\n")
     assert text.count("\n") == 3
-    assert ids((await SessionStore.load(path, options())).entries) == ["entry-001", "entry-002"]
+    assert ids((await SessionStore.read(path, options())).entries) == ["entry-001", "entry-002"]
 
 
 async def test_ignores_only_an_incomplete_final_record(path: Path) -> None:
     path.write_text(
         f'{header_line()}\n{entry_line()}\n{{"type":"entry","id":"cut', encoding="utf-8"
     )
-    store = await SessionStore.load(path, options())
+    store = await SessionStore.read(path, options())
     assert ids(store.entries) == ["entry-001"]
-    assert '"id":"cut' in path.read_text(encoding="utf-8")  # loading writes nothing
+    assert '"id":"cut' in path.read_text(encoding="utf-8")  # reading writes nothing
     recovered = await SessionStore.load(path, options(id_factory=lambda: "entry-002"))
+    assert recovered.recovered == SessionRecovery(dropped_bytes=len('{"type":"entry","id":"cut'))
+    assert '"id":"cut' not in path.read_text(encoding="utf-8")  # loading cut the torn line
     await recovered.append("entry-001", user("message-002", "after recovery"))
     assert '"id":"cut' not in path.read_text(encoding="utf-8")
-    assert ids((await SessionStore.load(path, options())).entries) == ["entry-001", "entry-002"]
+    assert ids((await SessionStore.read(path, options())).entries) == ["entry-001", "entry-002"]
 
 
-async def test_flush_cleans_a_torn_tail(path: Path) -> None:
+async def test_load_cuts_a_torn_tail_and_flush_writes_nothing(path: Path) -> None:
     path.write_text(f'{header_line()}\n{entry_line()}\n{{"type":"ent', encoding="utf-8")
     store = await SessionStore.load(path, options())
+    assert path.read_text(encoding="utf-8") == f"{header_line()}\n{entry_line()}\n"
     await store.flush()
     assert path.read_text(encoding="utf-8") == f"{header_line()}\n{entry_line()}\n"
 
@@ -723,7 +727,7 @@ async def test_rejects_corruption_in_an_unterminated_tail(path: Path, tail: str)
 )
 async def test_accepts_incomplete_prefixes_in_the_tail(path: Path, tail: str) -> None:
     path.write_text(f"{header_line()}\n{entry_line()}\n{tail}", encoding="utf-8")
-    assert ids((await SessionStore.load(path, options())).entries) == ["entry-001"]
+    assert ids((await SessionStore.read(path, options())).entries) == ["entry-001"]
 
 
 @pytest.mark.parametrize(
@@ -745,7 +749,8 @@ async def test_fails_closed_for_malformed_terminated_lines(path: Path, raw: str)
 async def test_fails_closed_for_invalid_utf8_including_the_tail(path: Path) -> None:
     valid = f"{header_line()}\n{entry_line()}\n".encode()
     for raw in (
-        valid + b"{\xc3",
+        valid + b"{\xc3",  # a character cut short, but where no string could hold it
+        valid + b'{"a":1}\xc3',
         f"{header_line()}\n".encode() + b"\xc3\n",
         valid + b"\xed\xa0\x80",
     ):
@@ -889,7 +894,7 @@ async def test_a_symlinked_parent_works_until_it_is_retargeted(tmp_path: Path) -
     link = tmp_path / "link"
     link.symlink_to(real)
     store = await SessionStore.create(link / "s.jsonl", options())
-    direct = await SessionStore.load(real / "s.jsonl", options())
+    direct = await SessionStore.read(real / "s.jsonl", options())
     assert SessionStore.canonical_path_of(store) == SessionStore.canonical_path_of(direct)
     assert SessionStore.canonical_path_of(store) == str(real.resolve() / "s.jsonl")
     await store.append(None, user("m1", "via the link"))
@@ -947,424 +952,190 @@ async def test_detects_a_file_modified_in_place(path: Path) -> None:
     assert leftovers(path.parent) == []
 
 
-async def test_two_stores_on_one_file_never_overwrite_each_other(path: Path) -> None:
+async def test_a_second_store_on_one_file_is_refused(path: Path) -> None:
     first = await SessionStore.create(path, options(id_factory=lambda: "entry-first"))
-    second = await SessionStore.load(path, options(id_factory=lambda: "entry-second"))
-    assert SessionStore.canonical_path_of(first) == SessionStore.canonical_path_of(second)
-    outcomes = await asyncio.gather(
-        first.append(None, user("message-first", "aaaaa")),
-        second.append(None, user("message-second", "bbbbb")),
-        return_exceptions=True,
-    )
-    winners = [o for o in outcomes if isinstance(o, MessageEntry)]
-    losers = [o for o in outcomes if isinstance(o, SessionStoreError)]
-    assert len(winners) == 1
-    assert len(losers) == 1
-    assert losers[0].code == "SESSION_FILE_CHANGED"
-    assert (await SessionStore.load(path, options())).entries == (winners[0],)
-    assert second.entries == ()
+    await rejects("SESSION_IN_USE", SessionStore.load(path, options()))
+    await rejects("SESSION_ALREADY_EXISTS", SessionStore.create(path, options()))
+    entry = await first.append(None, user("message-first", "aaaaa"))
+    snapshot = await SessionStore.read(path, options())
+    assert SessionStore.canonical_path_of(first) == SessionStore.canonical_path_of(snapshot)
+    assert snapshot.entries == (entry,)
+    await first.close()
     fresh = await SessionStore.load(path, options(id_factory=lambda: "entry-third"))
     await fresh.append("entry-first", user("message-third", "after reload"))
+    await fresh.close()
 
 
-# --- atomic commits and fault injection -------------------------------------------------------
+# --- faults, cancellation, closing ----------------------------------------------------------
+
+STEPS = ("lstat", "stat", "realpath", "fstat", "write", "fsync")
+"""The ``session_io`` calls an append makes (the checks, the write, the fsync)."""
 
 
-async def test_flush_rewrites_atomically_and_leaves_no_siblings(path: Path) -> None:
-    store = await SessionStore.create(path, options())
-    await store.append(None, user("message-001", "persisted"))
-    before = path.stat().st_ino
-    await store.flush()
-    assert path.stat().st_ino != before  # a new generation, installed by rename
-    assert path.read_text(encoding="utf-8").count("\n") == 2
-    assert ids((await SessionStore.load(path, options())).entries) == ["entry-001"]
-    assert leftovers(path.parent) == []
-
-
-async def test_flush_io_failure_keeps_the_file_and_removes_its_temp(
-    path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("step", STEPS)
+async def test_an_error_at_any_step_of_an_append_keeps_every_acknowledged_entry(
+    path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     store = await SessionStore.create(path, options())
-    await store.append(None, user("message-001", "keep"))
-    before = path.read_bytes()
-
-    def failing(fd: int) -> None:
-        raise OSError(errno.EIO, "injected sync failure")
-
-    monkeypatch.setattr(session_io, "fsync", failing)
-    with pytest.raises(OSError, match="injected sync failure"):
-        await store.flush()
-    monkeypatch.undo()
-    assert path.read_bytes() == before
-    assert ids(store.entries) == ["entry-001"]
-    assert leftovers(path.parent) == []
-    await store.flush()
-
-
-async def test_a_partial_write_then_failure_rolls_back_and_allows_a_retry(
-    path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = await SessionStore.create(path, options())
-    before = path.read_bytes()
-    real_write = session_io.write
+    kept = await store.append(None, user("message-001", "acknowledged"))
+    acknowledged = path.read_bytes()
+    real = getattr(session_io, step)
     calls: list[int] = []
 
-    def partial(fd: int, data: bytes | memoryview) -> int:
-        calls.append(len(data))
-        if len(calls) > 1:
-            raise OSError(errno.ENOSPC, "injected write failure")
-        return real_write(fd, data[: max(1, len(data) // 2)])
+    def failing(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(errno.EIO, f"injected {step} failure")
+        return real(*args)
 
-    monkeypatch.setattr(session_io, "write", partial)
-    with pytest.raises(OSError, match="injected write failure"):
-        await store.append(None, user("message-001", "first attempt"))
+    monkeypatch.setattr(session_io, step, failing)
+    with pytest.raises((OSError, SessionStoreError)):
+        await store.append(kept.id, user("message-002", "lost"))
+    assert calls
+    assert path.read_bytes() == acknowledged
+    assert store.entries == (kept,)
     monkeypatch.undo()
-    assert len(calls) == 2
-    assert path.read_bytes() == before
-    assert store.entries == ()
+    await store.append(kept.id, user("message-003", "after"))
+    messages = [
+        e.message for e in parse_session(path.read_bytes()).entries if type(e) is MessageEntry
+    ]
+    assert [m.id for m in messages] == ["message-001", "message-003"]
     assert leftovers(path.parent) == []
-    retry = await store.append(None, user("message-002", "retry"))
-    assert retry.id == "entry-002"  # the failed attempt consumed entry-001
+    await store.close()
 
 
-@pytest.mark.parametrize("progress", [0, -1, 10**9, "3"])
-async def test_a_write_making_invalid_progress_fails(
-    path: Path, monkeypatch: pytest.MonkeyPatch, progress: object
+async def test_a_write_making_invalid_progress_fails_and_is_cut_off(
+    path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await SessionStore.create(path, options())
+    before = path.read_bytes()
+    real = session_io.write
+    lengths: list[int] = []
 
-    def write(fd: int, data: bytes | memoryview) -> object:
-        return progress
+    def short(fd: int, data: bytes | memoryview, offset: int) -> int:
+        lengths.append(len(data))
+        if len(lengths) == 1:
+            return real(fd, data[:5], offset)  # a short write: the rest follows
+        return 0
 
-    monkeypatch.setattr(session_io, "write", write)
+    monkeypatch.setattr(session_io, "write", short)
     with pytest.raises(OSError, match="invalid progress"):
-        await store.append(None, user("message-001", "x"))
-    monkeypatch.undo()
-    assert path.read_text(encoding="utf-8") == header_line() + "\n"
-    assert leftovers(path.parent) == []
-
-
-async def test_cleans_a_linked_marker_whose_first_lstat_fails(path: Path) -> None:
-    state = {"linked": False, "fail": True}
-    removed: list[str] = []
-
-    def link(source: str, destination: str) -> None:
-        os.link(source, destination)
-        state["linked"] = True
-
-    def lstat(name: str) -> os.stat_result:
-        if state["linked"] and state["fail"] and name.endswith(RECOVERY_MARKER_SUFFIX):
-            state["fail"] = False
-            raise OSError(errno.EIO, "injected backup lstat failure")
-        return os.lstat(name)
-
-    def remove(name: str) -> None:
-        removed.append(name)
-        os.remove(name)
-
-    fs = SessionFileSystem(link=link, lstat=lstat, remove=remove)
-    store = await SessionStore.create(path, options(file_system=fs))
-    before = path.read_bytes()
-    with pytest.raises(OSError, match="injected backup lstat failure") as caught:
-        await store.append(None, user("message-001", "first attempt"))
-    assert caught.value.errno == errno.EIO
+        await store.append(None, user("m1", "x"))
+    assert lengths[1] == lengths[0] - 5
     assert path.read_bytes() == before
-    assert store.entries == ()
-    assert any(name.endswith(RECOVERY_MARKER_SUFFIX) for name in removed)
-    assert leftovers(path.parent) == []
-    assert (await store.append(None, user("message-002", "retry"))).id == "entry-002"
+    await store.close()
 
 
-def failing_directory_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = session_io.fsync
+def blocking(monkeypatch: pytest.MonkeyPatch, step: str) -> tuple[threading.Event, threading.Event]:
+    """Make the next ``session_io.<step>`` call wait (on its worker thread) until released:
+    ``(entered, release)``."""
+    entered = threading.Event()
+    release = threading.Event()
+    real = getattr(session_io, step)
 
-    def fsync(fd: int) -> None:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise OSError(errno.EIO, "injected directory sync failure")
-        real(fd)
+    def wait(*args: Any) -> Any:
+        if not entered.is_set():
+            entered.set()
+            assert release.wait(LIMIT)
+        return real(*args)
 
-    monkeypatch.setattr(session_io, "fsync", fsync)
+    monkeypatch.setattr(session_io, step, wait)
+    return entered, release
 
 
-async def test_retries_a_transient_rollback_rename(
+async def cancelled_while_blocked(
+    monkeypatch: pytest.MonkeyPatch, step: str, work: Coroutine[Any, Any, object]
+) -> None:
+    """Run ``work`` until its worker thread is inside ``session_io.<step>``, cancel it
+    there, release the thread, and check the cancellation is what ``work`` raises."""
+    entered, release = blocking(monkeypatch, step)
+    task = asyncio.ensure_future(work)
+    assert await asyncio.to_thread(entered.wait, LIMIT)
+    task.cancel()
+    await asyncio.sleep(0)  # the loop runs on meanwhile: the cancellation is delivered
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+
+
+async def test_an_append_cancelled_during_its_write_still_commits_and_moves_the_leaf(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    attempts: list[str] = []
-
-    def rename(source: str, destination: str) -> None:
-        if source.endswith(RECOVERY_MARKER_SUFFIX):
-            attempts.append(source)
-            if len(attempts) == 1:
-                raise OSError(errno.EBUSY, "injected transient rename failure")
-        os.replace(source, destination)
-
-    store = await SessionStore.create(path, options(file_system=SessionFileSystem(rename=rename)))
-    before = path.read_bytes()
-    failing_directory_fsync(monkeypatch)
-    with pytest.raises(OSError, match="injected directory sync failure"):
-        await store.append(None, user("message-001", "first attempt"))
-    monkeypatch.undo()
-    assert path.read_bytes() == before
-    assert len(attempts) == 2
-    assert store.entries == ()
-    assert leftovers(path.parent) == []
-    assert (await store.append(None, user("message-002", "retry"))).id == "entry-002"
-
-
-async def test_rollback_falls_back_to_copying_the_marker(
-    path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    installed: list[str] = []
-
-    def rename(source: str, destination: str) -> None:
-        if source.endswith(RECOVERY_MARKER_SUFFIX):
-            raise OSError(errno.EXDEV, "injected marker rename failure")
-        installed.append(source)
-        os.replace(source, destination)
-
-    store = await SessionStore.create(path, options(file_system=SessionFileSystem(rename=rename)))
-    await store.append(None, user("message-001", "kept"))
-    before = path.read_bytes()
-    failing_directory_fsync(monkeypatch)
-    with pytest.raises(OSError, match="injected directory sync failure"):
-        await store.append("entry-001", user("message-002", "rolled back"))
-    monkeypatch.undo()
-    assert path.read_bytes() == before
-    assert any(".pify-session-restore-" in name for name in installed)
-    assert ids(store.entries) == ["entry-001"]
-    assert leftovers(path.parent) == []
-    await store.append("entry-001", user("message-003", "retry"))  # the new identity holds
-    assert ids((await SessionStore.load(path, options())).entries) == ["entry-001", "entry-003"]
-
-
-async def test_a_failed_rollback_keeps_the_marker_and_poisons_the_store(
-    path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    state = {"installed": False, "rollback_attempts": 0}
-    removed: list[str] = []
-
-    def rename(source: str, destination: str) -> None:
-        if not state["installed"] and ".pify-session-" in source:
-            os.replace(source, destination)
-            state["installed"] = True
-            return
-        state["rollback_attempts"] += 1
-        raise OSError(errno.EBUSY, "injected persistent rename failure")
-
-    def remove(name: str) -> None:
-        removed.append(name)
-        os.remove(name)
-
-    fs = SessionFileSystem(rename=rename, remove=remove)
-    store = await SessionStore.create(path, options(file_system=fs))
-    before = path.read_bytes()
-    failing_directory_fsync(monkeypatch)
-    real_open = session_io.open
-
-    def no_restore_copy(name: str, flags: int, mode: int = 0o777) -> int:
-        if ".pify-session-restore-" in name:
-            raise OSError(errno.EACCES, "injected restore failure")
-        return real_open(name, flags, mode)
-
-    monkeypatch.setattr(session_io, "open", no_restore_copy)
-    error = await rejects("SESSION_ROLLBACK_FAILED", store.append(None, user("message-001", "no")))
-    monkeypatch.undo()
-    assert isinstance(error.__cause__, ExceptionGroup)
-    marker = Path(str(path) + RECOVERY_MARKER_SUFFIX)
-    assert marker.read_bytes() == before
-    assert store.entries == ()
-    assert state["rollback_attempts"] >= 3
-    assert str(marker) not in removed
-    again = await rejects("SESSION_ROLLBACK_FAILED", store.flush())
-    assert again is error  # poisoned: the same error every time
-    await rejects("SESSION_ROLLBACK_FAILED", store.append(None, user("m", "x")))
-    await rejects("SESSION_ROLLBACK_FAILED", SessionStore.load(path, options()))
-    assert marker.read_bytes() == before
-    assert await SessionStore.recover(path) is True
-    assert not marker.exists()
-    assert path.read_bytes() == before
-    assert await SessionStore.recover(path) is False
-    assert (await SessionStore.load(path, options())).entries == ()
-
-
-async def test_an_existing_marker_blocks_create_load_and_commits(path: Path) -> None:
     store = await SessionStore.create(path, options())
-    marker = Path(str(path) + RECOVERY_MARKER_SUFFIX)
-    marker.write_text("someone else's recovery point", encoding="utf-8")
-    error = await rejects("SESSION_ROLLBACK_FAILED", store.append(None, user("m1", "x")))
-    assert "already exists" in str(error)
-    assert marker.read_text(encoding="utf-8") == "someone else's recovery point"
-    assert await rejects("SESSION_ROLLBACK_FAILED", store.flush()) is error
-    await rejects("SESSION_ROLLBACK_FAILED", SessionStore.load(path, options()))
-    other = path.with_name("other.jsonl")
-    Path(str(other) + RECOVERY_MARKER_SUFFIX).write_text("x", encoding="utf-8")
-    await rejects("SESSION_ROLLBACK_FAILED", SessionStore.create(other, options()))
-    assert not other.exists()
-    assert leftovers(path.parent) == sorted([marker.name, other.name + RECOVERY_MARKER_SUFFIX])
-
-
-async def test_a_marker_that_cannot_be_removed_rolls_the_commit_back(path: Path) -> None:
-    state = {"fail": 0}
-
-    def remove(name: str) -> None:
-        if name.endswith(RECOVERY_MARKER_SUFFIX) and state["fail"] > 0:
-            state["fail"] -= 1
-            raise OSError(errno.EBUSY, "injected marker removal failure")
-        os.remove(name)
-
-    store = await SessionStore.create(path, options(file_system=SessionFileSystem(remove=remove)))
-    await store.append(None, user("message-001", "kept"))
-    before = path.read_bytes()
-    state["fail"] = 3
-    error = await rejects("SESSION_ROLLBACK_FAILED", store.append("entry-001", user("m2", "no")))
-    assert "rolled back because its recovery marker could not be removed" in str(error)
-    assert path.read_bytes() == before
+    tree = SessionTree(store)
+    await cancelled_while_blocked(
+        monkeypatch, "fsync", tree.append(user("message-001", "durable anyway"))
+    )
     assert ids(store.entries) == ["entry-001"]
-    assert leftovers(path.parent) == []
-    await store.append("entry-001", user("message-003", "not poisoned"))
+    assert tree.active_leaf_id == "entry-001"
+    assert ids(parse_session(path.read_bytes()).entries) == ["entry-001"]
+    compaction = tree.append_compaction(
+        summary_id="s", summary="x", first_kept_entry_id=None, units_before=1, units_after=1
+    )
+    await cancelled_while_blocked(monkeypatch, "write", compaction)
+    assert tree.active_leaf_id == "entry-002"
+    await store.close()
 
 
-async def test_the_installed_file_is_checked_after_the_rename(path: Path) -> None:
-    def rename(source: str, destination: str) -> None:
-        os.replace(source, destination)
-        if ".pify-session-" in source and not source.endswith(RECOVERY_MARKER_SUFFIX):
-            with open(destination, "ab") as handle:
-                handle.write(b"tampered")
+async def test_a_load_cancelled_on_its_worker_thread_lets_the_file_go(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path.write_text(header_line() + "\n", encoding="utf-8")
+    await cancelled_while_blocked(monkeypatch, "lock", SessionStore.load(path, options()))
+    async with await SessionStore.load(path, options()) as store:  # not SESSION_IN_USE
+        assert store.entries == ()
 
-    store = await SessionStore.create(path, options(file_system=SessionFileSystem(rename=rename)))
+
+async def test_a_flush_cancelled_during_its_check_is_cancelled(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await SessionStore.create(path, options())
+    await cancelled_while_blocked(monkeypatch, "fstat", store.flush())
+    await store.flush()
+    await store.close()
+
+
+async def test_closed_stores_trees_and_snapshots_refuse_writes(path: Path) -> None:
+    store = await SessionStore.create(path, options())
+    tree = SessionTree(store)
+    await tree.append(user("message-001", "kept"))
+    tree.close()
+    assert tree.closed
+    await rejects("SESSION_CLOSED", tree.append(user("message-002", "refused")))
+    await rejects("SESSION_CLOSED", tree.move_to(None))
+    await rejects(
+        "SESSION_CLOSED",
+        tree.append_compaction(
+            summary_id="s", summary="x", first_kept_entry_id=None, units_before=1, units_after=1
+        ),
+    )
+    assert [m.id for m in tree.active_messages] == ["message-001"]  # it still reads
+    await store.append("entry-001", user("message-003", "the store still writes"))
+    await store.close()
+    await rejects("SESSION_CLOSED", store.append(None, user("message-004", "closed")))
+    await rejects("SESSION_CLOSED", store.flush())
+    snapshot = await SessionStore.read(path, options())
+    assert snapshot.closed
+    assert ids(snapshot.entries) == ["entry-001", "entry-002"]
+    await rejects("SESSION_CLOSED", snapshot.append(None, user("message-005", "read-only")))
+
+
+async def test_a_dropped_store_lets_the_file_go(path: Path) -> None:
+    store = await SessionStore.create(path, options())
+    await store.append(None, user("message-001", "kept"))
+    del store
+    gc.collect()
+    async with await SessionStore.load(path, options()) as again:
+        assert ids(again.entries) == ["entry-001"]
+
+
+async def test_an_empty_batch_writes_nothing(path: Path) -> None:
+    store = await SessionStore.create(path, options())
     before = path.read_bytes()
-    await rejects("SESSION_FILE_CHANGED", store.append(None, user("m1", "x")))
+    assert await store.append_many(None, ()) == ()
     assert path.read_bytes() == before
-    assert store.entries == ()
-    assert leftovers(path.parent) == []
-
-
-class Faults:
-    """Counts every seam call (``session_io`` methods and ``SessionFileSystem`` callables) and
-    fails call number ``fail_at``: once (an error), or that call and every later one that
-    could change the disk (a process that died there)."""
-
-    IO = ("open", "read", "write", "fsync", "fstat", "close", "lstat", "stat", "realpath")
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: list[str] = []
-        self.fail_at: int | None = None
-        self.dead = False
-        for name in self.IO:
-            monkeypatch.setattr(session_io, name, self.wrap(name, getattr(session_io, name)))
-        default = SessionFileSystem()
-        self.file_system = SessionFileSystem(
-            lstat=self.wrap("fs.lstat", default.lstat),
-            link=self.wrap("fs.link", default.link),
-            rename=self.wrap("fs.rename", default.rename),
-            remove=self.wrap("fs.remove", default.remove),
-        )
-
-    def wrap(self, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any) -> Any:
-            self.calls.append(name)
-            number = len(self.calls)
-            if self.fail_at is not None and (
-                number == self.fail_at or (self.dead and number > self.fail_at and name != "close")
-            ):
-                raise OSError(errno.EIO, f"injected failure at step {number} ({name})")
-            return function(*args)
-
-        return call
-
-    @contextlib.contextmanager
-    def failing(self, step: int, *, dead: bool) -> Generator[None]:
-        self.calls.clear()
-        self.fail_at, self.dead = step, dead
-        try:
-            yield
-        finally:
-            self.fail_at, self.dead = None, False
-
-
-async def prepared(folder: Path, faults: Faults) -> tuple[SessionStore, Path]:
-    folder.mkdir()
-    target = folder / "s.jsonl"
-    store = await SessionStore.create(target, options(file_system=faults.file_system))
-    await store.append(None, user("message-001", "one"))
-    await store.append("entry-001", call_message("message-002", "call-1"))
-    return store, target
-
-
-async def operation_steps(tmp_path: Path, faults: Faults, name: str) -> int:
-    store, _ = await prepared(tmp_path / f"count-{name}", faults)
-    faults.calls.clear()
-    if name == "append":
-        await store.append("entry-002", result_message("message-003", "call-1"))
-    else:
-        await store.flush()
-    return len(faults.calls)
-
-
-@pytest.mark.parametrize("name", ["append", "flush"])
-async def test_an_error_at_every_step_leaves_a_loadable_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
-) -> None:
-    faults = Faults(monkeypatch)
-    total = await operation_steps(tmp_path, faults, name)
-    assert total >= 20
-    for step in range(1, total + 1):
-        store, target = await prepared(tmp_path / f"{name}-{step}", faults)
-        before = store.entries
-        failed: str | None = None
-        with faults.failing(step, dead=False):
-            try:
-                if name == "append":
-                    await store.append("entry-002", result_message("message-003", "call-1"))
-                else:
-                    await store.flush()
-            except (OSError, SessionStoreError):
-                failed = faults.calls[step - 1]
-        reloaded = await SessionStore.load(target, options())
-        assert reloaded.entries == store.entries, (step, failed)
-        if failed is not None:
-            assert store.entries == before, (step, failed)
-        names = leftovers(target.parent)
-        # only a temp whose identity was never learned (its fstat failed) can stay behind
-        assert names == [] or (failed == "fstat" and len(names) == 1), (step, failed, names)
-        assert not Path(str(target) + RECOVERY_MARKER_SUFFIX).exists()
-        entry = await store.append(store.entries[-1].id, user("message-004", "still usable"))
-        assert (await SessionStore.load(target, options())).entries[-1] == entry
-
-
-@pytest.mark.parametrize("name", ["append", "flush"])
-async def test_a_crash_at_every_step_recovers_to_a_committed_generation(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
-) -> None:
-    faults = Faults(monkeypatch)
-    total = await operation_steps(tmp_path, faults, name)
-    for step in range(1, total + 1):
-        store, target = await prepared(tmp_path / f"{name}-{step}", faults)
-        before = target.read_bytes()
-        completed = False
-        with faults.failing(step, dead=True):
-            try:
-                if name == "append":
-                    await store.append("entry-002", result_message("message-003", "call-1"))
-                else:
-                    await store.flush()
-                completed = True
-            except (OSError, SessionStoreError):
-                pass
-        after = target.read_bytes()
-        marker = Path(str(target) + RECOVERY_MARKER_SUFFIX)
-        if marker.exists():
-            await rejects("SESSION_ROLLBACK_FAILED", SessionStore.load(target, options()))
-            assert await SessionStore.recover(target) is True
-            assert target.read_bytes() == before, step  # back to the last returned generation
-        reloaded = await SessionStore.load(target, options())
-        count = len(reloaded.entries)
-        if name == "flush" or not completed:
-            assert target.read_bytes() in (before, after), step
-            assert count in (2, 3), step
-        else:
-            assert count == 3, step
-        assert not marker.exists()
+    await store.close()
 
 
 # --- bounds -----------------------------------------------------------------------------------
@@ -1384,7 +1155,7 @@ def padded_line(size: int, entry_id: str = "entry-001", fill: str = "x") -> str:
 
 async def test_line_bounds_on_load_and_append(path: Path) -> None:
     path.write_text(f"{header_line()}\n{padded_line(MAX_SESSION_LINE_BYTES)}\n", encoding="utf-8")
-    store = await SessionStore.load(path, options(id_factory=lambda: "entry-002"))
+    store = await SessionStore.read(path, options(id_factory=lambda: "entry-002"))
     path.write_text(
         f"{header_line()}\n{padded_line(MAX_SESSION_LINE_BYTES + 1)}\r\n", encoding="utf-8"
     )
@@ -1396,7 +1167,7 @@ async def test_line_bounds_on_load_and_append(path: Path) -> None:
         wide = padded_line(MAX_SESSION_LINE_BYTES, fill=fill)
         assert len(wide) < MAX_SESSION_LINE_BYTES // 2 + 200
         path.write_text(f"{header_line()}\n{wide}\n", encoding="utf-8")
-        assert len((await SessionStore.load(path, options())).entries) == 1
+        assert len((await SessionStore.read(path, options())).entries) == 1
         path.write_text(
             f"{header_line()}\n{padded_line(MAX_SESSION_LINE_BYTES + 1, fill=fill)}\n",
             encoding="utf-8",
@@ -1470,6 +1241,7 @@ async def test_record_bounds_at_the_default_limit(path: Path) -> None:
     assert path.read_bytes() == before
     lines.append(entry_line(id="entry-extra", message={"id": "mx", "role": "user", "content": "x"}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    await store.close()
     await rejects("SESSION_RECORD_LIMIT", SessionStore.load(path, options()))
 
 
@@ -1480,7 +1252,8 @@ async def test_custom_limits_bound_records_lines_and_files(path: Path) -> None:
     await rejects("SESSION_LINE_TOO_LARGE", store.append(None, user("m2", "x" * 300)))
     await store.append(None, user("m2", "y" * 150))
     await rejects("SESSION_RECORD_LIMIT", store.append(None, user("m3", "z")))
-    assert len((await SessionStore.load(path, options(limits=limits))).entries) == 2
+    assert len((await SessionStore.read(path, options(limits=limits))).entries) == 2
+    await store.close()
     small = SessionLimits(max_file_bytes=500)
     await rejects("SESSION_FILE_TOO_LARGE", SessionStore.load(path, options(limits=small)))
     roomy = await SessionStore.load(
@@ -1527,6 +1300,7 @@ async def test_protocol_v2_blocks_round_trip_byte_for_byte(path: Path) -> None:
     raw = path.read_bytes()
     assert b'{"type":"thinking","text":"let me think","signature":"EqQBCkYIARgC"}' in raw
     assert b'{"type":"thinking","text":"","signature":"opaque==","redacted":true}' in raw
+    await store.close()
     reloaded = await SessionStore.load(path, options(id_factory=lambda: "entry-002"))
     assert reloaded.entries == (entry,)
     loaded = cast(MessageEntry, reloaded.entries[0]).message
@@ -1608,7 +1382,7 @@ async def test_compaction_records_and_the_active_context(path: Path) -> None:
     assert tree.active_context().summary == CompactionSummary(id="summary-2", content="All of it.")
     assert tree.active_context().messages == ()
     assert tree.active_context().compaction == second
-    reloaded = SessionTree(await SessionStore.load(path, options()))
+    reloaded = SessionTree(await SessionStore.read(path, options()))
     assert reloaded.entries == store.entries
     assert reloaded.active_context() == tree.active_context()
     # other branches do not see the compaction
@@ -1652,7 +1426,7 @@ async def test_compaction_keeps_must_be_on_the_branch_and_link(path: Path) -> No
     )
     assert [m.id for m in tree.active_context().messages] == ["m2", "m3"]
     await tree.append(user("m5", "after"))
-    assert (await SessionStore.load(path, options())).entries[-2] == kept
+    assert (await SessionStore.read(path, options())).entries[-2] == kept
     await tree.move_to(other.id)
     bad_values: list[dict[str, Any]] = [
         {"summary_id": " ", "summary": "x", "units_before": 1, "units_after": 1},
@@ -1744,7 +1518,7 @@ async def test_loading_checks_linkage_in_the_compacted_context(path: Path) -> No
     kept_call = compaction_line(firstKeptEntryId="entry-001")
     dropped_call = compaction_line(firstKeptEntryId=None)
     path.write_text(f"{header_line()}\n{first}\n{kept_call}\n{result}\n", encoding="utf-8")
-    assert len((await SessionStore.load(path, options())).entries) == 3
+    assert len((await SessionStore.read(path, options())).entries) == 3
     path.write_text(f"{header_line()}\n{first}\n{dropped_call}\n{result}\n", encoding="utf-8")
     await rejects("SESSION_INVALID_TOOL_LINKAGE", SessionStore.load(path, options()))
     orphan_kept = entry_line(
@@ -1829,10 +1603,10 @@ async def test_list_sessions_newest_first_with_errors_listed(
             )
     (folder / "broken.jsonl").write_text("not-json\n", encoding="utf-8")
     (folder / "notes.txt").write_text("ignored", encoding="utf-8")
-    marked = await SessionStore.create_in(
+    marked = await SessionStore.create_in(  # held by its writer: listed all the same
         folder, options(session_id="marked", clock=lambda: "2027-01-01T00:00:00Z")
     )
-    Path(marked.path + RECOVERY_MARKER_SUFFIX).write_text("x", encoding="utf-8")
+    Path(marked.path + ".pify-session-recovery").write_text("x", encoding="utf-8")  # ignored
     locked = folder / "locked.jsonl"
     locked.write_text(header_line() + "\n", encoding="utf-8")
     real_open = session_io.open
@@ -1856,7 +1630,7 @@ async def test_list_sessions_newest_first_with_errors_listed(
         "dir.jsonl",
     }
     ordered = [info.path.name for info in infos if info.error is None and info.id != "session-001"]
-    assert ordered == ["s1.jsonl", "s0.jsonl", "s2.jsonl"]
+    assert ordered == ["marked.jsonl", "s1.jsonl", "s0.jsonl", "s2.jsonl"]
     assert by_name["s0.jsonl"].title == "Fix the failing test in parser.py"
     assert by_name["s1.jsonl"].title == "y" * 80
     assert by_name["s2.jsonl"].title is None
@@ -1864,7 +1638,8 @@ async def test_list_sessions_newest_first_with_errors_listed(
     assert by_name["s0.jsonl"].created_at == "2026-01-02T00:00:00.000Z"
     assert by_name["broken.jsonl"].error == "SESSION_INVALID_JSON"
     assert by_name["broken.jsonl"].error_message
-    assert by_name["marked.jsonl"].error == "SESSION_ROLLBACK_FAILED"
+    assert by_name["marked.jsonl"].error is None
+    assert by_name["marked.jsonl"].id == "marked"
     assert by_name["dir.jsonl"].error == "SESSION_FILE_CHANGED"
     assert by_name["locked.jsonl"].error == "SESSION_UNREADABLE"
     assert by_name["s2.jsonl"].entry_count == 1
@@ -1983,51 +1758,147 @@ async def test_invalid_utf8_files_are_read_line_by_line_with_crlf(path: Path) ->
     await rejects("SESSION_LINE_TOO_LARGE", SessionStore.load(path, options()))
 
 
-async def test_cleanup_never_removes_a_marker_that_is_no_longer_ours(path: Path) -> None:
-    def link(source: str, destination: str) -> None:
-        os.link(source, destination)
-        os.remove(destination)  # someone swaps the marker right after the link
-        Path(destination).write_text("foreign", encoding="utf-8")
-
-    store = await SessionStore.create(path, options(file_system=SessionFileSystem(link=link)))
-    before = path.read_bytes()
-    await rejects("SESSION_FILE_CHANGED", store.append(None, user("m1", "x")))
-    marker = Path(str(path) + RECOVERY_MARKER_SUFFIX)
-    assert marker.read_text(encoding="utf-8") == "foreign"
-    assert path.read_bytes() == before
-
-
-async def test_a_rollback_rename_that_failed_after_renaming_counts_as_restored(
-    path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def rename(source: str, destination: str) -> None:
-        os.replace(source, destination)
-        if source.endswith(RECOVERY_MARKER_SUFFIX):
-            raise OSError(errno.EIO, "reported failure after the rename happened")
-
-    store = await SessionStore.create(path, options(file_system=SessionFileSystem(rename=rename)))
-    before = path.read_bytes()
-    failing_directory_fsync(monkeypatch)
-    with pytest.raises(OSError, match="injected directory sync failure"):
-        await store.append(None, user("m1", "x"))
-    monkeypatch.undo()
-    assert path.read_bytes() == before
-    assert leftovers(path.parent) == []
-    await store.append(None, user("m2", "y"))
-
-
-async def test_ignored_directory_sync_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def failing_directory_sync(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    """Make every fsync of a directory fail with ``code`` (files sync as usual)."""
     real = session_io.fsync
 
     def fsync(fd: int) -> None:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "directories cannot be synced here")
+            raise OSError(code, "injected directory sync failure")
         real(fd)
 
     monkeypatch.setattr(session_io, "fsync", fsync)
+
+
+async def test_ignored_directory_sync_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failing_directory_sync(monkeypatch, errno.EINVAL)  # cannot be synced here: ignored
     store = await SessionStore.create(path, options())
     await store.append(None, user("m1", "x"))
-    assert len((await SessionStore.load(path, options())).entries) == 1
+    assert len((await SessionStore.read(path, options())).entries) == 1
+
+
+async def test_a_failing_directory_sync_fails_the_create_and_removes_the_file(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing_directory_sync(monkeypatch, errno.EIO)
+    with pytest.raises(OSError, match="injected directory sync failure"):
+        await SessionStore.create(path, options())
+    assert not path.exists()
+
+
+async def test_a_create_whose_file_was_replaced_meanwhile_leaves_the_replacement(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = session_io.fsync
+
+    def replacing(fd: int) -> None:
+        real(fd)
+        os.remove(path)
+        path.write_text("someone else's", encoding="utf-8")
+
+    monkeypatch.setattr(session_io, "fsync", replacing)
+    await rejects("SESSION_FILE_CHANGED", SessionStore.create(path, options()))
+    assert path.read_text(encoding="utf-8") == "someone else's"
+
+
+async def test_an_old_marker_blocks_a_create_until_load_puts_it_back(path: Path) -> None:
+    marker = Path(f"{path}.pify-session-recovery")
+    marker.write_text(header_line() + "\n", encoding="utf-8")
+    error = await rejects("SESSION_ALREADY_EXISTS", SessionStore.create(path, options()))
+    assert "load puts it back" in str(error)
+    assert not path.exists()
+    async with await SessionStore.load(path, options()) as store:
+        assert store.header.id == "session-001"
+    assert not marker.exists()
+
+
+async def test_leftovers_of_a_live_process_or_not_files_are_kept(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path.write_text(header_line() + "\n", encoding="utf-8")
+    ours = Path(f"{path}.pify-session-{os.getpid()}-0b1e")  # this version never makes one
+    live = Path(f"{path}.pify-session-1-0b1e")  # pid 1 is alive: an old version's, maybe
+    folder = Path(f"{path}.pify-session-999999999-0b1e")
+    odd = Path(f"{path}.pify-session-notes")
+    ours.write_text("x", encoding="utf-8")
+    live.write_text("x", encoding="utf-8")
+    folder.mkdir()
+    odd.write_text("x", encoding="utf-8")
+    Path(f"{path}.pify-session-recovery").mkdir()  # not a regular file: not put back either
+    async with await SessionStore.load(path, options()):
+        pass
+    assert not ours.exists()
+    assert live.exists()
+    assert folder.is_dir()
+    assert odd.exists()
+    real_kill = os.kill
+
+    def foreign(pid: int, signal: int) -> None:
+        if pid == 1:
+            raise PermissionError(errno.EPERM, "not permitted")
+        real_kill(pid, signal)
+
+    monkeypatch.setattr(os, "kill", foreign)
+    async with await SessionStore.load(path, options()):
+        pass
+    assert live.exists()  # another user's live process: kept
+    monkeypatch.undo()
+
+    def unremovable(name: str) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", name)
+
+    stale = Path(f"{path}.pify-session-999999998-0b1e")
+    stale.write_text("x", encoding="utf-8")
+    monkeypatch.setattr(session_io, "remove", unremovable)
+    async with await SessionStore.load(path, options()):  # best effort: the load works
+        pass
+    assert stale.exists()
+
+    def unlistable(name: str) -> list[str]:
+        raise PermissionError(errno.EACCES, "Permission denied", name)
+
+    monkeypatch.setattr(session_io, "listdir", unlistable)
+    async with await SessionStore.load(path, options()):
+        pass
+
+
+async def test_a_snapshot_reads_what_the_file_held_when_it_was_opened(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path.write_text(f"{header_line()}\n{entry_line()}\n", encoding="utf-8")
+    real_read = session_io.read
+
+    def cut(fd: int, size: int, offset: int) -> bytes:
+        return real_read(fd, size, offset) if offset == 0 and size > 200 else b""
+
+    monkeypatch.setattr(session_io, "read", cut)  # shorter than its size: cut meanwhile
+    assert ids((await SessionStore.read(path, options())).entries) == ["entry-001"]
+    monkeypatch.undo()
+    small = SessionLimits(max_file_bytes=len(header_line()) + 1)
+    real_lstat = session_io.lstat
+
+    def shrunk(name: str) -> os.stat_result:
+        info = real_lstat(name)
+        if name != str(path):
+            return info
+        values = list(info)
+        values[stat.ST_SIZE] = 10  # it grew between the check and the read
+        return os.stat_result(values, {"st_birthtime_ns": getattr(info, "st_birthtime_ns", None)})
+
+    monkeypatch.setattr(session_io, "lstat", shrunk)
+    await rejects("SESSION_FILE_TOO_LARGE", SessionStore.read(path, options(limits=small)))
+
+
+@pytest.mark.parametrize(
+    ("data", "count"),
+    [
+        (f"{header_line()}\n{entry_line()}\r", 1),  # a last line with CR, no LF
+        ("\ufeff" + header_line(), 0),  # a BOM, a header without its newline
+        (f"{header_line()}\r\n" + '{"type":"entry","id":"cut\r', 0),
+    ],
+)
+def test_an_unterminated_last_line_with_cr_or_bom(data: str, count: int) -> None:
+    assert len(parse_session(data.encode()).entries) == count
 
 
 async def test_a_file_that_grows_or_turns_into_a_link_while_loading(
@@ -2065,41 +1936,3 @@ async def test_a_header_larger_than_the_file_limit(path: Path) -> None:
     tiny = SessionLimits(max_line_bytes=20)
     await rejects("SESSION_LINE_TOO_LARGE", SessionStore.create(path, options(limits=tiny)))
     assert not path.exists()
-
-
-async def test_recover_restores_a_missing_path_and_refuses_odd_markers(path: Path) -> None:
-    store = await SessionStore.create(path, options())
-    await store.append(None, user("m1", "x"))
-    before = path.read_bytes()
-    marker = Path(str(path) + RECOVERY_MARKER_SUFFIX)
-    os.link(path, marker)
-    assert await SessionStore.recover(path) is True  # same file: only the marker goes
-    assert path.read_bytes() == before
-    assert not marker.exists()
-    os.replace(path, marker)  # a crash between renames: only the marker is left
-    assert await SessionStore.recover(path) is True
-    assert path.read_bytes() == before
-    marker.mkdir()
-    await rejects("SESSION_ROLLBACK_FAILED", SessionStore.recover(path))
-
-
-async def test_operations_wait_for_the_path_lock_and_the_store_lock(path: Path) -> None:
-    """Serialization is observable: an operation does not start while another holds a lock."""
-    locked_path = session_module._locked_path  # pyright: ignore[reportPrivateUsage]
-    locks = session_module._PATH_LOCKS  # pyright: ignore[reportPrivateUsage]
-    store = await SessionStore.create(path, options())
-    other = await SessionStore.load(path, options(id_factory=lambda: "other"))
-    async with locked_path(SessionStore.canonical_path_of(store)):
-        first = asyncio.ensure_future(store.append(None, user("m1", "first")))
-        second = asyncio.ensure_future(other.append(None, user("m2", "second")))
-        for _ in range(5):
-            await asyncio.sleep(0)
-        assert not first.done()
-        assert not second.done()
-        assert locks[SessionStore.canonical_path_of(store)].users == 3
-    entry = await first
-    with pytest.raises(SessionStoreError) as caught:
-        await second  # the other store's generation is stale by now
-    assert caught.value.code == "SESSION_FILE_CHANGED"
-    assert store.entries == (entry,)
-    assert locks == {}

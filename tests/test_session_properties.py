@@ -1,8 +1,10 @@
 """Property tests for session files: the parser fails only with ``SessionStoreError`` on any
-bytes, torn files load to their last whole record, the incomplete-prefix recognizer accepts
+bytes, torn files load to their last whole record (and a writer cuts them back to it), the
+incomplete-prefix recognizer accepts
 every proper prefix of a JSON object, the compiled message decoder agrees with ``from_json``,
 the incremental tool linkage agrees with ``validate_transcript``, and any sequence of
-appends, compactions, moves, flushes and reloads gives the tree an in-memory model predicts."""
+appends, compactions, moves, flushes and reloads gives the tree an in-memory model predicts,
+with the file always holding exactly what the store acknowledged."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from support import examples
 from tether import (
     AssistantMessage,
     JsonObject,
@@ -49,7 +52,6 @@ from tether.agent.session import (
 incomplete_prefix = session_module._is_incomplete_object_prefix  # pyright: ignore[reportPrivateUsage]
 message_from_json = session_module._message_from_json  # pyright: ignore[reportPrivateUsage]
 Links = session_module._Links  # pyright: ignore[reportPrivateUsage]
-PATH_LOCKS = session_module._PATH_LOCKS  # pyright: ignore[reportPrivateUsage]
 
 T = TypeVar("T")
 
@@ -140,25 +142,54 @@ def test_mutated_files_raise_only_session_errors(data: bytes) -> None:
     parse_or_error(data)
 
 
+def whole_lines_in(cut: int) -> tuple[int, int]:
+    """How many whole lines ``SAMPLE[:cut]`` holds, and where the last of them ends."""
+    ends = [index + 1 for index, byte in enumerate(SAMPLE) if byte == 0x0A]
+    whole = [end for end in ends if end <= cut]
+    return len(whole), (whole[-1] if whole else 0)
+
+
 @given(st.integers(0, len(SAMPLE)))
 def test_a_torn_file_loads_to_its_last_whole_record(cut: int) -> None:
     data = SAMPLE[:cut]
     outcome = parse_or_error(data)
     ends = [index + 1 for index, byte in enumerate(SAMPLE) if byte == 0x0A]
-    whole_lines = sum(1 for end in ends if end <= cut)
+    whole_lines, _ = whole_lines_in(cut)
     if whole_lines == 0:
         # inside the header: incomplete, or a complete header without its newline
         assert outcome in ("SESSION_INVALID_HEADER", 0) or cut == ends[0] - 1
         return
-    try:
-        data[ends[whole_lines - 1] :].decode("utf-8")
-    except UnicodeDecodeError:
-        assert outcome == "SESSION_INVALID_UTF8"  # the tail ends inside a character
-        return
-    expected = whole_lines - 1
+    expected = whole_lines - 1  # a tear, even one inside a multi-byte character, is ignored
     if whole_lines < len(ends) and cut == ends[whole_lines] - 1:
         expected += 1  # a whole record without its newline
     assert outcome == expected
+
+
+@settings(max_examples=examples(40))
+@given(st.integers(len(HEADER) + 1, len(SAMPLE)))
+def test_a_writer_cuts_a_torn_file_back_to_its_last_whole_record(cut: int) -> None:
+    ends = [index + 1 for index, byte in enumerate(SAMPLE) if byte == 0x0A]
+    whole_lines, end = whole_lines_in(cut)
+    complete = cut == end or cut + 1 in ends  # whole lines, or a last one without "\n"
+
+    async def load(path: Path) -> tuple[int, int | None]:
+        store = await SessionStore.load(path)
+        await store.close()
+        recovered = store.recovered
+        return len(store.entries), None if recovered is None else recovered.dropped_bytes
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "session.jsonl"
+        path.write_bytes(SAMPLE[:cut])
+        count, dropped = asyncio.run(load(path))
+        assert count == whole_lines - 1 + (cut != end and complete)
+        if complete:
+            assert dropped is None
+            assert path.read_bytes() == SAMPLE[:cut]
+        else:
+            assert dropped == cut - end
+            assert path.read_bytes() == SAMPLE[:end]
+        assert sorted(p.name for p in Path(folder).iterdir()) == ["session.jsonl"]
 
 
 # --- the incomplete-prefix recognizer ----------------------------------------------------------
@@ -395,6 +426,7 @@ class SessionMachine(RuleBasedStateMachine):
         self.serial = itertools.count(1)
 
     def teardown(self) -> None:
+        self.runner.run(self.store.close())
         self.runner.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -520,11 +552,13 @@ class SessionMachine(RuleBasedStateMachine):
     def flush(self) -> None:
         before = self.path.read_bytes()
         self.runner.run(self.store.flush())
-        assert self.path.read_bytes() == before  # a store's own file is always canonical
+        assert self.path.read_bytes() == before  # appends are durable: nothing left to write
 
     @rule()
     def reload(self) -> None:
+        self.runner.run(self.store.close())
         store = self.runner.run(SessionStore.load(self.path, self.options))
+        assert store.recovered is None
         assert store.entries == self.store.entries
         assert store.header == self.store.header
         self.store = store
@@ -553,7 +587,8 @@ class SessionMachine(RuleBasedStateMachine):
         active = self.tree.active_context()
         assert (active.summary.id if active.summary else None) == summary
         assert list(active.messages) == context
-        assert PATH_LOCKS == {}  # no lock outlives its operations
+        # The file holds exactly what was acknowledged, nothing else.
+        assert parse_session(self.path.read_bytes()).entries == entries
 
 
 TestSessionMachine = SessionMachine.TestCase

@@ -432,6 +432,11 @@ class Agent:
         return self._active is not None
 
     @property
+    def recorder(self) -> TranscriptRecorder | None:
+        """Where the transcript is recorded as it grows (``None``: nowhere)."""
+        return self._recorder
+
+    @property
     def subscriber_errors(self) -> tuple[AgentSubscriberError, ...]:
         """Every subscriber failure recorded so far, oldest first (a new tuple each call)."""
         return tuple(self._failures)

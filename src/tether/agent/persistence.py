@@ -1,8 +1,9 @@
 """An Agent whose conversation lives in a session file: record as it goes, resume later.
 
 ``SessionRecorder(tree)`` is the ``TranscriptRecorder`` that appends every message entering
-an Agent's transcript to a ``SessionTree`` (each append is an atomic generation of the file,
-see ``tether.agent.session``), and every automatic compaction as a compaction entry whose
+an Agent's transcript to a ``SessionTree`` (the messages of one call, a turn's, with one write
+and one fsync, see ``tether.agent.session``), and every automatic compaction as a compaction
+entry whose
 ``first_kept_entry_id`` names the first retained message's entry. So the session's active
 context (``SessionTree.active_context()``) is always what the Agent's model saw.
 
@@ -22,20 +23,27 @@ compaction), before anything else.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from typing import Any
 
 from tether.agent.agent import Agent, unanswered_call_results
 from tether.agent.compaction import ContextCompactionRecord, ContextSummary
-from tether.agent.session import MessageEntry, SessionContext, SessionTree
+from tether.agent.session import MessageEntry, SessionContext, SessionStoreError, SessionTree
 from tether.protocol import Message
 
 __all__ = ["SessionRecorder", "resume_agent", "session_summary"]
 
 
 class SessionRecorder:
-    """Appends an Agent's transcript to ``tree`` as it grows (a ``TranscriptRecorder``)."""
+    """Appends an Agent's transcript to ``tree`` as it grows (a ``TranscriptRecorder``).
 
-    __slots__ = ("_entries", "_lock", "_mine", "_pending", "_tree")
+    ``last_error`` keeps why the latest write failed (the store's error, or the operating
+    system's), so whoever sees the Agent's ``AGENT_RECORDING_FAILED`` can reach it;
+    ``close()`` refuses every later write (``SESSION_CLOSED``): a runtime closes its Agent's
+    recorder when it is disposed.
+    """
+
+    __slots__ = ("_closed", "_entries", "_last_error", "_lock", "_mine", "_pending", "_tree")
 
     def __init__(self, tree: SessionTree) -> None:
         if not isinstance(tree, SessionTree):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -50,6 +58,8 @@ class SessionRecorder:
         self._mine: dict[str, str] = {}  # what this recorder wrote: the only thing it skips
         self._pending: list[Message] = []  # held, written before anything else
         self._lock = asyncio.Lock()  # one write at a time (record_pending may race a run)
+        self._last_error: BaseException | None = None
+        self._closed = False
 
     @property
     def tree(self) -> SessionTree:
@@ -61,35 +71,63 @@ class SessionRecorder:
         """Messages held back (``resume_agent``'s closing results), not written yet."""
         return tuple(self._pending)
 
+    @property
+    def last_error(self) -> BaseException | None:
+        """Why the latest write failed (``None`` once one succeeds again)."""
+        return self._last_error
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Refuse every later write with ``SESSION_CLOSED`` (a write in progress finishes)."""
+        self._closed = True
+
     def hold(self, messages: tuple[Message, ...]) -> None:
         """Hold ``messages`` (already in the Agent's transcript) until the next write."""
         self._pending.extend(messages)
 
     async def record_pending(self) -> None:
-        """Write the held messages now (each leaves ``pending`` once written)."""
+        """Write the held messages now (they leave ``pending`` once written)."""
         async with self._lock:
-            await self._record_pending()
-
-    async def _record_pending(self) -> None:
-        pending = self._pending
-        while pending:
-            await self._record(pending[0])
-            pending.pop(0)
+            await self._write(())
 
     async def record_messages(self, messages: tuple[Message, ...]) -> None:
-        """Append ``messages`` under the active leaf, in order, skipping any this recorder
-        already wrote (so an Agent can retry after a failure without duplicates); held
-        messages go first."""
+        """Append the held messages, then ``messages``, under the active leaf in order, with
+        one write; skipping any this recorder already wrote (so an Agent can retry after a
+        failure without duplicates)."""
         async with self._lock:
-            await self._record_pending()
-            for message in messages:
-                await self._record(message)
+            await self._write(messages)
 
-    async def _record(self, message: Message) -> None:
-        if not self._written(message):
-            entry = await self._tree.append(message)
-            self._entries[message.id] = entry.id
-            self._mine[message.id] = entry.id
+    async def _write(self, messages: tuple[Message, ...]) -> None:
+        held = len(self._pending)
+        batch = [message for message in (*self._pending, *messages) if not self._written(message)]
+        if not batch:
+            del self._pending[:held]
+            return
+
+        def committed(entries: tuple[MessageEntry, ...]) -> None:
+            for entry in entries:
+                self._entries[entry.message.id] = entry.id
+                self._mine[entry.message.id] = entry.id
+            del self._pending[:held]
+
+        await self._guarded(self._tree.append_many(batch, on_commit=committed))
+
+    async def _guarded(self, write: Coroutine[Any, Any, object]) -> None:
+        """Run ``write`` unless closed, keeping its failure in ``last_error``."""
+        if self._closed:
+            write.close()
+            self._last_error = _closed()
+            raise self._last_error
+        try:
+            await write
+        except Exception as error:
+            self._last_error = error
+            raise
+        self._last_error = None
 
     def _written(self, message: Message) -> bool:
         """Whether this recorder already wrote ``message`` (an Agent retrying a write)."""
@@ -108,15 +146,23 @@ class SessionRecorder:
         """Append a compaction entry: ``summary`` stands for what precedes ``kept[0]`` (held
         messages are written first)."""
         async with self._lock:
-            await self._record_pending()
+            await self._write(())
             first = self._entries.get(kept[0].id) if kept else None
-            await self._tree.append_compaction(
-                summary_id=summary.id,
-                summary=summary.content,
-                first_kept_entry_id=first,
-                units_before=record.units_before,
-                units_after=record.units_after,
+            await self._guarded(
+                self._tree.append_compaction(
+                    summary_id=summary.id,
+                    summary=summary.content,
+                    first_kept_entry_id=first,
+                    units_before=record.units_before,
+                    units_after=record.units_after,
+                )
             )
+
+
+def _closed() -> SessionStoreError:
+    return SessionStoreError(
+        "SESSION_CLOSED", "Session recorder is closed (its runtime was disposed)"
+    )
 
 
 async def resume_agent(

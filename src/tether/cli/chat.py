@@ -476,6 +476,7 @@ class Chat:
         self._shown_error: BaseException | None = None
         self._busy: asyncio.Future[Any] | None = None  # what Ctrl-C cancels between turns
         self._busy_cancelled = False
+        self._noted: object = None  # the store whose repair was shown
 
     # -- building ------------------------------------------------------------------------------
 
@@ -607,9 +608,14 @@ class Chat:
         return agent
 
     def _adopt(self, session: Any) -> None:
-        """After a runtime was built: remember a created session as this cwd's last."""
+        """After a runtime was built: remember a created session as this cwd's last, and say
+        once if loading it repaired a torn last line (a crash in the middle of a write)."""
         if session.mode == "create":
             remember_session(self.sessions_dir, self.cwd, session.path[: -len(".jsonl")])
+        store = None if self._manager is None else self._manager.current.store
+        if store is not None and store.recovered is not None and store is not self._noted:
+            self._noted = store  # a same-file replacement shares the store: once is enough
+            self.view.line(f"recovered: {store.recovered}")
 
     async def _replace(self, session: Any, cwd: Path | None = None) -> bool:
         """Build the runtime for ``session`` (and ``cwd``: another workspace) and make it
@@ -874,7 +880,7 @@ class Chat:
         elif name == "cd":
             await self.change_directory(argument)
         elif name == "sessions":
-            self._list_sessions()
+            await self._list_sessions()
         elif name == "resume":
             await self._resume_command(argument)
         elif name == "tree":
@@ -942,10 +948,14 @@ class Chat:
         await _close_meter(previous_meter)
         self.view.line(f"model: {choice.spec}")
 
-    def _list_sessions(self) -> None:
+    async def _list_sessions(self) -> None:
         from tether.agent.session import SessionLimits, list_sessions
 
-        found = list_sessions(self.sessions_dir, limits=SessionLimits.for_coding())
+        # Every file is read and parsed: on a worker thread, so a long list of large
+        # sessions never stalls the chat (a session another chat writes is read, not locked).
+        found = await asyncio.to_thread(
+            list_sessions, self.sessions_dir, limits=SessionLimits.for_coding()
+        )
         if not found:
             self.view.line("no saved sessions")
             return

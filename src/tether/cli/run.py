@@ -82,6 +82,7 @@ from tether.providers.errors import ProviderError
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
+    from tether.agent.session import SessionStore
     from tether.cli.models import ModelChoice
 
 __all__ = [
@@ -182,8 +183,6 @@ async def _run_agent(
     interrupted: AbortSignal,
     out: Output,
 ) -> int:
-    from tether.cli.models import run_problem
-
     pacer = _Pacer()
     meter = UsageMeter(model, pacer.wait)
     session: str | None = getattr(args, "session", None)
@@ -204,6 +203,27 @@ async def _run_agent(
                 f"{reason}"
             )
             return EXIT_USAGE
+        store = session_store(agent)
+        try:
+            if store.recovered is not None:
+                warn(f"tether run: recovered: {store.recovered} ({session})")
+            return await _prompt_agent(agent, args, choice, meter, pacer, interrupted, out)
+        finally:
+            await store.close()  # let the file go (its lock)
+    return await _prompt_agent(agent, args, choice, meter, pacer, interrupted, out)
+
+
+async def _prompt_agent(
+    agent: Agent,
+    args: argparse.Namespace,
+    choice: ModelChoice,
+    meter: UsageMeter,
+    pacer: _Pacer,
+    interrupted: AbortSignal,
+    out: Output,
+) -> int:
+    from tether.cli.models import run_problem
+
     if interrupted.aborted:
         return EXIT_INTERRUPTED
     remove = interrupted.add_listener(lambda: agent.cancel(INTERRUPT_REASON))
@@ -285,7 +305,9 @@ async def session_agent(
 ) -> Agent:
     """``tether run --session PATH``: an Agent over the session file's active branch (created
     when missing, with ``SessionLimits.for_coding()``) that records every message into it as
-    the run goes, compactions included. Raises ``SessionStoreError`` for a file it cannot use.
+    the run goes, compactions included. Raises ``SessionStoreError`` for a file it cannot use
+    (``SESSION_IN_USE`` while another process writes it). The store holds the file's lock:
+    close it (``session_store(agent).close()``) when the run is over.
     """
     from tether.agent.persistence import resume_agent
     from tether.agent.session import SessionLimits, SessionStore, SessionStoreOptions, SessionTree
@@ -295,7 +317,20 @@ async def session_agent(
         store = await SessionStore.load(path, options)
     else:
         store = await SessionStore.create(path, options)
-    return await resume_agent(SessionTree(store), **agent_options(model, args, choice=choice))
+    try:
+        return await resume_agent(SessionTree(store), **agent_options(model, args, choice=choice))
+    except BaseException:
+        await store.close()
+        raise
+
+
+def session_store(agent: Agent) -> SessionStore:
+    """The session store a ``session_agent`` records into."""
+    from tether.agent.persistence import SessionRecorder
+
+    recorder = agent.recorder
+    assert isinstance(recorder, SessionRecorder)
+    return recorder.tree.store
 
 
 # --- the display and its pace ---------------------------------------------------------------

@@ -23,22 +23,25 @@ gap: the new one is fully built before it is published, then the old one is disp
    after its last recorder write, before any new run can start; ``message.accepted`` is
    published *before* the recorder writes that message, so it is not a checkpoint), and in
    ``flush``/``dispose`` while the Agent is idle. A mismatch is ``RUNTIME_SESSION_DIVERGED``
-   and poisons the runtime (so does a run that ended ``AGENT_RECORDING_FAILED``: the session
-   is behind the transcript). (b) It emits each event to the ``ExtensionHost`` in order.
+   and poisons the runtime. A run that ended ``AGENT_RECORDING_FAILED`` (a storage failure)
+   poisons it with ``RUNTIME_EVENT_FAILED`` instead, caused by the store's error. (b) It
+   emits each event to the ``ExtensionHost`` in order.
    Extension hooks for ``message.accepted`` may run before that message reaches the file.
 3. *One runtime per session file.* A process-wide registry keyed by the canonical session
    path is held from construction until disposal; a second runtime on a held file (another
-   ``create_runtime``, another manager) fails ``RUNTIME_SESSION_IN_USE``. A manager may
+   ``create_runtime``, another manager) fails ``RUNTIME_SESSION_IN_USE``, and so does a file
+   another process writes (the store's lock, ``SESSION_IN_USE``, is the cause). A manager may
    replace its current runtime with one on the same file only while the current Agent is
-   idle; the two share the claim until the swap, neither rewrites the file meanwhile, and if
-   the old session changed after the candidate loaded it, the candidate is disposed and the
-   replace fails ``RUNTIME_SESSION_DIVERGED`` (the old runtime stays current). Such a
-   candidate writes nothing before it is published: its default agent factory passes
-   ``resume_agent`` a ``SessionRecorder`` that *holds* the closing results of unanswered tool
-   calls (the candidate's construction coherence allows exactly that unrecorded tail); the
-   manager writes them once the candidate is published and the old runtime disposed (or the
-   Agent's first write does). A candidate that wrote anyway fails ``RUNTIME_SESSION_DIVERGED``
-   with a message of its own (the old runtime's store then no longer matches the file).
+   idle; the two share the claim and the store until the swap, and if the session changed
+   after the candidate was built from it, the candidate is disposed and the replace fails
+   ``RUNTIME_SESSION_DIVERGED`` (the old runtime stays current). Such a candidate writes
+   nothing before it is published: its default agent factory passes ``resume_agent`` a
+   ``SessionRecorder`` that *holds* the closing results of unanswered tool calls (the
+   candidate's construction coherence allows exactly that unrecorded tail); the manager
+   writes them once the candidate is published and the old runtime disposed (or the Agent's
+   first write does). A candidate that wrote anyway fails ``RUNTIME_SESSION_DIVERGED`` with a
+   message of its own. Disposal detaches the old Agent from the session first, so a stale
+   reference to it cannot write into the session the new runtime now owns.
 4. *Session directory.* ``RuntimeSessionOptions.directory`` puts the session file under a
    directory other than the workspace (captured and identity-checked like the root), so a
    host can keep sessions in a per-user data directory.

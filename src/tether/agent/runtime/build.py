@@ -5,8 +5,12 @@
 3. Resources: ``ResourceLoader.create([workspace root, *resource_roots])``.
 4. Session: ``SessionStore.load`` (``resume``) or ``SessionStore.create`` (``create``; a file
    this call made is recorded with its identity and bytes, so rollback can prove it is still
-   the file it made before removing it). The product must be a store on the runtime's session
-   file; a ``SessionTree`` is built on it (active leaf = last record).
+   the file it made before removing it); rollback closes the store (its lock). A file another
+   process writes is ``RUNTIME_SESSION_IN_USE`` (the store's ``SESSION_IN_USE`` kept as the cause).
+   A same-file replacement takes the current runtime's store instead: the file has one
+   writer, and the two runtimes share it until the swap. The product must be a store on the
+   runtime's session file; a ``SessionTree`` of the runtime's own is built on it (active
+   leaf = last record).
 5. Extensions: an ``ExtensionHost`` over the resources and the tools step's product (bounded
    by ``extension_timeout``); every definition discovered, then activated in order (on
    failure the host is disposed; when cancelled it is recorded in the ledger, so the rollback
@@ -73,7 +77,7 @@ from tether.agent.runtime.workspace import (
     identity_of,
     remove_parents,
 )
-from tether.agent.session import SessionStore, SessionStoreOptions, SessionTree
+from tether.agent.session import SessionStore, SessionStoreError, SessionStoreOptions, SessionTree
 from tether.tools import ToolRegistry
 from tether.tools.coding import coding_tools
 
@@ -87,7 +91,15 @@ def _definitions(registry: ToolRegistry) -> list[object]:
 class _Construction:
     """One construction's workspace, shared layer and ledger, with the default factories."""
 
-    __slots__ = ("hold", "holders", "ledger", "shared", "store_options", "workspace")
+    __slots__ = (
+        "hold",
+        "holders",
+        "ledger",
+        "shared",
+        "shared_store",
+        "store_options",
+        "workspace",
+    )
 
     def __init__(
         self,
@@ -95,13 +107,16 @@ class _Construction:
         shared: SharedLayer,
         store_options: SessionStoreOptions,
         *,
-        hold: bool,
+        shared_store: SessionStore | None,
     ) -> None:
         self.workspace = workspace
         self.shared = shared
         self.store_options = store_options
         self.ledger = Ledger()
-        self.hold = hold  # a same-file replacement: write nothing before publication
+        # A same-file replacement: the current runtime's store, and nothing written before
+        # publication.
+        self.shared_store = shared_store
+        self.hold = shared_store is not None
         self.holders: list[tuple[Agent, SessionRecorder]] = []
 
     def holder_of(self, agent: Agent) -> SessionRecorder | None:
@@ -124,16 +139,45 @@ class _Construction:
     async def session(self, spec: RuntimeSessionInput) -> SessionStore:
         path = spec.workspace.session_path
         if spec.workspace.session_mode == "resume":
-            return await SessionStore.load(path, spec.options)
+            if self.shared_store is not None:
+                return self.shared_store
+            try:
+                store = await SessionStore.load(path, spec.options)
+            except SessionStoreError as error:
+                if error.code != "SESSION_IN_USE":
+                    raise
+                raise fail("RUNTIME_SESSION_IN_USE", error.message, error) from error
+            self.register_store(store)
+            return store
         store = await SessionStore.create(path, spec.options)  # exclusive: the file is new
         identity, content = _created(path)
+        remove = remove_created_file(path, identity, content)
+
+        async def cleanup() -> None:
+            await store.close()
+            await remove()
+
         self.ledger.add(
             "Session file",
             store,
             resource_key=SessionStore.canonical_path_of(store),
-            cleanup=remove_created_file(path, identity, content),
+            cleanup=cleanup,
         )
         return store
+
+    def register_store(self, store: SessionStore) -> LedgerRecord:
+        """Record ``store``: the rollback closes it (unless it is the shared one)."""
+
+        async def close() -> None:
+            await store.close()
+
+        shared = store is self.shared_store
+        return self.ledger.add(
+            "Session",
+            store,
+            resource_key=SessionStore.canonical_path_of(store),
+            cleanup=None if shared else close,
+        )
 
     async def extensions(self, spec: RuntimeExtensionsInput) -> ExtensionHost:
         host = ExtensionHost(
@@ -218,7 +262,12 @@ async def build_runtime(
                 )
             share_claim = current.claim
     claim = claim_session(workspace.session_key, share_claim)
-    build = _Construction(workspace, shared, options.session.options, hold=claim.shared)
+    build = _Construction(
+        workspace,
+        shared,
+        options.session.options,
+        shared_store=None if share_with is None or not claim.shared else share_with.store,
+    )
     try:
         return await _build(build, claim)
     except BaseException as error:
@@ -281,9 +330,7 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         override=factories.create_session,
         default=build.session,
         guard=lambda value: instance_of(value, SessionStore),
-        register=lambda value: ledger.add(
-            "Session", value, resource_key=SessionStore.canonical_path_of(value)
-        ),
+        register=lambda value: build.register_store(cast(SessionStore, value)),
         key_of=SessionStore.canonical_path_of,
         before=workspace.check_parent,
     )
@@ -291,6 +338,8 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         raise TypeError("Session factory returned a store for another session file")
     loaded = file_mark(store.path)
     loaded_entries = tuple(entry.id for entry in store.entries)
+    if store is not build.shared_store and store.closed:
+        raise TypeError("Session factory returned a closed store")
     tree = SessionTree(store)
     host = await invoke_factory(
         label="Extensions",

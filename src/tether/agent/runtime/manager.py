@@ -18,20 +18,23 @@ the candidate and fails ``RUNTIME_DISPOSED``; publishes the candidate; only then
 old runtime (a failure there is ``RUNTIME_REPLACEMENT_CLEANUP_FAILED``, the candidate stays
 current). A failed build leaves the old runtime current and fully usable.
 
-**Same session file** (tether's): the candidate may load the file the current runtime holds
-only while the current Agent is idle (else ``RUNTIME_SESSION_IN_USE``). At the swap, if the
-old session changed since the candidate loaded it (a run started, an entry was written, the
-file was rewritten), the candidate is disposed and the replace fails
-``RUNTIME_SESSION_DIVERGED``; the old runtime stays current. The candidate itself writes
-nothing before it is published: the default agent factory holds the closing results of
-unanswered tool calls (a ``create_agent`` override may ``move_to`` an entry whose tool calls
-have no results), and the manager writes them under its active leaf once it is published and
-the old runtime disposed (a failed write leaves them held: the Agent's first write retries
-them). A candidate that wrote anyway (an override appending to the session) fails
-``RUNTIME_SESSION_DIVERGED`` too, with its own message; the old runtime stays current, but its
-store no longer matches the file (its next write fails ``SESSION_FILE_CHANGED``). This is how
-a host switches the model (or the agent options) of a live conversation: replace onto the
-same session, with a ``create_agent`` override that passes the new model to the fallback.
+**Same session file** (tether's): the candidate may be built on the file the current runtime
+holds only while the current Agent is idle (else ``RUNTIME_SESSION_IN_USE``); it shares the
+current runtime's store (the file's one writer) with a session tree of its own. At the swap,
+if the session changed since the candidate was built from it (a run started, an entry was
+written), the candidate is disposed and the replace fails ``RUNTIME_SESSION_DIVERGED``; the old
+runtime stays current. The candidate itself writes nothing before it is published: the
+default agent factory holds the closing results of unanswered tool calls (a ``create_agent``
+override may ``move_to`` an entry whose tool calls have no results), and the manager writes
+them under its active leaf once it is published and the old runtime disposed (a failed write
+leaves them held: the Agent's first write retries them). A candidate that wrote anyway (an
+override appending to the session) fails ``RUNTIME_SESSION_DIVERGED`` too, with its own
+message; the old runtime stays current and its session as it was (the candidate's entries
+stay in the file, on their own branch). Publication disposes the old runtime at once, which
+first detaches its Agent from the session, so a stale reference to it cannot write any more.
+This is how a host switches the model (or the agent options) of a live conversation: replace
+onto the same session, with a ``create_agent`` override that passes the new model to the
+fallback.
 """
 
 from __future__ import annotations
@@ -218,23 +221,23 @@ async def _settle(disposal: Disposal) -> None:
 
 
 def _same_file_problem(previous: Runtime, candidate: Runtime) -> TetherRuntimeError | None:
-    """Why the old session is no longer what the candidate loaded (or ``None``)."""
+    """Why the shared session is no longer what the candidate was built from (or ``None``)."""
     core = core_of(candidate)
-    if tuple(entry.id for entry in candidate.store.entries) != core.loaded_entries:
+    store = candidate.store
+    ids = tuple(entry.id for entry in store.entries)
+    if (
+        not previous.agent.is_running
+        and ids == core.loaded_entries
+        and file_mark(store.path) == core.loaded
+    ):
+        return None
+    new = set(ids) - set(core.loaded_entries)
+    if any(entry.id in new for entry in candidate.session.active_entries):
         return TetherRuntimeError(
             "RUNTIME_SESSION_DIVERGED",
             "The replacement wrote the session file before it was published; "
             "the current runtime stays",
         )
-    loaded = core.loaded
-    same = (
-        not previous.agent.is_running
-        and file_mark(candidate.store.path) == loaded
-        and tuple(entry.id for entry in previous.session.entries)
-        == tuple(entry.id for entry in candidate.session.entries)
-    )
-    if same:
-        return None
     return TetherRuntimeError(
         "RUNTIME_SESSION_DIVERGED",
         "The session changed while its replacement was built; the current runtime stays",

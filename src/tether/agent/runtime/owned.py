@@ -16,17 +16,25 @@ and what it keeps true while it lives.
   synchronously inside the subscriber call (the Agent publishes it after its last recorder
   write and before a new run can start), against the result's messages; ``flush`` and
   ``dispose`` check when the Agent is idle. A mismatch is ``RUNTIME_SESSION_DIVERGED``.
+* **Storage failures.** A run that ends ``AGENT_RECORDING_FAILED`` (the session could not be
+  written: a full disk, a file changed behind the store) is ``RUNTIME_EVENT_FAILED`` at its
+  ``run.finished``, whose ``__cause__`` is the recorder's error (the store's, or the
+  operating system's), not a divergence.
 * **Poisoning.** The first event-operation failure (or a divergence) is stored: the state
   becomes ``failed`` and every later event operation and ``flush()`` raises that same error
   object. Non-runtime errors are normalized to ``RUNTIME_EVENT_FAILED``.
-* **flush()** (queued after pending events): identity, coherence, ``SessionStore.flush``,
-  coherence, identity. **dispose()** (idempotent, same awaitable): cancel a running Agent
-  with ``"Runtime disposed"`` and wait for it to settle and its ``run.finished`` operation,
-  unsubscribe, check coherence, flush the store, dispose the extensions (in the operation
-  scope), release the session file; state ``disposed`` even on failure
-  (``RUNTIME_DISPOSAL_FAILED`` with an aggregate of every failure). While a same-file
-  replacement shares the session file, neither writes the store (a rewrite would invalidate
-  the other's view of the file).
+* **flush()** (queued after pending events): identity, coherence, ``SessionStore.flush``
+  (every append is durable when it returns; this checks the file is still the store's),
+  coherence, identity. **dispose()** (idempotent, same awaitable) first detaches persistence:
+  the runtime's session tree and its Agent's ``SessionRecorder`` are closed (at once when
+  the Agent is idle, else once its run settled), so an Agent that outlives its runtime
+  cannot write the session any more (its runs fail ``AGENT_RECORDING_FAILED``,
+  ``SESSION_CLOSED``). Then: cancel a running Agent with ``"Runtime disposed"`` and wait
+  for it to settle and its ``run.finished`` operation, unsubscribe, check coherence, flush
+  the store, dispose the extensions (in the operation scope), close the store (which lets
+  the file go) unless a same-file replacement shares it, release the claim; state
+  ``disposed`` even on failure (``RUNTIME_DISPOSAL_FAILED`` with an aggregate of every
+  failure).
 """
 
 from __future__ import annotations
@@ -74,7 +82,8 @@ FileMark: TypeAlias = "tuple[int, int, int, int] | None"
 
 
 def file_mark(path: str) -> FileMark:
-    """What changes whenever a session file is rewritten: (device, inode, size, mtime)."""
+    """What changes whenever a session file is written or replaced: (device, inode, size,
+    mtime)."""
     try:
         info = os.lstat(path)
     except OSError:
@@ -292,11 +301,13 @@ class Runtime:
     def _on_event(self, event: AgentEvent, signal: AbortSignal) -> asyncio.Task[None] | None:
         verdict: TetherRuntimeError | None = None
         if event.type == "run.finished":
-            # Exact here: the Agent publishes run.finished after its last recorder write of
-            # the run, and no other run can start before this call returns.
-            verdict = check_coherence(
-                self._session, event.payload.result.messages, self._core.held()
-            )
+            result = event.payload.result
+            if result.status == "failed" and result.error.code == "AGENT_RECORDING_FAILED":
+                verdict = _storage_failed(self._agent, result.error.message)
+            else:
+                # Exact here: the Agent publishes run.finished after its last recorder write
+                # of the run, and no other run can start before this call returns.
+                verdict = check_coherence(self._session, result.messages, self._core.held())
         return self._core.enqueue(lambda: self._event_operation(event, verdict))
 
     async def _event_operation(self, event: AgentEvent, verdict: TetherRuntimeError | None) -> None:
@@ -336,7 +347,8 @@ class Runtime:
     # -- flush ------------------------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Write the session's current generation after every pending event operation.
+        """Make sure, after every pending event operation, that the session holds the
+        transcript and is durable (``SessionStore.flush``).
 
         ``RUNTIME_REENTRANT_OPERATION`` from inside the runtime's own operations (an extension
         hook or disposer); ``RUNTIME_DISPOSED`` once disposing; the stored error once poisoned;
@@ -356,8 +368,7 @@ class Runtime:
             raise core.poison
         core.workspace.check()
         self._assert_coherent()
-        if not core.claim.shared:
-            await self._session.store.flush()
+        await self._session.store.flush()
         self._assert_coherent()
         core.workspace.check()
 
@@ -376,9 +387,18 @@ class Runtime:
         core = self._core
         if core.disposal is None:
             core.state = "disposing"
+            if not self._agent.is_running:
+                self._detach()  # now: no run may record anything once disposal began
             core.disposal = Disposal(asyncio.ensure_future(self._dispose()))
             observe(core.disposal.task)
         return core.disposal
+
+    def _detach(self) -> None:
+        """Close the session tree and the Agent's session recorder (idempotent)."""
+        self._session.close()
+        recorder = self._agent.recorder
+        if isinstance(recorder, SessionRecorder):
+            recorder.close()
 
     async def _dispose(self) -> None:
         core = self._core
@@ -390,23 +410,29 @@ class Runtime:
                     agent.cancel(RUNTIME_DISPOSE_REASON)
                     await agent.wait_until_idle()
                 await core.drain()
+            self._detach()
             if core.poison is not None:
                 failures.append(core.poison)
             core.unsubscribe()
             verdict = None if core.poison is not None else self._coherence_now()
             if verdict is not None:
                 failures.append(verdict)
-            if not core.claim.shared:
-                try:
-                    await self._session.store.flush()
-                except Exception as error:
-                    failures.append(error)
+            try:
+                await self._session.store.flush()
+            except Exception as error:
+                failures.append(error)
             with operation_scope(self):
                 try:
                     await self._extensions.dispose()
                 except Exception as error:
                     failures.append(error)
         finally:
+            self._detach()
+            if not core.claim.shared:  # a same-file replacement keeps using the store
+                try:
+                    await self._session.store.close()
+                except Exception as error:  # pragma: no cover - closing a descriptor
+                    failures.append(error)
             core.claim.release()
             core.state = "disposed"
         if failures:
@@ -422,6 +448,18 @@ class Runtime:
 
 def _settled(tail: asyncio.Future[Any] | None) -> bool:
     return tail is None or tail.done()
+
+
+def _storage_failed(agent: Agent, message: str) -> TetherRuntimeError:
+    """``RUNTIME_EVENT_FAILED`` for a run whose transcript could not be recorded, caused by
+    the recorder's error when it kept one (a ``SessionRecorder`` does)."""
+    error = TetherRuntimeError(
+        "RUNTIME_EVENT_FAILED", f"The session could not record the agent's run: {message}"
+    )
+    recorder = agent.recorder
+    cause = recorder.last_error if isinstance(recorder, SessionRecorder) else None
+    error.__cause__ = cause
+    return error
 
 
 def _event_failed(failures: tuple[ExtensionHookFailure, ...]) -> TetherRuntimeError:

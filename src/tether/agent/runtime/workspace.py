@@ -20,8 +20,10 @@ registry of session files held by runtimes.
   gained content stays); a changed one is kept and reported ``RUNTIME_SESSION_ROLLBACK_FAILED``.
 * **Session claims** (tether's): one runtime per session file in this process, keyed by the
   file's canonical path, from construction until disposal (``RUNTIME_SESSION_IN_USE``). A
-  manager replacing its current runtime with one on the same file shares the claim while both
-  exist (see ``tether.agent.runtime``).
+  manager replacing its current runtime with one on the same file shares the claim, and the
+  session store, while both exist (see ``tether.agent.runtime``). Across processes the
+  store's own lock refuses a second writer (``SESSION_IN_USE``, which the session step
+  reports as ``RUNTIME_SESSION_IN_USE``).
 """
 
 from __future__ import annotations
@@ -348,7 +350,8 @@ def claim_session(key: str, share_with: SessionClaim | None = None) -> SessionCl
     holders = _CLAIMS.get(key)
     if holders and (share_with is None or holders != [share_with]):
         raise TetherRuntimeError(
-            "RUNTIME_SESSION_IN_USE", "Another runtime in this process holds this session file"
+            "RUNTIME_SESSION_IN_USE",
+            f"Another runtime in this process holds the session file {key}",
         )
     claim = SessionClaim(key)
     _CLAIMS.setdefault(key, []).append(claim)

@@ -14,55 +14,65 @@ and read back by ``tether.from_json``. The rules, in short:
   several roots are allowed) naming an *earlier* record. Nothing is edited or deleted.
   ``SessionTree`` keeps an active leaf (a pointer only: ``move_to`` writes nothing); its
   active branch is the path from a root to that leaf. A new tree starts at the last record.
-* **Crash-safe commits.** ``append`` and ``flush`` never write into the live file. They write
-  the whole next generation to an exclusive temp sibling ``<path>.pify-session-<pid>-<uuid>``
-  (``0600``), fsync it, hard-link the live file to the recovery marker
-  ``<path>.pify-session-recovery``, rename the temp over the path, check what was installed,
-  fsync the directory and remove the marker. A failure after the rename rolls the old
-  generation back from the marker. If even that fails, the marker is kept, the store is
-  poisoned (every later call raises the same ``SESSION_ROLLBACK_FAILED``) and ``load``
-  refuses the file while the marker exists; ``SessionStore.recover`` restores it. Memory
-  changes only after a commit succeeded, so a failed call leaves file and memory on the old
-  generation, and later calls proceed.
+* **Append-only, durable.** ``append`` writes one line per record at the end of the file and
+  fsyncs before it returns (``append_many``: several records, one write, one fsync; the
+  Agent's recorder writes a turn's messages that way). Nothing already written is read,
+  re-serialized or rewritten, so an append costs time proportional to its own record. The
+  disk work runs on a worker thread, one write at a time per store in call order, so the
+  event loop never waits for the disk. A write that fails is cut off the file again (it
+  ends with the last acknowledged record; the error propagates, later appends proceed); if
+  even that fails the store is retired (``SESSION_WRITE_FAILED``, raised by every later
+  call). Memory changes only once the lines are on disk.
+* **Recovery without a person.** A crash in the middle of a write leaves, at most, a torn
+  last line. ``load`` cuts it off (so the file ends with its last complete record; nothing
+  acknowledged is ever in it) and says so in ``store.recovered`` (a ``SessionRecovery``).
+  Nothing else is repaired: a broken line in the middle, broken links, a file changed
+  behind the store stay errors with their codes. No marker, no temporary copies; the old
+  format's leftovers (``<path>.pify-session-recovery``, ``<path>.pify-session-<pid>-<uuid>``)
+  are removed when a writer meets them (see ``legacy``).
+* **One writer per file**, across processes: a writer (``create``, ``load``) holds an
+  exclusive ``fcntl.flock`` on the file until ``close()``; a second writer, in this process
+  or another, gets ``SESSION_IN_USE`` at once, naming the path. Readers (``read``,
+  ``list_sessions``, ``parse_session``) take no lock and never wait: a line being written is
+  read as a torn tail and ignored. A store dropped without ``close()`` lets the file go when
+  it is garbage-collected.
 * **Identity checks.** The parent directory (device, inode, birth time where the platform has
-  one, and its real path) and the file (identity and size) are recorded, and checked before
-  and during every commit: a directory swapped underneath is ``SESSION_ROOT_CHANGED``, a file
-  rewritten behind the store's back (another writer, another store on the same file) is
-  ``SESSION_FILE_CHANGED``. Cleanup removes only paths whose identity still matches.
+  one, and its real path) and the file (identity, and the size this writer wrote) are
+  checked before every write and by ``flush``: a directory swapped underneath is
+  ``SESSION_ROOT_CHANGED``; a file replaced, or written or cut behind the store's back, is
+  ``SESSION_FILE_CHANGED``.
 * **Fail-closed loading.** The parser accepts CRLF line ends and a valid last record without
   a final newline, and ignores only an unterminated last line that is a syntactically valid,
-  merely *incomplete* prefix of a JSON object (a torn write: ``{"type":"entry","id":"cut``).
-  Everything else is an error with a stable code: invalid UTF-8 (anywhere, the tail
-  included), malformed JSON, ``NaN``/``Infinity``, a wrong header, unknown keys, an
+  merely *incomplete* prefix of a JSON object (a torn write: ``{"type":"entry","id":"cut``),
+  possibly cut inside a multi-byte character. Everything else is an error with a stable
+  code: invalid UTF-8 (anywhere, the tail included, except a character the tear cut short),
+  malformed JSON, ``NaN``/``Infinity``, a wrong header, unknown keys, an
   unsupported ``version``, a message ``from_json`` rejects or one missing a field the writer
   always writes, lone surrogates, duplicate IDs, a parent that does not precede its child,
   and a branch whose tool results do not link to calls *on that branch*
   (``validate_transcript`` over the branch, ``MISSING_TOOL_RESULT`` ignored: a pending call
-  is fine). The next commit rewrites the file canonically, which drops a recovered tail.
+  is fine). A last record without its newline is kept; the next append ends it first.
   Loading is linear in the file: messages go through a decoder compiled from the protocol's
   annotations (the same mapping as ``from_json``, checked against it by the property tests),
   and linkage is extended record by record (same verdict as ``validate_transcript``, which
   still names the diagnostic in the error), instead of revalidating every branch from its
   root as the workshop does.
 * **Bounded.** ``SessionLimits`` caps line bytes, file bytes and records, on load and before
-  any commit touches the disk. The defaults are the workshop's (64 KiB, 4 MiB, 4,096);
+  any write touches the disk. The defaults are the workshop's (64 KiB, 4 MiB, 4,096);
   ``SessionLimits.for_coding()`` is the profile a real coding session needs.
-* **Serialized.** Each store's operations run one at a time in the order they start (a
-  store-local ``asyncio.Lock``), and all stores on one file in this process share a lock keyed
-  by the file's canonical path (``SessionStore.canonical_path_of``), so two stores on one file
-  never interleave: the second sees ``SESSION_FILE_CHANGED`` instead of overwriting the first.
-  A ``SessionTree`` serializes its own ``move_to``/``append`` calls the same way.
+* **Serialized.** Each store's appends, ``flush`` and ``close`` run one at a time in the
+  order they start (a store-local ``asyncio.Lock``). A ``SessionTree`` serializes its own
+  ``move_to``/``append`` calls the same way.
 
-File I/O is synchronous inside the ``async`` methods: session files are small and local, and
-an operation holding both locks then runs from start to finish in one event-loop step (an
-append to a 4,096-record session takes a few milliseconds, most of it fsync). Every
-operating-system call goes through two seams, so tests inject faults at any step: the
-per-store ``SessionFileSystem`` (``lstat``, ``link``, ``rename``, ``remove``: marker detection,
-marker link and checks, renames, removals) and the module-level ``session_io`` adapter
-(``open``, ``read``, ``write``, ``fsync``, ``fstat``, ``close``, ``lstat``, ``stat``,
-``realpath``: everything else). Errors the operating system raises while writing propagate
-as ``OSError``; everything wrong with a file's bytes or a caller's values is a
-``SessionStoreError`` with one of the seventeen workshop codes.
+Every operating-system call goes through the module-level ``session_io`` adapter (``open``,
+``read``, ``write``, ``fsync``, ``truncate``, ``lock``, ``fstat``, ``close``, ``lstat``,
+``stat``, ``realpath``, ``listdir``, ``remove``, ``rename``), so tests inject faults at any
+step. Errors the operating system raises while writing propagate as ``OSError``; everything
+wrong with a file's bytes or a caller's values is a ``SessionStoreError`` with a stable code.
+Format version 1 is unchanged: files written before sessions were append-only load as they
+are, and the workshop's ``SESSION_ROLLBACK_FAILED`` (and the generation and rollback
+machinery behind it, ``SessionFileSystem``, ``RECOVERY_MARKER_SUFFIX``,
+``SessionStore.recover``) is retired.
 
 **tether's extension of format version 1: compaction records.** A second record kind stores a
 context compaction in the same tree::
@@ -83,21 +93,22 @@ such a file (``SESSION_INVALID_RECORD``) rather than misreading it.
 Also beyond the workshop: ``default_sessions_dir()`` (the user's data directory, XDG rules),
 ``SessionStore.create_in`` (one ``<session-id>.jsonl`` per session in a ``0700`` directory),
 ``list_sessions`` (newest first, every ``*.jsonl`` listed, a broken one with its error code),
-``parse_session`` (the parser on bytes) and ``SessionStore.recover``.
+``parse_session`` (the parser on bytes) and ``SessionStore.read`` (a read-only snapshot).
 
 The package, one job a module, each depending only on those listed before it:
 
 * ``records``: the header, message and compaction records, contexts, ``SessionLimits``,
-  ``SessionStoreError`` and its codes;
+  ``SessionRecovery``, ``SessionStoreError`` and its codes;
 * ``format``: the JSON codec, the key sets, and the canonical line of each kind;
 * ``prefix``: the incomplete-prefix recognizer (a torn last line);
 * ``decoder``: the message decoder compiled from the protocol's annotations;
 * ``linkage``: branch-local tool linkage, contexts, and the parser's record index;
 * ``parse``: ``parse_session`` and the loading rules;
-* ``files``: the ``SessionFileSystem`` and ``session_io`` seams, identities, root checks,
-  exclusive create and checked read;
+* ``files``: the ``session_io`` seam, identities, root checks, bounded reads and writes;
+* ``journal``: the writer's locked file (create, open, append, cut) and the reader's snapshot;
+* ``legacy``: the old format's leftovers;
 * ``listing``: ``default_sessions_dir`` and ``list_sessions``;
-* ``store``: ``SessionStore``, its options, the per-path locks, commits and rollback;
+* ``store``: ``SessionStore`` and its options, the writes off the event loop;
 * ``tree``: ``SessionTree``.
 """
 
@@ -106,12 +117,7 @@ The package, one job a module, each depending only on those listed before it:
 
 from tether.agent.session.decoder import _decoder_for as _decoder_for
 from tether.agent.session.decoder import _message_from_json as _message_from_json
-from tether.agent.session.files import (
-    RECOVERY_MARKER_SUFFIX,
-    SessionFileSystem,
-    SessionIO,
-    session_io,
-)
+from tether.agent.session.files import SessionIO, session_io
 from tether.agent.session.linkage import _Links as _Links
 from tether.agent.session.listing import (
     SessionInfo,
@@ -134,20 +140,18 @@ from tether.agent.session.records import (
     SessionEntry,
     SessionHeader,
     SessionLimits,
+    SessionRecovery,
     SessionStoreError,
     SessionStoreErrorCode,
 )
 from tether.agent.session.records import _message_entry as _message_entry
-from tether.agent.session.store import _PATH_LOCKS as _PATH_LOCKS
 from tether.agent.session.store import SessionStore, SessionStoreOptions
-from tether.agent.session.store import _locked_path as _locked_path
 from tether.agent.session.tree import SessionTree
 
 __all__ = [
     "MAX_SESSION_FILE_BYTES",
     "MAX_SESSION_LINE_BYTES",
     "MAX_SESSION_RECORDS",
-    "RECOVERY_MARKER_SUFFIX",
     "SESSION_FORMAT_VERSION",
     "CompactionEntry",
     "CompactionSummary",
@@ -155,12 +159,12 @@ __all__ = [
     "ParsedSession",
     "SessionContext",
     "SessionEntry",
-    "SessionFileSystem",
     "SessionHeader",
     "SessionIO",
     "SessionInfo",
     "SessionLimits",
     "SessionListError",
+    "SessionRecovery",
     "SessionStore",
     "SessionStoreError",
     "SessionStoreErrorCode",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Final
 
 from tether.agent.session.records import (
@@ -36,6 +37,12 @@ def _reject_constant(name: str) -> object:
 
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 _raw_decode: Final = _DECODER.raw_decode
+_scan_once: Final[Callable[[str, int], tuple[object, int]]] = getattr(  # noqa: B009
+    _DECODER,
+    "scan_once",  # an attribute __init__ sets, missing from the stubs
+)
+"""The decoder's scanner: ``(value, end)`` of the JSON value at an index, ``StopIteration``
+when there is none (the loader's fast path for a line that is exactly one value)."""
 _JSON_SPACE: Final = " \t\n\r"
 
 

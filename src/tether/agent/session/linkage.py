@@ -38,34 +38,57 @@ class _Links:
         self.calls: dict[str, str] = {}
         self.answered: set[str] = set()
 
-    def problem(self, message: Message) -> str | None:
-        """The diagnostic code adding ``message`` would cause, or ``None``."""
+    def problem(
+        self,
+        message: Message,
+        calls: dict[str, str] | None = None,
+        answered: set[str] | None = None,
+    ) -> str | None:
+        """The diagnostic code adding ``message`` would cause, or ``None``; ``calls`` and
+        ``answered``: more of the context, not in these links yet (a batch's earlier
+        messages)."""
         if type(message) is AssistantMessage:
             seen: set[str] = set()
             for block in message.content:
                 if type(block) is ToolCall:
-                    if block.id in self.calls or block.id in seen:
+                    call_id = block.id
+                    if (
+                        call_id in self.calls
+                        or call_id in seen
+                        or (calls is not None and call_id in calls)
+                    ):
                         return "DUPLICATE_TOOL_CALL_ID"
-                    seen.add(block.id)
+                    seen.add(call_id)
             return None
         if type(message) is ToolResultMessage:
-            if message.tool_call_id in self.answered:
+            call_id = message.tool_call_id
+            if call_id in self.answered or (answered is not None and call_id in answered):
                 return "DUPLICATE_TOOL_RESULT"
-            name = self.calls.get(message.tool_call_id)
+            name = self.calls.get(call_id)
+            if name is None and calls is not None:
+                name = calls.get(call_id)
             if name is None:
                 return "ORPHAN_TOOL_RESULT"
             if name != message.tool_name:
                 return "TOOL_NAME_MISMATCH"
         return None
 
-    def add(self, message: Message) -> None:
-        """Record ``message`` (which ``problem`` accepted)."""
+    def add(
+        self,
+        message: Message,
+        calls: dict[str, str] | None = None,
+        answered: set[str] | None = None,
+    ) -> None:
+        """Record ``message`` (which ``problem`` accepted), here or in ``calls`` and
+        ``answered`` when they are given."""
+        if calls is None or answered is None:
+            calls, answered = self.calls, self.answered
         if type(message) is AssistantMessage:
             for block in message.content:
                 if type(block) is ToolCall:
-                    self.calls[block.id] = block.name
+                    calls[block.id] = block.name
         elif type(message) is ToolResultMessage:
-            self.answered.add(message.tool_call_id)
+            answered.add(message.tool_call_id)
 
 
 def _linkage_error(messages: list[Message], fallback: str) -> SessionStoreError:
@@ -175,6 +198,23 @@ class _Index:
             if code is not None:
                 raise _linkage_error(kept[: position + 1], code)
             links.add(message)
+        return links
+
+    def check_chain(self, parent_id: str | None, chain: list[MessageEntry]) -> _Links:
+        """The linkage after adding ``chain`` under ``parent_id`` (each record the parent of
+        the next, the first's parent existing), for ``add`` of each in turn; raises
+        ``SESSION_INVALID_TOOL_LINKAGE``. Nothing is changed: the batch's own calls and
+        results are checked against a small overlay, in time proportional to the batch."""
+        links = self._links_for(parent_id)
+        calls: dict[str, str] = {}
+        answered: set[str] = set()
+        for position, entry in enumerate(chain):
+            code = links.problem(entry.message, calls, answered)
+            if code is not None:
+                context = list(_context_of(self.path(parent_id)).messages)
+                earlier = [record.message for record in chain[:position]]
+                raise _linkage_error([*context, *earlier, entry.message], code)
+            links.add(entry.message, calls, answered)
         return links
 
     def add(self, entry: SessionEntry, links: _Links) -> None:

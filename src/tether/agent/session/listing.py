@@ -13,13 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
-from tether.agent.session.files import (
-    _DEFAULT_FILE_SYSTEM,
-    _assert_no_marker,
-    _capture_root,
-    _read_file,
-    session_io,
-)
+from tether.agent.session.files import session_io
+from tether.agent.session.journal import _read_snapshot
 from tether.agent.session.parse import parse_session
 from tether.agent.session.records import (
     MessageEntry,
@@ -106,9 +101,7 @@ def _inspect(path: Path, limits: SessionLimits) -> SessionInfo:
     try:
         info = session_io.lstat(name)
         modified = info.st_mtime
-        _assert_no_marker(name, _DEFAULT_FILE_SYSTEM)
-        root = _capture_root(os.path.dirname(os.path.abspath(name)))
-        _, data = _read_file(os.path.abspath(name), root, limits)
+        data = _read_snapshot(os.path.abspath(name), limits)
         parsed = parse_session(data, limits)
     except SessionStoreError as error:
         return _unreadable(path, modified, error.code, error.message)
@@ -143,10 +136,12 @@ def list_sessions(
     first: by the header's ``createdAt`` (an ISO-8601 time; a file without a readable one
     sorts by its modification time), then modification time, then path.
 
-    Each file is read and parsed in full by the loading rules (with ``limits``). A file that
-    cannot be read is listed with its ``error`` code (``SESSION_INVALID_JSON``,
-    ``SESSION_ROLLBACK_FAILED`` while a recovery marker exists, ``SESSION_UNREADABLE``, ...),
-    never dropped. A missing directory lists nothing.
+    Each file is read and parsed in full by the loading rules (with ``limits``), without
+    its lock: a session another process is writing is listed as it is (a line being written
+    is not counted), never waited for. A file that cannot be read is listed with its
+    ``error`` code (``SESSION_INVALID_JSON``, ``SESSION_UNREADABLE``, ...), never dropped. A
+    missing directory lists nothing. The files are read here, synchronously: call it on a
+    worker thread (``asyncio.to_thread``) from a busy event loop.
     """
     folder = default_sessions_dir() if directory is None else Path(directory)
     bounds = SessionLimits() if limits is None else limits

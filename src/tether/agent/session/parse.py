@@ -6,7 +6,7 @@ header and checked records (see the package docstring)."""
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard, cast
+from typing import Any, Final, TypeGuard, cast
 
 from tether._text import is_non_empty
 from tether._types import type_of
@@ -20,6 +20,7 @@ from tether.agent.session.format import (
     _decode_json,
     _describe,
     _dumps,
+    _scan_once,
 )
 from tether.agent.session.linkage import _Index
 from tether.agent.session.prefix import _is_incomplete_object_prefix
@@ -30,6 +31,7 @@ from tether.agent.session.records import (
     SessionEntry,
     SessionHeader,
     SessionLimits,
+    SessionStoreError,
     _fail,
     _message_entry,
     _short,
@@ -152,44 +154,55 @@ def _parse_record(value: Any, surrogates: bool) -> SessionEntry:
 # --- parsing -----------------------------------------------------------------------------------
 
 
-def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index]:
-    if not data:
-        raise _fail("SESSION_INVALID_HEADER", "Session file is empty")
-    terminated = data[-1:] == b"\n"
-    # Decoding the whole file at once is faster and, since "\n" cannot occur inside a UTF-8
-    # sequence, valid exactly when every line is; only an invalid file is decoded line by
+def _line_too_large(number: int) -> SessionStoreError:
+    return _fail("SESSION_LINE_TOO_LARGE", f"Session line {number} exceeds the byte limit")
+
+
+def _invalid_json(number: int) -> SessionStoreError:
+    return _fail("SESSION_INVALID_JSON", f"Session line {number} is not valid JSON")
+
+
+def _line_values(body: bytes, limits: SessionLimits) -> list[object]:
+    """The JSON value of every newline-terminated line of ``body`` (which ends in one)."""
+    # Decoding all lines at once is faster and, since "\n" cannot occur inside a UTF-8
+    # sequence, valid exactly when every line is; only an invalid body is decoded line by
     # line, so its errors come in line order like every other error.
     try:
-        texts: list[str] | None = data.decode("utf-8").split("\n")
+        texts: list[str] | None = body.decode("utf-8").split("\n")
         lines: list[bytes] = []
-        count = len(texts)
+        count = len(texts) - 1  # the empty segment after the final newline
     except UnicodeDecodeError:
         texts = None
-        lines = data.split(b"\n")
-        count = len(lines)
-    if terminated:
-        count -= 1  # the empty segment after the final newline
+        lines = body.split(b"\n")
+        count = len(lines) - 1
     max_line = limits.max_line_bytes
     quick = max_line // 4  # a line of at most this many code points has at most max_line bytes
     values: list[object] = []
+    scan = _scan_once
     for number in range(count):
         if texts is not None:
             text = texts[number]
+            size = len(text)
+            if size > quick:
+                stripped = text[:-1] if text[-1:] == "\r" else text
+                if len(stripped) > max_line or len(stripped.encode("utf-8")) > max_line:
+                    raise _line_too_large(number + 1)
+            value: object = None
+            try:
+                value, end = scan(text, 0)
+            except (StopIteration, ValueError, RecursionError):
+                end = -1
+            if end == size:  # the usual line: one value, nothing around it
+                values.append(value)
+                continue
             if text[-1:] == "\r":
                 text = text[:-1]
-            size = len(text)
-            if size > quick and (size > max_line or len(text.encode("utf-8")) > max_line):
-                raise _fail(
-                    "SESSION_LINE_TOO_LARGE", f"Session line {number + 1} exceeds the byte limit"
-                )
         else:
             line = lines[number]
             if line[-1:] == b"\r":
                 line = line[:-1]
             if len(line) > max_line:
-                raise _fail(
-                    "SESSION_LINE_TOO_LARGE", f"Session line {number + 1} exceeds the byte limit"
-                )
+                raise _line_too_large(number + 1)
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError:
@@ -201,11 +214,63 @@ def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index]:
         try:
             values.append(_decode_json(text))
         except (ValueError, RecursionError):
-            if number == count - 1 and not terminated and _is_incomplete_object_prefix(text):
-                break
+            raise _invalid_json(number + 1) from None
+    return values
+
+
+_TORN: Final = object()
+"""``_tail_value``'s answer for a torn last line."""
+
+
+def _tail_value(tail: bytes, number: int, limits: SessionLimits) -> object:
+    """The value of a last line without a newline, or ``_TORN`` when it is the start of a
+    line a crash cut short: a valid but incomplete prefix of a JSON object, possibly cut
+    inside a multi-byte character. Anything else wrong with it is an error."""
+    if tail[-1:] == b"\r":
+        tail = tail[:-1]
+    if len(tail) > limits.max_line_bytes:
+        raise _line_too_large(number)
+    cut_character = False
+    try:
+        text = tail.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.end != len(tail) or error.reason != "unexpected end of data":
             raise _fail(
-                "SESSION_INVALID_JSON", f"Session line {number + 1} is not valid JSON"
+                "SESSION_INVALID_UTF8", f"Session line {number} is not valid UTF-8"
             ) from None
+        text = tail[: error.start].decode("utf-8")  # valid: the first error starts there
+        cut_character = True
+    if text[:1] == "\ufeff":
+        text = text[1:]
+    if cut_character:
+        # Only a string can hold a non-ASCII character, and the recognizer treats them all
+        # alike: the tear is in a string exactly when the text goes on with any one of them.
+        if _is_incomplete_object_prefix(text + "\u00e9"):
+            return _TORN
+        raise _fail("SESSION_INVALID_UTF8", f"Session line {number} is not valid UTF-8")
+    try:
+        value = _decode_json(text)
+    except (ValueError, RecursionError):
+        if _is_incomplete_object_prefix(text):
+            return _TORN
+        raise _invalid_json(number) from None
+    return value
+
+
+def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index, int]:
+    """The header, the checked records, and how many bytes of a torn last line were
+    ignored (0 when the file ends with a complete line)."""
+    if not data:
+        raise _fail("SESSION_INVALID_HEADER", "Session file is empty")
+    end = data.rfind(b"\n") + 1  # the end of the last newline-terminated line
+    values = _line_values(data[:end], limits) if end else []
+    torn = 0
+    if end < len(data):
+        value = _tail_value(data[end:], data.count(b"\n", 0, end) + 1, limits)
+        if value is _TORN:
+            torn = len(data) - end
+        else:
+            values.append(value)
     if not values:
         raise _fail("SESSION_INVALID_HEADER", "Session header is missing or incomplete")
     escapes = _LONE_ESCAPE.search(data) is not None  # only then can a value hold a surrogate
@@ -217,6 +282,7 @@ def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index]:
         if len(index.entries) >= max_records:
             raise _fail("SESSION_RECORD_LIMIT", "Session record limit exceeded")
         entry = _parse_record(values[position], escapes)
+        values[position] = None  # its JSON is garbage now: fewer live objects, less GC work
         if entry.id in by_id:
             raise _fail("SESSION_DUPLICATE_ENTRY_ID", f'Duplicate entry ID "{_short(entry.id)}"')
         if entry.parent_id is not None and entry.parent_id not in by_id:
@@ -225,16 +291,17 @@ def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index]:
                 f'Parent entry "{_short(entry.parent_id)}" must precede its child',
             )
         index.add(entry, index.check(entry, "SESSION_INVALID_RECORD"))
-    return header, index
+    return header, index, torn
 
 
 def parse_session(data: bytes, limits: SessionLimits | None = None) -> ParsedSession:
     """Parse a session file's bytes by the loading rules (see the package docstring).
 
     The parser ``SessionStore.load`` uses, without the filesystem: for tools that inspect
-    session files. Raises only ``SessionStoreError`` (and ``TypeError`` for non-bytes).
+    session files. A torn last line is ignored (``load`` also cuts it off the file). Raises
+    only ``SessionStoreError`` (and ``TypeError`` for non-bytes).
     """
     if type(data) is not bytes:
         raise TypeError(f"parse_session() needs bytes (got {type(data).__name__})")
-    header, index = _parse(data, SessionLimits() if limits is None else limits)
+    header, index, _ = _parse(data, SessionLimits() if limits is None else limits)
     return ParsedSession(header=header, entries=tuple(index.entries))

@@ -1,5 +1,6 @@
 """The values a session holds: the header, the message and compaction records, contexts,
-the ``SessionLimits`` bounds, and ``SessionStoreError`` with its seventeen stable codes."""
+the ``SessionLimits`` bounds, what a load repaired (``SessionRecovery``), and
+``SessionStoreError`` with its stable codes."""
 
 # The package's modules share their underscore helpers with one another.
 # pyright: reportUnusedFunction=false
@@ -27,6 +28,7 @@ __all__ = [
     "SessionEntry",
     "SessionHeader",
     "SessionLimits",
+    "SessionRecovery",
     "SessionStoreError",
     "SessionStoreErrorCode",
 ]
@@ -45,6 +47,7 @@ MAX_SESSION_RECORDS: Final = 4_096
 
 SessionStoreErrorCode: TypeAlias = Literal[
     "SESSION_ALREADY_EXISTS",
+    "SESSION_CLOSED",
     "SESSION_DUPLICATE_ENTRY_ID",
     "SESSION_ENTRY_NOT_FOUND",
     "SESSION_FILE_CHANGED",
@@ -55,22 +58,27 @@ SessionStoreErrorCode: TypeAlias = Literal[
     "SESSION_INVALID_RECORD",
     "SESSION_INVALID_TOOL_LINKAGE",
     "SESSION_INVALID_UTF8",
+    "SESSION_IN_USE",
     "SESSION_LINE_TOO_LARGE",
     "SESSION_PARENT_NOT_FOUND",
     "SESSION_RECORD_LIMIT",
-    "SESSION_ROLLBACK_FAILED",
     "SESSION_ROOT_CHANGED",
     "SESSION_UNSUPPORTED_VERSION",
+    "SESSION_WRITE_FAILED",
 ]
-"""The seventeen stable codes of ``SessionStoreError`` (the workshop's, exactly)."""
+"""The stable codes of ``SessionStoreError``: the workshop's, without
+``SESSION_ROLLBACK_FAILED`` (append-only files have no generations to roll back), and three of
+tether's: ``SESSION_IN_USE`` (another writer holds the file), ``SESSION_CLOSED`` (the store or
+tree was closed, or is a read-only snapshot) and ``SESSION_WRITE_FAILED`` (a write failed and
+the file could not be put back to its last acknowledged entry: the store is retired)."""
 
 
 class SessionStoreError(TetherError):
     """A session file, record or call was rejected, with a stable ``code``.
 
     Raised for everything wrong with a file's bytes or a caller's values, never a raw
-    ``KeyError``, ``UnicodeError`` or ``RecursionError``. A commit or rollback failure keeps
-    the underlying errors as ``__cause__`` (an ``ExceptionGroup`` when there are several).
+    ``KeyError``, ``UnicodeError`` or ``RecursionError``. ``SESSION_WRITE_FAILED`` keeps the
+    failed write's error and the failed repair's as an ``ExceptionGroup`` in ``__cause__``.
     """
 
     def __init__(self, code: SessionStoreErrorCode, message: str) -> None:
@@ -206,6 +214,19 @@ class ParsedSession:
     entries: tuple[SessionEntry, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRecovery:
+    """What ``SessionStore.load`` repaired: the incomplete last line a crash left in the
+    middle of a write (``dropped_bytes`` of it), cut off so the file ends with its last
+    complete entry. Nothing acknowledged is in such a line (an append is acknowledged only
+    once its whole line is on disk). ``str()`` is the note the CLI shows."""
+
+    dropped_bytes: int
+
+    def __str__(self) -> str:
+        return "dropped an incomplete last entry"
+
+
 # --- limits ------------------------------------------------------------------------------------
 
 
@@ -243,9 +264,8 @@ class SessionLimits:
           result carrying a 64 KiB file (JSON escaping makes it longer).
         * 1 GiB per file: a long session of hundreds of turns with large tool results reaches
           tens to hundreds of MiB; the cap exists to refuse a runaway file, not to cut a
-          session short. Note that every commit rewrites the whole file (that is what makes
-          it crash-safe), so an append costs time linear in the file's size;
-          ``benchmarks/bench_session.py`` measures it.
+          session short. An append writes only its own line, so its cost does not grow
+          with the file (``benchmarks/bench_session.py`` measures it); loading reads it all.
         * 1,048,576 records: four records a tool turn for 250,000 turns.
         """
         return cls(

@@ -1,6 +1,6 @@
-"""``SessionStore``: one session file, the options it is built with, the per-path locks
-every store in this process shares, and the crash-safe commit with its rollback and
-recovery (see the package docstring)."""
+"""``SessionStore``: one session file, the options it is built with, and its writer: the
+exclusive lock held for the store's lifetime, appends of whole lines made durable on a worker
+thread, and the repair of a torn last line on load (see the package docstring)."""
 
 # The package's modules share their underscore helpers with one another.
 # pyright: reportPrivateUsage=false
@@ -8,48 +8,27 @@ recovery (see the package docstring)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import datetime
-import errno
 import os
 import re
-import stat
 import uuid
-from collections.abc import AsyncGenerator, Callable
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Final, TypeVar, cast
 
 from tether._text import is_non_empty
 from tether.agent.session.decoder import _snapshot_message
 from tether.agent.session.files import (
-    _CREATE_FLAGS,
-    _DEFAULT_FILE_SYSTEM,
-    _READ_FLAGS,
-    _RESTORE_INFIX,
-    _TEMP_INFIX,
-    RECOVERY_MARKER_SUFFIX,
-    SessionFileSystem,
-    _assert_no_marker,
-    _assert_path_identity,
-    _assert_root,
     _canonical_key,
     _capture_root,
     _check_callable,
-    _cleanup_owned,
     _close_quietly,
-    _create_file,
-    _Identity,
-    _identity,
-    _path_matches,
-    _read_all,
-    _read_file,
     _Root,
     _session_path,
-    _sync_directory,
-    _write_all,
-    session_io,
 )
 from tether.agent.session.format import (
     _check_line,
@@ -59,7 +38,14 @@ from tether.agent.session.format import (
     _entry_line,
     _header_line,
 )
-from tether.agent.session.linkage import _context_of, _Index
+from tether.agent.session.journal import (
+    _create_journal,
+    _Journal,
+    _open_journal,
+    _read_snapshot,
+)
+from tether.agent.session.legacy import _is_regular, _marker_of, _remove_leftovers, _restore_marker
+from tether.agent.session.linkage import _context_of, _Index, _Links
 from tether.agent.session.listing import default_sessions_dir
 from tether.agent.session.parse import _is_count, _parse
 from tether.agent.session.records import (
@@ -70,6 +56,7 @@ from tether.agent.session.records import (
     SessionEntry,
     SessionHeader,
     SessionLimits,
+    SessionRecovery,
     SessionStoreError,
     _fail,
     _short,
@@ -100,7 +87,6 @@ class SessionStoreOptions:
       ``create``: blank or not a string is ``SESSION_INVALID_HEADER``;
     * ``clock``: returns each timestamp (default: ISO-8601 UTC with milliseconds, ``Z``);
     * ``id_factory``: returns each new record ID (default: a random UUID);
-    * ``file_system``: the ``SessionFileSystem`` seam;
     * ``limits``: the ``SessionLimits`` (default: the workshop's).
 
     ``create``/``load`` also accept a plain ``dict`` with these keys.
@@ -109,14 +95,11 @@ class SessionStoreOptions:
     session_id: str | None = None
     clock: Callable[[], str] = _default_clock
     id_factory: Callable[[], str] = _default_id
-    file_system: SessionFileSystem = _DEFAULT_FILE_SYSTEM
     limits: SessionLimits = SessionLimits()  # noqa: RUF009 (frozen: one shared default is safe)
 
     def __post_init__(self) -> None:
         _check_callable("SessionStoreOptions", "clock", self.clock)
         _check_callable("SessionStoreOptions", "id_factory", self.id_factory)
-        if type(self.file_system) is not SessionFileSystem:
-            raise TypeError("SessionStoreOptions.file_system must be a SessionFileSystem")
         if type(self.limits) is not SessionLimits:
             raise TypeError("SessionStoreOptions.limits must be a SessionLimits")
 
@@ -151,92 +134,90 @@ def _snapshot_options(options: object) -> SessionStoreOptions:
     raise TypeError(f"Session options must be a dict or SessionStoreOptions (got {kind.__name__})")
 
 
-# --- per-path locks ----------------------------------------------------------------------------
+# --- off the event loop -----------------------------------------------------------------------
 
 
-class _PathLock:
-    __slots__ = ("lock", "users")
+async def _wait_out(future: asyncio.Future[Any]) -> bool:
+    """Wait until ``future`` (disk work on a worker thread, which cannot be stopped) is done,
+    even if the waiting task is cancelled meanwhile; whether it was."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
 
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        self.users = 0
+
+async def _off_loop(work: Callable[[], _T], orphan: Callable[[_T], None]) -> _T:
+    """``work()`` on a worker thread. If the caller is cancelled meanwhile, the work still
+    finishes, ``orphan(result)`` releases what it made, and the cancellation is raised."""
+    future = asyncio.get_running_loop().run_in_executor(None, work)
+    if await _wait_out(future):
+        if future.exception() is None:
+            orphan(future.result())
+        raise asyncio.CancelledError
+    return future.result()
 
 
-_PATH_LOCKS: Final[dict[str, _PathLock]] = {}
-"""One lock per canonical session path, shared by every store in this process; an entry
-lives only while some operation holds or awaits it."""
-
-
-@contextlib.asynccontextmanager
-async def _locked_path(key: str) -> AsyncGenerator[None]:
-    entry = _PATH_LOCKS.get(key)
-    if entry is None:
-        entry = _PATH_LOCKS[key] = _PathLock()
-    entry.users += 1
-    try:
-        async with entry.lock:
-            yield
-    finally:
-        entry.users -= 1
-        if entry.users == 0 and _PATH_LOCKS.get(key) is entry:
-            del _PATH_LOCKS[key]
+def _release(journal: _Journal) -> None:
+    journal.close()
 
 
 # --- the store ---------------------------------------------------------------------------------
 
 _SAFE_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
+_Staged = tuple[list[SessionEntry], bytes, _Links]
+"""Records ready to append: the records, their lines, the linkage after them."""
+
 
 class SessionStore:
-    """One session file: its header and records, and crash-safe appends to it.
+    """One session file: its header and records, and durable appends to it.
 
     Build one with ``create`` (a new file), ``create_in`` (a new file in a sessions
-    directory) or ``load`` (an existing file); the constructor is private. ``append``,
-    ``append_compaction`` and ``flush`` are serialized (see the package docstring) and each
-    commits a whole new generation atomically; a failed call changes neither the file nor
+    directory), ``load`` (an existing file, as its one writer) or ``read`` (a read-only
+    snapshot); the constructor is private. A writer holds the file's exclusive lock until
+    ``close()`` (or ``async with``). ``append``, ``append_many``, ``append_compaction`` and
+    ``flush`` run one at a time in call order; each append writes only its own lines, and
+    returns once they are on disk (fsynced). A failed call changes neither the file nor
     ``entries``. ``header`` and every record are frozen and stable.
 
-    The methods are coroutines so they can wait their turn on the locks; the file I/O inside
-    them is synchronous (small local files; see the package docstring), so an operation, once
-    it holds its locks, finishes without yielding to the event loop.
+    The methods are coroutines: the disk work runs on a worker thread, so the event loop
+    never waits for the disk.
     """
 
     __slots__ = (
+        "__weakref__",
         "_clock",
-        "_fs",
+        "_finalizer",
         "_header",
-        "_header_line",
         "_id_factory",
-        "_identity",
         "_index",
+        "_journal",
+        "_key",
         "_limits",
-        "_lines",
-        "_lock_key",
         "_path",
         "_queue",
-        "_root",
-        "_size",
+        "_recovered",
         "_unusable",
     )
 
     _path: str
-    _root: _Root
-    _lock_key: str
-    _identity: _Identity
-    _size: int
+    _key: str
+    _journal: _Journal | None
+    _finalizer: weakref.finalize[..., Any] | None
     _header: SessionHeader
-    _header_line: bytes
     _index: _Index
-    _lines: list[bytes | None]
     _clock: Callable[[], str]
     _id_factory: Callable[[], str]
-    _fs: SessionFileSystem
     _limits: SessionLimits
+    _recovered: SessionRecovery | None
     _unusable: SessionStoreError | None
     _queue: asyncio.Lock
 
     def __init__(self) -> None:
-        raise TypeError("use SessionStore.create(), SessionStore.create_in() or load()")
+        raise TypeError("use SessionStore.create(), SessionStore.create_in(), load() or read()")
 
     @classmethod
     def _new(
@@ -244,26 +225,26 @@ class SessionStore:
         *,
         path: str,
         root: _Root,
-        identity: _Identity,
-        size: int,
+        journal: _Journal | None,
         header: SessionHeader,
         index: _Index,
         options: SessionStoreOptions,
+        recovered: SessionRecovery | None = None,
     ) -> SessionStore:
         store = object.__new__(cls)
         store._path = path
-        store._root = root
-        store._lock_key = _canonical_key(path, root)
-        store._identity = identity
-        store._size = size
+        store._key = _canonical_key(path, root)
+        store._journal = journal
+        # A store dropped without close() still lets the file go when it is collected.
+        store._finalizer = (
+            None if journal is None else weakref.finalize(store, _close_quietly, journal.fd)
+        )
         store._header = header
-        store._header_line = _header_line(header)
         store._index = index
-        store._lines = [None] * len(index.entries)
         store._clock = options.clock
         store._id_factory = options.id_factory
-        store._fs = options.file_system
         store._limits = options.limits
+        store._recovered = recovered
         store._unusable = None
         store._queue = asyncio.Lock()
         return store
@@ -276,18 +257,18 @@ class SessionStore:
         path: str | os.PathLike[str],
         options: SessionStoreOptions | dict[str, Any] | None = None,
     ) -> SessionStore:
-        """Create a new session file holding only its header (exclusively, mode ``0600``).
+        """Create a new session file holding only its header (exclusively, mode ``0600``)
+        and hold its lock.
 
-        ``SESSION_ALREADY_EXISTS`` if the path exists; ``SESSION_INVALID_HEADER`` for a
-        blank session ID or clock value (nothing is created); ``SESSION_ROLLBACK_FAILED``
-        while a recovery marker exists. A create that fails after making the file removes
-        it again (when it is still the file it made), so a retry can succeed.
+        ``SESSION_ALREADY_EXISTS`` if the path exists (or an old version's recovery marker
+        for it does: ``load`` puts that back); ``SESSION_INVALID_HEADER`` for a blank
+        session ID or clock value (nothing is created). A create that fails after making
+        the file removes it again (when it is still the file it made), so a retry can
+        succeed.
         """
         absolute = _session_path(path)
-        root = _capture_root(os.path.dirname(absolute))
         settings = _snapshot_options(options)
         session_id = _default_id() if settings.session_id is None else settings.session_id
-        _assert_no_marker(absolute, settings.file_system)
         if not is_non_empty(session_id):
             raise _fail("SESSION_INVALID_HEADER", "Session ID must be a non-empty string")
         created_at = settings.clock()
@@ -299,13 +280,21 @@ class SessionStore:
         data = _check_line(_header_line(header), settings.limits)
         if len(data) > settings.limits.max_file_bytes:
             raise _fail("SESSION_FILE_TOO_LARGE", "Serialized session exceeds the file limit")
-        async with _locked_path(_canonical_key(absolute, root)):
-            identity = _create_file(absolute, data, root, settings.file_system)
+
+        def work() -> tuple[_Root, _Journal]:
+            root = _capture_root(os.path.dirname(absolute))
+            if _is_regular(_marker_of(absolute)):
+                raise _fail(
+                    "SESSION_ALREADY_EXISTS",
+                    "An old recovery marker of this session file exists (load puts it back)",
+                )
+            return root, _create_journal(absolute, data, root)
+
+        root, journal = await _off_loop(work, lambda made: _release(made[1]))
         return cls._new(
             path=absolute,
             root=root,
-            identity=identity,
-            size=len(data),
+            journal=journal,
             header=header,
             index=_Index(),
             options=settings,
@@ -330,7 +319,7 @@ class SessionStore:
                 f"Session ID {_describe(session_id)} cannot name a session file",
             )
         folder = default_sessions_dir() if directory is None else Path(directory)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        await asyncio.to_thread(os.makedirs, folder, mode=0o700, exist_ok=True)
         settings = dataclasses.replace(settings, session_id=session_id)
         return await cls.create(folder / f"{session_id}.jsonl", settings)
 
@@ -340,65 +329,74 @@ class SessionStore:
         path: str | os.PathLike[str],
         options: SessionStoreOptions | dict[str, Any] | None = None,
     ) -> SessionStore:
-        """Open an existing session file, checked by the loading rules.
+        """Open an existing session file as its one writer, checked by the loading rules.
 
-        ``SESSION_ROLLBACK_FAILED`` while its recovery marker exists; ``SESSION_FILE_CHANGED``
-        for a path that is not a regular file (a symlink included) or that changes while it
-        is read; ``SESSION_FILE_TOO_LARGE`` over the limit; then the parser's codes. A
-        missing file raises ``FileNotFoundError``. ``session_id`` is ignored.
+        ``SESSION_IN_USE`` at once (naming the path) while another writer, in this process
+        or another, holds it. A torn last line (a crash in the middle of a write) is cut off
+        the file, which then ends with its last complete entry, and ``recovered`` says so;
+        anything else wrong is an error and the file is left as it is:
+        ``SESSION_FILE_CHANGED`` for a path that is not a regular file (a symlink included)
+        or that changes while it is opened, ``SESSION_FILE_TOO_LARGE`` over the limit, then
+        the parser's codes. The old format's leftovers beside the file are removed (see
+        ``legacy``). A missing file raises ``FileNotFoundError``. ``session_id`` is ignored.
         """
         absolute = _session_path(path)
         settings = _snapshot_options(options)
-        _assert_no_marker(absolute, settings.file_system)
-        root = _capture_root(os.path.dirname(absolute))
         limits = settings.limits
-        async with _locked_path(_canonical_key(absolute, root)):
-            identity, data = _read_file(absolute, root, limits)
-        header, index = _parse(data, limits)
+
+        def work() -> tuple[_Root, _Journal, SessionHeader, _Index, SessionRecovery | None]:
+            _restore_marker(absolute)
+            root = _capture_root(os.path.dirname(absolute))
+            journal, data = _open_journal(absolute, root, limits)
+            try:
+                header, index, torn = _parse(data, limits)
+                recovered = None
+                if torn:
+                    journal.cut(len(data) - torn)
+                    recovered = SessionRecovery(dropped_bytes=torn)
+                journal.ends_line = data[journal.size - 1 : journal.size] == b"\n"
+                _remove_leftovers(absolute)
+            except BaseException:
+                journal.close()
+                raise
+            return root, journal, header, index, recovered
+
+        root, journal, header, index, recovered = await _off_loop(
+            work, lambda made: _release(made[1])
+        )
         return cls._new(
             path=absolute,
             root=root,
-            identity=identity,
-            size=len(data),
+            journal=journal,
             header=header,
             index=index,
             options=settings,
+            recovered=recovered,
         )
 
     @classmethod
-    async def recover(
+    async def read(
         cls,
         path: str | os.PathLike[str],
         options: SessionStoreOptions | dict[str, Any] | None = None,
-    ) -> bool:
-        """Finish a commit that a crash or a failed rollback left behind.
-
-        If ``<path>.pify-session-recovery`` exists, the generation it holds (the last one a
-        call returned successfully for) is put back at ``path`` and the marker is gone
-        afterwards; returns True. Returns False when there is no marker. Call it only when
-        no other process is writing the session: the marker might be that process's.
-        """
+    ) -> SessionStore:
+        """A read-only snapshot of a session file as it is now, taking no lock (so it never
+        waits for, or refuses, a writer). It ignores a torn last line without cutting it
+        and writes nothing; its appends and ``flush`` raise ``SESSION_CLOSED``. The loading
+        rules and codes are ``load``'s."""
         absolute = _session_path(path)
-        fs = _snapshot_options(options).file_system
-        marker = absolute + RECOVERY_MARKER_SUFFIX
-        try:
-            info = fs.lstat(marker)
-        except FileNotFoundError:
-            return False
-        if not stat.S_ISREG(info.st_mode):
-            raise _fail("SESSION_ROLLBACK_FAILED", "Session recovery marker is not a regular file")
-        root = _capture_root(os.path.dirname(absolute))
-        async with _locked_path(_canonical_key(absolute, root)):
-            try:
-                current = fs.lstat(absolute)
-            except FileNotFoundError:
-                current = None
-            if current is not None and _identity(current) == _identity(info):
-                fs.remove(marker)  # the crash came before the rename: the path is the marker
-            else:
-                fs.rename(marker, absolute)
-            _sync_directory(root.path)
-        return True
+        settings = _snapshot_options(options)
+        limits = settings.limits
+
+        def work() -> tuple[_Root, SessionHeader, _Index]:
+            root = _capture_root(os.path.dirname(absolute))
+            header, index, _ = _parse(_read_snapshot(absolute, limits), limits)
+            return root, header, index
+
+        root, header, index = await asyncio.to_thread(work)
+        return cls._new(
+            path=absolute, root=root, journal=None, header=header, index=index, options=settings
+        )
 
     @staticmethod
     def canonical_path_of(store: SessionStore) -> str:
@@ -406,7 +404,38 @@ class SessionStore:
         (lower-cased on Windows). Two stores on one file have the same key."""
         if not isinstance(cast(object, store), SessionStore):
             raise TypeError("Expected a SessionStore")
-        return store._lock_key
+        return store._key
+
+    # -- closing -----------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether this store no longer writes (closed, or a ``read`` snapshot)."""
+        return self._journal is None
+
+    async def close(self) -> None:
+        """Let the file go (release its lock) once the append in progress, if any, is done.
+        Idempotent; reading the store's records still works afterwards."""
+        async with self._queue:
+            journal = self._journal
+            if journal is None:
+                return
+            self._journal = None
+            finalizer = self._finalizer
+            if finalizer is not None:  # pragma: no branch - made with the journal
+                finalizer.detach()
+            journal.close()
+
+    async def __aenter__(self) -> SessionStore:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -419,6 +448,11 @@ class SessionStore:
     def limits(self) -> SessionLimits:
         """The limits this store enforces."""
         return self._limits
+
+    @property
+    def recovered(self) -> SessionRecovery | None:
+        """What ``load`` repaired: the torn last line it cut off, or ``None``."""
+        return self._recovered
 
     @property
     def header(self) -> SessionHeader:
@@ -454,28 +488,65 @@ class SessionStore:
     async def append(
         self, parent_id: str | None, message: Message | dict[str, Any]
     ) -> MessageEntry:
-        """Append a message under ``parent_id`` (``None``: a new root) and commit.
+        """Append a message under ``parent_id`` (``None``: a new root); returns once its
+        line is on disk.
 
         ``message`` is a protocol message (an exact ``UserMessage``, ``AssistantMessage`` or
         ``ToolResultMessage``) or its JSON form as an exact ``dict`` of plain JSON values; it
         is checked and snapshotted before the call waits its turn (``SESSION_PARENT_NOT_FOUND``
-        for a blank parent ID, ``SESSION_INVALID_MESSAGE``). Then, in turn: the store's and
-        file's identity, the record limit, the parent, a fresh ID (``SESSION_INVALID_RECORD``
-        if blank, ``SESSION_DUPLICATE_ENTRY_ID`` if used), a timestamp, the branch's tool
-        linkage, and the atomic commit. The ID factory and clock are consumed even when the
-        commit then fails.
+        for a blank parent ID, ``SESSION_INVALID_MESSAGE``). Then, in turn: the record limit,
+        the parent, a fresh ID (``SESSION_INVALID_RECORD`` if blank,
+        ``SESSION_DUPLICATE_ENTRY_ID`` if used), a timestamp, the branch's tool linkage, the
+        file limit, and the write: the file's and its directory's identity
+        (``SESSION_FILE_CHANGED``, ``SESSION_ROOT_CHANGED``), the line, one fsync. The ID
+        factory and clock are consumed even when the write then fails.
+        """
+        (entry,) = await self.append_many(parent_id, (message,))
+        return entry
+
+    async def append_many(
+        self,
+        parent_id: str | None,
+        messages: Sequence[Message | dict[str, Any]],
+        *,
+        on_commit: Callable[[tuple[MessageEntry, ...]], None] | None = None,
+    ) -> tuple[MessageEntry, ...]:
+        """Append ``messages`` as a chain under ``parent_id`` (each the parent of the next)
+        with one write and one fsync: all of them, or none. The checks are ``append``'s.
+
+        ``on_commit(entries)`` runs once they are on disk and in ``entries``, even if the
+        awaiting task was cancelled meanwhile (the write cannot be taken back; the
+        cancellation is raised afterwards), so a caller keeping its own view of the tree
+        (``SessionTree``'s leaf) never misses an entry.
         """
         if parent_id is not None and not is_non_empty(parent_id):
             raise _fail("SESSION_PARENT_NOT_FOUND", "Parent ID must be a non-empty string")
-        snapshot, body = _snapshot_message(message)
+        snapshots = [_snapshot_message(message) for message in messages]
+        if not snapshots:
+            return ()
 
-        def build(entry_id: str, timestamp: str) -> tuple[SessionEntry, bytes]:
-            entry = MessageEntry(
-                id=entry_id, parent_id=parent_id, timestamp=timestamp, message=snapshot
-            )
-            return entry, _entry_line(entry, body)
+        def stage() -> _Staged:
+            self._check_room(parent_id, len(snapshots))
+            chain: list[MessageEntry] = []
+            lines: list[bytes] = []
+            previous = parent_id
+            fresh: set[str] = set()
+            for snapshot, body in snapshots:
+                entry_id, timestamp = self._fresh_id_and_time(fresh)
+                entry = MessageEntry(
+                    id=entry_id, parent_id=previous, timestamp=timestamp, message=snapshot
+                )
+                lines.append(_check_line(_entry_line(entry, body), self._limits))
+                chain.append(entry)
+                previous = entry_id
+            links = self._index.check_chain(parent_id, chain)
+            return cast("list[SessionEntry]", chain), b"".join(lines), links
 
-        return cast(MessageEntry, await self._serialized(lambda: self._append(parent_id, build)))
+        def committed(records: tuple[SessionEntry, ...]) -> None:
+            if on_commit is not None:
+                on_commit(cast("tuple[MessageEntry, ...]", records))
+
+        return cast("tuple[MessageEntry, ...]", await self._commit(stage, committed))
 
     async def append_compaction(
         self,
@@ -486,8 +557,10 @@ class SessionStore:
         first_kept_entry_id: str | None,
         units_before: int,
         units_after: int,
+        on_commit: Callable[[CompactionEntry], None] | None = None,
     ) -> CompactionEntry:
-        """Append a compaction record under ``parent_id`` and commit (as ``append``).
+        """Append a compaction record under ``parent_id`` (as ``append``; ``on_commit`` as
+        ``append_many``'s, with the record).
 
         ``summary_id`` must be non-blank, ``summary`` a string, the units non-negative
         integers (``SESSION_INVALID_RECORD``); ``first_kept_entry_id`` must name a record on
@@ -510,7 +583,9 @@ class SessionStore:
         content = CompactionSummary(id=summary_id, content=summary)
         _encode(_dumps([summary_id, summary]), "SESSION_INVALID_RECORD", "Compaction summary")
 
-        def build(entry_id: str, timestamp: str) -> tuple[SessionEntry, bytes]:
+        def stage() -> _Staged:
+            self._check_room(parent_id, 1)
+            entry_id, timestamp = self._fresh_id_and_time(set())
             entry = CompactionEntry(
                 id=entry_id,
                 parent_id=parent_id,
@@ -520,242 +595,87 @@ class SessionStore:
                 units_before=units_before,
                 units_after=units_after,
             )
-            return entry, _entry_line(entry)
+            line = _check_line(_entry_line(entry), self._limits)
+            return [entry], line, self._index.check(entry, "SESSION_ENTRY_NOT_FOUND")
 
-        return cast(CompactionEntry, await self._serialized(lambda: self._append(parent_id, build)))
+        def committed(records: tuple[SessionEntry, ...]) -> None:
+            if on_commit is not None:
+                on_commit(cast(CompactionEntry, records[0]))
+
+        (entry,) = await self._commit(stage, committed)
+        return cast(CompactionEntry, entry)
 
     async def flush(self) -> None:
-        """Rewrite the current generation atomically (canonical lines, every one ending in
-        a newline), e.g. to clean up a recovered torn tail without appending."""
-        await self._serialized(lambda: self._commit(None))
+        """Wait until every append started before this call is on disk, and check the file
+        is still this store's (``SESSION_FILE_CHANGED``, ``SESSION_ROOT_CHANGED``). Appends
+        are durable when they return, so there is nothing else to write."""
+        async with self._queue:
+            journal = self._writable()
+            future = asyncio.get_running_loop().run_in_executor(None, journal.check)
+            cancelled = await _wait_out(future)
+            if cancelled:
+                raise asyncio.CancelledError
+            future.result()
 
-    async def _serialized(self, operation: Callable[[], _T]) -> _T:
-        async with self._queue, _locked_path(self._lock_key):
-            return operation()
+    # -- the write path ---------------------------------------------------------------------
 
-    def _append(
-        self, parent_id: str | None, build: Callable[[str, str], tuple[SessionEntry, bytes]]
-    ) -> SessionEntry:
-        self._assert_storage()
+    def _writable(self) -> _Journal:
+        if self._unusable is not None:
+            raise self._unusable
+        journal = self._journal
+        if journal is None:
+            raise _fail("SESSION_CLOSED", f"Session store of {self._path} is closed (read-only)")
+        return journal
+
+    def _check_room(self, parent_id: str | None, count: int) -> None:
         index = self._index
-        if len(index.entries) >= self._limits.max_records:
+        if len(index.entries) + count > self._limits.max_records:
             raise _fail("SESSION_RECORD_LIMIT", "Session record limit reached")
         if parent_id is not None and parent_id not in index.by_id:
             raise _fail(
                 "SESSION_PARENT_NOT_FOUND", f'Parent entry "{_short(parent_id)}" does not exist'
             )
+
+    def _fresh_id_and_time(self, fresh: set[str]) -> tuple[str, str]:
         entry_id = self._id_factory()
         if not is_non_empty(entry_id):
             raise _fail("SESSION_INVALID_RECORD", "Entry ID must be a non-empty string")
-        if entry_id in index.by_id:
+        if entry_id in self._index.by_id or entry_id in fresh:
             raise _fail(
                 "SESSION_DUPLICATE_ENTRY_ID", f'Entry ID "{_short(entry_id)}" already exists'
             )
+        fresh.add(entry_id)
         timestamp = self._clock()
         if not is_non_empty(timestamp):
             raise _fail("SESSION_INVALID_RECORD", "Entry timestamp must be a non-empty string")
-        entry, line = build(entry_id, timestamp)
-        links = index.check(entry, "SESSION_ENTRY_NOT_FOUND")
-        self._commit(_check_line(line, self._limits))
-        index.add(entry, links)
-        self._lines.append(line)
-        return entry
+        return entry_id, timestamp
 
-    def _assert_storage(self) -> None:
-        if self._unusable is not None:
-            raise self._unusable
-        _assert_root(self._root)
-        _assert_path_identity(self._path, self._identity, self._size)
-
-    def _serialize(self, extra: bytes | None) -> bytes:
-        lines = self._lines
-        limits = self._limits
-        for position, line in enumerate(lines):
-            if line is None:
-                lines[position] = _check_line(_entry_line(self._index.entries[position]), limits)
-        parts = cast("list[bytes]", [self._header_line, *lines])
-        if extra is not None:
-            parts.append(extra)
-        if sum(map(len, parts)) > limits.max_file_bytes:
-            raise _fail("SESSION_FILE_TOO_LARGE", "Serialized session exceeds the file limit")
-        return b"".join(parts)
-
-    def _commit(self, line: bytes | None) -> None:
-        """Install the generation of every record (plus ``line``) atomically; see the module
-        docstring. On success the recorded file identity and size are the new ones."""
-        self._assert_storage()
-        data = self._serialize(line)
-        fs = self._fs
-        path = self._path
-        temp = f"{path}{_TEMP_INFIX}{os.getpid()}-{uuid.uuid4()}"
-        marker = path + RECOVERY_MARKER_SUFFIX
-        old_identity = self._identity
-        old_size = self._size
-        temp_identity: _Identity | None = None
-        marker_owned = False
-        keep_marker = False
-        fd: int | None = None
-        try:
-            fd = session_io.open(temp, _CREATE_FLAGS, 0o600)
-            info = session_io.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):  # pragma: no cover - O_EXCL made a file
-                raise _fail("SESSION_FILE_CHANGED", "Session temporary is not a regular file")
-            temp_identity = _identity(info)
-            _write_all(fd, data)
-            session_io.fsync(fd)
-            session_io.close(fd)
-            fd = None
-            self._assert_storage()
-            _assert_path_identity(temp, temp_identity, len(data))
-            try:
-                fs.link(path, marker)
-            except FileExistsError as error:
-                collision = _fail(
-                    "SESSION_ROLLBACK_FAILED", "A session recovery marker already exists"
-                )
-                self._unusable = collision
-                raise collision from error
-            marker_owned = True
-            info = fs.lstat(marker)
-            if (
-                not stat.S_ISREG(info.st_mode)
-                or _identity(info) != old_identity
-                or info.st_size != old_size
-            ):
-                raise _fail(
-                    "SESSION_FILE_CHANGED", "Session rollback link has an unexpected identity"
-                )
-            self._assert_storage()
-            fs.rename(temp, path)
-            try:
-                installed = fs.lstat(path)
-                new_identity = _identity(installed)
-                if (
-                    not stat.S_ISREG(installed.st_mode)
-                    or new_identity[:2] != temp_identity[:2]
-                    or installed.st_size != len(data)
-                ):
-                    raise _fail(
-                        "SESSION_FILE_CHANGED", "Installed session file identity is unexpected"
-                    )
-                _sync_directory(self._root.path)
-            except Exception as primary:
-                try:
-                    restored, marker_owned = self._restore(marker, old_identity, old_size)
-                    self._identity = restored
-                    self._size = old_size
-                except Exception as rollback:
-                    keep_marker = True
-                    raise self._retire(
-                        "Session rollback failed; the recovery backup was retained"
-                    ) from ExceptionGroup(
-                        "Session commit and rollback both failed", [primary, rollback]
-                    )
-                with contextlib.suppress(OSError):
-                    _sync_directory(self._root.path)
-                raise
-            removed = _cleanup_owned(fs, marker, old_identity, old_size)
-            marker_owned = not removed
-            if not removed:
-                cleanup = OSError(errno.EIO, "Session recovery marker cleanup failed")
-                try:
-                    restored, marker_owned = self._restore(marker, old_identity, old_size)
-                    self._identity = restored
-                    self._size = old_size
-                    if marker_owned:
-                        marker_owned = not _cleanup_owned(fs, marker, old_identity, old_size)
-                        if marker_owned:
-                            raise OSError(
-                                errno.EIO,
-                                "Recovery marker remained after the old generation was restored",
-                            )
-                except Exception as rollback:
-                    keep_marker = marker_owned
-                    raise self._retire(
-                        "Session finalization and rollback failed; recovery is required"
-                    ) from ExceptionGroup(
-                        "Session marker cleanup and rollback both failed", [cleanup, rollback]
-                    )
-                with contextlib.suppress(OSError):
-                    _sync_directory(self._root.path)
-                raise _fail(
-                    "SESSION_ROLLBACK_FAILED",
-                    "Session commit was rolled back because its recovery marker could not be "
-                    "removed",
-                ) from cleanup
-            self._identity = new_identity
-            self._size = len(data)
-            with contextlib.suppress(OSError):
-                _sync_directory(self._root.path)
-        finally:
-            if fd is not None:
-                _close_quietly(fd)
-            if temp_identity is not None:
-                _cleanup_owned(fs, temp, temp_identity, None)
-            if marker_owned and not keep_marker:
-                _cleanup_owned(fs, marker, old_identity, old_size)
-
-    def _retire(self, message: str) -> SessionStoreError:
-        """``SESSION_ROLLBACK_FAILED``: a commit and its rollback both failed, so this store
-        refuses every later operation with that error."""
-        failure = _fail("SESSION_ROLLBACK_FAILED", message)
-        self._unusable = failure
-        return failure
-
-    def _restore(self, marker: str, identity: _Identity, size: int) -> tuple[_Identity, bool]:
-        """Put the old generation back: ``(its identity now, whether the marker remains)``."""
-        fs = self._fs
-        path = self._path
-        if not _path_matches(fs, marker, identity, size):
-            raise OSError(errno.EIO, "Session recovery marker identity changed")
-        failures: list[Exception] = []
-        for _ in range(3):
-            try:
-                fs.rename(marker, path)
-                return identity, False
-            except Exception as error:
-                failures.append(error)
-                if _path_matches(fs, path, identity, size):
-                    return identity, False
-        restore = f"{path}{_RESTORE_INFIX}{os.getpid()}-{uuid.uuid4()}"
-        restore_identity: _Identity | None = None
-        restore_owned = False
-        try:
-            reader = session_io.open(marker, _READ_FLAGS)
-            try:
-                info = session_io.fstat(reader)
-                if (
-                    not stat.S_ISREG(info.st_mode)
-                    or _identity(info) != identity
-                    or info.st_size != size
-                ):
-                    raise OSError(errno.EIO, "Recovery backup identity changed")
-                data = _read_all(reader, size)
-            finally:
-                _close_quietly(reader)
-            if len(data) != size:
-                raise OSError(errno.EIO, "Recovery backup changed while it was read")
-            writer = session_io.open(restore, _CREATE_FLAGS, 0o600)
-            restore_owned = True
-            try:
-                info = session_io.fstat(writer)
-                if not stat.S_ISREG(info.st_mode):  # pragma: no cover - O_EXCL made a file
-                    raise OSError(errno.EIO, "Recovery temporary is not a regular file")
-                restore_identity = _identity(info)
-                _write_all(writer, data)
-                session_io.fsync(writer)
-            finally:
-                _close_quietly(writer)
-            fs.rename(restore, path)
-            restore_owned = False
-            with contextlib.suppress(OSError):
-                _sync_directory(self._root.path)
-            return restore_identity, True
-        except Exception as error:
-            failures.append(error)
-            raise ExceptionGroup(
-                "All bounded session rollback strategies failed", failures
-            ) from None
-        finally:
-            if restore_owned and restore_identity is not None:
-                _cleanup_owned(fs, restore, restore_identity, None)
+    async def _commit(
+        self,
+        stage: Callable[[], _Staged],
+        on_commit: Callable[[tuple[SessionEntry, ...]], None],
+    ) -> tuple[SessionEntry, ...]:
+        """In turn: stage the records (checks, IDs, lines; nothing changes), write them on
+        a worker thread, and only once they are on disk adopt them (and ``on_commit``)."""
+        async with self._queue:
+            journal = self._writable()
+            records, data, links = stage()
+            newline = 0 if journal.ends_line else 1
+            if journal.size + newline + len(data) > self._limits.max_file_bytes:
+                raise _fail("SESSION_FILE_TOO_LARGE", "Serialized session exceeds the file limit")
+            future = asyncio.get_running_loop().run_in_executor(None, journal.append, data)
+            cancelled = await _wait_out(future)
+            error = future.exception()
+            adopted = tuple(records)
+            if error is None:
+                index = self._index
+                for record in records:
+                    index.add(record, links)
+                on_commit(adopted)
+            elif isinstance(error, SessionStoreError) and error.code == "SESSION_WRITE_FAILED":
+                self._unusable = error
+            if cancelled:
+                raise asyncio.CancelledError
+            if error is not None:
+                raise error
+            return adopted

@@ -7,6 +7,7 @@ serialized ``move_to`` and appends."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from tether.agent.session.records import (
@@ -28,11 +29,13 @@ class SessionTree:
 
     ``move_to`` and the appends run one at a time in the order they start, on the tree's own
     lock; a failed one does not block later ones. ``move_to`` checks membership when it runs,
-    so it may name a record an earlier queued append created. The leaf advances only after a
-    commit succeeded. A new tree starts at the store's last record (``None`` when empty).
+    so it may name a record an earlier queued append created. The leaf advances only once
+    the entries are on disk (and then even if the appending task was cancelled meanwhile).
+    A new tree starts at the store's last record (``None`` when empty). Several trees may
+    share one store (each with its own leaf); ``close()`` ends this one's writing only.
     """
 
-    __slots__ = ("_leaf", "_queue", "_store")
+    __slots__ = ("_closed", "_leaf", "_queue", "_store")
 
     def __init__(self, store: SessionStore) -> None:
         if not isinstance(cast(object, store), SessionStore):
@@ -41,6 +44,7 @@ class SessionTree:
         entries = store.entries
         self._leaf: str | None = entries[-1].id if entries else None
         self._queue = asyncio.Lock()
+        self._closed = False
 
     @property
     def store(self) -> SessionStore:
@@ -71,12 +75,29 @@ class SessionTree:
         """What a model should see for the active branch (see the package docstring)."""
         return self._store.context(self._leaf)
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called: the tree still reads, but no longer writes."""
+        return self._closed
+
+    def close(self) -> None:
+        """Refuse every later ``move_to`` and append of this tree (``SESSION_CLOSED``); an
+        append already writing finishes. The store stays open (other trees may use it).
+        A runtime closes its tree when it is disposed, so an Agent that outlives it cannot
+        write into the session any more."""
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise _fail("SESSION_CLOSED", "Session tree is closed (its runtime was disposed)")
+
     async def move_to(self, entry_id: str | None) -> None:
         """Make ``entry_id`` the active leaf (``None``: no branch). Writes nothing.
 
         ``SESSION_ENTRY_NOT_FOUND`` for an unknown ID (checked when the call runs).
         """
         async with self._queue:
+            self._check_open()
             if entry_id is not None and self._store.get(entry_id) is None:
                 raise _fail(
                     "SESSION_ENTRY_NOT_FOUND",
@@ -86,10 +107,27 @@ class SessionTree:
 
     async def append(self, message: Message | dict[str, Any]) -> MessageEntry:
         """Append a message under the active leaf, then make it the leaf."""
+        (entry,) = await self.append_many((message,))
+        return entry
+
+    async def append_many(
+        self,
+        messages: Sequence[Message | dict[str, Any]],
+        *,
+        on_commit: Callable[[tuple[MessageEntry, ...]], None] | None = None,
+    ) -> tuple[MessageEntry, ...]:
+        """Append ``messages`` as a chain under the active leaf with one write and one fsync
+        (``SessionStore.append_many``, ``on_commit`` as there), then make the last one the
+        leaf."""
+
+        def advance(entries: tuple[MessageEntry, ...]) -> None:
+            self._moved(entries[-1])
+            if on_commit is not None:
+                on_commit(entries)
+
         async with self._queue:
-            entry = await self._store.append(self._leaf, message)
-            self._leaf = entry.id
-            return entry
+            self._check_open()
+            return await self._store.append_many(self._leaf, messages, on_commit=advance)
 
     async def append_compaction(
         self,
@@ -102,13 +140,16 @@ class SessionTree:
     ) -> CompactionEntry:
         """Append a compaction record under the active leaf, then make it the leaf."""
         async with self._queue:
-            entry = await self._store.append_compaction(
+            self._check_open()
+            return await self._store.append_compaction(
                 self._leaf,
                 summary_id=summary_id,
                 summary=summary,
                 first_kept_entry_id=first_kept_entry_id,
                 units_before=units_before,
                 units_after=units_after,
+                on_commit=self._moved,
             )
-            self._leaf = entry.id
-            return entry
+
+    def _moved(self, entry: SessionEntry) -> None:
+        self._leaf = entry.id
