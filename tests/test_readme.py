@@ -91,3 +91,29 @@ def test_readme_docs_and_docstrings_point_at_nothing_outside_the_repository() ->
         for target in re.findall(r"\]\(([^)#]+)\)", text):
             if "://" not in target:
                 assert (document.parent / target).exists(), f"{document.name}: {target}"
+
+
+def test_the_config_examples_load_as_written(tmp_path: Path) -> None:
+    from tether.cli import config as config_module
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docstring = config_module.__doc__ or ""
+    block = docstring.split("::\n\n", 1)[1].split("\n\n``", 1)[0]
+    examples = [
+        next(
+            text
+            for text in re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+            if "[tools]" in text
+        ),
+        "\n".join(line.removeprefix("    ") for line in block.splitlines()),
+    ]
+    for number, example in enumerate(examples):
+        path = tmp_path / f"config-{number}.toml"
+        path.write_text(example, encoding="utf-8")
+        config = config_module.load_config(path)
+        assert config.default_model == "openai/gpt-4o-mini"
+        assert config.extensions == ("hello",)
+        assert config.extension_timeout == 30
+        assert config.providers["gpu-box"].api_key_env == "GPU_BOX_KEY"
+        assert config.models["openai/gpt-4o-mini"].context_window == 128000
+        assert config.tools.pass_env == ("GITHUB_TOKEN",)

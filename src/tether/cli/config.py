@@ -5,9 +5,14 @@ Where: ``$TETHER_CONFIG`` when set and not empty (tests point it at a temporary 
 the XDG spec requires), else ``~/.config/tether/config.toml``. A file that does not exist is
 the defaults: no default model, no custom providers, no model settings, and the tool
 settings below. It is read with ``tomllib``, at most 1 MiB, and only if it is a regular file
-(a FIFO could otherwise hold the command forever)::
+(a FIFO could otherwise hold the command forever). Top-level keys come before the first
+table (TOML puts a key after ``[tools]`` into that table)::
 
     default_model = "openai/gpt-4o-mini"     # PROVIDER/MODEL, used when --model is not given
+    extensions = ["hello"]                   # installed extensions to load (entry points
+                                             # of group "tether.extensions", by name)
+    extension_timeout = 30                   # seconds an extension's activation, or one of
+                                             # its cleanups, may take (then it fails)
 
     [providers.gpu-box]                      # a custom server (not a catalog preset's name)
     base_url = "http://gpu-box:8000/v1"      # required, http:// or https://
@@ -17,11 +22,6 @@ settings below. It is read with ``tomllib``, at most 1 MiB, and only if it is a 
     [models."openai/gpt-4o-mini"]            # settings of one PROVIDER/MODEL
     context_window = 128000                  # tokens (for context management)
     max_output_tokens = 4096                 # sent with every request
-
-    extensions = ["hello"]                   # installed extensions to load (entry points
-                                             # of group "tether.extensions", by name)
-    extension_timeout = 30                   # seconds an extension's activation, or one of
-                                             # its cleanups, may take (then it fails)
 
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false

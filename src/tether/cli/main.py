@@ -54,6 +54,7 @@ from tether.cli.arguments import non_empty_path, non_empty_text, url
 from tether.cli.render import Output, OutputError, json_line, warn
 
 if TYPE_CHECKING:
+    from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
 
 __all__ = [
@@ -161,6 +162,26 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
         )
 
 
+class _Version(argparse.Action):
+    """``--version``: prints ``tether VERSION`` (the installed distribution's) and exits 0.
+    The version is looked up only when asked for (``importlib.metadata`` is not light)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"tether {version('tether')}\n")
+        parser.exit(0)
+
+
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -169,6 +190,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
     )
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser(
         "run",
@@ -223,15 +245,20 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
     models = commands.add_parser(
         "models",
-        help="list the providers, their API key variables and the config's models",
+        help="list the providers and their key variables, or a provider's models",
         description=(
-            "List the catalog presets and the config file's providers (base URL, the API\n"
-            "key variable and whether it is set, never its value), model settings and the\n"
-            "default model."
+            "Without PROVIDER: list the catalog presets and the config file's providers (base\n"
+            "URL, the API key variable and whether it is set, never its value), model\n"
+            "settings and the default model. With PROVIDER: list the models its server\n"
+            "offers (GET /models; the key, if the provider needs one, must be set)."
         ),
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
     )
+    models.add_argument(
+        "provider", nargs="?", metavar="PROVIDER", help="list this provider's models"
+    )
+    models.add_argument("--base-url", type=url, metavar="URL", help="ask the server at URL instead")
     models.add_argument("--json", action="store_true", help="one JSON object per line")
     chat = commands.add_parser(
         "chat",
@@ -274,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "rpc":
             return _rpc(args)
         if command == "models":
-            return _models(args)
+            return _models(args, commands["models"])
         if command == "chat":
             return _chat(args)
         if command == "eval":
@@ -340,7 +367,7 @@ def _rpc(args: argparse.Namespace) -> int:
     )
 
 
-def _models(args: argparse.Namespace) -> int:
+def _models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tether.cli.config import CliError, load_config
     from tether.cli.models import models_command
 
@@ -350,7 +377,31 @@ def _models(args: argparse.Namespace) -> int:
         warn(f"tether models: [{error.code}] {error}")
         return EXIT_USAGE
     make = Output.for_json if args.json else Output.for_people
-    return _writing("models", lambda: models_command(config, make(sys.stdout), as_json=args.json))
+    if args.provider is None:
+        if args.base_url is not None:
+            _usage(parser, "--base-url needs a PROVIDER")
+        return _writing(
+            "models", lambda: models_command(config, make(sys.stdout), as_json=args.json)
+        )
+    return _remote_models(args, config, make(sys.stdout))
+
+
+def _remote_models(args: argparse.Namespace, config: CliConfig, out: Output) -> int:
+    """``tether models PROVIDER``: the provider's model list (``remote_models_command``)."""
+    import asyncio
+
+    from tether.cli.config import CliError
+    from tether.cli.models import LISTING_MODEL, choose_model, remote_models_command
+
+    spec = f"{args.provider}/{LISTING_MODEL}"
+    try:
+        choice = choose_model(spec, base_url=args.base_url, config=config)
+    except CliError as error:
+        warn(f"tether models: [{error.code}] {error}")
+        return EXIT_USAGE
+    return _writing(
+        "models", lambda: asyncio.run(remote_models_command(choice, out, as_json=args.json))
+    )
 
 
 def _chat(args: argparse.Namespace) -> int:

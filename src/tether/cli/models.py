@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from tether.cli.config import CliConfig, CliError, ModelSettings
-from tether.cli.render import Output, json_line
+from tether.cli.render import Output, json_line, warn
 from tether.cli.urls import display_url
 
 if TYPE_CHECKING:
@@ -225,6 +225,18 @@ def run_problem(
     code = match.group(1)
     if error is not None and error.code != code:
         error = None
+    return _advice(code, message, error, choice)
+
+
+def provider_problem(error: ProviderError, choice: ModelChoice) -> CliError | None:
+    """The advice for a ``ProviderError`` a person can act on (as ``run_problem``), else
+    ``None``."""
+    return _advice(error.code, error.message, error, choice)
+
+
+def _advice(
+    code: str, message: str, error: ProviderError | None, choice: ModelChoice
+) -> CliError | None:
     url = display_url(choice.base_url)
     provider = choice.provider
     if code == "PROVIDER_CONNECTION_FAILED" or (
@@ -326,6 +338,42 @@ def models_command(
     where = f"{config.path}" if config.found else f"{config.path} (not found: defaults)"
     default = config.default_model or "none (pass --model PROVIDER/MODEL)"
     out.write(f"\ndefault model: {default}\nconfig file: {where}\n")
+    return 0
+
+
+LISTING_MODEL: Final = "any"
+"""The model name a listing's model object is built with (the listing names none)."""
+
+
+async def remote_models_command(choice: ModelChoice, out: Output, *, as_json: bool) -> int:
+    """``tether models PROVIDER``: the models the provider's server offers (``GET /models``),
+    one per line (``--json``: one ``{"type": "model", "provider", "id"}`` object per line).
+    Returns the exit status: 0, 2 with advice (an unreachable server, a refused key), 1 for
+    any other failure of the server."""
+    from tether.providers.errors import ProviderError
+
+    model = choice.build()
+    try:
+        ids = await model.list_models()
+    except ProviderError as error:
+        problem = provider_problem(error, choice)
+        if problem is not None:
+            warn(f"tether models: [{problem.code}] {problem}")
+            return 2
+        warn(f"tether models: [{error.code}] {error.message} ({display_url(choice.base_url)})")
+        return 1
+    finally:
+        await model.aclose()
+    name = choice.provider.name
+    if as_json:
+        for ident in ids:
+            out.write(json_line({"type": "model", "provider": name, "id": ident}))
+        return 0
+    out.write(f"models at {display_url(choice.base_url)} (provider {name}):\n")
+    for ident in ids:
+        out.write(f"  {name}/{ident}\n")
+    if not ids:
+        out.write("  (none)\n")
     return 0
 
 

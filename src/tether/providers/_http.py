@@ -35,7 +35,7 @@ import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from tether.providers._decoding import BodyDecoder, body_decoder
 from tether.providers._watch import RequestWatch
@@ -434,13 +434,15 @@ async def open_stream(
     *,
     url: str,
     headers: Mapping[str, str],
-    body: bytes,
+    body: bytes | None,
     retries: Retries,
     timeouts: Timeouts,
     watch: RequestWatch,
     secret: str | None,
+    method: Literal["GET", "POST"] = "POST",
 ) -> httpx2.Response:
-    """POST ``body`` to ``url`` and return the open 2xx response (see the module docstring).
+    """Send ``method`` to ``url`` (with ``body``, for a POST) and return the open 2xx response
+    (see the module docstring).
 
     The caller must close the response (``close_response``). Raises ``ProviderError`` or the
     abort reason.
@@ -451,7 +453,7 @@ async def open_stream(
     if not any(name.lower() == "accept-encoding" for name in headers):
         headers = {**headers, "accept-encoding": "identity"}
     while True:
-        request = client.build_request("POST", url, headers=headers, content=body)
+        request = client.build_request(method, url, headers=headers, content=body)
         failure: ProviderError
         watch.expect(timeouts.first_byte, "first_byte")
         try:

@@ -161,6 +161,66 @@ class HttpStreamModel:
         """Close the HTTP client the model created (a client passed in stays open)."""
         await self._transport.aclose()
 
+    def _models_url(self, after: str | None) -> str:
+        """The URL of the model list's page after the cursor ``after`` (``None``: the first)."""
+        raise NotImplementedError
+
+    async def list_models(self, signal: AbortSignal | None = None) -> tuple[str, ...]:
+        """The IDs of the models the server offers (``GET /models``), every page of them.
+
+        Sent like a model request (the key in its header only, redirects refused, retried on
+        429/5xx, bounded by ``Timeouts``, ``signal`` raced at every await); a failure is a
+        ``ProviderError`` (a server without the endpoint: ``PROVIDER_BAD_REQUEST``, 404).
+        """
+        from tether.providers.model_list import (
+            MAX_LISTED_MODELS,
+            MAX_MODEL_PAGES,
+            parse_model_page,
+        )
+
+        watch = RequestWatch(
+            AbortController().signal if signal is None else signal, self._timeouts.total
+        )
+        headers = {**self._headers(), "accept": "application/json"}
+        headers.pop("content-type", None)
+        ids: list[str] = []
+        after: str | None = None
+        try:
+            for _ in range(MAX_MODEL_PAGES):
+                response = await open_stream(
+                    self._transport,
+                    method="GET",
+                    url=self._models_url(after),
+                    headers=headers,
+                    body=None,
+                    retries=Retries(self._retry),
+                    timeouts=self._timeouts,
+                    watch=watch,
+                    secret=self._api_key,
+                )
+                try:
+                    data = await read_limited(
+                        response, MAX_JSON_BODY_BYTES, watch, self._timeouts.idle
+                    )
+                finally:
+                    await close_response(response)
+                page, after = parse_model_page(loads_payload(data))
+                ids.extend(page)
+                if len(ids) > MAX_LISTED_MODELS:
+                    raise ProviderError(
+                        "PROVIDER_PROTOCOL_ERROR",
+                        f"The model list holds more than {MAX_LISTED_MODELS} models",
+                    )
+                if after is None:
+                    return tuple(ids)
+            raise ProviderError(
+                "PROVIDER_PROTOCOL_ERROR", f"The model list has more than {MAX_MODEL_PAGES} pages"
+            )
+        except BaseException as error:
+            raise redact_error(error, self._api_key) from None
+        finally:
+            watch.close()
+
     def stream(
         self, request: ModelRequest, signal: AbortSignal
     ) -> EventStream[ModelChunk, ModelResponse]:

@@ -107,6 +107,12 @@ class AnthropicModel(HttpStreamModel):
         self._anthropic_version = anthropic_version
         self._extra_headers = dict(headers or {})
 
+    def _models_url(self, after: str | None) -> str:
+        from urllib.parse import quote
+
+        url = f"{self._base_url}/v1/models?limit=1000"
+        return url if after is None else f"{url}&after_id={quote(after, safe='')}"
+
     def _url(self) -> str:
         return f"{self._base_url}/v1/messages"
 

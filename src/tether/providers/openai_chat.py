@@ -126,6 +126,9 @@ class OpenAIChatModel(HttpStreamModel):
         options.setdefault("compat", preset.compat)
         return cls(model, **options)
 
+    def _models_url(self, after: str | None) -> str:
+        return f"{self._base_url}/models"
+
     def _url(self) -> str:
         return f"{self._base_url}/chat/completions"
 

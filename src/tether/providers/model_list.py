@@ -1,0 +1,63 @@
+"""The models a server offers: one page of ``GET /models`` parsed into model IDs.
+
+OpenAI, Anthropic and most OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio,
+OpenRouter, Groq, ...) answer ``GET {base}/models`` (Anthropic: ``/v1/models``) with
+``{"data": [{"id": "...", ...}, ...]}``; Anthropic pages with ``has_more`` and ``last_id``.
+The body is vendor data: unknown fields are ignored, but what is read must have its
+documented type, and the list is bounded, so a hostile server cannot make the caller hold
+an unbounded list (``PROVIDER_PROTOCOL_ERROR`` otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Final, cast
+
+from tether._types import type_of
+from tether.providers.errors import ProviderError
+
+__all__ = ["MAX_LISTED_MODELS", "MAX_MODEL_ID_LENGTH", "MAX_MODEL_PAGES", "parse_model_page"]
+
+MAX_LISTED_MODELS: Final = 10_000
+"""Most model IDs one listing returns (over all its pages)."""
+MAX_MODEL_ID_LENGTH: Final = 512
+"""Longest model ID accepted."""
+MAX_MODEL_PAGES: Final = 20
+"""Most pages one listing follows."""
+
+
+def _bad(what: str) -> ProviderError:
+    return ProviderError("PROVIDER_PROTOCOL_ERROR", f"The model list {what}")
+
+
+def _object(value: object) -> dict[str, object] | None:
+    """``value`` when it is a decoded JSON object (exactly a ``dict``), else ``None``."""
+    return cast("dict[str, object]", value) if type_of(value) is dict else None
+
+
+def parse_model_page(body: object) -> tuple[tuple[str, ...], str | None]:
+    """The model IDs of one decoded page, in the server's order, and the cursor of the next
+    page (``None`` when this is the last one)."""
+    page = _object(body)
+    if page is None:
+        raise _bad("is not a JSON object")
+    data = page.get("data")
+    if type_of(data) is not list:
+        raise _bad("has no 'data' array")
+    entries = cast("list[object]", data)
+    if len(entries) > MAX_LISTED_MODELS:
+        raise _bad(f"holds more than {MAX_LISTED_MODELS} models")
+    ids: list[str] = []
+    for entry in entries:
+        model = _object(entry)
+        if model is None:
+            raise _bad("holds an entry that is not an object")
+        ident = model.get("id")
+        if not isinstance(ident, str) or not 0 < len(ident) <= MAX_MODEL_ID_LENGTH:
+            raise _bad(f"holds a model whose id is not a string of 1 to {MAX_MODEL_ID_LENGTH}")
+        ids.append(ident)
+    if page.get("has_more") is not True:
+        return tuple(ids), None
+    last = page.get("last_id")
+    if not isinstance(last, str) or not last:
+        raise _bad("says it has more but names no 'last_id'")
+    return tuple(ids), last
