@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import goals
 from tether import (
     Message,
     ScriptedModel,
@@ -121,8 +122,8 @@ async def agent_conversation() -> int:
     return 2 * PROMPTS
 
 
-def measure(runners: dict[str, Runner], runs: int, rounds: int) -> dict[str, float]:
-    """Median CPU microseconds per model step for each runner, interleaved by round."""
+def measure(runners: dict[str, Runner], runs: int, rounds: int) -> dict[str, list[float]]:
+    """CPU microseconds per model step for each runner, one sample per round, interleaved."""
     samples: dict[str, list[float]] = {name: [] for name in runners}
     loop = asyncio.new_event_loop()
     try:
@@ -139,6 +140,10 @@ def measure(runners: dict[str, Runner], runs: int, rounds: int) -> dict[str, flo
                 samples[name].append((time.process_time() - started) / steps * 1e6)
     finally:
         loop.close()
+    return samples
+
+
+def medians(samples: dict[str, list[float]]) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -178,8 +183,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else 7
     runs = 5 if args.quick else 20
-    one = measure({"bare": bare_one_run, "agent": agent_one_run}, runs, rounds)
-    conversation = measure({"bare": bare_conversation, "agent": agent_conversation}, 2, rounds)
+    one_samples = measure({"bare": bare_one_run, "agent": agent_one_run}, runs, rounds)
+    conversation_samples = measure(
+        {"bare": bare_conversation, "agent": agent_conversation}, 2, rounds
+    )
+    one, conversation = medians(one_samples), medians(conversation_samples)
     subscribers = subscriber_cost((0, 1, 100, 1000), rounds)
     report: dict[str, Any] = {
         "one_run": {"us_per_step": one, "agent/bare": one["agent"] / one["bare"]},
@@ -188,6 +196,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "agent/bare": conversation["agent"] / conversation["bare"],
         },
         "us_per_event_by_subscribers": subscribers,
+        "goals": [
+            goals.at_most(
+                f"Agent per turn vs a bare run_agent_loop, {label}",
+                goals.ratios(samples["agent"], samples["bare"]),
+                1.5,
+            )
+            for label, samples in (
+                ("1 prompt, 32 tool turns", one_samples),
+                ("40 prompts", conversation_samples),
+            )
+        ],
     }
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=2), encoding="utf-8")
@@ -203,6 +222,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             )
         for count, value in subscribers.items():
             print(f"subscribers {count:>5}: {value:8.2f} us per event")
+        for goal in report["goals"]:
+            print(goals.line(goal))
     return report
 
 

@@ -35,6 +35,7 @@ import argparse
 import gc
 import importlib
 import importlib.util
+import itertools
 import json
 import platform
 import statistics
@@ -43,6 +44,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
+
+import goals
+import recorded
 
 try:
     from tether.providers._sse import SSEDecoder
@@ -77,13 +81,17 @@ def source_file(size: int) -> str:
 
 
 def split(text: str, parts: int) -> list[str]:
-    step = -(-len(text) // parts)
-    return [text[start : start + step] for start in range(0, len(text), step)]
+    """``text`` in exactly ``parts`` pieces (or one per character, if it is shorter)."""
+    parts = min(parts, len(text))
+    size, extra = divmod(len(text), parts)
+    bounds = [index * size + min(index, extra) for index in range(parts + 1)]
+    return [text[start:end] for start, end in itertools.pairwise(bounds)]
 
 
 def _event(payload: dict[str, Any], n: int) -> str:
     data = json.dumps(payload, separators=(",", ":"))
-    return f"event: {payload['type']}\ndata: {data}{' ' * (n % 13)}\n\n"
+    padded = f"{data[:-1]}{' ' * (n % 13)}}}"  # as recorded: spaces before the last brace
+    return f"event: {payload['type']}\ndata: {padded}\n\n"
 
 
 def stream_body(thinking_deltas: int, text_deltas: int, arguments: str, fragments: int) -> bytes:
@@ -186,15 +194,27 @@ def decode(chunks: list[bytes]) -> list[tuple[str, str]]:
 # --- contenders -----------------------------------------------------------------------------------
 
 
+_loads = recorded.payload_loader
+
+
 def tether_contender(chunks: list[bytes]) -> Contender:
-    loads = json.loads
+    """The providers' path: ``SSEDecoder.feed_fields`` and ``loads_payload`` per event (what
+    ``HttpStreamModel`` runs), when this tether has them, else ``feed`` and ``json.loads``."""
+    loads = _loads()
+    has_fields = hasattr(SSEDecoder, "feed_fields")
 
     def run() -> tuple[int, int, int]:
         parser = AnthropicStreamParser(REQUEST_ID)
         feed = parser.feed
         emitted = 0
-        for kind, data in decode(chunks):
-            emitted += len(feed(loads(data), kind))
+        decoder = SSEDecoder(max_event_bytes=16 << 20)
+        for chunk in chunks:
+            if has_fields:
+                for kind, data, _, _ in decoder.feed_fields(chunk):
+                    emitted += len(feed(loads(data), event=kind))
+            else:
+                for event in decoder.feed(chunk):
+                    emitted += len(feed(loads(event.data), event=event.event))
         tail, response = parser.finish(done=parser.stopped)
         if emitted == 0 or tail:
             raise AssertionError("tether produced no chunks")
@@ -213,21 +233,28 @@ def tether_contender(chunks: list[bytes]) -> Contender:
 
 
 def sdk_contender(chunks: list[bytes]) -> Contender | None:
+    """What the SDK's own stream does (``anthropic._streaming.Stream.__stream__``): skip
+    ``ping``, ``construct_type`` each event as a ``RawMessageStreamEvent``
+    (``_process_response_data``), then ``accumulate_event`` (``MessageStream``'s snapshot)."""
     try:
         messages: Any = importlib.import_module("anthropic.lib.streaming._messages")
+        models: Any = importlib.import_module("anthropic._models")
+        types_: Any = importlib.import_module("anthropic.types")
     except ImportError:
         return None
     accumulate = messages.accumulate_event
+    construct = models.construct_type
+    event_type = types_.RawMessageStreamEvent
     loads = json.loads
 
     def run() -> tuple[int, int, int]:
         snapshot: Any = None
         json_bufs: dict[int, bytes] = {}
-        for _, data in decode(chunks):
-            payload = loads(data)
-            if payload["type"] in ("ping", "error"):
+        for kind, data in decode(chunks):
+            if kind == "ping":
                 continue
-            snapshot = accumulate(event=payload, current_snapshot=snapshot, json_bufs=json_bufs)
+            event = construct(type_=event_type, value=loads(data))
+            snapshot = accumulate(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
         thinking = text = arguments = 0
         for block in snapshot.content:
             if block.type == "thinking":
@@ -269,8 +296,8 @@ def time_once(contender: Contender) -> tuple[float, tuple[int, int, int]]:
 
 def measure(
     contenders: dict[str, Contender], rounds: int, expected: dict[str, tuple[int, int, int]]
-) -> dict[str, float]:
-    """Median CPU milliseconds per run for each contender, interleaved by round."""
+) -> dict[str, list[float]]:
+    """CPU milliseconds per run for each contender, one sample per round, interleaved."""
     names = list(contenders)
     for name in names:  # warm-up, and check every contender's output
         _, outcome = time_once(contenders[name])
@@ -282,10 +309,12 @@ def measure(
         for name in order:
             elapsed, _ = time_once(contenders[name])
             samples[name].append(elapsed * 1e3)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
 
 
-def workload(body: bytes, rounds: int, expected: tuple[int, int, int]) -> dict[str, Any]:
+def workload(
+    body: bytes, rounds: int, expected: tuple[int, int, int], *, sdk: bool = True
+) -> dict[str, Any]:
     chunks = network_chunks(body)
     payloads = [data for _, data in decode(chunks)]
     contenders: dict[str, Contender] = {
@@ -293,15 +322,105 @@ def workload(body: bytes, rounds: int, expected: tuple[int, int, int]) -> dict[s
         "tether": tether_contender(chunks),
     }
     wanted = {"floor": (0, 0, 0), "tether": expected}
-    sdk = sdk_contender(chunks)
-    if sdk is not None:
-        contenders["anthropic SDK"] = sdk
+    contender = sdk_contender(chunks) if sdk else None
+    if contender is not None:
+        contenders["anthropic SDK"] = contender
         wanted["anthropic SDK"] = expected
-    ms = measure(contenders, rounds, wanted)
+    samples = measure(contenders, rounds, wanted)
+    ms = {name: statistics.median(values) for name, values in samples.items()}
     ratios = {"tether/floor": ms["tether"] / ms["floor"]}
     if "anthropic SDK" in ms:
         ratios["sdk/tether"] = ms["anthropic SDK"] / ms["tether"]
-    return {"bytes": len(body), "events": len(payloads), "ms": ms, "ratios": ratios}
+    return {
+        "bytes": len(body),
+        "events": len(payloads),
+        "ms": ms,
+        "ratios": ratios,
+        "samples": samples,
+    }
+
+
+def recorded_workload(rounds: int) -> dict[str, Any] | None:
+    """tether on every recorded Anthropic stream (the providers' path, a stream that fails
+    with its vendor error included) next to ``json.loads`` of every payload."""
+    found = recorded.bodies("anthropic-messages")
+    if not found:
+        return None
+    loads = _loads()
+    error_class: Any = importlib.import_module("tether.providers.errors").ProviderError
+    streams = [network_chunks(body) for body in found.values()]
+    payloads = [data for chunks in streams for _, data in decode(chunks)]
+    has_fields = hasattr(SSEDecoder, "feed_fields")
+    repeat = 20  # the recordings are small: each sample parses all of them this many times
+
+    def run_tether() -> tuple[int, int, int]:
+        completed = events = 0
+        for _ in range(repeat):
+            completed = events = 0
+            for chunks in streams:
+                parser = AnthropicStreamParser(REQUEST_ID)
+                feed = parser.feed
+                decoder = SSEDecoder()
+                try:
+                    for chunk in chunks:
+                        if has_fields:
+                            for kind, data, _, _ in decoder.feed_fields(chunk):
+                                events += 1
+                                feed(loads(data), event=kind)
+                        else:
+                            for event in decoder.feed(chunk):
+                                events += 1
+                                feed(loads(event.data), event=event.event)
+                    parser.finish(done=parser.stopped)
+                    completed += 1
+                except error_class:
+                    pass
+        return completed, events, 0
+
+    def run_floor() -> tuple[int, int, int]:
+        for _ in range(repeat):
+            for data in payloads:
+                json.loads(data)
+        return 0, len(payloads), 0
+
+    expected = {"tether": run_tether(), "floor": run_floor()}
+    samples = measure({"tether": run_tether, "floor": run_floor}, rounds, expected)
+    return {
+        "streams": len(found),
+        "events": len(payloads),
+        "completed": expected["tether"][0],
+        "ms": {name: statistics.median(values) / repeat for name, values in samples.items()},
+        "samples": samples,
+    }
+
+
+def anthropic_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    what = "Anthropic parse vs a bare json.loads per SSE event (recorded streams)"
+    if figures["recorded"] is None:
+        found.append(goals.skipped(what, "≤ 1.5x", recorded.missing("anthropic-messages")))
+    else:
+        samples = figures["recorded"]["samples"]
+        found.append(goals.at_most(what, goals.ratios(samples["tether"], samples["floor"]), 1.5))
+    big = figures["big_tool"]["samples"]
+    found.append(
+        goals.at_most(
+            f"Anthropic {figures['sizes']['big_argument_bytes'] / 1e6:.1f} MB tool arguments "
+            f"in {figures['sizes']['big_fragments']:,} deltas vs json.loads of each payload",
+            goals.ratios(big["tether"], big["floor"]),
+            2,
+        )
+    )
+    for name in ("text", "tool"):
+        what = f"anthropic SDK accumulator / tether, {name} workload"
+        samples = figures[name]["samples"]
+        if "anthropic SDK" in samples:
+            found.append(
+                goals.at_least(what, goals.ratios(samples["anthropic SDK"], samples["tether"]), 3)
+            )
+        else:
+            found.append(goals.skipped(what, "≥ 3x", sdk_missing or SDK_MISSING))
+    return found
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -325,10 +444,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         if sys.flags.dev_mode:
             print("note: Python dev mode is on; numbers are slower than usual")
-        if importlib.util.find_spec("anthropic") is None:
-            print(SDK_MISSING, file=sys.stderr)
+    sdk_missing = None if importlib.util.find_spec("anthropic") else SDK_MISSING
+    if sdk_missing and not options.json:
+        print(f"SKIPPED: {sdk_missing}", file=sys.stderr)
 
+    big_chars = 1_000_000 // scale
+    big_fragments = 100_000 // scale
     arguments = json.dumps({"path": "src/generated.py", "content": source_file(argument_chars)})
+    big_arguments = json.dumps({"path": "src/generated.py", "content": source_file(big_chars)})
     content_chars = len(json.loads(arguments)["content"])
     thinking_chars = sum(len(f" idea{n}") for n in range(thinking_deltas))
     text_chars = sum(len(f" word{n}") for n in range(text_deltas))
@@ -338,6 +461,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "text_deltas": text_deltas,
             "argument_bytes": len(arguments),
             "argument_fragments": fragments,
+            "big_argument_bytes": len(big_arguments),
+            "big_fragments": big_fragments,
         },
         "text": workload(
             stream_body(thinking_deltas, text_deltas, arguments, 0),
@@ -349,7 +474,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rounds,
             (thinking_chars, text_chars, content_chars),
         ),
+        "big_tool": workload(
+            stream_body(0, 0, big_arguments, big_fragments),
+            rounds,
+            (0, 0, len(json.loads(big_arguments)["content"])),
+            sdk=False,
+        ),
+        "recorded": recorded_workload(rounds),
     }
+    figures["goals"] = anthropic_goals(figures, sdk_missing)
+    for name in ("text", "tool", "big_tool"):
+        del figures[name]["samples"]
+    if figures["recorded"] is not None:
+        del figures["recorded"]["samples"]
     if options.json_out:
         Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     if options.json:
@@ -377,6 +514,13 @@ def report(figures: dict[str, Any], rounds: int) -> None:
             verdict = "met" if sdk >= 3 else "NOT met"
             print(f"  anthropic SDK / tether: {sdk:.2f}x (goal >= 3) — {verdict}")
         print(f"  tether / json.loads floor: {ratios['tether/floor']:.2f}x")
+    if figures["recorded"] is not None:
+        rec = figures["recorded"]
+        print(f"\nrecorded: {rec['streams']} streams, {rec['events']:,} events")
+        for contender, value in rec["ms"].items():
+            print(f"  {contender:<14} {value:9.3f} ms")
+    for goal in figures["goals"]:
+        print(goals.line(goal))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
+import goals
+
 try:
     from tether import AbortController, FixtureProviderAdapter, ModelRequest
 except ImportError:  # running from a checkout without an installed tether
@@ -267,9 +269,23 @@ def main(argv: list[str] | None = None) -> int:
         samples = measure(contenders, text, records, rounds)
 
     report(samples, records, responses)
+    found = [
+        goals.at_least(
+            "fixture boundary throughput vs json.loads + dict access",
+            goals.ratios(samples["tether"], samples["baseline"]),
+            1 / 3,
+        )
+    ]
+    what = "fixture boundary throughput vs pydantic"
+    if "pydantic" in samples:
+        found.append(goals.at_least(what, goals.ratios(samples["tether"], samples["pydantic"]), 1))
+    else:
+        found.append(goals.skipped(what, "≥ 1x", PYDANTIC_MISSING))
+    for goal in found:
+        print(goals.line(goal))
     if options.json_out:
         medians = {name: statistics.median(values) for name, values in samples.items()}
-        figures = {"records": records, "records_per_second": medians}
+        figures = {"records": records, "records_per_second": medians, "goals": found}
         Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return 0
 

@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import goals
 
 TETHER = str(Path(sys.executable).parent / "tether")
 GOALS = {"tether --help": 150.0, "tether chat: first prompt": 400.0}
@@ -131,8 +134,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         print(f"  {label:<26} {median:8.1f} ms   {ratio:6.2f}x   {median - base:+8.1f} ms{verdict}")
         if goal is not None:
             figures[label]["goal_ms"] = goal
+    found = [
+        goals.at_most(f"`{label}`, wall", samples[label], goal, unit="ms")
+        for label, goal in GOALS.items()
+    ]
+    for goal in found:
+        print(goals.line(goal))
     if options.json_out:
-        Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
+        output: dict[str, Any] = {**figures, "goals": found}
+        Path(options.json_out).write_text(json.dumps(output, indent=2), encoding="utf-8")
     return figures
 
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import goals
 from tether import AbortController, ToolCall, coding_tools, execute_tool_call
 
 DIRECTORIES = 100
@@ -46,13 +47,14 @@ def build_tree(root: Path) -> int:
     return found
 
 
-def timed(work: Any, rounds: int) -> float:
+def timed_rounds(work: Any, rounds: int) -> list[float]:
+    """Wall milliseconds of ``work``, one sample per round."""
     samples: list[float] = []
     for _ in range(rounds):
         started = time.perf_counter()
         work()
         samples.append((time.perf_counter() - started) * 1e3)
-    return statistics.median(samples)
+    return samples
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -103,12 +105,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if shutil.which("rg"):
             contenders["list_files"]["rg --files"] = command("rg", "--files", "-g", "needle*.py")
             contenders["grep"]["rg"] = command("rg", "-n", NEEDLE)
+            contenders["grep"]["rg -j1 -n"] = command("rg", "-j1", "-n", NEEDLE)
         figures: dict[str, Any] = {"files": DIRECTORIES * FILES_PER_DIRECTORY, "ms": {}}
+        samples: dict[str, dict[str, list[float]]] = {}
         try:
             for task, runners in contenders.items():
                 for run in runners.values():
                     run()  # warm up, and check every contender finds the same files
-                figures["ms"][task] = {name: timed(run, rounds) for name, run in runners.items()}
+                runs = {name: timed_rounds(run, rounds) for name, run in runners.items()}
+                samples[task] = runs
+                figures["ms"][task] = {name: statistics.median(v) for name, v in runs.items()}
         finally:
             loop.close()
     figures["ratios"] = {
@@ -119,6 +125,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         }
         for task, values in figures["ms"].items()
     }
+    what = "grep over the tree vs rg -j1 -n (wall, rg as a process)"
+    grep = samples["grep"]
+    if "rg -j1 -n" in grep:
+        figures["goals"] = [
+            goals.at_most(what, goals.ratios(grep["tether"], grep["rg -j1 -n"]), 1.5)
+        ]
+    else:
+        figures["goals"] = [goals.skipped(what, "≤ 1.5x", "rg (ripgrep) is not on PATH")]
     if options.json_out:
         Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     if options.json:
@@ -131,6 +145,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for task, ratios in figures["ratios"].items():
             for label, ratio in ratios.items():
                 print(f"  {task:<11} {label:<20} {ratio:6.2f}x")
+        for goal in figures["goals"]:
+            print(goals.line(goal))
     return figures
 
 

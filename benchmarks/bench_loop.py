@@ -26,6 +26,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import goals
+
 TURNS = 32
 STEPS = TURNS + 1
 
@@ -256,8 +258,10 @@ def openai_agents_runner() -> Runner | None:
 # --- measurement -----------------------------------------------------------------------------
 
 
-def measure(runners: dict[str, Runner], runs: dict[str, int], rounds: int) -> dict[str, float]:
-    """Median CPU microseconds per model step for each contender, interleaved by round."""
+def measure(
+    runners: dict[str, Runner], runs: dict[str, int], rounds: int
+) -> dict[str, list[float]]:
+    """CPU microseconds per model step for each contender, one sample per round, interleaved."""
     samples: dict[str, list[float]] = {name: [] for name in runners}
     loop = asyncio.new_event_loop()
     try:
@@ -277,7 +281,36 @@ def measure(runners: dict[str, Runner], runs: dict[str, int], rounds: int) -> di
                 samples[name].append(elapsed / count / STEPS * 1e6)
     finally:
         loop.close()
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
+
+
+PEERS = ("pydantic-ai", "openai-agents")
+
+
+def loop_goals(samples: dict[str, list[float]], missing: dict[str, str]) -> list[dict[str, Any]]:
+    """The loop's goals, each a ratio per round: tether and tether with generator factories
+    at most 3x the bare-asyncio floor, tether at most 1/10 of the faster peer."""
+    floor = samples["floor"]
+    found = [
+        goals.at_most(
+            "loop per step vs the bare-asyncio floor, plain replies",
+            goals.ratios(samples["tether"], floor),
+            3,
+        ),
+        goals.at_most(
+            "loop per step vs the bare-asyncio floor, generator factories",
+            goals.ratios(samples["tether-factories"], floor),
+            3,
+        ),
+    ]
+    peers = [name for name in PEERS if name in samples]
+    what = "loop per step vs the faster peer (pydantic-ai, openai-agents)"
+    if peers:
+        fastest = [min(values) for values in zip(*(samples[name] for name in peers), strict=True)]
+        found.append(goals.at_most(what, goals.ratios(samples["tether"], fastest), 0.1))
+    else:
+        found.append(goals.skipped(what, "≤ 0.1x", "; ".join(missing.values())))
+    return found
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -293,25 +326,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "tether-factories": tether_factory_runner(),
     }
     runs = {"floor": 400, "tether": 60, "tether-factories": 60}
+    missing: dict[str, str] = {}
     for name, factory, count in (
         ("pydantic-ai", pydantic_ai_runner, 3),
         ("openai-agents", openai_agents_runner, 3),
     ):
         runner = factory()
         if runner is None:
-            print(f"{name} not installed (pip install -r requirements/bench.txt)", file=sys.stderr)
+            missing[name] = f"{name} not installed (pip install -r requirements/bench.txt)"
+            print(f"SKIPPED: {missing[name]}", file=sys.stderr)
         else:
             runners[name] = runner
             runs[name] = count
     if args.quick:
         runs = {name: max(1, count // 4) for name, count in runs.items()}
-    medians = measure(runners, runs, rounds)
+    samples = measure(runners, runs, rounds)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
     tether = medians["tether"]
     report: dict[str, Any] = {"us_per_step": medians, "ratios": {}}
     for name, value in medians.items():
         if name not in ("tether", "tether-factories"):
             report["ratios"][f"tether/{name}"] = tether / value
     report["ratios"]["tether-factories/floor"] = medians["tether-factories"] / medians["floor"]
+    report["goals"] = loop_goals(samples, missing)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=2), encoding="utf-8")
     if args.json:
@@ -322,6 +359,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"  {name:<14} {value:10.1f} us/step")
         for label, ratio in report["ratios"].items():
             print(f"  {label:<22} {ratio:8.3f}x")
+        for goal in report["goals"]:
+            print(goals.line(goal))
     return report
 
 

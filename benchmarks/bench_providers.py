@@ -51,6 +51,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+import goals
+import recorded
+
 try:
     from tether.providers.openai_wire import OpenAIChatCompat, OpenAIChatStreamParser
 except ImportError:  # running from a checkout without an installed tether
@@ -192,14 +195,19 @@ def make_decoder() -> tuple[str, Callable[[list[bytes]], list[str]]]:
 
 
 def tether_contender(chunks: list[bytes], decode: Callable[[list[bytes]], list[str]]) -> Contender:
-    loads = json.loads
+    """The providers' path: ``SSEDecoder.feed_fields`` and ``loads_payload`` (what
+    ``HttpStreamModel`` runs per event) when this tether has them, else ``decode`` and
+    ``json.loads``."""
+    fields_decoder = _fields_decoder()
+    loads = _loads()
 
     def run() -> tuple[int, int]:
         parser = OpenAIChatStreamParser(REQUEST_ID, compat=COMPAT)
         feed = parser.feed
         emitted = 0
         done = False
-        for data in decode(chunks):
+        texts = decode(chunks) if fields_decoder is None else fields_decoder(chunks)
+        for data in texts:
             if data.startswith("[DONE]"):
                 done = True
                 break
@@ -209,6 +217,27 @@ def tether_contender(chunks: list[bytes], decode: Callable[[list[bytes]], list[s
         return _measured_response(response, emitted)
 
     return run
+
+
+_loads = recorded.payload_loader
+
+
+def _fields_decoder() -> Callable[[list[bytes]], list[str]] | None:
+    """Decode with ``SSEDecoder.feed_fields`` (data payloads only), if this tether has it."""
+    module: Any = importlib.import_module("tether.providers._sse")
+    if not hasattr(module.SSEDecoder, "feed_fields"):
+        return None
+    decoder_class: Any = module.SSEDecoder
+
+    def decode(chunks: list[bytes]) -> list[str]:
+        decoder = decoder_class(max_event_bytes=16 << 20)
+        feed = decoder.feed_fields
+        payloads: list[str] = []
+        for chunk in chunks:
+            payloads.extend(data for _, data, _, _ in feed(chunk))
+        return payloads
+
+    return decode
 
 
 def tether_parser_contender(payloads: list[Any]) -> Contender:
@@ -242,13 +271,20 @@ def _measured_response(response: Any, emitted: int) -> tuple[int, int]:
 def sdk_contender(
     chunks: list[bytes], decode: Callable[[list[bytes]], list[str]]
 ) -> Contender | None:
+    """What the SDK's own stream does with each event (``openai._streaming.Stream.__stream__``
+    then ``_base_client._process_response_data`` with strict validation off, its default):
+    ``construct_type(type_=ChatCompletionChunk, value=sse.json())``, then
+    ``ChatCompletionStreamState.handle_chunk`` (what ``client.chat.completions.stream()``
+    accumulates with)."""
     try:
         streaming: Any = importlib.import_module("openai.lib.streaming.chat")
         chat_types: Any = importlib.import_module("openai.types.chat")
+        models: Any = importlib.import_module("openai._models")
     except ImportError:
         return None
     state_class = streaming.ChatCompletionStreamState
-    validate = chat_types.ChatCompletionChunk.model_validate
+    chunk_type = chat_types.ChatCompletionChunk
+    construct = models.construct_type
     loads = json.loads
 
     def run() -> tuple[int, int]:
@@ -257,7 +293,7 @@ def sdk_contender(
         for data in decode(chunks):
             if data.startswith("[DONE]"):
                 break
-            handle(validate(loads(data)))
+            handle(construct(type_=chunk_type, value=loads(data)))
         completion = state.get_final_completion()
         message = completion.choices[0].message
         arguments = loads(message.tool_calls[0].function.arguments)  # the SDK leaves them as text
@@ -298,8 +334,8 @@ def time_once(contender: Contender) -> tuple[float, tuple[int, int]]:
 
 def measure(
     contenders: dict[str, Contender], rounds: int, expected: dict[str, tuple[int, int]]
-) -> dict[str, float]:
-    """Median CPU milliseconds per run for each contender, interleaved by round."""
+) -> dict[str, list[float]]:
+    """CPU milliseconds per run for each contender, one sample per round, interleaved."""
     names = list(contenders)
     for name in names:  # warm-up, and check every contender's output
         _, outcome = time_once(contenders[name])
@@ -311,7 +347,105 @@ def measure(
         for name in order:
             elapsed, _ = time_once(contenders[name])
             samples[name].append(elapsed * 1e3)
+    return samples
+
+
+def medians(samples: dict[str, list[float]]) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# --- the recorded streams ---------------------------------------------------------------------
+
+
+def recorded_contenders(found: dict[str, bytes]) -> tuple[Contender, Contender]:
+    """tether on every recorded OpenAI-compatible stream (the providers' path, a stream that
+    fails with its vendor error included), and the floor: ``json.loads`` of every event's
+    payload, already split out."""
+    fields_decoder = _fields_decoder()
+    make_decoder_name, decode = make_decoder()
+    del make_decoder_name
+    loads = _loads()
+    error_class: Any = importlib.import_module("tether.providers.errors").ProviderError
+    decoder_class: Any = importlib.import_module("tether.providers._sse").SSEDecoder
+    streams = [network_chunks(body) for body in found.values()]
+    payloads = [
+        data for chunks in streams for data in decode(chunks) if not data.startswith("[DONE]")
+    ]
+
+    def run_tether() -> tuple[int, int]:
+        # HttpStreamModel._read_events, minus the socket: decode each network chunk, parse
+        # each event's payload, feed it with its event type, finish
+        completed = events = 0
+        for chunks in streams:
+            parser = OpenAIChatStreamParser(REQUEST_ID, compat=COMPAT)
+            feed = parser.feed
+            done = False
+            try:
+                if fields_decoder is None:
+                    for data in decode(chunks):
+                        if data.startswith("[DONE]"):
+                            done = True
+                            break
+                        events += 1
+                        feed(loads(data))
+                else:
+                    decoder = decoder_class(max_event_bytes=16 << 20)
+                    fields = decoder.feed_fields
+                    for chunk in chunks:
+                        for kind, data, _, _ in fields(chunk):
+                            if data.startswith("[DONE]"):
+                                done = True
+                                break
+                            events += 1
+                            feed(loads(data), event=kind)
+                        if done:
+                            break
+                parser.finish(done=done)
+                completed += 1
+            except error_class:
+                pass
+        return completed, events
+
+    def run_floor() -> tuple[int, int]:
+        for data in payloads:
+            json.loads(data)
+        return 0, len(payloads)
+
+    return run_tether, run_floor
+
+
+def recorded_goal(rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The goal on the recorded streams, and its figures."""
+    what = "OpenAI chat parse vs a bare json.loads per SSE event (recorded streams)"
+    found = recorded.bodies("openai-chat")
+    if not found:
+        return goals.skipped(what, "≤ 1.5x", recorded.missing("openai-chat")), {}
+    run_tether, run_floor = recorded_contenders(found)
+    tether_outcome = run_tether()
+    floor_outcome = run_floor()
+    repeat = 20  # the recordings are small: each sample parses all of them this many times
+
+    def repeated(contender: Contender) -> Contender:
+        def run() -> tuple[int, int]:
+            outcome = (0, 0)
+            for _ in range(repeat):
+                outcome = contender()
+            return outcome
+
+        return run
+
+    samples = measure(
+        {"tether": repeated(run_tether), "floor": repeated(run_floor)},
+        rounds,
+        {"tether": tether_outcome, "floor": floor_outcome},
+    )
+    figures = {
+        "streams": len(found),
+        "events": floor_outcome[1],
+        "completed": tether_outcome[0],
+        "ms": {name: value / repeat for name, value in medians(samples).items()},
+    }
+    return goals.at_most(what, goals.ratios(samples["tether"], samples["floor"]), 1.5), figures
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -351,11 +485,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     expected = {"floor": (0, 0), "tether": (text_chars, content_chars)}
     sdk = sdk_contender(chunks, decode)
     if sdk is None:
-        print(SDK_MISSING, file=sys.stderr)
+        print(f"SKIPPED: {SDK_MISSING}", file=sys.stderr)
     else:
         contenders["openai SDK"] = sdk
         expected["openai SDK"] = (text_chars, content_chars)
-    throughput = measure(contenders, rounds, expected)
+    throughput_samples = measure(contenders, rounds, expected)
+    throughput = medians(throughput_samples)
 
     # 2. linearity: the same arguments in many and in few fragments, nothing else
     many_body = stream_body(0, arguments, many)
@@ -376,7 +511,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         linear_contenders, (0, content_chars)
     )
     linear_expected["many (floor)"] = linear_expected["few (floor)"] = (0, 0)
-    linearity = measure(linear_contenders, rounds, linear_expected)
+    linearity_samples = measure(linear_contenders, rounds, linear_expected)
+    linearity = medians(linearity_samples)
 
     figures: dict[str, Any] = {
         "decoder": decoder_name,
@@ -405,6 +541,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if "openai SDK" in throughput:
         figures["ratios"]["sdk/tether"] = throughput["openai SDK"] / throughput["tether"]
+    recorded_found, figures["recorded"] = recorded_goal(rounds)
+    figures["goals"] = provider_goals(throughput_samples, linearity_samples, recorded_found)
 
     if options.json_out:
         Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
@@ -413,6 +551,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         report(figures, rounds)
     return figures
+
+
+def provider_goals(
+    throughput: dict[str, list[float]],
+    linearity: dict[str, list[float]],
+    recorded_found: dict[str, Any],
+) -> list[dict[str, Any]]:
+    found = [
+        recorded_found,
+        goals.at_most(
+            "OpenAI stream to ModelResponse vs json.loads of each payload (synthetic stream)",
+            goals.ratios(throughput["tether"], throughput["floor"]),
+            2,
+        ),
+    ]
+    what = "openai SDK accumulator / tether on the same bytes"
+    if "openai SDK" in throughput:
+        found.append(
+            goals.at_least(what, goals.ratios(throughput["openai SDK"], throughput["tether"]), 3)
+        )
+    else:
+        found.append(goals.skipped(what, "≥ 3x", SDK_MISSING))
+    found.append(
+        goals.at_most(
+            "tool-call assembly cost per argument byte, 10,000 vs 100 fragments",
+            goals.ratios(linearity["many"], linearity["few"]),
+            1.5,
+        )
+    )
+    return found
 
 
 def _verdict(ok: bool) -> str:
@@ -457,6 +625,8 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         f"{linear['floor_per_argument_byte']:.2f} (the fixed cost of each chunk's envelope)"
     )
     print(f"  parser cost per extra fragment: {linear['parser_us_per_fragment']:.2f} µs")
+    for goal in figures["goals"]:
+        print(goals.line(goal))
 
 
 if __name__ == "__main__":

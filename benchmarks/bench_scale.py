@@ -15,11 +15,14 @@ import argparse
 import asyncio
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import goals
 
 TOOL_TURNS = 7
 SIZES = (1_000, 2_500, 5_000, 10_000)
@@ -84,6 +87,16 @@ def _child(count: int) -> None:
     print(json.dumps(asyncio.run(_runs(count))))
 
 
+def child(size: int) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, __file__, "--child", str(size)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(completed.stdout)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes 1,000 and 10,000 only")
@@ -93,35 +106,52 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if options.child:
         _child(options.child)
         return {}
-    sizes = (SIZES[0], SIZES[-1]) if options.quick else SIZES
-    rows: list[dict[str, Any]] = []
+    small_size, large_size = SIZES[0], SIZES[-1]
     print(f"scale: concurrent {TOOL_TURNS + 1}-step runs on one event loop (one process per size)")
     print(f"  {'runs':>7} {'wall s':>8} {'us/run':>8} {'peak RSS MiB':>13} {'added MiB':>10}")
-    for size in sizes:
-        completed = subprocess.run(
-            [sys.executable, __file__, "--child", str(size)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        row = json.loads(completed.stdout)
-        rows.append(row)
+    rows: list[dict[str, Any]] = []
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    middle = () if options.quick else SIZES[1:-1]
+    for repeat in range(goals.MIN_REPEATS):  # the smallest and largest alternate, 3 times
+        pair = (child(small_size), child(large_size))
+        pairs.append(pair)
+        if repeat == 0:
+            rows.append(pair[0])
+            rows.extend(child(size) for size in middle)
+            rows.append(pair[1])
+    for row in rows:
+        size = row["runs"]
         print(
             f"  {size:>7,} {row['wall_s']:>8.2f} {row['wall_s'] / size * 1e6:>8.0f} "
             f"{row['peak_rss_mib']:>13.1f} {row['added_rss_mib']:>10.1f}"
         )
-    small, large = rows[0], rows[-1]
-    factor = large["runs"] / small["runs"]
+    factor = large_size / small_size
+    walls = [large["wall_s"] / small["wall_s"] for small, large in pairs]
+    memory = [large["added_rss_mib"] / max(small["added_rss_mib"], 1e-9) for small, large in pairs]
     growth = {
         "size_factor": factor,
-        "wall_factor": large["wall_s"] / small["wall_s"],
-        "added_rss_factor": large["added_rss_mib"] / max(small["added_rss_mib"], 1e-9),
+        "wall_factor": statistics.median(walls),
+        "added_rss_factor": statistics.median(memory),
+        "wall_factors": walls,
     }
     print(
-        f"  {small['runs']:,} -> {large['runs']:,} runs ({factor:.0f}x): wall "
-        f"{growth['wall_factor']:.1f}x, added RSS {growth['added_rss_factor']:.1f}x"
+        f"  {small_size:,} -> {large_size:,} runs ({factor:.0f}x): wall "
+        f"{growth['wall_factor']:.1f}x, added RSS {growth['added_rss_factor']:.1f}x "
+        f"(medians of {len(pairs)} pairs)"
     )
-    figures = {"rows": rows, "growth": growth}
+    found = [
+        goals.at_most(
+            f"{large_size:,} vs {small_size:,} concurrent 8-step runs, wall", walls, factor * 1.1
+        ),
+        goals.at_most(
+            f"{large_size:,} vs {small_size:,} concurrent runs, RSS the runs added",
+            memory,
+            factor * 1.25,
+        ),
+    ]
+    for goal in found:
+        print(goals.line(goal))
+    figures = {"rows": rows, "growth": growth, "goals": found}
     if options.json_out:
         Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return figures

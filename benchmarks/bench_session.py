@@ -2,7 +2,7 @@
 bare JSON-lines baseline in the same run, and the cost of one append with a 1 MB tool result.
 
     python benchmarks/bench_session.py            # 1k, 10k and 50k entries, 3 rounds
-    python benchmarks/bench_session.py --quick    # 1 round, fewer appends
+    python benchmarks/bench_session.py --quick    # fewer appends per size
     python benchmarks/bench_session.py --json     # also print the figures as JSON
 
 One synthetic coding session is generated: tool rounds of a user prompt, an assistant turn
@@ -49,6 +49,7 @@ except ImportError:  # running from a checkout without an installed tether
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from tether import Message, from_json
 
+import goals
 from tether.agent.session import SessionLimits, SessionStore, SessionStoreOptions, SessionTree
 
 SIZES: Final = (1_000, 10_000, 50_000)
@@ -188,7 +189,7 @@ async def tether_appends(path: Path, start: int, count: int) -> tuple[float, flo
 
 def measure_appends(
     files: dict[str, Path], size: int, appends: int, rounds: int, runner: asyncio.Runner
-) -> dict[str, float]:
+) -> dict[str, Any]:
     rates: dict[str, list[float]] = {"baseline": [], "tether": []}
     cpus: dict[str, list[float]] = {"baseline": [], "tether": []}
     contenders: dict[str, Callable[[int], tuple[float, float]]] = {
@@ -210,6 +211,7 @@ def measure_appends(
         "baseline_per_s": baseline,
         "tether_per_s": tether,
         "ratio": baseline / tether,
+        "ratios": goals.ratios(rates["baseline"], rates["tether"]),
         "baseline_cpu_us": statistics.median(cpus["baseline"]) * 1e6,
         "tether_cpu_us": statistics.median(cpus["tether"]) * 1e6,
     }
@@ -228,7 +230,7 @@ async def tether_load(path: Path) -> int:
         return len(store.entries)
 
 
-def measure_load(path: Path, size: int, rounds: int, runner: asyncio.Runner) -> dict[str, float]:
+def measure_load(path: Path, size: int, rounds: int, runner: asyncio.Runner) -> dict[str, Any]:
     contenders: dict[str, Callable[[], int]] = {
         "baseline": lambda: baseline_load(path),
         "tether": lambda: runner.run(tether_load(path)),
@@ -251,6 +253,7 @@ def measure_load(path: Path, size: int, rounds: int, runner: asyncio.Runner) -> 
         "baseline_ms": baseline,
         "tether_ms": tether,
         "ratio": tether / baseline,
+        "ratios": goals.ratios(samples["tether"], samples["baseline"]),
     }
 
 
@@ -298,13 +301,13 @@ def measure_large(files: dict[str, Path], rounds: int, runner: asyncio.Runner) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="1 round, 15 appends per size")
+    parser.add_argument("--quick", action="store_true", help="15 appends per size (3 rounds)")
     parser.add_argument("--rounds", type=int, help="rounds per contender (default 3)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--json-out", help="also write the figures as JSON here")
     parser.add_argument("--dir", help="where the session files go (default: a temp directory)")
     arguments = parser.parse_args(argv)
-    rounds: int = arguments.rounds or (1 if arguments.quick else 3)
+    rounds: int = max(goals.MIN_REPEATS, arguments.rounds or goals.MIN_REPEATS)
     appends = 15 if arguments.quick else 40
     print(
         f"Session benchmark: Python {platform.python_version()} "
@@ -316,8 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.Runner() as runner,  # one event loop (and worker thread) for every round
     ):
         folder = Path(scratch)
-        append_rows: list[dict[str, float]] = []
-        load_rows: list[dict[str, float]] = []
+        append_rows: list[dict[str, Any]] = []
+        load_rows: list[dict[str, Any]] = []
         print("\nappends/s (one entry, one fsync each), CPU µs per append (all threads)")
         print(
             f"  {'entries':>7} {'MB':>6} {'baseline/s':>11} {'tether/s':>9} {'ratio':>6} "
@@ -363,6 +366,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{large['tether_ms']:.1f} ms (baseline {large['baseline_ms']:.1f} ms, "
             f"{large['ratio']:.2f}x)"
         )
+    figures["goals"] = [
+        goals.at_most(
+            f"session appends, bare JSON lines + fsync vs SessionTree, {row['entries']:,} entries",
+            row["ratios"],
+            2,
+        )
+        for row in append_rows
+    ] + [
+        goals.at_most(
+            f"SessionStore.load vs json.loads of every line, {row['entries']:,} entries",
+            row["ratios"],
+            2,
+        )
+        for row in load_rows
+    ]
+    for goal in figures["goals"]:
+        print(goals.line(goal))
     if arguments.json_out:
         Path(arguments.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     if arguments.json:

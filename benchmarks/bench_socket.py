@@ -52,6 +52,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
+import goals
+
 try:
     from tether import AbortController, ModelRequest, OpenAIChatModel, UserMessage
 except ImportError:  # running from a checkout without an installed tether
@@ -278,9 +280,9 @@ async def time_once(contender: Contender, mode: str) -> tuple[float, int]:
 
 async def measure(
     contenders: dict[str, Contender], rounds: int, chunks: int, expected: dict[str, int]
-) -> dict[str, dict[str, float]]:
-    """Median CPU µs per text chunk, per mode and contender, interleaved by round."""
-    figures: dict[str, dict[str, float]] = {}
+) -> dict[str, dict[str, list[float]]]:
+    """CPU µs per text chunk, per mode and contender, one sample per round, interleaved."""
+    figures: dict[str, dict[str, list[float]]] = {}
     names = list(contenders)
     for mode in MODES:
         for name in names:  # warm-up (connections opened), and check every contender's text
@@ -293,7 +295,7 @@ async def measure(
             for name in order:
                 elapsed, _ = await time_once(contenders[name], mode)
                 samples[name].append(elapsed * 1e6 / chunks)
-        figures[mode] = {name: statistics.median(values) for name, values in samples.items()}
+        figures[mode] = samples
     return figures
 
 
@@ -308,17 +310,29 @@ async def run_all(port: int, rounds: int, chunks: int) -> dict[str, Any]:
     expected = {"raw socket": 0, "httpx2 read": 0, "tether": text, "tether (in memory)": text}
     sdk = sdk_contender(url)
     if sdk is None:
-        print(SDK_MISSING, file=sys.stderr)
+        print(f"SKIPPED: {SDK_MISSING}", file=sys.stderr)
     else:
         contenders["openai SDK"], close_sdk = sdk
         closers.append(close_sdk)
         expected["openai SDK"] = text
     contenders["tether (in memory)"] = memory_contender(chunks)
     try:
-        per_chunk = await measure(contenders, rounds, chunks, expected)
+        samples = await measure(contenders, rounds, chunks, expected)
     finally:
         for close in closers:
             await close()
+    per_chunk = {
+        mode: {name: statistics.median(values) for name, values in by_name.items()}
+        for mode, by_name in samples.items()
+    }
+    found: list[dict[str, Any]] = []
+    for mode in MODES:
+        what = f"openai SDK / tether over a loopback socket, {mode}"
+        if "openai SDK" in samples[mode]:
+            ratio = goals.ratios(samples[mode]["openai SDK"], samples[mode]["tether"])
+            found.append(goals.at_least(what, ratio, 5))
+        else:
+            found.append(goals.skipped(what, "≥ 5x", SDK_MISSING))
     ratios: dict[str, dict[str, float]] = {}
     for mode, values in per_chunk.items():
         row = {
@@ -333,6 +347,7 @@ async def run_all(port: int, rounds: int, chunks: int) -> dict[str, Any]:
         "pace_ms": PACE_SECONDS * 1e3,
         "us_per_chunk": per_chunk,
         "ratios": ratios,
+        "goals": found,
     }
 
 
@@ -392,6 +407,8 @@ def report(figures: dict[str, Any], rounds: int) -> None:
             sdk = row["sdk/tether"]
             verdict = "met" if sdk >= 5 else "NOT met"
             print(f"    openai SDK / tether: {sdk:.2f}x (goal >= 5) — {verdict}")
+    for goal in figures["goals"]:
+        print(goals.line(goal))
 
 
 if __name__ == "__main__":

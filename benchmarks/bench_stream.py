@@ -34,6 +34,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
+import goals
+
 try:
     from tether import EventStream
 except ImportError:  # running from a checkout without an installed tether
@@ -238,10 +240,23 @@ def main(argv: list[str] | None = None) -> int:
 
     report("batch: push all, then consume", batch_n, batch, "async generator")
     report("interleaved: one event per loop turn", interleaved_n, interleaved, "async gen + future")
+    found = [
+        goals.at_most(
+            "EventStream per event vs a bare async generator (batch, CPU)",
+            goals.ratios(
+                [sample.cpu for sample in batch["EventStream"]],
+                [sample.cpu for sample in batch["async generator"]],
+            ),
+            2,
+        )
+    ]
+    for goal in found:
+        print(goals.line(goal))
     if options.json_out:
         figures = {
             "batch": {"events": batch_n, "cpu_ns": _medians(batch)},
             "interleaved": {"events": interleaved_n, "cpu_ns": _medians(interleaved)},
+            "goals": found,
         }
         Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return 0

@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import goals
+
 HERE = Path(__file__).resolve().parent
 BENCHES = (
     "bench_loop",
@@ -39,15 +41,62 @@ BENCHES = (
 )
 
 
-def run_bench(name: str, quick: bool) -> dict[str, Any]:
+def run_bench(name: str, quick: bool) -> dict[str, Any] | None:
+    """The figures of one benchmark, run as its own process; ``None`` if it failed (its
+    output says why, and the report names it)."""
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / f"{name}.json"
         command = [sys.executable, str(HERE / f"{name}.py"), "--json-out", str(out)]
         if quick:
             command.append("--quick")
         env = {**os.environ, "PYTHONASYNCIODEBUG": "", "PYTHONDEVMODE": ""}
-        subprocess.run(command, check=True, env=env)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as on an installed package
+        print(f"\n=== {name}", flush=True)
+        if subprocess.run(command, check=False, env=env).returncode != 0:
+            print(f"FAILED: {name} (its output is above)", file=sys.stderr, flush=True)
+            return None
         return json.loads(out.read_text(encoding="utf-8"))
+
+
+def render_goals(figures: dict[str, dict[str, Any] | None]) -> list[str]:
+    """Every goal of every benchmark in one table: met, missed or SKIPPED (with why)."""
+    lines = [
+        "## Goals",
+        "",
+        "Each figure is measured several times in this run (a ratio of tether to its baseline "
+        "in the same round, or milliseconds above one); the median decides. A goal whose "
+        "baseline could not run is SKIPPED, with the reason.",
+        "",
+        "| goal | script | min / median / max | repeats | target | |",
+        "|---|---|---|---:|---|---|",
+    ]
+    counts = {"met": 0, "missed": 0, "SKIPPED": 0, "FAILED": 0}
+    for name, result in figures.items():
+        if result is None:
+            counts["FAILED"] += 1
+            lines.append(f"| every goal of `{name}` | `{name}` | — | 0 | — | FAILED |")
+            continue
+        for goal in result.get("goals", []):
+            status = goal["status"]
+            counts[status] += 1
+            if status == "SKIPPED":
+                shown = f"SKIPPED: {goal['why']}"
+                repeats = "0"
+            else:
+                shown = status if status == "met" else "**missed**"
+                repeats = str(len(goal["samples"]))
+            lines.append(
+                f"| {goal['what']} | `{name}` | {goals.spread(goal)} | {repeats} | "
+                f"{goal['target']} | {shown} |"
+            )
+    lines += [
+        "",
+        f"{counts['met']} met, {counts['missed']} missed, {counts['SKIPPED']} skipped"
+        + (f", {counts['FAILED']} benchmarks failed" if counts["FAILED"] else "")
+        + ".",
+        "",
+    ]
+    return lines
 
 
 def machine() -> str:
@@ -67,6 +116,30 @@ def verdict(ok: bool) -> str:
 
 
 def render(figures: dict[str, Any], quick: bool) -> str:
+    lines = [
+        "# tether benchmarks",
+        "",
+        f"- date: {datetime.date.today().isoformat()}",
+        f"- machine: {machine()}",
+        f"- Python: {platform.python_implementation()} {platform.python_version()}",
+        f"- mode: {'quick' if quick else 'full'} (`make bench`); interleaved rounds, CPU time"
+        " unless noted; the machines are shared and noisy, so read ratios, not times",
+        "",
+        *render_goals(figures),
+    ]
+    for section in (render_details, render_socket_section):
+        try:
+            lines += section(figures)
+        except (KeyError, TypeError) as error:  # a benchmark failed: its section is missing
+            lines += ["", f"(a section is missing: {type(error).__name__} {error})"]
+    return "\n".join(lines) + "\n"
+
+
+def render_socket_section(figures: dict[str, Any]) -> list[str]:
+    return render_socket(figures["bench_socket"])
+
+
+def render_details(figures: dict[str, Any]) -> list[str]:
     loop = figures["bench_loop"]
     stream = figures["bench_stream"]
     boundary = figures["bench_boundary"]
@@ -76,14 +149,6 @@ def render(figures: dict[str, Any], quick: bool) -> str:
     ratios = loop["ratios"]
     peers = [name for name in ("pydantic-ai", "openai-agents") if name in steps]
     lines = [
-        "# tether benchmarks",
-        "",
-        f"- date: {datetime.date.today().isoformat()}",
-        f"- machine: {machine()}",
-        f"- Python: {platform.python_implementation()} {platform.python_version()}",
-        f"- mode: {'quick' if quick else 'full'} (`make bench`); medians of interleaved rounds,"
-        " CPU time unless noted; the machines are shared and noisy, so read ratios, not times",
-        "",
         "## Loop overhead (32 tool turns + 1 text turn, fully offline)",
         "",
         "| contender | µs per model step | tether / contender |",
@@ -201,7 +266,6 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         f"scores {linearity['floor_per_argument_byte']:.2f}, the parser adds "
         f"{linearity['parser_us_per_fragment']:.1f} µs per fragment).",
     ]
-    lines += render_socket(figures["bench_socket"])
     anthropic = figures["bench_anthropic"]
     lines += [
         "",
@@ -213,7 +277,7 @@ def render(figures: dict[str, Any], quick: bool) -> str:
     for name in ("text", "tool"):
         row = anthropic[name]["ratios"]
         sdk_ratio = row.get("sdk/tether")
-        shown = "SDK not installed" if sdk_ratio is None else f"{sdk_ratio:.2f}"
+        shown = "SKIPPED: SDK not installed" if sdk_ratio is None else f"{sdk_ratio:.2f}"
         lines.append(f"| {name} | {row['tether/floor']:.2f} | {shown} |")
     lines += [
         "",
@@ -292,6 +356,8 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         "|---|---:|---:|---|",
     ]
     for label, row in startup.items():
+        if label == "goals":
+            continue
         goal = row.get("goal_ms")
         shown = "" if goal is None else f"{goal:.0f}"
         state = "" if goal is None else verdict(row["ms"] <= goal)
@@ -304,6 +370,8 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         "|---|---:|---:|---:|",
     ]
     for label, row in imports.items():
+        if label == "goals":
+            continue
         lines.append(
             f"| `{label}` | {row['ms']:.1f} | {row['ratio']:.2f} | {row['above_ms']:+.1f} |"
         )
@@ -335,7 +403,7 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         f"{verdict(growth['added_rss_factor'] <= growth['size_factor'] * 1.25)}.",
         "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def render_socket(socket: dict[str, Any]) -> list[str]:
@@ -383,6 +451,9 @@ def main(argv: list[str] | None = None) -> None:
     (HERE / "results.md").write_text(report, encoding="utf-8")
     print()
     print(report)
+    failed = [name for name, result in figures.items() if result is None]
+    if failed:
+        raise SystemExit(f"benchmarks failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

@@ -513,6 +513,16 @@ def test_malformed_blocks(part: dict[str, Any], match: str) -> None:
             {"type": "content_block_delta", "index": 0, "delta": {"type": 1}},
             "type must be a string",
         ),
+        # an array or an object as the type is not a hashable key: a typed error, never a
+        # TypeError from the lookup
+        (
+            {"type": "content_block_delta", "index": 0, "delta": {"type": []}},
+            r"delta\.type must be a string \(got an array\)",
+        ),
+        (
+            {"type": "content_block_delta", "index": 0, "delta": {"type": {}}},
+            r"delta\.type must be a string \(got an object\)",
+        ),
         (bodies.delta(0, "text_delta", text=None), "text must be a string"),
     ],
 )
@@ -1157,3 +1167,103 @@ def test_any_split_of_the_arguments_assembles_the_same_call(
     (call,) = outcome.calls
     assert call.arguments == arguments
     assert "".join(delta.arguments_delta for delta in outcome.deltas) == text
+
+
+class PlainPathParser(AnthropicStreamParser):
+    """The parser with every payload through the general path (``_feed``), skipping the
+    delta fast path in ``feed``: the reference the fast path must match."""
+
+    __slots__ = ()
+
+    def feed(self, payload: object, event: str = "message") -> list[ModelChunk]:
+        if self._failure is not None or self._state == "finished":
+            self._raise_closed()
+        try:
+            return self._feed(payload, event)
+        except ProviderError as error:
+            self._failure = error
+            raise
+
+
+def parse_outcome(
+    parser: AnthropicStreamParser, items: list[tuple[object, str]]
+) -> tuple[list[ModelChunk], object]:
+    """Every chunk fed out, then the response or the failure (code and message)."""
+    chunks: list[ModelChunk] = []
+    try:
+        for payload, kind in items:
+            chunks.extend(parser.feed(payload, event=kind))
+        tail, response = parser.finish(done=parser.stopped)
+    except ProviderError as error:
+        return chunks, (error.code, error.message, error.provider_code)
+    return [*chunks, *tail], response
+
+
+START: Final[dict[str, object]] = {"type": "message_start", "message": {"id": "m", "model": "c"}}
+INDEXES: Final = st.sampled_from([0, 0, 0, 1, 1, 2, -1, None, "0", True])
+DELTAS: Final = st.sampled_from(
+    [
+        {"type": "text_delta", "text": "x"},
+        {"type": "text_delta", "text": "x"},
+        {"type": "text_delta", "text": ""},
+        {"type": "text_delta", "text": 1},
+        {"type": "thinking_delta", "thinking": "t"},
+        {"type": "signature_delta", "signature": "s"},
+        {"type": "input_json_delta", "partial_json": '{"a":'},
+        {"type": "input_json_delta", "partial_json": "1}"},
+        {"type": "citations_delta"},
+        {"type": 7},
+        [],
+    ]
+)
+KINDS: Final = st.sampled_from(["text", "text", "thinking", "tool_use", "server_tool_use"])
+
+
+def _block_start(index: object, kind: str) -> dict[str, object]:
+    block = {"type": kind, "name": "f", "id": "toolu_1"}
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def _block_delta(index: object, delta: object) -> dict[str, object]:
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+def _block_stop(index: object) -> dict[str, object]:
+    return {"type": "content_block_stop", "index": index}
+
+
+def _after_start(items: list[tuple[dict[str, object], str]]) -> list[tuple[object, str]]:
+    return [(START, "message"), *items]
+
+
+BLOCK_EVENTS: Final[st.SearchStrategy[dict[str, object]]] = st.one_of(
+    st.builds(_block_start, INDEXES, KINDS),
+    st.builds(_block_delta, INDEXES, DELTAS),
+    st.builds(_block_delta, INDEXES, DELTAS),
+    st.builds(_block_stop, INDEXES),
+    st.sampled_from(
+        [
+            {"type": "message_stop"},
+            {"type": "ping"},
+            START,
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        ]
+    ),
+)
+FOCUSED: Final = st.lists(
+    st.tuples(BLOCK_EVENTS, st.sampled_from(["message"] * 8 + ["error"])), max_size=16
+).map(_after_start)
+"""Sequences aimed at the fast path: blocks started, stopped and fed, with bad indexes."""
+
+
+@settings(max_examples=examples(300))
+@given(
+    items=sequences(payload_strategy(json_values) | payload_strategy(st.nothing())) | FOCUSED,
+    reserved=RESERVED,
+)
+def test_the_delta_fast_path_matches_the_plain_path(
+    items: list[tuple[object, str]], reserved: frozenset[str]
+) -> None:
+    fast = parse_outcome(AnthropicStreamParser(REQUEST_ID, reserved_call_ids=reserved), items)
+    plain = parse_outcome(PlainPathParser(REQUEST_ID, reserved_call_ids=reserved), items)
+    assert fast == plain

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tether import jsonvalue
 from tether.jsonvalue import (
     MAX_JSON_DEPTH,
     JsonObject,
@@ -726,3 +727,40 @@ def test_freeze_accepts_exactly_plain_json_and_only_ever_raises_json_value_error
 def test_json_value_alias_accepts_frozen_values() -> None:
     value: JsonValue = freeze_json({"a": [1]})
     assert thaw_json(value) == {"a": [1]}
+
+
+# --- the flat-object fast path of freeze_json -------------------------------------------------
+
+_FLAT_VALUES = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+_ANY_VALUES = st.recursive(
+    _FLAT_VALUES | st.floats(allow_nan=True, allow_infinity=True),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _plain_freeze(value: object) -> object:
+    """The plain path, the general walk: the frozen value, or ``None`` when it rejects."""
+    try:
+        return jsonvalue._freeze(value, 0, set())  # pyright: ignore[reportPrivateUsage]
+    except jsonvalue._Rejected:  # pyright: ignore[reportPrivateUsage]
+        return None
+
+
+@given(
+    value=st.dictionaries(st.text(max_size=4) | st.integers(), _FLAT_VALUES | _ANY_VALUES)
+    | st.dictionaries(st.text(max_size=4), _FLAT_VALUES, max_size=8)
+)
+def test_the_flat_object_fast_path_matches_the_general_walk(value: dict[Any, Any]) -> None:
+    plain = _plain_freeze(value)
+    if plain is None:
+        with pytest.raises(JsonValueError):
+            freeze_json(value)
+        return
+    fast = freeze_json(value)
+    assert type(fast) is JsonObject
+    assert type(plain) is JsonObject
+    assert list(fast.items()) == list(plain.items())
+    assert [type(item) for item in fast.values()] == [type(item) for item in plain.values()]

@@ -30,7 +30,6 @@ from hypothesis import strategies as st
 
 import openai_bodies as bodies
 from support import examples, missing_recordings, recorded_streams
-from tether._text import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
@@ -47,9 +46,7 @@ from tether.protocol import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
-    to_json,
 )
-from tether.providers import openai_wire
 from tether.providers.catalog import PRESETS, ProviderPreset, parse_model_spec
 from tether.providers.errors import ProviderError
 from tether.providers.openai_wire import (
@@ -1353,32 +1350,6 @@ def test_preset_fields_are_checked(changes: dict[str, Any]) -> None:
         ProviderPreset(name="x", base_url="http://h", api_key_env=None, compat=None)  # pyright: ignore[reportArgumentType]
 
 
-# --- the fast constructor -------------------------------------------------------------------------
-
-
-@given(
-    index=st.integers(min_value=0, max_value=2**40),
-    call_id=st.none() | st.text(min_size=1).filter(is_non_empty),  # JS trim(): U+FEFF too
-    name=st.none() | st.text(min_size=1).filter(is_non_empty),
-    arguments_delta=st.text(),
-)
-def test_the_fast_delta_constructor_equals_the_public_one(
-    index: int, call_id: str | None, name: str | None, arguments_delta: str
-) -> None:
-    fast = openai_wire._tool_call_delta(  # pyright: ignore[reportPrivateUsage]
-        REQUEST_ID, index, call_id, name, arguments_delta
-    )
-    public = ToolCallDeltaChunk(
-        request_id=REQUEST_ID, index=index, id=call_id, name=name, arguments_delta=arguments_delta
-    )
-    assert type(fast) is ToolCallDeltaChunk
-    for field in dataclasses.fields(ToolCallDeltaChunk):
-        assert getattr(fast, field.name) == getattr(public, field.name), field.name
-    assert fast == public
-    assert repr(fast) == repr(public)
-    assert to_json(fast) == to_json(public)
-
-
 # --- properties -----------------------------------------------------------------------------------
 
 scalars = (
@@ -1588,3 +1559,49 @@ def test_any_split_of_the_arguments_assembles_the_same_call(
     assert call.name == "write"
     assert call.arguments == arguments
     assert "".join(delta.arguments_delta for delta in outcome.deltas) == text
+
+
+TEXT_DELTAS: Final = st.dictionaries(
+    st.sampled_from(["content", "reasoning_content", "reasoning", "refusal", "role", "other"]),
+    st.sampled_from(["", "a", "r", None, "assistant"]) | json_values,
+    max_size=5,
+)
+
+
+def fed(parser: OpenAIChatStreamParser, items: list[tuple[object, str]]) -> bool:
+    """Feed ``items``; whether the parser is still usable."""
+    try:
+        for payload, event in items:
+            parser.feed(payload, event=event)
+    except ProviderError:
+        return False
+    return True
+
+
+def applied(apply: Callable[[list[ModelChunk]], None], parser: OpenAIChatStreamParser) -> object:
+    """The chunks ``apply`` adds and the response ``finish`` then gives (or the errors)."""
+    out: list[ModelChunk] = []
+    try:
+        apply(out)
+    except ProviderError as error:
+        return out, (error.code, error.message)
+    try:
+        return out, parser.finish(done=True)
+    except ProviderError as error:
+        return out, (error.code, error.message)
+
+
+@settings(max_examples=examples(300))
+@given(items=sequences(shaped_payloads), delta=TEXT_DELTAS, compat=compats)
+def test_a_delta_without_tool_calls_goes_straight_to_the_text_fields(
+    items: list[tuple[object, str]], delta: dict[str, Any], compat: OpenAIChatCompat
+) -> None:
+    # feed() sends a delta with no tool_calls and no function_call key to _text_fields
+    # itself; the plain path, _delta, must do exactly the same with it
+    fast = OpenAIChatStreamParser(REQUEST_ID, compat=compat)
+    plain = OpenAIChatStreamParser(REQUEST_ID, compat=compat)
+    if not (fed(fast, items) and fed(plain, items)):
+        return
+    direct = applied(lambda out: fast._text_fields(delta, out), fast)  # pyright: ignore[reportPrivateUsage]
+    general = applied(lambda out: plain._delta(delta, out), plain)  # pyright: ignore[reportPrivateUsage]
+    assert direct == general

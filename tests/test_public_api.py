@@ -305,10 +305,10 @@ print(json.dumps({"after_import": after_import, "after_protocol": after_protocol
 """
 
 
-@pytest.mark.slow
-def test_import_tether_does_not_import_asyncio() -> None:
+def _probe(code: str) -> Any:
+    """What ``code`` prints as JSON in a fresh interpreter (warnings are errors)."""
     completed = subprocess.run(
-        [sys.executable, "-c", _PROBE],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         check=False,
@@ -316,7 +316,12 @@ def test_import_tether_does_not_import_asyncio() -> None:
         timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
-    report = json.loads(completed.stdout)
+    return json.loads(completed.stdout)
+
+
+@pytest.mark.slow
+def test_import_tether_does_not_import_asyncio() -> None:
+    report = _probe(_PROBE)
     assert "asyncio" not in report["after_import"]
     assert report["after_import"] == ["tether"]  # submodules load on first use
     assert report["after_protocol"] is False
@@ -330,6 +335,28 @@ def test_the_package_root_is_generated_from_the_modules() -> None:
         [sys.executable, script, "--check"], capture_output=True, text=True, timeout=120
     )
     assert completed.returncode == 0, completed.stderr
+
+
+_USABLE_API_PROBE = """
+import json, sys
+import tether
+tether.SessionStore
+session_only = sorted(name for name in ("tether.agent.agent", "tether.agent.compaction")
+                      if name in sys.modules)
+tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools
+deferred = ["email.utils"] if "coverage" in sys.modules else ["email.utils", "random"]
+print(json.dumps({"session_only": session_only,
+                  "deferred": [name for name in deferred if name in sys.modules]}))
+"""
+
+
+@pytest.mark.slow
+def test_the_usable_api_loads_only_what_it_uses() -> None:
+    """A ``SessionStore`` does not load the ``Agent`` and compaction (``tether.agent`` loads
+    its own names on first use), and the HTTP layer imports ``email.utils`` (a Retry-After
+    date) and ``random`` (backoff jitter) only when it needs them (``random`` is not checked
+    under coverage, which imports it itself)."""
+    assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
 
 
 _HTTP_MODELS_PROBE = """

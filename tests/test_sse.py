@@ -55,6 +55,16 @@ def decode(*chunks: bytes, **limits: int) -> list[SSEEvent]:
     return events
 
 
+def decode_fields(*chunks: bytes, **limits: int) -> list[tuple[str, str, str | None, int | None]]:
+    """``decode`` through ``feed_fields``: each event as its ``(event, data, id, retry)``."""
+    decoder = SSEDecoder(**limits)
+    events: list[tuple[str, str, str | None, int | None]] = []
+    for chunk in chunks:
+        events += decoder.feed_fields(chunk)
+    events += decoder.close_fields()
+    return events
+
+
 def bytewise(body: bytes) -> list[bytes]:
     return [body[index : index + 1] for index in range(len(body))]
 
@@ -645,6 +655,10 @@ def test_any_split_of_a_valid_stream_decodes_to_the_modelled_events(
     assert decode(*bytewise(body)) == expected
     for cut in range(1, len(body)):  # every split in two
         assert decode(body[:cut], body[cut:]) == expected
+    # feed_fields (the providers' path) gives the same events as plain tuples, for any split
+    fields = [(event.event, event.data, event.id, event.retry) for event in expected]
+    assert decode_fields(*split_at(body, [cut % (len(body) + 1) for cut in cuts])) == fields
+    assert decode_fields(*bytewise(body)) == fields
 
 
 # --- property (2): arbitrary bytes only ever raise ProviderError --------------------------------
@@ -685,17 +699,31 @@ LIMITS = st.fixed_dictionaries(
 
 
 def outcome(chunks: Sequence[bytes], limits: dict[str, int]) -> tuple[list[SSEEvent], bool]:
-    """The events emitted before the end or a failure, and whether it failed."""
+    """The events emitted before the end or a failure, and whether it failed; ``feed_fields``
+    must emit the same events and fail the same way, with the same message."""
     decoder = SSEDecoder(**limits)
+    twin = SSEDecoder(**limits)
     events: list[SSEEvent] = []
+    fields: list[tuple[str, str, str | None, int | None]] = []
     failure: ProviderError | None = None
+    twin_failure: ProviderError | None = None
     try:
         for chunk in chunks:
             events += decoder.feed(chunk)
         events += decoder.close()
     except ProviderError as error:
         failure = error
+    try:
+        for chunk in chunks:
+            fields += twin.feed_fields(chunk)
+        fields += twin.close_fields()
+    except ProviderError as error:
+        twin_failure = error
     assert failure is None or failure.code == "PROVIDER_PROTOCOL_ERROR"
+    assert fields == [(event.event, event.data, event.id, event.retry) for event in events]
+    assert (failure is None) == (twin_failure is None)
+    if failure is not None and twin_failure is not None:
+        assert failure.message == twin_failure.message
     return events, failure is not None
 
 

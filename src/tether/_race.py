@@ -39,6 +39,7 @@ from tether.stream import EventStreamIterator
 __all__ = [
     "NotAwaitableError",
     "RacedIterator",
+    "Started",
     "check_signal",
     "close_quietly",
     "follow_signal",
@@ -46,6 +47,7 @@ __all__ = [
     "neutralize",
     "observe",
     "race",
+    "race_eagerly",
     "reraise_task_cancellation",
     "resume",
     "signal_aborted",
@@ -132,21 +134,102 @@ def race(
     if signal_aborted(signal):
         neutralize(awaitable)
         raise abort_exception(signal_reason(signal))
+    return (yield from _drive(signal, _steps_of(awaitable), _NOT_STARTED, on_abandoned))
+
+
+class Started:
+    """An awaitable whose first step ``race_eagerly`` ran and which suspended there: await
+    ``started.race()`` to go on with it exactly where ``race`` would have."""
+
+    __slots__ = ("_on_abandoned", "_signal", "_step", "_yielded")
+
+    def __init__(
+        self,
+        signal: AbortSignal,
+        step: Any,
+        yielded: object,
+        on_abandoned: Callable[[bool], object] | None,
+    ) -> None:
+        self._signal = signal
+        self._step = step
+        self._yielded = yielded
+        self._on_abandoned = on_abandoned
+
+    @types.coroutine
+    def race(self) -> Generator[Any, Any, Any]:
+        """The rest of the race, from the step that suspended (awaitable once)."""
+        step, yielded = self._step, self._yielded
+        self._step = self._yielded = None
+        return (yield from _drive(self._signal, step, yielded, self._on_abandoned))
+
+    def abandon(self) -> None:
+        """Give up the suspended awaitable as an abort would (see ``race``)."""
+        step, self._step = self._step, None
+        if step is not None:
+            yielded: Any = self._yielded
+            blocking = getattr(yielded, "_asyncio_future_blocking", None) is True
+            _abandon(step, yielded if blocking else None, self._on_abandoned)
+
+
+def race_eagerly(
+    signal: AbortSignal,
+    awaitable: Awaitable[T],
+    on_abandoned: Callable[[bool], object] | None = None,
+) -> T | Started:
+    """``race``, with the first step taken now: the value when the awaitable completes without
+    suspending (a scripted turn, a tool that never waits), else a ``Started`` to await with
+    ``await started.race()``.
+
+    Why: ``await race(...)`` costs a coroutine and a generator per item even when nothing
+    waits, which made a step of a run with async-generator model doubles twice as dear as one
+    with plain-data replies. The first step is the one ``race`` itself takes first, in the
+    same task, after the same abort check; a raw abort reason raised there is an
+    ``AbortError`` as in ``race``. ``tests/test_race.py`` checks the two paths agree on any
+    awaitable. A value that is a ``Started`` itself can only be tether's own: callers treat it
+    as the continuation.
+    """
+    if signal_aborted(signal):
+        neutralize(awaitable)
+        raise abort_exception(signal_reason(signal))
     step = _steps_of(awaitable)
+    try:
+        yielded = step.send(None)
+    except StopIteration as stop:
+        return stop.value
+    except BaseException as error:
+        if is_raw_abort_reason(signal, error):
+            raise AbortError(reason=error) from None
+        raise
+    return Started(signal, step, yielded, on_abandoned)
+
+
+_NOT_STARTED: Any = object()
+"""``_drive``'s ``yielded`` before a step was taken."""
+
+
+def _drive(
+    signal: AbortSignal,
+    step: Any,
+    yielded: Any,
+    on_abandoned: Callable[[bool], object] | None,
+) -> Generator[Any, Any, Any]:
+    """``race``'s loop over the awaitable's steps (``yielded``: what the step already taken
+    yielded, else ``_NOT_STARTED``)."""
     pending: BaseException | None = None
     while True:
-        try:
-            if pending is None:
-                yielded = step.send(None)
-            else:
-                error, pending = pending, None
-                yielded = step.throw(error)
-        except StopIteration as stop:
-            return stop.value
-        except BaseException as error:
-            if is_raw_abort_reason(signal, error):
-                raise AbortError(reason=error) from None
-            raise
+        if yielded is _NOT_STARTED:
+            try:
+                if pending is None:
+                    yielded = step.send(None)
+                else:
+                    error, pending = pending, None
+                    yielded = step.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            except BaseException as error:
+                if is_raw_abort_reason(signal, error):
+                    raise AbortError(reason=error) from None
+                raise
         future: asyncio.Future[Any] | None = None
         if getattr(yielded, "_asyncio_future_blocking", None) is True:
             blocking: asyncio.Future[Any] = yielded
@@ -173,10 +256,12 @@ def race(
                     blocking.remove_done_callback(ready)
                     blocking.cancel()
                     pending = error
+                    yielded = _NOT_STARTED
                     continue
                 remove()
                 blocking.remove_done_callback(ready)
                 if not signal_aborted(signal):
+                    yielded = _NOT_STARTED
                     continue  # the future is done: resume the awaitable at once
         elif yielded is not None:  # answered after the loop turn below, as a task answers it
             pending = RuntimeError(f"race() got bad yield: {yielded!r}")
@@ -191,8 +276,10 @@ def race(
                 raise
             except BaseException as error:  # our task was cancelled: pass it inwards
                 pending = error
+                yielded = _NOT_STARTED
                 continue
             if not signal_aborted(signal):
+                yielded = _NOT_STARTED
                 continue
         _abandon(step, future, on_abandoned)
         raise abort_exception(signal_reason(signal)) from None
@@ -302,7 +389,15 @@ class RacedIterator(Generic[T]):
     failed, or when its close was requested and no abandoned step still runs.
     """
 
-    __slots__ = ("_busy", "_claimed", "_close_requested", "_finished", "_iterator", "_signal")
+    __slots__ = (
+        "_busy",
+        "_claimed",
+        "_close_requested",
+        "_finished",
+        "_iterator",
+        "_signal",
+        "_started",
+    )
 
     def __init__(
         self, iterator: AsyncIterator[T], signal: AbortSignal, *, claimed: bool = False
@@ -313,6 +408,7 @@ class RacedIterator(Generic[T]):
         self._busy = False
         self._close_requested = False
         self._claimed = claimed
+        self._started: Started | None = None  # a step ready() took that suspended
 
     def poll(self, default: D) -> T | D:
         """An item that is ready without waiting, else ``default``.
@@ -331,19 +427,50 @@ class RacedIterator(Generic[T]):
                 raise AbortError(reason=error) from None
             raise
 
+    def ready(self, default: D) -> T | D:
+        """Take the next step now (``race_eagerly``): the item when the iterator yields it
+        without suspending, else ``default``; then ``await next()`` goes on with that step.
+        ``StopAsyncIteration`` at the end; the abort reason on abort.
+
+        For a producer that drives a caller's async generator (a scripted turn): most of
+        them never wait, and ``await next()`` for each item cost more than the item.
+        """
+        step = self._anext()
+        try:
+            item = race_eagerly(self._signal, step, self._abandoned)
+        except StopAsyncIteration:
+            self._finish()
+            raise
+        if type(item) is Started:
+            self._started = item
+            return default
+        return item  # pyright: ignore[reportReturnType]
+
     async def next(self) -> T:
         """The next item; ``StopAsyncIteration`` at the end; the abort reason on abort."""
-        try:
-            step = self._iterator.__anext__()
-        except BaseException as error:
-            self._finish()
-            if is_raw_abort_reason(self._signal, error):
-                raise AbortError(reason=error) from None
-            raise
+        started = self._started
+        if started is not None:  # the step ready() took: go on with it
+            self._started = None
+            try:
+                return await started.race()
+            except StopAsyncIteration:
+                self._finish()
+                raise
+        step = self._anext()
         try:
             return await race(self._signal, step, self._abandoned)
         except StopAsyncIteration:
             self._finish()
+            raise
+
+    def _anext(self) -> Awaitable[T]:
+        """The iterator's ``__anext__()``; if that call itself raises, the iterator is done."""
+        try:
+            return self._iterator.__anext__()
+        except BaseException as error:
+            self._finish()
+            if is_raw_abort_reason(self._signal, error):
+                raise AbortError(reason=error) from None
             raise
 
     def _finish(self) -> None:
@@ -370,6 +497,9 @@ class RacedIterator(Generic[T]):
     def close(self) -> None:
         """Request cleanup of the iterator if it has not ended; idempotent. Never raises
         anything but ``KeyboardInterrupt`` or ``SystemExit`` (see ``close_quietly``)."""
+        started, self._started = self._started, None
+        if started is not None:  # a step ready() took, never awaited: abandon it as race does
+            started.abandon()
         if self._finished:
             return
         self._finished = True

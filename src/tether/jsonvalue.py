@@ -221,6 +221,15 @@ def freeze_json(value: object, *, path: str = "value") -> JsonValue:
     Raises ``JsonValueError`` (a ``TypeError`` with ``code == "INVALID_JSON_VALUE"``) whose
     message starts with ``path``. Already-frozen ``JsonObject`` values are returned as they are.
     """
+    if type(value) is dict:  # the common case, a flat object of scalars: one loop, no walk
+        flat: dict[str, JsonValue] = {}
+        scalars = _SCALARS
+        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+            if type(key) is not str or type(item) not in scalars:  # pyright: ignore[reportUnknownArgumentType]
+                break
+            flat[key] = item
+        else:
+            return _wrap(flat)
     try:
         return _freeze(value, 0, set())
     except _Rejected as rejected:

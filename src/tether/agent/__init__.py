@@ -10,10 +10,26 @@
 * ``tether.agent.runtime``: a workspace, session, tools, extensions and agent built and
   replaced as one (13).
 
-Import the submodule you need; ``tether`` re-exports their public names lazily.
+Import the submodule you need; ``tether`` re-exports their public names lazily. This package
+re-exports ``tether.agent.agent``'s names too, loaded on first use: importing a sibling
+(``tether.agent.session`` for a ``SessionStore``) does not load the ``Agent`` and the
+compaction it needs.
 """
 
-from tether.agent import agent as _agent
-from tether.agent.agent import *  # noqa: F403
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: this package's import must stay cheap
 
-__all__ = list(_agent.__all__)  # pyright: ignore[reportUnsupportedDunderAll]
+if TYPE_CHECKING:
+    from tether.agent.agent import *  # noqa: F403
+
+
+def __getattr__(name: str) -> object:
+    from importlib import import_module
+
+    agent = import_module("tether.agent.agent")  # not a from-import: that would ask here again
+    if name == "__all__":
+        return list(agent.__all__)
+    if name not in agent.__all__:
+        raise AttributeError(f"module 'tether.agent' has no attribute {name!r}")
+    value = getattr(agent, name)
+    globals()[name] = value
+    return value

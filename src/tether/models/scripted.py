@@ -182,7 +182,9 @@ async def _run_turn(
     while True:
         check_signal(signal)
         try:
-            item = await source.next()
+            item = source.ready(_PENDING)  # most factories never wait: no await per item
+            if item is _PENDING:
+                item = await source.next()
         except StopAsyncIteration:
             break
         check_signal(signal)
@@ -247,6 +249,7 @@ def _checked_factories(responses: Iterable[ResponseFactory]) -> list[ResponseFac
 # --- plain-data replies ---------------------------------------------------------------------
 
 _CHUNK_TYPES: Final = frozenset(get_args(ModelChunk))
+_PENDING: Final = object()
 _STOP_REASONS: Final = frozenset(get_args(StopReason))
 
 _ZERO_USAGE: Final = ZERO_USAGE

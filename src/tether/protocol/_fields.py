@@ -385,9 +385,12 @@ def _json_object(where: str, expected: str) -> _Check:
     def check_json(value: object) -> object:
         if type(value) is JsonObject:
             return value
-        if not isinstance(value, Mapping):
+        if type(value) is dict:  # no Mapping check (an ABC look-up) for the common case
+            source: dict[Any, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        elif isinstance(value, Mapping):
+            source = _plain_dict(value)
+        else:
             raise TypeError(f"{where} must be {expected} {_got(value)}")
-        source = _plain_dict(value)
         try:
             return freeze_json(source, path=where)
         except JsonValueError as error:

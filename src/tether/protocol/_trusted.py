@@ -36,9 +36,11 @@ from tether.protocol.messages import AssistantMessage, ToolResultMessage
 from tether.protocol.model import (
     ModelRequest,
     ModelResponse,
+    ModelUsage,
     TextDeltaChunk,
     ThinkingDeltaChunk,
     ToolCallChunk,
+    ToolCallDeltaChunk,
 )
 from tether.protocol.tools import ToolExecutionContext
 
@@ -49,7 +51,8 @@ BUILDERS: dict[str, tuple[type, tuple[str, ...]]] = {}
 
 
 def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable[..., Any]:
-    """A function ``build(*params, *optional)`` that fills every slot of ``cls`` without checks.
+    """A function ``build(*params, *optional)`` that fills every slot of ``cls`` without checks
+    (its keyword-only parameters are its own constants: never pass them).
 
     ``params`` are required positional arguments; ``optional`` ones default to the field's
     default. Fields not named get their default (or default factory); a required field that
@@ -89,9 +92,12 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     unknown = taken - {field.name for field in dataclasses.fields(cls)}
     if unknown:
         raise TypeError(f"{cls.__name__} has no fields {sorted(unknown)}")
+    # The setters, defaults and factories are bound as keyword-only defaults: locals, read
+    # faster than globals in a function that runs once per chunk or event.
+    bound = [f"{name}={name}" for name in namespace if name not in taken]
     source = "\n".join(
         [
-            f"def build({', '.join(signature)}):",
+            f"def build({', '.join([*signature, '*', *bound])}):",
             "    value_ = new(cls)",
             *lines,
             "    return value_",
@@ -129,6 +135,12 @@ thinking_delta_chunk: Callable[[str, str], ThinkingDeltaChunk] = builder(
 )
 tool_call_chunk: Callable[[str, ToolCall], ToolCallChunk] = builder(
     ToolCallChunk, "request_id", "tool_call"
+)
+tool_call_delta_chunk: Callable[[str, int, str | None, str | None, str], ToolCallDeltaChunk] = (
+    builder(ToolCallDeltaChunk, "request_id", "index", "id", "name", "arguments_delta")
+)
+model_usage: Callable[[int, int, int, int], ModelUsage] = builder(
+    ModelUsage, "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"
 )
 execution_context: Callable[[Any, str], ToolExecutionContext] = builder(
     ToolExecutionContext, "signal", "tool_call_id"

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
-import random
 import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -105,8 +103,13 @@ class RetryPolicy:
         if type(self.jitter) not in (int, float) or not 0 <= self.jitter <= 1:
             raise TypeError("RetryPolicy.jitter must be a number from 0 to 1")
 
-    def backoff(self, retry: int, rand: Callable[[], float] = random.random) -> float:
-        """The delay before retry number ``retry`` (0-based) when the server named none."""
+    def backoff(self, retry: int, rand: Callable[[], float] | None = None) -> float:
+        """The delay before retry number ``retry`` (0-based) when the server named none
+        (``rand``: the jitter's source, ``random.random`` by default)."""
+        if rand is None:
+            import random  # first needed here: a run that never retries never loads it
+
+            rand = random.random
         base = min(self.initial_backoff * (2**retry), self.max_backoff)
         return base * (1 - self.jitter * rand())
 
@@ -294,6 +297,8 @@ def _retry_after(headers: Mapping[str, str], now: Callable[[], float] = time.tim
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils  # first needed here (an HTTP date): most runs never parse one
+
         try:
             parsed = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):

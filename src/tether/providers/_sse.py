@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeAlias
 
 from tether._types import type_of
 from tether.providers.errors import ProviderError
@@ -47,6 +47,7 @@ from tether.providers.errors import ProviderError
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "EventFields",
     "SSEDecoder",
     "SSEEvent",
     "is_event_stream",
@@ -60,6 +61,12 @@ DEFAULT_MAX_RESPONSE_BYTES: Final = 64 << 20
 
 _BOM: Final = b"\xef\xbb\xbf"
 _DATA_SPACE: Final = b"data: "
+_EVENT_SPACE: Final = b"event: "
+
+
+EventFields: TypeAlias = tuple[str, str, str | None, int | None]
+"""An event's fields as ``SSEDecoder.feed_fields`` returns them: ``(event, data, id, retry)``,
+the values of the ``SSEEvent`` ``feed`` would return."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +201,24 @@ class SSEDecoder:
         ``ProviderError`` (``PROVIDER_PROTOCOL_ERROR``) on invalid UTF-8, a broken bound, or a
         decoder that already failed.
         """
+        events: list[SSEEvent] = []
+        append = events.append
+        new_object, set_event, set_data = _new_object, _set_event, _set_data
+        set_id, set_retry = _set_id, _set_retry
+        for kind, text, last_id, retry in self.feed_fields(data):
+            event = new_object(SSEEvent)  # see _new_object
+            set_event(event, kind)
+            set_data(event, text)
+            set_id(event, last_id)
+            set_retry(event, retry)
+            append(event)
+        return events
+
+    def feed_fields(self, data: bytes) -> list[EventFields]:
+        """``feed``, with each event as the plain tuple ``(event, data, id, retry)`` of its
+        fields instead of an ``SSEEvent``: the same events, errors and state, for the
+        providers' hot path, where building a frozen value per event cost about as much as
+        decoding it (``feed`` builds its events from these tuples)."""
         if type_of(data) is not bytes:
             raise TypeError(f"SSEDecoder.feed() takes bytes, not {type_of(data).__name__}")
         if self._halted:
@@ -210,14 +235,16 @@ class SSEDecoder:
             data = self._head(data)
             if not data:
                 return []
-        lf = data.rfind(b"\n")
         cr = data.rfind(b"\r")
         if cr < 0:
-            if lf < 0:
+            # The common case, LF only: split the chunk itself (no copy of it first); the last
+            # piece is the unfinished line (b"" when the chunk ends with its LF).
+            lines = data.split(b"\n")
+            if len(lines) == 1:
                 return self._extend(data)
-            end = lf
-            block = data[:lf]  # the common case: LF only, the final LF left out
+            tail = lines.pop()
         else:
+            lf = data.rfind(b"\n")
             # Leave out the final line end (CR, LF or CRLF), then normalise the others to LF.
             if cr > lf:
                 end = stop = cr
@@ -226,14 +253,15 @@ class SSEDecoder:
             else:
                 end = lf
                 stop = cr if cr == lf - 1 else lf
-            block = data[:stop].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        tail = self._tail
-        if tail:
-            block = b"".join((tail, block))
-        tail = self._tail = data[end + 1 :]
+            lines = data[:stop].replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+            tail = data[end + 1 :]
+        head = self._tail
+        if head:  # the unfinished line of earlier chunks starts the first line
+            lines[0] = b"".join((head, lines[0]))
+        self._tail = tail
         if len(tail) > self._max_event_bytes:
             self._fail_line()
-        return self._lines(block.split(b"\n"))
+        return self._lines(lines)
 
     def close(self) -> list[SSEEvent]:
         """End of the body: drop any incomplete event and return the events left (always
@@ -244,6 +272,11 @@ class SSEDecoder:
         self._data.clear()
         self._event_bytes = 0
         self._event_type = ""
+        return []
+
+    def close_fields(self) -> list[EventFields]:
+        """``close``, typed like ``feed_fields`` (also always ``[]``)."""
+        self.close()
         return []
 
     # --- internals ---------------------------------------------------------------------------
@@ -268,7 +301,7 @@ class SSEDecoder:
             data = head[len(_BOM) :] if head.startswith(_BOM) else head
         return data
 
-    def _extend(self, data: bytes) -> list[SSEEvent]:
+    def _extend(self, data: bytes) -> list[EventFields]:
         """Add a chunk with no line end to the unfinished line (a bytearray, so a long line
         fed in tiny chunks costs linear time), within ``max_event_bytes``."""
         tail = self._tail
@@ -279,53 +312,73 @@ class SSEDecoder:
             self._fail_line()
         return []
 
-    def _lines(self, lines: list[bytes]) -> list[SSEEvent]:
-        """Apply complete lines (line ends removed) in order; return the dispatched events."""
-        events: list[SSEEvent] = []
+    def _lines(self, lines: list[bytes]) -> list[EventFields]:
+        """Apply complete lines (line ends removed) in order; return the dispatched events.
+
+        The event being read is kept in locals while the lines are applied: its type, its
+        first data line (``data``) and any further ones (``self._data``), its bytes so far;
+        they are saved for the next chunk at the end. ``data: ...`` and ``event: ...`` lines
+        (all that OpenAI and Anthropic send) are applied here; every other line in
+        ``_field``."""
+        events: list[EventFields] = []
+        append = events.append
         parts = self._data
+        data: str | None = parts.pop(0) if parts else None
+        kind = self._event_type
         size = self._event_bytes
         limit = self._max_event_bytes
-        data_space = _DATA_SPACE
-        new_object, set_event, set_data = _new_object, _set_event, _set_data
-        set_id, set_retry = _set_id, _set_retry
+        data_space, event_space = _DATA_SPACE, _EVENT_SPACE
         try:
             for line in lines:
                 if not line:  # a blank line: dispatch
                     size = 0
-                    if parts:
-                        event = new_object(SSEEvent)  # see _new_object
-                        set_event(event, self._event_type or "message")
-                        set_data(event, "\n".join(parts))
-                        set_id(event, self._last_id)
-                        set_retry(event, self._retry)
-                        events.append(event)
-                        parts.clear()
-                    self._event_type = ""
+                    if data is not None:
+                        if parts:
+                            data = "\n".join((data, *parts))
+                            parts.clear()
+                        append((kind or "message", data, self._last_id, self._retry))
+                        data = None
+                    kind = ""
                     continue
                 size += len(line)
                 if size > limit:
                     self._fail(f"SSE event exceeds max_event_bytes ({limit} bytes)")
                 if line.startswith(data_space):
-                    parts.append(line[6:].decode())
+                    value = line[6:].decode()
+                elif line.startswith(event_space):
+                    kind = line[7:].decode()
+                    continue
                 else:
-                    self._field(line.decode())
+                    self._event_type = kind
+                    value = self._field(line.decode())
+                    kind = self._event_type
+                    if value is None:
+                        continue
+                if data is None:
+                    data = value
+                else:
+                    parts.append(value)
         except UnicodeDecodeError as error:
             self._fail(f"SSE line is not valid UTF-8 ({error.reason} at byte {error.start})")
+        if data is not None:
+            parts.insert(0, data)
+        self._event_type = kind
         self._event_bytes = size
         return events
 
-    def _field(self, line: str) -> None:
-        """Apply one non-blank line other than ``data: ...`` (already decoded)."""
+    def _field(self, line: str) -> str | None:
+        """Apply one non-blank line other than ``data: ...`` or ``event: ...`` (already
+        decoded); returns the value of a ``data`` field, for the caller to add."""
         name, colon, value = line.partition(":")
         if colon:
             if not name:
                 self._comments += 1  # a comment
-                return
+                return None
             if value.startswith(" "):
                 value = value[1:]
         if name == "data":
-            self._data.append(value)
-        elif name == "event":
+            return value
+        if name == "event":
             self._event_type = value
         elif name == "id":
             if "\0" not in value:
@@ -334,6 +387,7 @@ class SSEDecoder:
             # More digits than int() accepts is no sane delay: ignored too.
             with suppress(ValueError):
                 self._retry = int(value)
+        return None
 
     def _refuse(self) -> NoReturn:
         """``feed`` on a failed or closed decoder."""

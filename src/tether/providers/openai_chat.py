@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._sse import SSEEvent
 from tether.providers._streaming import HttpStreamModel, StreamParser
 from tether.providers.catalog import parse_model_spec
 from tether.providers.openai_wire import (
@@ -162,5 +161,5 @@ class OpenAIChatModel(HttpStreamModel):
             body, request.id, compat=self._compat, reserved_call_ids=reserved
         )
 
-    def _ends(self, event: SSEEvent, parser: StreamParser) -> bool:
-        return event.data.startswith("[DONE]")
+    def _ends(self, data: str, parser: StreamParser) -> bool:
+        return data.startswith("[DONE]")

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
@@ -55,7 +55,6 @@ from tether.protocol import (
     ModelUsage,
     StopReason,
     ToolCall,
-    ToolCallDeltaChunk,
 )
 from tether.protocol import _trusted as trusted
 from tether.providers._streaming import transcript_call_ids
@@ -296,59 +295,8 @@ def _unfrozen(value: object) -> object:
     raise TypeError(f"{type_of(value).__name__} is not JSON")  # pragma: no cover - frozen JSON
 
 
-# --- fast constructors ------------------------------------------------------------------------
-
-_DELTA_FIELDS: Final = ("type", "request_id", "index", "id", "name", "arguments_delta")
-if tuple(field.name for field in fields(ToolCallDeltaChunk)) != _DELTA_FIELDS:  # pragma: no cover
-    raise TypeError("ToolCallDeltaChunk changed its fields: update openai_wire._tool_call_delta")
-
-
-def _setter(name: str) -> Callable[[object, object], None]:
-    descriptor: Any = ToolCallDeltaChunk.__dict__[name]  # the slot's member descriptor
-    setter: Callable[[object, object], None] = descriptor.__set__
-    return setter
-
-
-_new: Final[Callable[[type[ToolCallDeltaChunk]], ToolCallDeltaChunk]] = object.__new__
-_set_type: Final = _setter("type")
-_set_request_id: Final = _setter("request_id")
-_set_index: Final = _setter("index")
-_set_id: Final = _setter("id")
-_set_name: Final = _setter("name")
-_set_arguments_delta: Final = _setter("arguments_delta")
-
-
-def _tool_call_delta(
-    request_id: str,
-    index: int,
-    call_id: str | None,
-    name: str | None,
-    arguments_delta: str,
-    *,
-    _new: Callable[[type[ToolCallDeltaChunk]], ToolCallDeltaChunk] = _new,
-    _cls: type[ToolCallDeltaChunk] = ToolCallDeltaChunk,
-    _set_type: Callable[[object, object], None] = _set_type,
-    _set_request_id: Callable[[object, object], None] = _set_request_id,
-    _set_index: Callable[[object, object], None] = _set_index,
-    _set_id: Callable[[object, object], None] = _set_id,
-    _set_name: Callable[[object, object], None] = _set_name,
-    _set_arguments_delta: Callable[[object, object], None] = _set_arguments_delta,
-) -> ToolCallDeltaChunk:
-    """``ToolCallDeltaChunk(...)`` from parts the parser already checked, without re-running
-    the checks (one of these is built per argument fragment; the keyword-only defaults bind
-    the slot setters as locals). Every field is filled (checked against the class's fields at
-    import); the tests compare it with the constructor."""
-    chunk = _new(_cls)
-    _set_type(chunk, "toolCallDelta")
-    _set_request_id(chunk, request_id)
-    _set_index(chunk, index)
-    _set_id(chunk, call_id)
-    _set_name(chunk, name)
-    _set_arguments_delta(chunk, arguments_delta)
-    return chunk
-
-
 _text_delta: Final = trusted.text_delta_chunk
+_tool_call_delta: Final = trusted.tool_call_delta_chunk
 _thinking_delta: Final = trusted.thinking_delta_chunk
 _EMPTY_ARGUMENTS: Final = JsonObject()
 
@@ -449,12 +397,7 @@ def _usage(value: object) -> ModelUsage:
         raise _protocol(
             f"usage counts {cached + written} cached prompt tokens of only {prompt} prompt tokens"
         )
-    return ModelUsage(
-        input_tokens=prompt - cached - written,
-        output_tokens=completion,
-        cache_read_tokens=cached,
-        cache_write_tokens=written,
-    )
+    return trusted.model_usage(prompt - cached - written, completion, cached, written)
 
 
 class _BadArguments(Exception):
@@ -654,56 +597,58 @@ class OpenAIChatStreamParser:
         if self._state != "open" or self._failure is not None:
             self._raise_closed()
         try:
-            return self._feed(payload, event)
+            # One method for the chunk, its choice and its delta: this runs once per token, and
+            # each Python call saved is measurable (benchmarks/bench_providers.py).
+            if type_of(payload) is not dict:
+                raise _field_error("A stream chunk", "a JSON object", payload)
+            chunk: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+            error = chunk.get("error")
+            if error:
+                raise _error_event(error)
+            if event == "error":
+                raise _error_event(chunk)
+            if self._response_id is None:
+                response_id = chunk.get("id")
+                if is_non_empty(response_id):
+                    self._response_id = response_id
+            if self._model is None:
+                model = chunk.get("model")
+                if type_of(model) is str and model:
+                    self._model = model
+            out: list[ModelChunk] = []
+            choices = chunk.get("choices")
+            if choices:
+                if type_of(choices) is not list:
+                    raise _field_error("choices", "an array", choices)
+                for choice in choices:
+                    if type_of(choice) is not dict:
+                        raise _field_error("A choice", "an object", choice)
+                    index = choice.get("index")
+                    if index is not None and (type_of(index) is not int or index != 0):
+                        raise _protocol(
+                            "Only choice 0 is supported (the stream has several choices)"
+                        )
+                    delta = choice.get("delta")
+                    if delta:
+                        if type_of(delta) is not dict:
+                            raise _field_error("delta", "an object", delta)
+                        if "tool_calls" in delta or "function_call" in delta:
+                            self._delta(delta, out)
+                        else:  # a text, reasoning or refusal delta: one per token
+                            self._text_fields(delta, out)
+                    finish = choice.get("finish_reason")
+                    if finish is not None:
+                        if type_of(finish) is not str:
+                            raise _field_error("finish_reason", "a string", finish)
+                        if finish:
+                            self._finish = finish
+            usage = chunk.get("usage")
+            if usage:
+                self._usage = _usage(usage)
+            return out
         except ProviderError as error:
             self._failure = error
             raise
-
-    def _feed(self, payload: object, event: str) -> list[ModelChunk]:
-        # One method for the chunk, its choice and its delta: this runs once per token, and
-        # each Python call saved is measurable (benchmarks/bench_providers.py).
-        if type_of(payload) is not dict:
-            raise _field_error("A stream chunk", "a JSON object", payload)
-        chunk: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
-        error = chunk.get("error")
-        if error:
-            raise _error_event(error)
-        if event == "error":
-            raise _error_event(chunk)
-        if self._response_id is None:
-            response_id = chunk.get("id")
-            if is_non_empty(response_id):
-                self._response_id = response_id
-        if self._model is None:
-            model = chunk.get("model")
-            if type_of(model) is str and model:
-                self._model = model
-        out: list[ModelChunk] = []
-        choices = chunk.get("choices")
-        if choices:
-            if type_of(choices) is not list:
-                raise _field_error("choices", "an array", choices)
-            for choice in choices:
-                if type_of(choice) is not dict:
-                    raise _field_error("A choice", "an object", choice)
-                index = choice.get("index")
-                if index is not None and (type_of(index) is not int or index != 0):
-                    raise _protocol("Only choice 0 is supported (the stream has several choices)")
-                delta = choice.get("delta")
-                if delta:
-                    if type_of(delta) is not dict:
-                        raise _field_error("delta", "an object", delta)
-                    self._delta(delta, out)
-                finish = choice.get("finish_reason")
-                if finish is not None:
-                    if type_of(finish) is not str:
-                        raise _field_error("finish_reason", "a string", finish)
-                    if finish:
-                        self._finish = finish
-        usage = chunk.get("usage")
-        if usage:
-            self._usage = _usage(usage)
-        return out
 
     def _delta(self, delta: dict[str, Any], out: list[ModelChunk]) -> None:
         """Apply one choice's ``delta``: reasoning, text, refusal, then tool calls."""

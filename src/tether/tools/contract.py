@@ -30,7 +30,7 @@ from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeVar
 
 from tether._errors import TetherError
 from tether._ownership import trusted_errors
-from tether._race import check_signal, neutralize, race
+from tether._race import Started, check_signal, neutralize, race_eagerly
 from tether._text import is_non_empty, message_of
 from tether._types import instance_of, is_awaitable, type_of
 from tether.abort import AbortSignal
@@ -394,7 +394,9 @@ async def execute_tool_call(
         pending: Any = _start(tool, call, signal)
         if is_awaitable(pending):
             try:
-                output = await race(signal, pending)
+                output = race_eagerly(signal, pending)  # a tool that never waits: no await
+                if type_of(output) is Started:
+                    output = await output.race()
             except Exception as error:
                 _escalate(error, signal)
                 raise _ToolFailure(
