@@ -82,7 +82,7 @@ from tether.agent.compaction import (
 from tether.agent.summarizer import model_summarizer
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
-from tether.loop.limits import DEFAULT_LIMITS, MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits
+from tether.loop.limits import MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits, limits_for
 from tether.loop.run import CONSUMER_GONE, run_owned_turns
 from tether.models.base import Model, ModelStream
 from tether.protocol import (
@@ -322,7 +322,7 @@ class Agent:
         max_steps: int | None = None,
         messages: Sequence[Message] = (),
         system: str | None = None,
-        limits: RunLimits = DEFAULT_LIMITS,
+        limits: RunLimits | None = None,
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         summary: ContextSummary | None = None,
@@ -334,8 +334,9 @@ class Agent:
         if tools is not None and not instance_of(tools, ToolRegistry):
             raise TypeError("Agent tools must be a ToolRegistry")
         self._tools = ToolRegistry.snapshot(ToolRegistry() if tools is None else tools)
-        if type_of(limits) is not RunLimits:
+        if limits is not None and type_of(limits) is not RunLimits:
             raise TypeError("Agent limits must be a RunLimits")
+        limits = limits_for(model, limits)
         self._limits = limits
         steps = min(MAX_AGENT_STEPS, limits.max_steps) if max_steps is None else max_steps
         if type_of(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:

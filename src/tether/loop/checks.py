@@ -58,6 +58,7 @@ __all__ = [
     "SignalAccessError",
     "ToolPhaseFailure",
     "check_agreement",
+    "limit_hint",
     "check_argument_bounds",
     "check_assistant_bounds",
     "snapshot_chunk",
@@ -80,9 +81,21 @@ RunFailureCode: TypeAlias = Literal[
 
 
 class RunFailure(Exception):
-    """Internal: a failure with a run failure code."""
+    """Internal: a failure with a run failure code and an optional hint (what to change)."""
 
     code: RunFailureCode = "AGENT_RUNTIME_FAILED"
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def limit_hint(field: str) -> str:
+    """The hint of a broken ``RunLimits`` bound: which field, and how to raise it."""
+    return (
+        f"raise RunLimits.{field} (pass limits=RunLimits.for_real_models(), or "
+        f"dataclasses.replace(limits, {field}=...)) to run_agent_loop or Agent"
+    )
 
 
 class ModelProtocolError(RunFailure):
@@ -106,8 +119,8 @@ class InvalidTranscript(RunFailure):
 
     code = "INVALID_TRANSCRIPT"
 
-    def __init__(self, message: str, messages: tuple[Message, ...] = ()) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, messages: tuple[Message, ...] = (), *, hint: str = "") -> None:
+        super().__init__(message, hint)
         self.messages = messages
 
 
@@ -138,7 +151,8 @@ def snapshot_transcript(messages: object, limits: RunLimits) -> tuple[Message, .
         raise InvalidTranscript("messages must be a list or tuple of messages")
     if len(entries) > limits.max_initial_messages:
         raise InvalidTranscript(
-            f"messages must not hold more than {limits.max_initial_messages} messages"
+            f"messages must not hold more than {limits.max_initial_messages} messages",
+            hint=limit_hint("max_initial_messages"),
         )
     snapshot: list[Message] = []
     links = TranscriptLinks()
@@ -208,7 +222,8 @@ def check_assistant_bounds(
     blocks: tuple[Any, ...] = tuple(content)  # pyright: ignore[reportArgumentType]
     if len(blocks) > limits.max_blocks_per_step:
         raise ModelProtocolError(
-            f"Assistant message exceeds {limits.max_blocks_per_step} content blocks"
+            f"Assistant message exceeds {limits.max_blocks_per_step} content blocks",
+            limit_hint("max_blocks_per_step"),
         )
     total = 0
     pending_high = False
@@ -241,7 +256,8 @@ def check_assistant_bounds(
         total += count
         if total > limits.max_text_code_points:
             raise ModelProtocolError(
-                f"Assistant message exceeds {limits.max_text_code_points} text code points"
+                f"Assistant message exceeds {limits.max_text_code_points} text code points",
+                limit_hint("max_text_code_points"),
             )
 
 
@@ -266,7 +282,8 @@ def check_argument_bounds(arguments: object, limits: RunLimits) -> None:
         nodes += 1
         if nodes > limits.max_argument_nodes:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values"
+                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values",
+                limit_hint("max_argument_nodes"),
             )
         value_type = type_of(value)
         if value is None or value_type is bool or value_type is int:
@@ -280,14 +297,16 @@ def check_argument_bounds(arguments: object, limits: RunLimits) -> None:
             if strings > limits.max_argument_string_code_points:
                 raise ModelProtocolError(
                     "Tool-call arguments exceed "
-                    f"{limits.max_argument_string_code_points} string code points"
+                    f"{limits.max_argument_string_code_points} string code points",
+                    limit_hint("max_argument_string_code_points"),
                 )
             continue
         if value_type not in (JsonObject, dict, list, tuple):
             raise ModelProtocolError("Tool-call arguments must contain only JSON values")
         if depth > limits.max_argument_depth:
             raise ModelProtocolError(
-                f"Tool-call arguments nest deeper than {limits.max_argument_depth}"
+                f"Tool-call arguments nest deeper than {limits.max_argument_depth}",
+                limit_hint("max_argument_depth"),
             )
         marker = id(value)
         if marker in active:
@@ -309,12 +328,14 @@ def check_argument_bounds(arguments: object, limits: RunLimits) -> None:
             children.extend(value[: limits.max_argument_entries + 1])
         if entries > limits.max_argument_entries:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_entries} entries"
+                f"Tool-call arguments exceed {limits.max_argument_entries} entries",
+                limit_hint("max_argument_entries"),
             )
         if strings > limits.max_argument_string_code_points:
             raise ModelProtocolError(
                 "Tool-call arguments exceed "
-                f"{limits.max_argument_string_code_points} string code points"
+                f"{limits.max_argument_string_code_points} string code points",
+                limit_hint("max_argument_string_code_points"),
             )
         stack.extend((child, depth + 1, False) for child in reversed(children))
 
@@ -381,11 +402,13 @@ def _walk_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
         nodes += len(container)
         if entries > limits.max_argument_entries:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_entries} entries"
+                f"Tool-call arguments exceed {limits.max_argument_entries} entries",
+                limit_hint("max_argument_entries"),
             )
         if nodes > limits.max_argument_nodes:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values"
+                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values",
+                limit_hint("max_argument_nodes"),
             )
         if type_of(container) is JsonObject:
             for key in container:
@@ -400,13 +423,15 @@ def _walk_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
             elif value_type is JsonObject or value_type is tuple:
                 if depth >= limits.max_argument_depth:
                     raise ModelProtocolError(
-                        f"Tool-call arguments nest deeper than {limits.max_argument_depth}"
+                        f"Tool-call arguments nest deeper than {limits.max_argument_depth}",
+                        limit_hint("max_argument_depth"),
                     )
                 stack.append((value, depth + 1))
         if strings > limits.max_argument_string_code_points:
             raise ModelProtocolError(
                 "Tool-call arguments exceed "
-                f"{limits.max_argument_string_code_points} string code points"
+                f"{limits.max_argument_string_code_points} string code points",
+                limit_hint("max_argument_string_code_points"),
             )
 
 

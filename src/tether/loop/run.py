@@ -65,13 +65,13 @@ from tether.loop.checks import (
     ToolPhaseFailure,
     check_agreement,
     joined,
+    limit_hint,
     snapshot_chunk,
     snapshot_response,
     snapshot_transcript,
 )
 from tether.loop.hooks import ToolHooks, run_hooked_tool_call
 from tether.loop.limits import (
-    DEFAULT_LIMITS,
     MAX_AGENT_STEPS,
     MAX_INITIAL_MESSAGES,
     MAX_MODEL_BLOCKS_PER_STEP,
@@ -82,6 +82,7 @@ from tether.loop.limits import (
     MAX_TOOL_ARGUMENT_NODES,
     MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
     RunLimits,
+    limits_for,
 )
 from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream
@@ -140,7 +141,7 @@ def run_agent_loop(
     max_steps: int,
     signal: AbortSignal | None = None,
     system: str | None = None,
-    limits: RunLimits = DEFAULT_LIMITS,
+    limits: RunLimits | None = None,
     request_sequence_start: int | None = 0,
     hooks: ToolHooks | None = None,
 ) -> EventStream[AgentEvent, RunResult]:
@@ -153,8 +154,7 @@ def run_agent_loop(
     (``request-NNN`` = start + step). ``hooks`` are called around every tool call (see
     ``tether.loop.hooks``).
     """
-    if type_of(limits) is not RunLimits:
-        raise TypeError("limits must be a RunLimits")
+    limits = limits_for(model, limits)
     if type_of(max_steps) is not int or not 1 <= max_steps <= MAX_SAFE_INTEGER:
         raise TypeError("max_steps must be a positive safe integer")
     if max_steps > limits.max_steps:
@@ -189,7 +189,11 @@ def run_agent_loop(
     try:
         transcript = snapshot_transcript(messages, limits)
     except InvalidTranscript as error:
-        _settle(stream, 0, _failed(error.messages, "INVALID_TRANSCRIPT", str(error), ZERO_USAGE))
+        _settle(
+            stream,
+            0,
+            _failed(error.messages, "INVALID_TRANSCRIPT", str(error), ZERO_USAGE, error.hint),
+        )
         return stream
     controller = AbortController()
     detach = follow_signal(signal, controller)
@@ -287,10 +291,12 @@ async def _drive(
 
 
 def _failed(
-    messages: Sequence[Message], code: RunFailureCode, message: str, usage: Any
+    messages: Sequence[Message], code: RunFailureCode, message: str, usage: Any, hint: str = ""
 ) -> FailedRunResult:
     return FailedRunResult(
-        messages=tuple(messages), error=RunError(code=code, message=message), usage=usage
+        messages=tuple(messages),
+        error=RunError(code=code, message=message, hint=hint),
+        usage=usage,
     )
 
 
@@ -392,7 +398,7 @@ class _Run:
                 messages=messages, reason=_reason_text(reason, error), usage=usage
             )
         if isinstance(error, RunFailure):
-            return _failed(messages, error.code, str(error), usage)
+            return _failed(messages, error.code, str(error), usage, error.hint)
         return _failed(
             messages,
             "AGENT_RUNTIME_FAILED",
@@ -540,7 +546,10 @@ class _Run:
                     raise ModelStreamFailure(_stream_failure_text(error)) from error
                 check_signal(signal)
                 if count >= max_chunks:
-                    raise ModelProtocolError(f"Model turn exceeded {max_chunks} chunks")
+                    raise ModelProtocolError(
+                        f"Model turn exceeded {max_chunks} chunks",
+                        limit_hint("max_chunks_per_step"),
+                    )
                 count += 1
                 chunk = snapshot_chunk(item, active, limits)
                 if chunk.type == "textDelta":
@@ -559,7 +568,8 @@ class _Run:
                     assert_never(chunk)
                 if text > max_text:
                     raise ModelProtocolError(
-                        f"Model turn exceeded {max_text} streamed text code points"
+                        f"Model turn exceeded {max_text} streamed text code points",
+                        limit_hint("max_text_code_points"),
                     )
                 if chunk is not item:  # a mapping was read: caller code ran since the last check
                     check_signal(signal)

@@ -29,10 +29,12 @@ RunStatus: TypeAlias = Literal["completed", "cancelled", "maxSteps", "failed"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunError(ProtocolValue):
-    """Why a run failed: a stable ``code`` and a message for people."""
+    """Why a run failed: a stable ``code``, a message for people and, when there is a fix to
+    name, a ``hint`` saying what to change (``""`` otherwise; omitted from JSON while empty)."""
 
     code: NonEmpty
     message: str
+    hint: str = v2("")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -52,6 +52,7 @@ from tether.providers.errors import ProviderError, ProviderErrorCode
 from tether.stream import EventStream
 
 if TYPE_CHECKING:
+    from tether.loop.limits import RunLimits
     import httpx2
 
 __all__ = ["HttpStreamModel", "StreamParser", "loads_payload", "transcript_call_ids"]
@@ -100,6 +101,15 @@ class HttpStreamModel:
         self._retry = retry
         self._timeouts = timeouts
         self._transport = HttpTransport(http_client, timeouts)
+
+    @property
+    def run_limits(self) -> RunLimits:
+        """The loop limits a run of this model uses unless it is given ``limits``:
+        ``RunLimits.for_real_models()``, since a real model streams about one chunk per token
+        (the workshop's defaults stay with the offline models)."""
+        from tether.loop.limits import REAL_MODEL_LIMITS
+
+        return REAL_MODEL_LIMITS
 
     # --- what a vendor says -------------------------------------------------------------
 
