@@ -4,20 +4,33 @@ typed per-run dependencies, tool retry budgets, structured output and the constr
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 from servers.replay import ReplayServer, sse_response
 from tether import (
     CompletedRunResult,
     FailedRunResult,
+    JsonObject,
+    RunContext,
     RunLimits,
     ScriptedModel,
     ScriptedReply,
+    ScriptedToolCall,
+    ToolExecutionContext,
     ToolRegistry,
+    ToolSignatureError,
     UserMessage,
+    Valid,
+    define_tool,
     run_agent_loop,
+    tool,
 )
+from tether.agent import Agent
 from tether.providers.openai_chat import OpenAIChatModel
 
 BOUND = 20.0
@@ -94,3 +107,101 @@ async def test_the_chunk_limit_names_its_parameter() -> None:
     assert isinstance(result, FailedRunResult)
     assert result.error.message == "Model turn exceeded 2 chunks"
     assert "max_chunks_per_step" in result.error.hint
+
+
+# --- 2. per-run dependencies ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Db:
+    rows: dict[str, int]
+
+
+@tool
+async def lookup(key: str, context: RunContext[Db]) -> int:
+    """Look a key up in the run's database."""
+    db: Db = context.deps  # pyright sees Db
+    return db.rows[key]
+
+
+def _call_reply(name: str, arguments: dict[str, Any], call_id: str = "call-1") -> ScriptedReply:
+    return ScriptedReply(
+        tool_calls=(ScriptedToolCall(id=call_id, name=name, arguments=JsonObject(arguments)),)
+    )
+
+
+async def test_deps_reach_a_tool_through_run_agent_loop() -> None:
+    model = ScriptedModel([_call_reply("lookup", {"key": "a"}), ScriptedReply(text=("done",))])
+    run = run_agent_loop(
+        messages=[UserMessage(content="look a up")],
+        model=model,
+        tools=ToolRegistry([lookup]),
+        max_steps=4,
+        deps=Db(rows={"a": 42}),
+    )
+    result = await run.result
+    assert isinstance(result, CompletedRunResult), result
+    answers = [m for m in result.messages if m.role == "toolResult"]
+    assert [(m.content, m.is_error) for m in answers] == [("42", False)]
+
+
+async def test_deps_reach_a_tool_through_the_agent_per_run() -> None:
+    model = ScriptedModel(
+        [
+            _call_reply("lookup", {"key": "a"}, "call-1"),
+            ScriptedReply(text=("one",)),
+            _call_reply("lookup", {"key": "a"}, "call-2"),
+            ScriptedReply(text=("two",)),
+        ]
+    )
+    agent = Agent(model=model, tools=ToolRegistry([lookup]))
+    await agent.run("first", deps=Db(rows={"a": 1}))
+    await agent.run("second", deps=Db(rows={"a": 2}))
+    answers = [m.content for m in agent.messages if m.role == "toolResult"]
+    assert answers == ["1", "2"]
+
+
+async def test_a_define_tool_reads_deps_from_its_execution_context() -> None:
+    seen: list[object] = []
+
+    async def execute(value: object, context: ToolExecutionContext) -> str:
+        seen.append(context.deps)
+        return "ok"
+
+    probe = define_tool(
+        name="probe",
+        description="Probe.",
+        validate=lambda value: Valid(value=value),
+        execute=execute,
+    )
+    model = ScriptedModel([_call_reply("probe", {}), ScriptedReply(text=("done",))])
+    marker = object()
+    run = run_agent_loop(
+        messages=[UserMessage(content="go")],
+        model=model,
+        tools=ToolRegistry([probe]),
+        max_steps=4,
+        deps=marker,
+    )
+    assert (await run.result).status == "completed"
+    assert seen == [marker]
+
+
+def test_tool_rejects_what_it_cannot_describe_with_a_hint() -> None:
+    def add(left: int, right: int) -> int:
+        """Add."""
+        return left + right
+
+    with pytest.raises(ToolSignatureError) as caught:
+        tool(functools.partial(add, right=1))
+    assert caught.value.code == "INVALID_TOOL_DEFINITION"
+    assert isinstance(caught.value, TypeError)
+    assert "def" in caught.value.hint
+
+    def untyped(left, right: int) -> int:  # type: ignore[no-untyped-def]
+        """Add."""
+        return right
+
+    with pytest.raises(ToolSignatureError) as caught:
+        tool(untyped)  # pyright: ignore[reportUnknownArgumentType]
+    assert "left: str" in caught.value.hint or "annotate" in caught.value.hint

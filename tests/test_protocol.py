@@ -32,6 +32,7 @@ from tether.protocol import (
     ModelRequest,
     ModelResponse,
     ModelUsage,
+    RunContext,
     RunError,
     RunFinishedEvent,
     RunFinishedPayload,
@@ -125,6 +126,9 @@ SAMPLES: dict[str, object] = {
     "Invalid": INVALID,
     "ToolExecutionContext": ToolExecutionContext(
         signal=AbortController().signal, tool_call_id="call-add-001"
+    ),
+    "RunContext": RunContext(
+        signal=AbortController().signal, tool_call_id="call-add-001", deps={"db": 1}
     ),
     "RunError": RUN_ERROR,
     "CompletedRunResult": COMPLETED,
@@ -357,6 +361,7 @@ VALID_KWARGS: dict[type, dict[str, Any]] = {
     Valid: {"value": object()},
     Invalid: {"error": "e"},
     ToolExecutionContext: {"signal": AbortController().signal, "tool_call_id": "c"},
+    RunContext: {"signal": AbortController().signal, "tool_call_id": "c", "deps": None},
     RunError: {"code": "C", "message": ""},
     CompletedRunResult: {"messages": (USER,), "final_text": ""},
     CancelledRunResult: {"messages": (), "reason": "r"},
@@ -764,7 +769,8 @@ def test_every_json_encodable_protocol_class_has_a_to_json_case() -> None:
         "ToolFinishedPayload",
         "RunFinishedPayload",
     }  # encoded inside their events
-    assert encoded_classes | payloads | {"ToolExecutionContext"} == _protocol_dataclasses()
+    contexts = {"ToolExecutionContext", "RunContext"}  # hold a live signal: never JSON
+    assert encoded_classes | payloads | contexts == _protocol_dataclasses()
 
 
 def test_to_json_of_a_transcript_is_a_list() -> None:

@@ -235,9 +235,10 @@ def _context_limits(cap: int) -> ContextLimits:
 class _ActiveRun:
     """The run that owns the transcript: its controller, its stream, its terminal state."""
 
-    __slots__ = ("controller", "done", "output", "publish", "signal", "terminal")
+    __slots__ = ("controller", "deps", "done", "output", "publish", "signal", "terminal")
 
-    def __init__(self) -> None:
+    def __init__(self, deps: object = None) -> None:
+        self.deps = deps
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.controller = AbortController()
         self.signal = self.controller.signal
@@ -579,8 +580,11 @@ class Agent:
 
     # --- work --------------------------------------------------------------------------------
 
-    def prompt(self, content: str) -> EventStream[AgentEvent, RunResult]:
+    def prompt(self, content: str, *, deps: object = None) -> EventStream[AgentEvent, RunResult]:
         """Append a user message and start a logical run; returns its stream.
+
+        ``deps`` reaches every tool of this run as its context's ``deps`` (annotate the
+        tool's context ``RunContext[YourDeps]`` to read it typed).
 
         If steering was queued while idle, the first steering message is accepted right after
         the prompt. Raises ``AgentBusyError`` while running, ``AgentMessageLimitError`` when
@@ -596,10 +600,11 @@ class Agent:
         accepted = [message]
         if steering:
             self._accept_from(self._steering, accepted)
-        return self._start(accepted)
+        return self._start(accepted, deps)
 
-    def continue_(self) -> EventStream[AgentEvent, RunResult]:
-        """Start a logical run from the owned transcript (``continue`` is a Python keyword).
+    def continue_(self, *, deps: object = None) -> EventStream[AgentEvent, RunResult]:
+        """Start a logical run from the owned transcript (``continue`` is a Python keyword);
+        ``deps`` as for ``prompt``.
 
         A queued steering message is accepted first; otherwise, when the transcript ends with
         an assistant message, one follow-up is (``AgentStateError`` if there is none); a
@@ -622,7 +627,7 @@ class Agent:
             and not self._accept_from(self._follow_ups, accepted)
         ):
             raise AgentStateError("Cannot continue from an assistant message without queued work")
-        return self._start(accepted)
+        return self._start(accepted, deps)
 
     def steer(self, content: str) -> UserMessage:
         """Queue a user message for the next turn boundary (between a tool batch and the next
@@ -644,22 +649,22 @@ class Agent:
         active.controller.abort(reason)
         return True
 
-    async def run(self, content: str) -> RunResult:
-        """``prompt(content)``, read to the end; returns the result. Cancelling the awaiting
-        task cancels the run."""
-        stream = self.prompt(content)
+    async def run(self, content: str, *, deps: object = None) -> RunResult:
+        """``prompt(content, deps=deps)``, read to the end; returns the result. Cancelling the
+        awaiting task cancels the run."""
+        stream = self.prompt(content, deps=deps)
         async for _ in stream:
             pass
         return await stream.result
 
-    def run_sync(self, content: str) -> RunResult:
+    def run_sync(self, content: str, *, deps: object = None) -> RunResult:
         """``run(content)`` on a fresh event loop, for scripts. Raises ``RuntimeError`` inside
         a running loop (await ``run()`` there). Every run of an HTTP model should share one
         loop: prefer ``asyncio.run(main())`` with ``await agent.run(...)`` for those."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(content))
+            return asyncio.run(self.run(content, deps=deps))
         raise RuntimeError("Agent.run_sync() cannot run inside an event loop; await agent.run()")
 
     # --- capacity ----------------------------------------------------------------------------
@@ -720,8 +725,10 @@ class Agent:
 
     # --- the logical run ---------------------------------------------------------------------
 
-    def _start(self, accepted: list[UserMessage]) -> EventStream[AgentEvent, RunResult]:
-        active = _ActiveRun()
+    def _start(
+        self, accepted: list[UserMessage], deps: object = None
+    ) -> EventStream[AgentEvent, RunResult]:
+        active = _ActiveRun(deps)
         active.publish = partial(self._publish, active)
         self._active = active
         controller = active.controller
@@ -799,6 +806,7 @@ class Agent:
                 request_sequence_start=self._requests,
                 sequence_start=state.sequence,
                 emit=publish,
+                deps=active.deps,
             )
             self._requests += 1
             state.usage = state.usage + result.usage

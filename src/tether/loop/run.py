@@ -144,6 +144,7 @@ def run_agent_loop(
     limits: RunLimits | None = None,
     request_sequence_start: int | None = 0,
     hooks: ToolHooks | None = None,
+    deps: object = None,
 ) -> EventStream[AgentEvent, RunResult]:
     """Run the agent loop; see the module docstring. Option errors raise ``TypeError``.
 
@@ -216,6 +217,7 @@ def run_agent_loop(
         system,
         limits,
         hooks,
+        deps=deps,
     )
     start_producer(_drive(run, stream, detach))
     return stream
@@ -235,6 +237,7 @@ async def run_owned_turns(
     request_sequence_start: int,
     sequence_start: int,
     emit: Callable[[AgentEvent], None],
+    deps: object = None,
 ) -> tuple[RunResult, int]:
     """The loop for an owner of a trusted transcript (the stateful ``Agent``).
 
@@ -263,6 +266,7 @@ async def run_owned_turns(
         sequence=sequence_start,
         call_ids=call_ids,
         announce=False,
+        deps=deps,
     )
     result = await run.outcome()
     return result, run.sequence
@@ -311,6 +315,7 @@ class _Run:
     __slots__ = (
         "announce",
         "call_ids",
+        "deps",
         "emit_event",
         "hooks",
         "limits",
@@ -342,8 +347,10 @@ class _Run:
         sequence: int = 0,
         call_ids: set[str] | None = None,
         announce: bool = True,
+        deps: object = None,
     ) -> None:
         self.emit_event = emit
+        self.deps = deps
         self.transcript: list[Message] = list(transcript)
         self.open_stream = open_stream
         self.registry = registry
@@ -415,6 +422,7 @@ class _Run:
         registry = self.registry
         push = self.emit_event
         hooks = self.hooks
+        deps = self.deps
         for step in range(1, self.max_steps + 1):
             check_signal(signal)
             request_id = f"request-{self.start + step:03d}"
@@ -450,10 +458,10 @@ class _Run:
                 self.sequence += 1
                 try:
                     if hooks is None:
-                        result = await execute_tool_call(registry, block, signal)
+                        result = await execute_tool_call(registry, block, signal, deps=deps)
                     else:
                         result = await run_hooked_tool_call(
-                            hooks, registry, block, self.transcript, signal
+                            hooks, registry, block, self.transcript, signal, deps
                         )
                 except asyncio.CancelledError as error:
                     reraise_task_cancellation(error)

@@ -71,7 +71,14 @@ from tether.protocol.results import (
     RunResult,
     RunStatus,
 )
-from tether.protocol.tools import Invalid, Tool, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol.tools import (
+    Invalid,
+    RunContext,
+    Tool,
+    ToolExecutionContext,
+    ToolValidation,
+    Valid,
+)
 
 __all__ = [
     "MAX_SAFE_INTEGER",
@@ -99,6 +106,7 @@ __all__ = [
     "ModelUsage",
     "ProtocolJsonError",
     "ProtocolValue",
+    "RunContext",
     "RunError",
     "RunFinishedEvent",
     "RunFinishedPayload",

@@ -52,8 +52,9 @@ from tether.providers.errors import ProviderError, ProviderErrorCode
 from tether.stream import EventStream
 
 if TYPE_CHECKING:
-    from tether.loop.limits import RunLimits
     import httpx2
+
+    from tether.loop.limits import RunLimits
 
 __all__ = ["HttpStreamModel", "StreamParser", "loads_payload", "transcript_call_ids"]
 

@@ -13,7 +13,7 @@ from tether.tools.contract import (
     define_tool,
     execute_tool_call,
 )
-from tether.tools.function import tool
+from tether.tools.function import ToolSignatureError, tool
 from tether.tools.serialize import (
     TOOL_OUTPUT_CAP_CHARACTERS,
     TOOL_SERIALIZATION_MAX_BIGINT_BITS,
@@ -42,6 +42,7 @@ __all__ = [
     "ToolDefinition",
     "ToolRegistry",
     "ToolResultErrorCode",
+    "ToolSignatureError",
     "define_tool",
     "execute_tool_call",
     "tool",

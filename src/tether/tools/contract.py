@@ -369,7 +369,7 @@ class _ToolFailure(Exception):
 
 
 async def execute_tool_call(
-    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal
+    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal, *, deps: object = None
 ) -> ToolResultMessage:
     """Run one tool call through the contract and return its linked result message.
 
@@ -377,7 +377,7 @@ async def execute_tool_call(
     surrogates replaced by U+FFFD, ``encodable_text``), otherwise
     the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An awaited
     output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
-    becomes ``TOOL_EXECUTION_FAILED``.
+    becomes ``TOOL_EXECUTION_FAILED``. ``deps`` reaches the tool as its context's ``deps``.
 
     Raises the abort reason when ``signal`` aborts (before or during any phase), a
     ``NonRecoverableToolError`` created by tether when the tool raises one, and
@@ -391,7 +391,7 @@ async def execute_tool_call(
         tool = registry.get(call.name)
         if tool is None:
             raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
-        pending: Any = _start(tool, call, signal)
+        pending: Any = _start(tool, call, signal, deps)
         if is_awaitable(pending):
             try:
                 output = race_eagerly(signal, pending)  # a tool that never waits: no await
@@ -463,10 +463,12 @@ def _escalate(error: BaseException, signal: AbortSignal) -> None:
         raise error
 
 
-def _start(tool: ToolDefinition[Any, Any], call: ToolCall, signal: AbortSignal) -> Any:
+def _start(
+    tool: ToolDefinition[Any, Any], call: ToolCall, signal: AbortSignal, deps: object
+) -> Any:
     """Validate the arguments and start the tool; returns what ``execute`` returned."""
     value = _validated(tool, call.arguments, signal)
-    context = trusted.execution_context(signal, call.id)
+    context = trusted.execution_context(signal, call.id, deps)
     try:
         return tool.execute(value, context)
     except Exception as error:
