@@ -16,6 +16,7 @@ from tether import (
     CompletedRunResult,
     FailedRunResult,
     JsonObject,
+    ModelRetry,
     RunContext,
     RunLimits,
     ScriptedModel,
@@ -205,3 +206,100 @@ def test_tool_rejects_what_it_cannot_describe_with_a_hint() -> None:
     with pytest.raises(ToolSignatureError) as caught:
         tool(untyped)  # pyright: ignore[reportUnknownArgumentType]
     assert "left: str" in caught.value.hint or "annotate" in caught.value.hint
+
+
+# --- 3. retry budgets, ModelRetry and hidden details ----------------------------------------
+
+
+def _error_of(content: str) -> dict[str, str]:
+    decoded: dict[str, dict[str, str]] = json.loads(content)
+    return decoded["error"]
+
+
+@tool(retries=1)
+async def flaky(attempt: int) -> str:
+    """Fail unless the attempt is 3."""
+    if attempt != 3:
+        raise ModelRetry(f"attempt {attempt} is wrong; try attempt=3")
+    return "ok"
+
+
+async def test_model_retry_reaches_the_model_and_a_success_resets_the_budget() -> None:
+    model = ScriptedModel(
+        [
+            _call_reply("flaky", {"attempt": 1}, "call-1"),
+            _call_reply("flaky", {"attempt": 3}, "call-2"),
+            _call_reply("flaky", {"attempt": 2}, "call-3"),
+            ScriptedReply(text=("done",)),
+        ]
+    )
+    run = run_agent_loop(
+        messages=[UserMessage(content="go")], model=model, tools=ToolRegistry([flaky]), max_steps=8
+    )
+    result = await run.result
+    assert isinstance(result, CompletedRunResult), result
+    answers = [m for m in result.messages if m.role == "toolResult"]
+    assert [m.is_error for m in answers] == [True, False, True]
+    assert _error_of(answers[0].content) == {
+        "code": "TOOL_RETRY_REQUESTED",
+        "message": "attempt 1 is wrong; try attempt=3",
+    }
+    # The second request carried the retry message to the model.
+    second = model.requests[1].messages[-1]
+    assert second.role == "toolResult"
+    assert "try attempt=3" in second.content
+
+
+async def test_an_exhausted_budget_ends_the_run_with_a_stable_code() -> None:
+    model = ScriptedModel(
+        [
+            _call_reply("flaky", {"attempt": 1}, "call-1"),
+            _call_reply("flaky", {"attempt": 2}, "call-2"),
+            ScriptedReply(text=("never",)),
+        ]
+    )
+    run = run_agent_loop(
+        messages=[UserMessage(content="go")], model=model, tools=ToolRegistry([flaky]), max_steps=8
+    )
+    result = await run.result
+    assert isinstance(result, FailedRunResult), result
+    assert result.error.code == "TOOL_RETRIES_EXHAUSTED"
+    assert "flaky" in result.error.message
+    assert "retries" in result.error.hint
+    assert result.messages[-1].role == "toolResult"  # the last call is answered
+
+
+async def test_the_run_default_budget_applies_to_tools_without_their_own() -> None:
+    @tool
+    async def broken() -> str:
+        """Always fails."""
+        raise ValueError("disk on fire")
+
+    replies = [_call_reply("broken", {}, f"call-{index}") for index in range(3)]
+    model = ScriptedModel([*replies, ScriptedReply(text=("never",))])
+    agent = Agent(model=model, tools=ToolRegistry([broken]), tool_retries=1)
+    result = await agent.run("go")
+    assert isinstance(result, FailedRunResult), result
+    assert result.error.code == "TOOL_RETRIES_EXHAUSTED"
+    assert len(model.requests) == 2
+
+
+async def test_hidden_error_details_never_reach_the_model() -> None:
+    @tool(expose_errors=False)
+    async def secretive() -> str:
+        """Fails with a secret."""
+        raise RuntimeError("password=hunter2")
+
+    model = ScriptedModel([_call_reply("secretive", {}), ScriptedReply(text=("done",))])
+    run = run_agent_loop(
+        messages=[UserMessage(content="go")],
+        model=model,
+        tools=ToolRegistry([secretive]),
+        max_steps=4,
+    )
+    result = await run.result
+    assert isinstance(result, CompletedRunResult), result
+    answer = next(m for m in result.messages if m.role == "toolResult")
+    assert answer.is_error
+    assert "hunter2" not in answer.content
+    assert _error_of(answer.content)["code"] == "TOOL_EXECUTION_FAILED"

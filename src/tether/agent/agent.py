@@ -83,6 +83,7 @@ from tether.agent.summarizer import model_summarizer
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
 from tether.loop.limits import MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits, limits_for
+from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.loop.run import CONSUMER_GONE, run_owned_turns
 from tether.models.base import Model, ModelStream
 from tether.protocol import (
@@ -278,8 +279,10 @@ class Agent:
     ``tether.loop.hooks``), ``summary`` (a ``ContextSummary`` the context starts with),
     ``compaction`` (``AutoCompaction``), ``recorder`` (a ``TranscriptRecorder``),
     ``history`` (messages compacted away before ``messages``: only read so generated IDs
-    and request numbers continue after them). Option errors raise ``TypeError``
-    (``AgentMessageLimitError`` for a transcript that is too long).
+    and request numbers continue after them), ``tool_retries`` (failed calls in a row a tool
+    without its own ``retries`` allows per logical run before it fails with
+    ``TOOL_RETRIES_EXHAUSTED``; ``None``, the default, is unbounded). Option errors raise
+    ``TypeError`` (``AgentMessageLimitError`` for a transcript that is too long).
     """
 
     __slots__ = (
@@ -308,6 +311,7 @@ class Agent:
         "_steering",
         "_summary",
         "_system",
+        "_tool_retries",
         "_tools",
         "_transcript",
         "_unrecorded",
@@ -330,8 +334,10 @@ class Agent:
         compaction: AutoCompaction | None = None,
         recorder: TranscriptRecorder | None = None,
         history: Sequence[Message] = (),
+        tool_retries: int | None = None,
     ) -> None:
         self._open_stream = _bound_stream(model)
+        self._tool_retries = check_tool_retries(tool_retries)
         if tools is not None and not instance_of(tools, ToolRegistry):
             raise TypeError("Agent tools must be a ToolRegistry")
         self._tools = ToolRegistry.snapshot(ToolRegistry() if tools is None else tools)
@@ -785,6 +791,7 @@ class Agent:
             state.sequence += 1
         await self._persist(accepted)
         cap = self._cap
+        budget = RetryBudget.for_run(self._tools, self._tool_retries)
         while True:
             if len(self._transcript) > cap:
                 return self._select(active, state, self._over_cap(state))
@@ -807,6 +814,7 @@ class Agent:
                 sequence_start=state.sequence,
                 emit=publish,
                 deps=active.deps,
+                budget=budget,
             )
             self._requests += 1
             state.usage = state.usage + result.usage

@@ -84,6 +84,7 @@ from tether.loop.limits import (
     RunLimits,
     limits_for,
 )
+from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream
 from tether.protocol import (
@@ -145,6 +146,7 @@ def run_agent_loop(
     request_sequence_start: int | None = 0,
     hooks: ToolHooks | None = None,
     deps: object = None,
+    tool_retries: int | None = None,
 ) -> EventStream[AgentEvent, RunResult]:
     """Run the agent loop; see the module docstring. Option errors raise ``TypeError``.
 
@@ -184,6 +186,7 @@ def run_agent_loop(
         raise TypeError("signal must be an AbortSignal or None")
     if hooks is not None and type_of(hooks) is not ToolHooks:
         raise TypeError("hooks must be a ToolHooks or None")
+    check_tool_retries(tool_retries)
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()
     registry = _snapshot_registry(tools)
@@ -218,6 +221,7 @@ def run_agent_loop(
         limits,
         hooks,
         deps=deps,
+        budget=RetryBudget.for_run(registry, tool_retries),
     )
     start_producer(_drive(run, stream, detach))
     return stream
@@ -238,6 +242,7 @@ async def run_owned_turns(
     sequence_start: int,
     emit: Callable[[AgentEvent], None],
     deps: object = None,
+    budget: RetryBudget | None = None,
 ) -> tuple[RunResult, int]:
     """The loop for an owner of a trusted transcript (the stateful ``Agent``).
 
@@ -267,6 +272,7 @@ async def run_owned_turns(
         call_ids=call_ids,
         announce=False,
         deps=deps,
+        budget=budget,
     )
     result = await run.outcome()
     return result, run.sequence
@@ -314,6 +320,7 @@ class _Run:
 
     __slots__ = (
         "announce",
+        "budget",
         "call_ids",
         "deps",
         "emit_event",
@@ -348,9 +355,11 @@ class _Run:
         call_ids: set[str] | None = None,
         announce: bool = True,
         deps: object = None,
+        budget: RetryBudget | None = None,
     ) -> None:
         self.emit_event = emit
         self.deps = deps
+        self.budget = budget
         self.transcript: list[Message] = list(transcript)
         self.open_stream = open_stream
         self.registry = registry
@@ -423,6 +432,7 @@ class _Run:
         push = self.emit_event
         hooks = self.hooks
         deps = self.deps
+        budget = self.budget
         for step in range(1, self.max_steps + 1):
             check_signal(signal)
             request_id = f"request-{self.start + step:03d}"
@@ -476,6 +486,8 @@ class _Run:
                 self.transcript.append(result)
                 push(trusted.tool_finished_event(self.sequence, result))
                 self.sequence += 1
+                if budget is not None:
+                    budget.record(result)
             if step == self.max_steps:
                 return MaxStepsRunResult(
                     messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage

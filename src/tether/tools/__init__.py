@@ -4,6 +4,7 @@ and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``."""
 from tether.tools.contract import (
     TOOL_OUTPUT_LIMIT_MIN,
     FunctionTool,
+    ModelRetry,
     NonRecoverableToolError,
     ToolContractError,
     ToolContractErrorCode,
@@ -36,6 +37,7 @@ __all__ = [
     "TOOL_TRUNCATION_MARKER",
     "UNDEFINED",
     "FunctionTool",
+    "ModelRetry",
     "NonRecoverableToolError",
     "ToolContractError",
     "ToolContractErrorCode",

@@ -128,6 +128,8 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
+    retries: int | None = None,
+    expose_errors: bool = True,
 ) -> _Decorator: ...
 
 
@@ -138,17 +140,30 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
+    retries: int | None = None,
+    expose_errors: bool = True,
 ) -> Any:
     """Turn an annotated function into a ``FunctionTool`` (see the module docstring).
 
     ``name`` defaults to the function's name and ``description`` to its docstring summary
     (one of them must exist: ``TypeError`` otherwise). ``output_limit`` caps the result
-    content in code points, as for ``define_tool``. A plain ``def`` runs in a worker thread;
+    content in code points, as for ``define_tool``; ``retries`` (failed calls in a row before
+    the run fails with ``TOOL_RETRIES_EXHAUSTED``; ``None``: the run's ``tool_retries``) and
+    ``expose_errors`` (``False``: the model never sees an exception's text) are described on
+    ``ToolDefinition``. Raise ``ModelRetry("...")`` in the function to send the model a
+    message asking it to try again. A plain ``def`` runs in a worker thread;
     an abort stops waiting for it but cannot interrupt it, and its result is then discarded.
     """
 
     def decorate(target: Callable[..., Any]) -> FunctionTool[Any, Any, Any]:
-        return _build(target, name=name, description=description, output_limit=output_limit)
+        return _build(
+            target,
+            name=name,
+            description=description,
+            output_limit=output_limit,
+            retries=retries,
+            expose_errors=expose_errors,
+        )
 
     if function is None:
         return decorate
@@ -156,7 +171,13 @@ def tool(
 
 
 def _build(
-    function: Callable[..., Any], *, name: str | None, description: str | None, output_limit: int
+    function: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    output_limit: int,
+    retries: int | None = None,
+    expose_errors: bool = True,
 ) -> FunctionTool[Any, Any, Any]:
     import inspect
 
@@ -271,6 +292,8 @@ def _build(
         execute=execute,
         parameters=parameters,
         output_limit=output_limit,
+        retries=retries,
+        expose_errors=expose_errors,
     )
     return FunctionTool(
         name=checked.name,
@@ -279,6 +302,8 @@ def _build(
         execute=checked.execute,
         parameters=checked.parameters,
         output_limit=checked.output_limit,
+        retries=checked.retries,
+        expose_errors=checked.expose_errors,
         fn=function,
     )
 
