@@ -7,9 +7,14 @@ import asyncio
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, assert_type
 
 import pytest
+
+try:
+    from pydantic import BaseModel
+except ImportError:  # pragma: no cover - pydantic is in the dev environment
+    BaseModel = None
 
 from servers.replay import ReplayServer, sse_response
 from tether import (
@@ -121,7 +126,7 @@ class Db:
 @tool
 async def lookup(key: str, context: RunContext[Db]) -> int:
     """Look a key up in the run's database."""
-    db: Db = context.deps  # pyright sees Db
+    db = assert_type(context.deps, Db)  # pyright sees Db
     return db.rows[key]
 
 
@@ -303,3 +308,128 @@ async def test_hidden_error_details_never_reach_the_model() -> None:
     assert answer.is_error
     assert "hunter2" not in answer.content
     assert _error_of(answer.content)["code"] == "TOOL_EXECUTION_FAILED"
+
+
+# --- 4. structured output ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class City:
+    name: str
+    population: int
+
+
+class CityDict(TypedDict):
+    name: str
+    population: int
+
+
+def _final(arguments: dict[str, Any], call_id: str) -> ScriptedReply:
+    return _call_reply("final_result", arguments, call_id)
+
+
+async def test_one_invalid_reply_then_a_valid_one_gives_the_typed_output() -> None:
+    model = ScriptedModel(
+        [
+            _final({"name": "Paris", "population": "lots"}, "call-1"),
+            _final({"name": "Paris", "population": 2_100_000}, "call-2"),
+        ]
+    )
+    run = run_agent_loop(
+        messages=[UserMessage(content="Biggest city in France?")],
+        model=model,
+        tools=ToolRegistry(),
+        max_steps=4,
+        output_type=City,
+    )
+    result = await run.result
+    assert isinstance(result, CompletedRunResult), result
+    city = assert_type(result.output, City)  # pyright sees City
+    assert city == City(name="Paris", population=2_100_000)
+    spec = model.requests[0].tools[-1]
+    assert spec.name == "final_result"
+    assert spec.parameters["required"] == ("name", "population")
+    first = next(m for m in result.messages if m.role == "toolResult")
+    assert first.is_error
+    assert _error_of(first.content)["code"] == "OUTPUT_INVALID"
+    assert "population" in _error_of(first.content)["message"]
+    assert result.messages[-1].role == "toolResult"  # the accepted call is answered too
+
+
+async def test_exhausted_output_retries_fail_with_a_stable_code() -> None:
+    model = ScriptedModel(
+        [
+            _final({"name": "Paris"}, "call-1"),
+            ScriptedReply(text=("Paris, about two million.",)),
+            _final({"population": 1}, "call-3"),
+        ]
+    )
+    run = run_agent_loop(
+        messages=[UserMessage(content="Biggest city in France?")],
+        model=model,
+        tools=ToolRegistry(),
+        max_steps=8,
+        output_type=CityDict,
+        output_retries=2,
+    )
+    result = await run.result
+    assert isinstance(result, FailedRunResult), result
+    assert result.error.code == "OUTPUT_RETRIES_EXHAUSTED"
+    assert "output_retries" in result.error.hint
+    # The text answer was answered with a request to call final_result.
+    retry = next(m for m in result.messages if m.role == "user" and m.id != result.messages[0].id)
+    assert "final_result" in retry.content
+    assert len(model.requests) == 3
+
+
+async def test_a_scalar_output_type_is_wrapped_and_the_agent_returns_it_typed() -> None:
+    model = ScriptedModel([_final({"response": ["a", "b"]}, "call-1")])
+    agent = Agent(model=model)
+    result = await agent.run("letters?", output_type=list[str])
+    assert isinstance(result, CompletedRunResult), result
+    letters = assert_type(result.output, list[str])
+    assert letters == ["a", "b"]
+    assert agent.messages[-1].role == "toolResult"
+
+
+@pytest.mark.skipif(BaseModel is None, reason="pydantic is not installed")
+async def test_a_pydantic_model_is_validated_by_pydantic() -> None:
+    assert BaseModel is not None
+
+    class Town(BaseModel):
+        name: str
+        population: int
+
+    model = ScriptedModel(
+        [
+            _final({"name": "Lyon", "population": "x"}, "call-1"),
+            _final({"name": "Lyon", "population": 5}, "call-2"),
+        ]
+    )
+    run = run_agent_loop(
+        messages=[UserMessage(content="?")],
+        model=model,
+        tools=ToolRegistry(),
+        max_steps=4,
+        output_type=Town,
+    )
+    result = await run.result
+    assert isinstance(result, CompletedRunResult), result
+    town: Town = result.output
+    assert (town.name, town.population) == ("Lyon", 5)
+    properties = model.requests[0].tools[-1].parameters["properties"]
+    assert isinstance(properties, JsonObject)
+    assert "population" in properties
+    first = next(m for m in result.messages if m.role == "toolResult")
+    assert _error_of(first.content)["code"] == "OUTPUT_INVALID"
+
+
+def test_an_output_type_tether_cannot_describe_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        run_agent_loop(
+            messages=[UserMessage(content="?")],
+            model=ScriptedModel([]),
+            tools=ToolRegistry(),
+            max_steps=1,
+            output_type=complex,
+        )

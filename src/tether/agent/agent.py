@@ -83,6 +83,7 @@ from tether.agent.summarizer import model_summarizer
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
 from tether.loop.limits import MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits, limits_for
+from tether.loop.output import OutputState
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.loop.run import CONSUMER_GONE, run_owned_turns
 from tether.models.base import Model, ModelStream
@@ -106,6 +107,7 @@ from tether.protocol import (
 from tether.protocol import _trusted as trusted
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
+from tether.tools.output import OutputT
 from tether.tools.serialize import serialize_output
 
 __all__ = [
@@ -236,10 +238,20 @@ def _context_limits(cap: int) -> ContextLimits:
 class _ActiveRun:
     """The run that owns the transcript: its controller, its stream, its terminal state."""
 
-    __slots__ = ("controller", "deps", "done", "output", "publish", "signal", "terminal")
+    __slots__ = (
+        "controller",
+        "deps",
+        "done",
+        "output",
+        "publish",
+        "signal",
+        "structured",
+        "terminal",
+    )
 
-    def __init__(self, deps: object = None) -> None:
+    def __init__(self, deps: object = None, structured: OutputState | None = None) -> None:
         self.deps = deps
+        self.structured = structured
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.controller = AbortController()
         self.signal = self.controller.signal
@@ -586,11 +598,22 @@ class Agent:
 
     # --- work --------------------------------------------------------------------------------
 
-    def prompt(self, content: str, *, deps: object = None) -> EventStream[AgentEvent, RunResult]:
+    def prompt(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> EventStream[AgentEvent, RunResult[OutputT]]:
         """Append a user message and start a logical run; returns its stream.
 
         ``deps`` reaches every tool of this run as its context's ``deps`` (annotate the
-        tool's context ``RunContext[YourDeps]`` to read it typed).
+        tool's context ``RunContext[YourDeps]`` to read it typed). ``output_type`` asks for a
+        structured answer, as for ``run_agent_loop``: the run completes when the model calls
+        the ``final_result`` tool with valid arguments, and ``result.output`` is the
+        validated value (typed); ``output_retries`` bounds the invalid answers
+        (``OUTPUT_RETRIES_EXHAUSTED``).
 
         If steering was queued while idle, the first steering message is accepted right after
         the prompt. Raises ``AgentBusyError`` while running, ``AgentMessageLimitError`` when
@@ -598,6 +621,7 @@ class Agent:
         """
         self._assert_idle()
         _require_loop("prompt")
+        output = OutputState.for_run(output_type, output_retries, self._tools)
         steering = len(self._steering)
         queued = steering + len(self._follow_ups)
         self._assert_projected(len(self._transcript) + 1 + 2 * queued + (1 if steering == 0 else 0))
@@ -606,11 +630,17 @@ class Agent:
         accepted = [message]
         if steering:
             self._accept_from(self._steering, accepted)
-        return self._start(accepted, deps)
+        return self._start(accepted, deps, output)
 
-    def continue_(self, *, deps: object = None) -> EventStream[AgentEvent, RunResult]:
+    def continue_(
+        self,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> EventStream[AgentEvent, RunResult[OutputT]]:
         """Start a logical run from the owned transcript (``continue`` is a Python keyword);
-        ``deps`` as for ``prompt``.
+        ``deps``, ``output_type`` and ``output_retries`` as for ``prompt``.
 
         A queued steering message is accepted first; otherwise, when the transcript ends with
         an assistant message, one follow-up is (``AgentStateError`` if there is none); a
@@ -618,6 +648,7 @@ class Agent:
         """
         self._assert_idle()
         _require_loop("continue_")
+        output = OutputState.for_run(output_type, output_retries, self._tools)
         if not self._transcript:
             raise AgentStateError("Cannot continue without transcript messages")
         tail = self._transcript[-1]
@@ -633,7 +664,7 @@ class Agent:
             and not self._accept_from(self._follow_ups, accepted)
         ):
             raise AgentStateError("Cannot continue from an assistant message without queued work")
-        return self._start(accepted, deps)
+        return self._start(accepted, deps, output)
 
     def steer(self, content: str) -> UserMessage:
         """Queue a user message for the next turn boundary (between a tool batch and the next
@@ -655,22 +686,40 @@ class Agent:
         active.controller.abort(reason)
         return True
 
-    async def run(self, content: str, *, deps: object = None) -> RunResult:
-        """``prompt(content, deps=deps)``, read to the end; returns the result. Cancelling the
-        awaiting task cancels the run."""
-        stream = self.prompt(content, deps=deps)
+    async def run(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> RunResult[OutputT]:
+        """``prompt(content, ...)`` read to the end; returns the result (``result.output`` is
+        typed by ``output_type``). Cancelling the awaiting task cancels the run."""
+        stream = self.prompt(
+            content, deps=deps, output_type=output_type, output_retries=output_retries
+        )
         async for _ in stream:
             pass
         return await stream.result
 
-    def run_sync(self, content: str, *, deps: object = None) -> RunResult:
+    def run_sync(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> RunResult[OutputT]:
         """``run(content)`` on a fresh event loop, for scripts. Raises ``RuntimeError`` inside
         a running loop (await ``run()`` there). Every run of an HTTP model should share one
         loop: prefer ``asyncio.run(main())`` with ``await agent.run(...)`` for those."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(content, deps=deps))
+            return asyncio.run(
+                self.run(content, deps=deps, output_type=output_type, output_retries=output_retries)
+            )
         raise RuntimeError("Agent.run_sync() cannot run inside an event loop; await agent.run()")
 
     # --- capacity ----------------------------------------------------------------------------
@@ -732,9 +781,9 @@ class Agent:
     # --- the logical run ---------------------------------------------------------------------
 
     def _start(
-        self, accepted: list[UserMessage], deps: object = None
-    ) -> EventStream[AgentEvent, RunResult]:
-        active = _ActiveRun(deps)
+        self, accepted: list[UserMessage], deps: object, output: OutputState | None
+    ) -> EventStream[AgentEvent, RunResult[Any]]:
+        active = _ActiveRun(deps, output)
         active.publish = partial(self._publish, active)
         self._active = active
         controller = active.controller
@@ -815,6 +864,7 @@ class Agent:
                 emit=publish,
                 deps=active.deps,
                 budget=budget,
+                output=active.structured,
             )
             self._requests += 1
             state.usage = state.usage + result.usage

@@ -76,6 +76,7 @@ RunFailureCode: TypeAlias = Literal[
     "MODEL_REFUSED",
     "TOOL_EXECUTION_FAILED",
     "TOOL_RETRIES_EXHAUSTED",
+    "OUTPUT_RETRIES_EXHAUSTED",
     "AGENT_RUNTIME_FAILED",
 ]
 """Every code a failed run can carry."""

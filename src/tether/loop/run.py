@@ -84,6 +84,7 @@ from tether.loop.limits import (
     RunLimits,
     limits_for,
 )
+from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream
@@ -110,6 +111,7 @@ from tether.protocol import _trusted as trusted
 from tether.providers.errors import ProviderError
 from tether.stream import EventStream
 from tether.tools import ToolRegistry, execute_tool_call
+from tether.tools.output import OutputT
 
 __all__ = [
     "MAX_AGENT_STEPS",
@@ -147,7 +149,9 @@ def run_agent_loop(
     hooks: ToolHooks | None = None,
     deps: object = None,
     tool_retries: int | None = None,
-) -> EventStream[AgentEvent, RunResult]:
+    output_type: type[OutputT] | None = None,
+    output_retries: int = 1,
+) -> EventStream[AgentEvent, RunResult[OutputT]]:
     """Run the agent loop; see the module docstring. Option errors raise ``TypeError``.
 
     ``signal`` defaults to one that never aborts (the consumer can still stop the run).
@@ -187,6 +191,7 @@ def run_agent_loop(
     if hooks is not None and type_of(hooks) is not ToolHooks:
         raise TypeError("hooks must be a ToolHooks or None")
     check_tool_retries(tool_retries)
+    output = OutputState.for_run(output_type, output_retries, tools)
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()
     registry = _snapshot_registry(tools)
@@ -222,6 +227,7 @@ def run_agent_loop(
         hooks,
         deps=deps,
         budget=RetryBudget.for_run(registry, tool_retries),
+        output=output,
     )
     start_producer(_drive(run, stream, detach))
     return stream
@@ -243,6 +249,7 @@ async def run_owned_turns(
     emit: Callable[[AgentEvent], None],
     deps: object = None,
     budget: RetryBudget | None = None,
+    output: OutputState | None = None,
 ) -> tuple[RunResult, int]:
     """The loop for an owner of a trusted transcript (the stateful ``Agent``).
 
@@ -273,6 +280,7 @@ async def run_owned_turns(
         announce=False,
         deps=deps,
         budget=budget,
+        output=output,
     )
     result = await run.outcome()
     return result, run.sequence
@@ -328,6 +336,7 @@ class _Run:
         "limits",
         "max_steps",
         "open_stream",
+        "output",
         "registry",
         "sequence",
         "signal",
@@ -356,14 +365,18 @@ class _Run:
         announce: bool = True,
         deps: object = None,
         budget: RetryBudget | None = None,
+        output: OutputState | None = None,
     ) -> None:
         self.emit_event = emit
+        self.output = output
         self.deps = deps
         self.budget = budget
         self.transcript: list[Message] = list(transcript)
         self.open_stream = open_stream
         self.registry = registry
-        self.specs: tuple[ToolSpec, ...] = registry.specs()
+        self.specs: tuple[ToolSpec, ...] = (
+            registry.specs() if output is None else (*registry.specs(), output.spec.tool)
+        )
         self.max_steps = max_steps
         self.start = start
         self.signal = signal
@@ -433,6 +446,7 @@ class _Run:
         hooks = self.hooks
         deps = self.deps
         budget = self.budget
+        output = self.output
         for step in range(1, self.max_steps + 1):
             check_signal(signal)
             request_id = f"request-{self.start + step:03d}"
@@ -445,11 +459,21 @@ class _Run:
             self.usage = self.usage + response.usage
             stop_reason = response.stop_reason
             if stop_reason == "stop":
-                return CompletedRunResult(
-                    messages=tuple(self.transcript),
-                    final_text=joined(text_from_assistant(message)),
-                    usage=self.usage,
-                )
+                if output is None:
+                    return CompletedRunResult(
+                        messages=tuple(self.transcript),
+                        final_text=joined(text_from_assistant(message)),
+                        usage=self.usage,
+                    )
+                output.failed("a text answer")
+                reminder = output.reminder(request_id)
+                self.transcript.append(reminder)
+                self.emit(trusted.message_accepted_event(self.sequence, reminder))
+                if step == self.max_steps:
+                    return MaxStepsRunResult(
+                        messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage
+                    )
+                continue
             if stop_reason == "length":
                 raise ModelOutputTruncated(
                     "The model's output was cut off at its output-token limit; the partial "
@@ -460,12 +484,24 @@ class _Run:
                 raise ModelRefused("The model refused to answer; its message is kept")
             if stop_reason != "toolCall":
                 assert_never(stop_reason)
+            final: object = NO_OUTPUT
             for block in message.content:
                 if block.type != "toolCall":
                     continue
                 check_signal(signal)
                 push(trusted.tool_started_event(self.sequence, block))
                 self.sequence += 1
+                if output is not None and (block.name == output.name or final is not NO_OUTPUT):
+                    result, value = output.answer(block, final is not NO_OUTPUT)
+                    self.transcript.append(result)
+                    push(trusted.tool_finished_event(self.sequence, result))
+                    self.sequence += 1
+                    if final is not NO_OUTPUT:
+                        continue
+                    if value is NO_OUTPUT:
+                        output.failed("invalid arguments")
+                    final = value
+                    continue
                 try:
                     if hooks is None:
                         result = await execute_tool_call(registry, block, signal, deps=deps)
@@ -488,6 +524,13 @@ class _Run:
                 self.sequence += 1
                 if budget is not None:
                     budget.record(result)
+            if final is not NO_OUTPUT:
+                return CompletedRunResult(
+                    messages=tuple(self.transcript),
+                    final_text=joined(text_from_assistant(message)),
+                    usage=self.usage,
+                    output=final,
+                )
             if step == self.max_steps:
                 return MaxStepsRunResult(
                     messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage

@@ -18,6 +18,7 @@ from tether.protocol._fields import (
     ProtocolValue,
     discriminant_of,
     field_hints,
+    is_python_only,
     members_of,
     omitted_while_default,
 )
@@ -60,6 +61,7 @@ def _plan(cls: type) -> _Plan:
                 field.default if omitted_while_default(field) else _MISSING,
             )
             for field in dataclasses.fields(cls)
+            if not is_python_only(field)
         )
         _PLANS[cls] = plan
     return plan
@@ -147,6 +149,8 @@ def _decode_value(data: object, cls: type, path: str) -> Any:
     arguments: dict[str, Any] = {}
     known: set[str] = set()
     for field in dataclasses.fields(cls):
+        if is_python_only(field):
+            continue
         key = camel_case(field.name)
         known.add(key)
         if key not in source:

@@ -7,9 +7,9 @@ model response the run accepted (zero by default; omitted from JSON while zero).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeAlias
 
-from tether.protocol._fields import POSITIVE, NonEmpty, ProtocolValue, v2
+from tether.protocol._fields import POSITIVE, NonEmpty, ProtocolValue, python_only, v2
 from tether.protocol.messages import Message
 from tether.protocol.model import ZERO_USAGE, ModelUsage
 
@@ -22,6 +22,15 @@ __all__ = [
     "RunResult",
     "RunStatus",
 ]
+
+if TYPE_CHECKING:  # a default, so a bare CompletedRunResult / RunResult means [Any]
+    from typing_extensions import TypeVar
+
+    OutputT_co = TypeVar("OutputT_co", covariant=True, default=Any)
+else:
+    from typing import TypeVar
+
+    OutputT_co = TypeVar("OutputT_co", covariant=True)
 
 RunStatus: TypeAlias = Literal["completed", "cancelled", "maxSteps", "failed"]
 """The four run outcomes; there is no ``running`` result."""
@@ -38,13 +47,21 @@ class RunError(ProtocolValue):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompletedRunResult(ProtocolValue):
-    """The model answered with a ``stop`` response; ``final_text`` is that answer's text."""
+class CompletedRunResult(ProtocolValue, Generic[OutputT_co]):
+    """The model answered: ``final_text`` is that answer's text.
+
+    Without an output type the answer is a ``stop`` response and ``output`` is ``None``. With
+    one (``run_agent_loop(..., output_type=City)``) the answer is the model's valid call of
+    the final-result tool and ``output`` is the validated ``City``, typed for the type checker
+    (``CompletedRunResult[City]``). ``output`` is a Python value: ``to_json`` leaves it out
+    (the call's arguments in ``messages`` hold its JSON).
+    """
 
     status: Literal["completed"] = "completed"
     messages: tuple[Message, ...]
     final_text: str
     usage: ModelUsage = v2(ZERO_USAGE)
+    output: OutputT_co = python_only(None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,5 +94,13 @@ class FailedRunResult(ProtocolValue):
     usage: ModelUsage = v2(ZERO_USAGE)
 
 
-RunResult: TypeAlias = CompletedRunResult | CancelledRunResult | MaxStepsRunResult | FailedRunResult
-"""Exactly one of these ends every run; match on ``status`` with ``assert_never`` last."""
+if TYPE_CHECKING:
+    RunResult: TypeAlias = (
+        CompletedRunResult[OutputT_co] | CancelledRunResult | MaxStepsRunResult | FailedRunResult
+    )
+else:  # the runtime union is the classes themselves (the codec and the checks read them)
+    RunResult: TypeAlias = (
+        CompletedRunResult | CancelledRunResult | MaxStepsRunResult | FailedRunResult
+    )
+"""Exactly one of these ends every run; match on ``status`` with ``assert_never`` last.
+``RunResult[City]`` is the result of a run with ``output_type=City`` (in annotations)."""

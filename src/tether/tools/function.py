@@ -308,6 +308,24 @@ def _build(
     )
 
 
+def describe_annotation(
+    annotation: Any, where: str
+) -> tuple[dict[str, Any], Callable[[JsonValue, str], tuple[str | None, Any]]]:
+    """The JSON Schema of ``annotation`` and a check of a JSON value against it, with the
+    rules ``@tool`` applies to one parameter: the check returns ``(None, value)`` or
+    ``(problem, None)``. ``TypeError`` (``ToolSignatureError``) for an annotation it cannot
+    describe. Used for structured output (``tether.tools.output``)."""
+    field = _field_for(annotation, _Where(where, where))
+
+    def check(value: JsonValue, path: str) -> tuple[str | None, Any]:
+        try:
+            return None, field.check(value, path)
+        except _Reject as problem:
+            return str(problem), None
+
+    return dict(field.schema), check
+
+
 def _hints(target: Any, where: str) -> dict[str, Any]:
     """``typing.get_type_hints`` with a decoration-time ``TypeError`` for a bad annotation."""
     try:
