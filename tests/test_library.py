@@ -20,7 +20,9 @@ from servers.replay import ReplayServer, sse_response
 from tether import (
     CompletedRunResult,
     FailedRunResult,
+    Invalid,
     JsonObject,
+    Message,
     ModelRetry,
     RunContext,
     RunLimits,
@@ -30,11 +32,15 @@ from tether import (
     ToolExecutionContext,
     ToolRegistry,
     ToolSignatureError,
+    ToolValidation,
     UserMessage,
     Valid,
     define_tool,
+    from_json,
     run_agent_loop,
+    to_json,
     tool,
+    user_message,
 )
 from tether.agent import Agent
 from tether.providers.openai_chat import OpenAIChatModel
@@ -433,3 +439,29 @@ def test_an_output_type_tether_cannot_describe_is_a_type_error() -> None:
             max_steps=1,
             output_type=complex,
         )
+
+
+# --- 6. constructors and types agree ----------------------------------------------------------
+
+
+def test_from_json_reads_a_transcript_as_a_list_or_a_tuple() -> None:
+    transcript = [UserMessage(content="hi"), user_message(content="there")]
+    data = to_json(transcript)
+    assert from_json(data, list[Message]) == transcript
+    assert from_json(data, tuple[Message, ...]) == tuple(transcript)
+
+
+def _value_of(decision: ToolValidation[int]) -> int | str:
+    if decision.ok is True:  # ok is Literal[True] / Literal[False]: `is True` narrows
+        return assert_type(decision, Valid[int]).value
+    return assert_type(decision, Invalid).error
+
+
+def test_validation_decisions_narrow_on_ok() -> None:
+    assert _value_of(Valid(value=1)) == 1
+    assert _value_of(Invalid(error="bad")) == "bad"
+
+
+def test_a_function_tool_always_has_parameters() -> None:
+    parameters = assert_type(lookup.parameters, JsonObject)
+    assert parameters["required"] == ("key",)

@@ -88,7 +88,7 @@ RESPONSE = ModelResponse(
     stop_reason="toolCall",
     usage=USAGE,
 )
-RUN_ERROR = RunError(code="MODEL_FAILED", message="The model stream failed")
+RUN_ERROR = RunError(code="MODEL_STREAM_FAILED", message="The model stream failed")
 COMPLETED = CompletedRunResult(messages=(USER,), final_text="The sum is 42.")
 CANCELLED = CancelledRunResult(messages=(USER,), reason="stopped by the user")
 MAX_STEPS = MaxStepsRunResult(messages=(USER, ASSISTANT, TOOL_RESULT), max_steps=3)
@@ -326,7 +326,7 @@ def test_nested_run_error_cannot_be_rewritten() -> None:
     code = "code"
     with pytest.raises(FrozenInstanceError):
         setattr(FAILED.error, code, "OTHER")
-    assert FAILED.error.code == "MODEL_FAILED"
+    assert FAILED.error.code == "MODEL_STREAM_FAILED"
 
 
 # --- construction checks -------------------------------------------------------------------
@@ -716,10 +716,10 @@ TO_JSON_CASES: list[tuple[str, object, object]] = [
         {
             "status": "failed",
             "messages": [],
-            "error": {"code": "MODEL_FAILED", "message": "The model stream failed"},
+            "error": {"code": "MODEL_STREAM_FAILED", "message": "The model stream failed"},
         },
     ),
-    ("RunError", RUN_ERROR, {"code": "MODEL_FAILED", "message": "The model stream failed"}),
+    ("RunError", RUN_ERROR, {"code": "MODEL_STREAM_FAILED", "message": "The model stream failed"}),
     ("Valid", VALID, {"ok": True, "value": 42}),
     ("Valid with JSON object", Valid(value=ARGUMENTS), {"ok": True, "value": ARGUMENTS_JSON}),
     ("Invalid", INVALID, {"ok": False, "error": "left must be a number"}),
@@ -835,7 +835,7 @@ def describe_run(result: RunResult) -> tuple[Branch, str]:
         (COMPLETED, ("completed", "The sum is 42.")),
         (CANCELLED, ("cancelled", "stopped by the user")),
         (MAX_STEPS, ("maxSteps", "3")),
-        (FAILED, ("failed", "MODEL_FAILED")),
+        (FAILED, ("failed", "MODEL_STREAM_FAILED")),
     ],
     ids=["completed", "cancelled", "maxSteps", "failed"],
 )

@@ -332,7 +332,9 @@ def make_result(status: str, **extra: Any) -> RunResult:
         return CancelledRunResult(messages=(USER,), reason="stop", **extra)
     if status == "maxSteps":
         return MaxStepsRunResult(messages=(USER,), max_steps=3, **extra)
-    return FailedRunResult(messages=(USER,), error=RunError(code="X", message="x"), **extra)
+    return FailedRunResult(
+        messages=(USER,), error=RunError(code="MODEL_STREAM_FAILED", message="x"), **extra
+    )
 
 
 STATUSES = ["cancelled", "completed", "failed", "maxSteps"]

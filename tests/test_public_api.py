@@ -163,7 +163,7 @@ def _instances() -> dict[type, object]:
     assistant = protocol.AssistantMessage(id="a", content=(protocol.TextBlock(text="t"), tool_call))
     chunk = protocol.TextDeltaChunk(request_id="q", delta="d")
     completed = protocol.CompletedRunResult(messages=(user,), final_text="t")
-    run_error = protocol.RunError(code="C", message="m")
+    run_error = protocol.RunError(code="MODEL_STREAM_FAILED", message="m")
     values: list[object] = [
         user,
         tool_call,

@@ -56,7 +56,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, cast, runtime_checkable
 
 from tether._errors import TetherError
 from tether._producer import start_producer
@@ -105,6 +105,7 @@ from tether.protocol import (
     assert_never,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.results import AgentFailureCode
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
 from tether.tools.output import OutputT
@@ -130,10 +131,6 @@ MAX_AGENT_MESSAGES: Final = MAX_INITIAL_MESSAGES
 """The workshop's cap on an Agent's transcript (``RunLimits.max_initial_messages``), so an
 owned transcript is always a valid input to the loop."""
 
-AgentFailureCode: TypeAlias = Literal[
-    "AGENT_MESSAGE_LIMIT", "AGENT_RECORDING_FAILED", "AGENT_STATE_FAILED"
-]
-"""The codes of ``failed`` results the Agent itself produces (the loop's codes pass through)."""
 
 AgentSubscriber: TypeAlias = Callable[[AgentEvent, AbortSignal], object]
 """Called with each event and the run's signal; may return ``None`` or an awaitable."""

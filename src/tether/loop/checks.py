@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal, TypeAlias, cast, get_args
+from typing import Any, Final, TypeAlias, cast, get_args
 
 from tether._text import code_points, is_non_empty, message_of
 from tether._types import real_items, type_of
@@ -45,6 +45,7 @@ from tether.protocol import (
     from_json,
 )
 from tether.protocol.codec import ProtocolJsonError
+from tether.protocol.results import RunFailureCode
 
 __all__ = [
     "AGREEMENT_KINDS",
@@ -65,21 +66,6 @@ __all__ = [
     "snapshot_response",
     "snapshot_transcript",
 ]
-
-RunFailureCode: TypeAlias = Literal[
-    "INVALID_TRANSCRIPT",
-    "SIGNAL_ACCESS_FAILED",
-    "MODEL_PROTOCOL_ERROR",
-    "MODEL_ASYNC_VALUE_UNOBSERVABLE",
-    "MODEL_STREAM_FAILED",
-    "MODEL_OUTPUT_TRUNCATED",
-    "MODEL_REFUSED",
-    "TOOL_EXECUTION_FAILED",
-    "TOOL_RETRIES_EXHAUSTED",
-    "OUTPUT_RETRIES_EXHAUSTED",
-    "AGENT_RUNTIME_FAILED",
-]
-"""Every code a failed run can carry."""
 
 
 class RunFailure(Exception):

@@ -68,6 +68,7 @@ from tether.protocol.results import (
     FailedRunResult,
     MaxStepsRunResult,
     RunError,
+    RunErrorCode,
     RunResult,
     RunStatus,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "ProtocolValue",
     "RunContext",
     "RunError",
+    "RunErrorCode",
     "RunFinishedEvent",
     "RunFinishedPayload",
     "RunResult",

@@ -14,11 +14,14 @@ from tether.protocol.messages import Message
 from tether.protocol.model import ZERO_USAGE, ModelUsage
 
 __all__ = [
+    "AgentFailureCode",
     "CancelledRunResult",
     "CompletedRunResult",
     "FailedRunResult",
     "MaxStepsRunResult",
     "RunError",
+    "RunErrorCode",
+    "RunFailureCode",
     "RunResult",
     "RunStatus",
 ]
@@ -36,12 +39,41 @@ RunStatus: TypeAlias = Literal["completed", "cancelled", "maxSteps", "failed"]
 """The four run outcomes; there is no ``running`` result."""
 
 
+RunFailureCode: TypeAlias = Literal[
+    "INVALID_TRANSCRIPT",
+    "SIGNAL_ACCESS_FAILED",
+    "MODEL_PROTOCOL_ERROR",
+    "MODEL_ASYNC_VALUE_UNOBSERVABLE",
+    "MODEL_STREAM_FAILED",
+    "MODEL_OUTPUT_TRUNCATED",
+    "MODEL_REFUSED",
+    "TOOL_EXECUTION_FAILED",
+    "TOOL_RETRIES_EXHAUSTED",
+    "OUTPUT_RETRIES_EXHAUSTED",
+    "AGENT_RUNTIME_FAILED",
+]
+"""Every code a failed ``run_agent_loop`` run can carry."""
+
+AgentFailureCode: TypeAlias = Literal[
+    "AGENT_MESSAGE_LIMIT", "AGENT_RECORDING_FAILED", "AGENT_STATE_FAILED"
+]
+"""The codes of ``failed`` results the Agent itself produces (the loop's codes pass through)."""
+
+RunErrorCode: TypeAlias = Literal[RunFailureCode, AgentFailureCode]
+"""Every code a ``RunError`` carries: the loop's and the Agent's."""
+
+if TYPE_CHECKING:
+    _Code: TypeAlias = RunErrorCode
+else:  # read as any non-empty code: a file written by a newer tether may carry a newer one
+    _Code = NonEmpty
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunError(ProtocolValue):
     """Why a run failed: a stable ``code``, a message for people and, when there is a fix to
     name, a ``hint`` saying what to change (``""`` otherwise; omitted from JSON while empty)."""
 
-    code: NonEmpty
+    code: _Code
     message: str
     hint: str = v2("")
 

@@ -185,14 +185,19 @@ class ToolDefinition(Generic[InputT, OutputT]):
     expose_errors: bool = True
 
 
+_NO_PARAMETERS_SCHEMA: Final = JsonObject({"type": "object", "properties": {}})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FunctionTool(ToolDefinition[dict[str, Any], OutputT], Generic[P, ReturnT, OutputT]):
     """What ``@tool`` returns: a ``ToolDefinition`` that also keeps the decorated function.
 
     ``fn`` is the original function, still callable with its own parameter and return types
     (an ``async def`` gives a coroutine to await, a ``def`` its value, on the calling thread).
+    ``parameters`` is always the derived JSON Schema.
     """
 
+    parameters: JsonObject = _NO_PARAMETERS_SCHEMA
     fn: Callable[P, ReturnT]
 
 

@@ -295,12 +295,14 @@ def _build(
         retries=retries,
         expose_errors=expose_errors,
     )
+    derived = checked.parameters
+    assert derived is not None  # define_tool froze the schema built above
     return FunctionTool(
         name=checked.name,
         description=checked.description,
         validate=checked.validate,
         execute=checked.execute,
-        parameters=checked.parameters,
+        parameters=derived,
         output_limit=checked.output_limit,
         retries=checked.retries,
         expose_errors=checked.expose_errors,
