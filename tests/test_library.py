@@ -465,3 +465,29 @@ def test_validation_decisions_narrow_on_ok() -> None:
 def test_a_function_tool_always_has_parameters() -> None:
     parameters = assert_type(lookup.parameters, JsonObject)
     assert parameters["required"] == ("key",)
+
+
+# --- 7. the scripted model's own failure code -------------------------------------------------
+
+
+async def test_a_scripted_model_out_of_replies_fails_with_its_own_code() -> None:
+    model = ScriptedModel([_call_reply("lookup", {"key": "a"})])
+    run = run_agent_loop(
+        messages=[UserMessage(content="go")],
+        model=model,
+        tools=ToolRegistry([lookup]),
+        max_steps=4,
+        deps=Db(rows={"a": 1}),
+    )
+    result = await run.result
+    assert isinstance(result, FailedRunResult), result
+    assert result.error.code == "SCRIPT_EXHAUSTED"
+    assert "ScriptedReply" in result.error.hint
+
+
+def test_the_loop_documents_its_api_not_the_workshop() -> None:
+    doc = run_agent_loop.__doc__ or ""
+    assert "module docstring" not in doc
+    assert "heckpoint" not in doc
+    for word in ("messages", "tools", "max_steps", "deps", "output_type", "limits", "signal"):
+        assert f"``{word}``" in doc, word

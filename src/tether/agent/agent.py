@@ -1,4 +1,4 @@
-"""Checkpoint 09: the stateful ``Agent``. One owner per transcript, across runs.
+"""The stateful ``Agent``: one owner per conversation, across runs.
 
 ``run_agent_loop`` is a single run. An application (a CLI, a server, a notebook) needs an
 object that owns a conversation, refuses to interleave two runs over it, takes more work while
@@ -273,12 +273,21 @@ class _LogicalRun:
 
 
 class Agent:
-    """A stateful owner of one conversation (see the module docstring for the rules).
+    """A conversation with a model: each ``run`` adds a user message, runs the model and
+    its tools until it answers, and keeps the transcript for the next run.
 
-    >>> agent = Agent(model=ScriptedModel([ScriptedReply(text="hi")]))  # doctest: +SKIP
-    >>> result = await agent.run("hello")                              # doctest: +SKIP
-    >>> result.final_text, len(agent.messages)                          # doctest: +SKIP
+    >>> agent = Agent(model=ScriptedModel([ScriptedReply(text=("hi",))]))  # doctest: +SKIP
+    >>> result = await agent.run("hello")                                 # doctest: +SKIP
+    >>> result.final_text, len(agent.messages)                             # doctest: +SKIP
     ('hi', 2)
+
+    ``await agent.run(content)`` returns the ``RunResult`` (``run_sync`` from a script without
+    an event loop; ``prompt`` returns the event stream instead). ``deps=`` reaches the tools
+    as ``RunContext[Deps].deps``; ``output_type=`` asks for a typed ``result.output``. One
+    run at a time: ``prompt`` while running raises ``AgentBusyError``; add work to a running
+    run with ``steer`` / ``follow_up``; ``cancel`` stops it (its unfinished turn is dropped);
+    ``subscribe`` observes every event. Interrupted tool calls are always closed, so the
+    transcript stays a valid request.
 
     Options (keyword-only): ``model`` (its ``stream`` is bound once), ``tools`` (a
     ``ToolRegistry``, copied), ``max_steps`` (model turns per logical run; default 64, at most

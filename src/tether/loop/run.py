@@ -1,4 +1,4 @@
-"""Checkpoint 07, v2: the agent loop. It drives a model and tools step by step and always settles.
+"""The agent loop: ``run_agent_loop`` drives a model and tools step by step and always settles.
 
 ``run_agent_loop`` checks its options synchronously (``TypeError``), snapshots the tool
 registry and the starting transcript, and returns an ``EventStream[AgentEvent, RunResult]``.
@@ -88,6 +88,7 @@ from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream
+from tether.models.scripted import ScriptedModelError
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -152,14 +153,42 @@ def run_agent_loop(
     output_type: type[OutputT] | None = None,
     output_retries: int = 1,
 ) -> EventStream[AgentEvent, RunResult[OutputT]]:
-    """Run the agent loop; see the module docstring. Option errors raise ``TypeError``.
+    """Run one agent run: ask ``model``, run the tools it calls, repeat until it answers.
 
-    ``signal`` defaults to one that never aborts (the consumer can still stop the run).
-    ``system`` is sent with every request. ``limits`` bounds the run (``RunLimits()`` is the
-    workshop's; use ``RunLimits.for_real_models()`` for real models). ``request_sequence_start``
-    is the number of requests an owning lifecycle already made, so request IDs continue
-    (``request-NNN`` = start + step). ``hooks`` are called around every tool call (see
-    ``tether.loop.hooks``).
+    Returns at once with an ``EventStream``: iterate it for the run's events
+    (``message.accepted``, ``model.chunk``, ``tool.started``, ``tool.finished``, and
+    ``run.finished`` last), or just ``await stream.result`` for the ``RunResult``. It must be
+    called with an event loop running (from ``async`` code). Every run ends with exactly one
+    result, matched on ``status``:
+
+    * ``completed``: the model answered (``final_text``; with ``output_type``, ``output``);
+    * ``maxSteps``: ``max_steps`` model turns were used up by tool turns;
+    * ``cancelled``: ``signal`` aborted, or you stopped listening (``aclose()`` on the
+      iterator, or cancelling the task awaiting ``result``); ``reason`` says why;
+    * ``failed``: ``error.code`` is a stable ``RunErrorCode`` (``MODEL_STREAM_FAILED``,
+      ``MODEL_PROTOCOL_ERROR``, ``TOOL_RETRIES_EXHAUSTED``, ...), ``error.message`` says what
+      happened and ``error.hint``, when set, what to change.
+
+    ``messages`` is the starting transcript (``UserMessage(content=...)`` and the other
+    messages); ``result.messages`` is it plus every complete message of the run. ``tools``
+    is a ``ToolRegistry`` (e.g. ``ToolRegistry([my_tool])`` with ``@tool`` functions);
+    ``max_steps`` bounds the model turns. ``system`` is sent with every request.
+    ``signal`` (an ``AbortSignal``) cancels the run. ``deps`` is any value your tools need
+    (a database, a client): a tool reads it as ``context.deps`` from a parameter annotated
+    ``RunContext[YourDeps]``. ``tool_retries`` is how many failed calls in a row a tool
+    without its own ``@tool(retries=...)`` allows before the run fails (``None``:
+    unbounded). ``output_type`` (a dataclass, ``TypedDict``, pydantic model or other
+    annotation ``@tool`` accepts) asks for a structured answer: it is offered as the
+    ``final_result`` tool, and ``result.output`` is the validated value, typed;
+    ``output_retries`` is how many invalid answers the model may give before the run fails
+    with ``OUTPUT_RETRIES_EXHAUSTED``. ``limits`` (``RunLimits``) bounds what the model may
+    send; it defaults to the model's ``run_limits`` (the HTTP models carry
+    ``RunLimits.for_real_models()``) or else ``RunLimits()``. ``hooks`` (``ToolHooks``) are
+    called around every tool call, e.g. to ask a person before a tool runs.
+    ``request_sequence_start`` is for owners of a longer conversation: the number of
+    requests already made, so request IDs continue (``request-NNN``).
+
+    Options that are not what they say raise ``TypeError`` at once.
     """
     limits = limits_for(model, limits)
     if type_of(max_steps) is not int or not 1 <= max_steps <= MAX_SAFE_INTEGER:
@@ -606,7 +635,7 @@ class _Run:
                     raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
                 except Exception as error:
                     check_signal(signal)
-                    raise ModelStreamFailure(_stream_failure_text(error)) from error
+                    raise _stream_failure(error) from error
                 check_signal(signal)
                 if count >= max_chunks:
                     raise ModelProtocolError(
@@ -658,6 +687,22 @@ _PENDING: Final = object()
 _UNCANCELLED_MODEL: Final = "Model stream raised CancelledError although nothing cancelled the run"
 
 
+class ScriptExhausted(RunFailure):
+    code = "SCRIPT_EXHAUSTED"
+
+
+def _stream_failure(error: Exception) -> RunFailure:
+    """The run failure of a failed model stream: ``SCRIPT_EXHAUSTED`` when a scripted model
+    ran out of replies (a test's script is too short), else ``MODEL_STREAM_FAILED``."""
+    if isinstance(error, ScriptedModelError) and error.code == "SCRIPT_EXHAUSTED":
+        return ScriptExhausted(
+            error.message,
+            "the ScriptedModel has fewer replies than the run makes model turns: add a "
+            "ScriptedReply for each turn (each tool turn is followed by another request)",
+        )
+    return ModelStreamFailure(_stream_failure_text(error))
+
+
 def _stream_failure_text(error: Exception) -> str:
     """What a failed model stream reports: a provider error's stable code first
     (``"PROVIDER_RATE_LIMITED: HTTP 429: ..."``), so the run's message says which failure."""
@@ -696,7 +741,7 @@ def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:
         return settled.result_nowait(_PENDING)
     except Exception as error:
         check_signal(signal)
-        raise ModelStreamFailure(_stream_failure_text(error)) from error
+        raise _stream_failure(error) from error
 
 
 async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
@@ -715,7 +760,7 @@ async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
         raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
     except Exception as error:
         check_signal(signal)
-        raise ModelStreamFailure(_stream_failure_text(error)) from error
+        raise _stream_failure(error) from error
 
 
 _CANCELLED_FALLBACK: Final = "The run was cancelled"

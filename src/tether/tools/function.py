@@ -143,7 +143,13 @@ def tool(
     retries: int | None = None,
     expose_errors: bool = True,
 ) -> Any:
-    """Turn an annotated function into a ``FunctionTool`` (see the module docstring).
+    """Turn an annotated function into a tool the model can call (a ``FunctionTool``).
+
+    The parameters' annotations become the JSON Schema the model sees (descriptions from the
+    docstring's ``Args:`` section) and the validation its arguments go through before the
+    function runs; a parameter annotated ``RunContext[Deps]`` (or ``ToolExecutionContext``)
+    receives the call's context, its ``deps`` included. Use it bare (``@tool``) or with
+    options (``@tool(name=..., retries=2)``).
 
     ``name`` defaults to the function's name and ``description`` to its docstring summary
     (one of them must exist: ``TypeError`` otherwise). ``output_limit`` caps the result
