@@ -81,9 +81,9 @@ class ScriptedModelError(TetherError):
 class ScriptedModel:
     """A model whose every turn is scripted in advance, for tests and examples.
 
-    ``ScriptedModel([ScriptedReply(tool_calls=(ScriptedToolCall(name="add", arguments=
-    JsonObject({"left": 1, "right": 2})),)), ScriptedReply(text=("3",))])`` answers the first
-    request with a call of ``add`` and the second with the text ``3``; each reply is used
+    ``ScriptedModel([tool_call_reply(("add", {"left": 1, "right": 2})), text_reply("3")])``
+    answers the first request with a call of ``add`` and the second with the text ``3``
+    (``ScriptedReply`` is the same turn as plain data); each reply is used
     once, in order, and a run that asks for more fails with ``SCRIPT_EXHAUSTED``. A reply may
     also be a function ``(request, signal) -> async iterator`` of chunks ending with a
     ``ModelResponse``, for turns that need to see the request.
