@@ -533,7 +533,7 @@ class _Run:
                     continue
                 try:
                     if hooks is None:
-                        result = await execute_tool_call(registry, block, signal, deps=deps)
+                        result = await execute_tool_call(registry, block, signal, deps)
                     else:
                         result = await run_hooked_tool_call(
                             hooks, registry, block, self.transcript, signal, deps

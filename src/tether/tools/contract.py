@@ -431,7 +431,7 @@ class _ToolFailure(Exception):
 
 
 async def execute_tool_call(
-    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal, *, deps: object = None
+    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal, deps: object = None
 ) -> ToolResultMessage:
     """Run one tool call through the contract and return its linked result message.
 
