@@ -368,17 +368,22 @@ async def _write_locked(
                         "WRITE_TEMP_IDENTITY_CHANGED", "the temp file was replaced"
                     ) from None
                 raise
+            renamed = True
+            owned = False
+            # Checked before the lock is released: once it is, the next tether writer (in any
+            # process) may rightly rename its own file over ours, and that file holds our
+            # change too.
+            after = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if (after.st_dev, after.st_ino) != identity:
+                with contextlib.suppress(OSError):
+                    again = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if (again.st_dev, again.st_ino) == (after.st_dev, after.st_ino):
+                        os.unlink(name, dir_fd=fd)
+                raise CodingToolError(
+                    "WRITE_TEMP_IDENTITY_CHANGED", "the renamed file was replaced"
+                )
         finally:
             lock.release()
-        renamed = True
-        owned = False
-        after = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        if (after.st_dev, after.st_ino) != identity:
-            with contextlib.suppress(OSError):
-                again = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if (again.st_dev, again.st_ino) == (after.st_dev, after.st_ino):
-                    os.unlink(name, dir_fd=fd)
-            raise CodingToolError("WRITE_TEMP_IDENTITY_CHANGED", "the renamed file was replaced")
         succeeded = True
     finally:
         if handle >= 0:
