@@ -33,7 +33,6 @@ import difflib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 import threading
 from collections.abc import AsyncGenerator, Callable, Generator
@@ -300,7 +299,7 @@ def _unchanged(ws: Workspace, fd: int, name: str, display: str, expected: bytes)
 
 def _temp_name() -> str:
     """Short and of fixed length: a target name of ``NAME_MAX`` bytes still has a sibling."""
-    return f".pify-tmp-{secrets.token_hex(8)}"
+    return f".pify-tmp-{os.urandom(8).hex()}"  # secrets.token_hex, without importing random
 
 
 async def _write_locked(
