@@ -341,6 +341,7 @@ if TYPE_CHECKING:
         tool_call_reply,
     )
     from tether.protocol import (
+        MAX_RAW_ARGUMENTS_CODE_POINTS,
         MAX_SAFE_INTEGER,
         ZERO_USAGE,
         AgentEvent,
@@ -507,6 +508,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "thaw_json",
     ),
     "tether.protocol": (
+        "MAX_RAW_ARGUMENTS_CODE_POINTS",
         "MAX_SAFE_INTEGER",
         "ZERO_USAGE",
         "AgentEvent",
@@ -1007,6 +1009,7 @@ __all__ = [
     "MAX_MODEL_CHUNKS_PER_STEP",
     "MAX_MODEL_TEXT_CODE_POINTS",
     "MAX_PROVIDER_CODE",
+    "MAX_RAW_ARGUMENTS_CODE_POINTS",
     "MAX_REPORT_METRICS",
     "MAX_RESOURCE_TEXT_BYTES",
     "MAX_SAFE_INTEGER",

@@ -70,6 +70,7 @@ from tether.loop.checks import (
     snapshot_transcript,
 )
 from tether.loop.hooks import ToolHooks, run_hooked_tool_call
+from tether.loop.invalid_calls import invalid_call_result
 from tether.loop.limits import (
     DEFAULT_LIMITS,
     MAX_AGENT_STEPS,
@@ -443,7 +444,9 @@ class _Run:
                 push(trusted.tool_started_event(self.sequence, block))
                 self.sequence += 1
                 try:
-                    if hooks is None:
+                    if block.raw_arguments is not None:  # invalid: answered, never executed
+                        result = invalid_call_result(block)
+                    elif hooks is None:
                         result = await execute_tool_call(registry, block, signal)
                     else:
                         result = await run_hooked_tool_call(

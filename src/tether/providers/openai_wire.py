@@ -19,9 +19,10 @@ which). The rules:
   ``event: error``, is ``PROVIDER_ERROR_EVENT``.
 * Tool calls are assembled per ``index``: ``id`` and ``name`` are set once (identical
   repeats ignored, never concatenated), argument fragments are concatenated and parsed with
-  ``json.loads`` when the call is complete (``""`` means ``{}``; invalid JSON is an error,
-  never repaired). ``finish_reason`` and ``usage``: the last non-null value wins; usage is
-  never summed.
+  ``json.loads`` when the call is complete (``""`` means ``{}``; text that is not a JSON
+  object is never repaired: the call is kept as an invalid call, ``raw_arguments`` holding the
+  text, which the loop answers with an error). ``finish_reason`` and ``usage``: the last
+  non-null value wins; usage is never summed.
 * Which finish reasons and stream ends count as complete, and how vendor tool-call IDs are
   kept or replaced, is documented on ``OpenAIChatStreamParser``; the per-server switches are
   the fields of ``OpenAIChatCompat`` (presets in ``tether.providers.catalog``).
@@ -276,14 +277,30 @@ def arguments_text(call: ToolCall) -> str:
     """A call's arguments as compact JSON text (``{"a":1}``), as OpenAI sends them.
 
     Non-ASCII text is kept as it is; only if the arguments hold a lone surrogate (which UTF-8
-    cannot encode) is everything written as ``\\u`` escapes instead.
+    cannot encode) is everything written as ``\\u`` escapes instead. An invalid call
+    (``raw_arguments`` set) sends the text the model sent, so the model sees its own mistake
+    (a lone surrogate in it becomes U+FFFD).
     """
+    raw = call.raw_arguments
+    if raw is not None:
+        return _encodable(raw)
     text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"), ensure_ascii=False)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"))
+    return text
+
+
+def _encodable(text: str) -> str:
+    """``text`` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
     return text
 
 
@@ -494,6 +511,9 @@ class OpenAIChatStreamParser:
       already has its ID and name and its (non-empty) arguments parse as a JSON object: a
       complete JSON object cannot be continued, so parallel calls may even interleave. Then its
       ``toolCall`` chunk is emitted: the same ``ToolCall`` object as in the final message.
+      A call whose arguments are still not a JSON object at ``finish`` (broken JSON, an
+      array, ...) is an *invalid call*: ``arguments`` ``{}`` and ``raw_arguments`` the text
+      (bounded), never a failed response; the loop answers it with ``TOOL_ARGUMENTS_INVALID``.
     * Tool-call IDs: a vendor ID is kept exactly unless it is empty, already used by an
       earlier call of this response, or in ``reserved_call_ids`` (the IDs of the request's
       transcript); then the ID is ``"<response id>-call-<position>"``, with ``-2``, ``-3``...
@@ -843,11 +863,23 @@ class OpenAIChatStreamParser:
                 continue
             self._emit(call, call.name, arguments, out)
 
-    def _emit(self, call: _Call, name: str, arguments: JsonObject, out: list[ModelChunk]) -> None:
+    def _emit(
+        self,
+        call: _Call,
+        name: str,
+        arguments: JsonObject,
+        out: list[ModelChunk],
+        raw: str | None = None,
+    ) -> None:
+        """Complete ``call``: its ``toolCall`` chunk and its place in the content. ``raw``:
+        the argument text of an invalid call (``arguments`` is then ``{}``)."""
         call_id = call.call_id
         if call_id is None:
             call_id = call.call_id = self._derive_id(call.position)
-        tool_call = trusted.tool_call(call_id, name, arguments)
+        if raw is None:
+            tool_call = trusted.tool_call(call_id, name, arguments)
+        else:
+            tool_call = trusted.invalid_tool_call(call_id, name, raw)
         self._flush_run()
         self._content.append(tool_call)
         out.append(trusted.tool_call_chunk(self._request_id, tool_call))
@@ -863,7 +895,7 @@ class OpenAIChatStreamParser:
         stop reasons and when a stream counts as complete).
 
         ``ProviderError``: ``PROVIDER_STREAM_INTERRUPTED``, ``PROVIDER_ERROR_EVENT`` (finish
-        reason ``error``), ``PROVIDER_PROTOCOL_ERROR`` (invalid arguments, a call without a
+        reason ``error``), ``PROVIDER_PROTOCOL_ERROR`` (a call without a
         name, an unknown finish reason). ``RuntimeError`` when called twice.
         """
         if self._state != "open" or self._failure is not None:
@@ -902,12 +934,15 @@ class OpenAIChatStreamParser:
                 if truncated is not None:
                     continue
                 raise _protocol(f"Tool call {call.position} ended without a name")
+            text = "".join(call.parts)
             try:
-                arguments = _parse_arguments("".join(call.parts))
-            except _BadArguments as error:
+                arguments = _parse_arguments(text)
+            except _BadArguments:
                 if truncated is not None:
                     continue
-                raise _protocol(f"Tool call {_shown(name)} arguments {error}") from None
+                # Kept as an invalid call: the loop answers it and the model tries again.
+                self._emit(call, name, _EMPTY_ARGUMENTS, out, raw=text)
+                continue
             self._emit(call, name, arguments, out)
         self._flush_run()
         content = tuple(self._content)
