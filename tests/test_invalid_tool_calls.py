@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tether import (
+    AbortController,
     AssistantMessage,
     CompletedRunResult,
     FailedRunResult,
@@ -25,6 +26,7 @@ from tether import (
     ToolCallDeltaChunk,
     ToolRegistry,
     UserMessage,
+    execute_tool_call,
     run_agent_loop,
     text_reply,
     tool,
@@ -204,3 +206,12 @@ def test_every_raw_text_is_described_and_answered(raw: str) -> None:
     assert type(answer) is ToolResultMessage
     assert answer.is_error
     assert answer.content.startswith(f"TOOL_ARGUMENTS_INVALID: {description}; ")
+
+
+async def test_execute_tool_call_never_runs_an_invalid_call_either() -> None:
+    ran.clear()
+    call = ToolCall(id="c", name="write", arguments=JsonObject(), raw_arguments="{")
+    result = await execute_tool_call(ToolRegistry([write]), call, AbortController().signal)
+    assert ran == []
+    assert result.is_error
+    assert json.loads(result.content)["error"]["code"] == "TOOL_ARGUMENTS_INVALID"
