@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         AbortSignal,
     )
     from tether.agent import (
+        INTERRUPTED_TURN_NOTE,
         MAX_AGENT_MESSAGES,
         MAX_AGENT_QUEUED_MESSAGES,
         Agent,
@@ -33,7 +34,10 @@ if TYPE_CHECKING:
         AgentStateError,
         AgentSubscriber,
         AgentSubscriberError,
+        InterruptedTurns,
         TranscriptRecorder,
+        unanswered_call_results,
+        unanswered_tool_calls,
     )
     from tether.agent.auto_compaction import (
         SUMMARY_PREFIX,
@@ -688,6 +692,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "run_agent_loop",
     ),
     "tether.agent": (
+        "INTERRUPTED_TURN_NOTE",
         "MAX_AGENT_MESSAGES",
         "MAX_AGENT_QUEUED_MESSAGES",
         "Agent",
@@ -698,7 +703,10 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "AgentStateError",
         "AgentSubscriber",
         "AgentSubscriberError",
+        "InterruptedTurns",
         "TranscriptRecorder",
+        "unanswered_call_results",
+        "unanswered_tool_calls",
     ),
     "tether.agent.compaction": (
         "CODE_POINTS_PER_TOKEN",
@@ -984,6 +992,7 @@ __all__ = [
     "EXTENSION_ERROR_CODES",
     "EXTENSION_TIMEOUT",
     "FIXTURE_CANDIDATE_ID",
+    "INTERRUPTED_TURN_NOTE",
     "JUDGE_SYSTEM_PROMPT",
     "MAX_AGENT_MESSAGES",
     "MAX_AGENT_QUEUED_MESSAGES",
@@ -1147,6 +1156,7 @@ __all__ = [
     "FixtureProviderErrorCode",
     "FixtureRuntime",
     "FunctionTool",
+    "InterruptedTurns",
     "Invalid",
     "ItemOutcome",
     "JsonArray",
@@ -1378,6 +1388,8 @@ __all__ = [
     "tool",
     "tool_call_reply",
     "tool_result_message",
+    "unanswered_call_results",
+    "unanswered_tool_calls",
     "user_message",
     "validate_transcript",
     "write_file_tool",
