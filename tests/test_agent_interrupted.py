@@ -25,6 +25,7 @@ from tether import (
     TextBlock,
     TextDeltaChunk,
     ToolCall,
+    ToolCallChunk,
     ToolRegistry,
     ToolResultMessage,
     UserMessage,
@@ -86,14 +87,16 @@ def shell_call(call_id: str = "call-1", *more: ScriptedToolCall) -> ScriptedRepl
     return ScriptedReply(text=("Running it.",), tool_calls=(command, *more))
 
 
-def stalled(*deltas: str, streamed: asyncio.Event) -> Any:
-    """A turn that streams ``deltas`` and then waits forever (until the run is aborted)."""
+def stalled(*deltas: str, streamed: asyncio.Event, call: ToolCall | None = None) -> Any:
+    """A turn that streams ``deltas`` (then ``call``) and waits forever (until aborted)."""
 
     async def factory(
         request: ModelRequest, signal: AbortSignal
     ) -> AsyncIterator[ModelChunk | ModelResponse]:
         for delta in deltas:
             yield TextDeltaChunk(request_id=request.id, delta=delta)
+        if call is not None:
+            yield ToolCallChunk(request_id=request.id, tool_call=call)
         streamed.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")  # pragma: no cover
@@ -218,6 +221,25 @@ async def test_a_partly_streamed_answer_is_kept_as_far_as_it_streamed() -> None:
     assert note_of(messages[2]) == INTERRUPTED_TURN_NOTE
     assert (await bounded(agent.run("go on"))).status == "completed"
     assert model.requests[-1].messages[1] == partial
+
+
+async def test_a_call_streamed_before_the_interrupt_is_kept_and_answered() -> None:
+    streamed = asyncio.Event()
+    call = ToolCall(id="c9", name="shell", arguments=JsonObject({"command": "ls"}))
+    model = ScriptedModel([stalled("Listing.", streamed=streamed, call=call)])
+    agent = Agent(model=model, tools=Shell().registry, interrupted_turns="keep")
+    stream = agent.prompt("list")
+    await bounded(streamed.wait())
+    agent.cancel()
+    assert (await bounded(stream.result)).status == "cancelled"
+    messages = agent.messages
+    assert messages[1] == AssistantMessage(
+        id=messages[1].id, content=(TextBlock(text="Listing."), call)
+    )
+    answer = messages[2]
+    assert isinstance(answer, ToolResultMessage)
+    assert (answer.tool_call_id, answer.content) == ("c9", WAITING)
+    assert note_of(messages[3]) == INTERRUPTED_TURN_NOTE
 
 
 async def test_a_turn_that_produced_nothing_keeps_nothing() -> None:

@@ -211,7 +211,8 @@ class TranscriptRecorder(Protocol):
     The Agent awaits each call on its run's task before going on, so a recorded transcript
     is never behind by more than the message being written. A recorder that raises ends the
     run ``failed`` with ``AGENT_RECORDING_FAILED`` (the message says why); the Agent keeps
-    its state. A cancelled turn is never recorded (it is never adopted).
+    its state. A cancelled turn is never recorded (it is never adopted), unless the Agent
+    keeps interrupted turns (``interrupted_turns="keep"``): then what it adopted is recorded.
     """
 
     async def record_messages(self, messages: tuple[Message, ...]) -> None:
@@ -979,8 +980,9 @@ class Agent:
             )
             for call in unanswered_tool_calls(messages[before:])
         ]
-        note = UserMessage(id=new_message_id(), content=INTERRUPTED_TURN_NOTE)
-        new = [*messages[before:], *closing, note]
+        new = [*messages[before:], *closing]
+        if closing or result.status == "cancelled":  # else the turn had ended: nothing was cut
+            new.append(UserMessage(id=new_message_id(), content=INTERRUPTED_TURN_NOTE))
         if before + len(new) > self._cap:
             return
         announced = len(messages) - before if len(result.messages) > before else 0
