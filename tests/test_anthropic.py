@@ -211,7 +211,7 @@ async def test_a_call_with_broken_json_arguments_goes_back_to_the_model() -> Non
     assert answer.is_error
     expected = (
         "TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 13 (Expecting ',' delimiter); "
-        "send the call again with a JSON object. The arguments received began: "
+        "send the call again with a JSON object. The arguments received were: "
         '"{\\"left\\": 20 \\"right\\": 22}"'
     )
     assert answer.content == expected

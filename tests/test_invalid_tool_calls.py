@@ -34,7 +34,8 @@ from tether import (
 )
 from tether.loop import RunLimits, ToolCallContext, ToolHooks
 from tether.loop.invalid_calls import describe_raw_arguments, invalid_call_result
-from tether.protocol import RunResult, ToolResultMessage
+from tether.protocol import MAX_RAW_ARGUMENTS_CODE_POINTS, RunResult, ToolResultMessage
+from tether.protocol import _trusted as trusted
 
 BOUND = 10.0
 BROKEN = '{"path": "a.txt" "content": "x"}'
@@ -91,7 +92,7 @@ async def test_an_invalid_call_is_answered_never_executed_and_the_model_sees_it(
     assert answer.tool_call_id == "c1"
     assert answer.content.startswith(
         "TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 18 (Expecting ',' delimiter); "
-        "send the call again with a JSON object. The arguments received began: "
+        "send the call again with a JSON object. The arguments received were: "
     )
     assert answer.content.endswith(json.dumps(BROKEN))
     assert [event.type for event in events if event.type.startswith("tool.")] == [
@@ -215,3 +216,26 @@ async def test_execute_tool_call_never_runs_an_invalid_call_either() -> None:
     assert ran == []
     assert result.is_error
     assert json.loads(result.content)["error"]["code"] == "TOOL_ARGUMENTS_INVALID"
+
+
+def test_a_long_text_is_quoted_around_the_broken_spot() -> None:
+    head = '{"content": "' + "a" * 1_000 + '"'
+    raw = head + ' "mode": "w"}'  # the missing comma is at position len(head) + 1
+    answer = invalid_call_result(
+        ToolCall(id="c", name="write", arguments=JsonObject(), raw_arguments=raw)
+    )
+    assert answer.content.startswith(
+        "TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 1016 (Expecting ',' delimiter)"
+    )
+    quoted = json.loads(answer.content.split("around that point: ", 1)[1])
+    assert quoted == "…" + raw[len(head) + 1 - 160 :]
+    short = invalid_call_result(
+        ToolCall(
+            id="c", name="write", arguments=JsonObject(), raw_arguments="[" + "1," * 200 + "1]"
+        )
+    )
+    assert "The arguments received began: " in short.content
+    cut = trusted.invalid_tool_call("c", "write", "x" * (MAX_RAW_ARGUMENTS_CODE_POINTS + 5))
+    assert invalid_call_result(cut).content.startswith(
+        "TOOL_ARGUMENTS_INVALID: longer than tether keeps (4194309 code points), so it was cut; "
+    )

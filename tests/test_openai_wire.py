@@ -617,6 +617,34 @@ def test_an_invalid_call_and_a_valid_one_keep_their_order() -> None:
     loop_accepts(outcome.chunks, outcome.response)
 
 
+def test_an_invalid_call_goes_back_raw_or_as_an_empty_object_as_the_compat_says() -> None:
+    call = ToolCall(id="c", name="f", arguments=JsonObject(), raw_arguments='{"a": 1 "b"}')
+    request = ModelRequest(
+        id="request-001",
+        messages=(
+            UserMessage(id="u", content="go"),
+            AssistantMessage(id="a", content=(call,)),
+            ToolResultMessage(tool_call_id="c", tool_name="f", content="bad", is_error=True),
+        ),
+    )
+
+    def sent(compat: OpenAIChatCompat) -> object:
+        body: Any = build_chat_request(
+            request,
+            model="m",
+            compat=compat,
+            max_output_tokens=None,
+            temperature=None,
+            reasoning_effort=None,
+        )
+        return body["messages"][1]["tool_calls"][0]["function"]["arguments"]
+
+    assert sent(OpenAIChatCompat()) == '{"a": 1 "b"}'
+    assert sent(OpenAIChatCompat(invalid_arguments="empty")) == "{}"
+    with pytest.raises(ValueError, match="invalid_arguments must be 'raw' or 'empty'"):
+        OpenAIChatCompat(invalid_arguments="repaired")  # pyright: ignore[reportArgumentType]
+
+
 def test_an_invalid_call_sends_its_raw_text_back_as_arguments() -> None:
     call = ToolCall(id="c", name="f", arguments=JsonObject(), raw_arguments='{"a": 1 "b"}')
     assert arguments_text(call) == '{"a": 1 "b"}'
@@ -1360,6 +1388,9 @@ def test_presets() -> None:
     assert PRESETS["groq"].compat.send_stream_options is False
     local = {name for name, preset in PRESETS.items() if preset.api_key_env is None}
     assert local == {"ollama", "vllm", "llamacpp", "lmstudio"}
+    # servers that re-parse earlier calls' arguments get invalid calls back as "{}"
+    empty = {name for name, preset in PRESETS.items() if preset.compat.invalid_arguments == "empty"}
+    assert empty == {*local, "openrouter"}
     with pytest.raises(TypeError):
         PRESETS["x"] = PRESETS["openai"]  # pyright: ignore[reportIndexIssue]
 

@@ -20,26 +20,35 @@ __all__ = ["describe_raw_arguments", "invalid_call_result"]
 
 _QUOTED: Final = 200
 """Most code points of the model's text quoted in the result."""
+_AFTER: Final = 40
+"""Code points quoted after the broken spot (the rest of ``_QUOTED`` is before it)."""
 
 
 def describe_raw_arguments(raw: str) -> str:
     """What is wrong with ``raw`` as tool arguments, e.g. ``not valid JSON at line 1 column 17
     (Expecting ',' delimiter)`` or ``a JSON array, not an object``."""
+    return _diagnose(raw)[0]
+
+
+def _diagnose(raw: str) -> tuple[str, int | None]:
+    """The problem and, for broken JSON, the position (in code points) where it is."""
     cut = raw.rfind(trusted.RAW_ARGUMENTS_CUT)
     if cut != -1 and raw.endswith("]"):
-        return f"longer than tether keeps ({raw[cut + len(trusted.RAW_ARGUMENTS_CUT) : -1]})"
+        size = raw[cut + len(trusted.RAW_ARGUMENTS_CUT) : -1]
+        return f"longer than tether keeps ({size}), so it was cut", None
     if not raw.strip():
-        return "empty"
+        return "empty", None
     try:
         value: object = json.loads(raw)
     except json.JSONDecodeError as error:
-        return f"not valid JSON at line {error.lineno} column {error.colno} ({error.msg})"
+        text = f"not valid JSON at line {error.lineno} column {error.colno} ({error.msg})"
+        return text, error.pos
     except RecursionError:
-        return "nested too deeply to be read"
+        return "nested too deeply to be read", None
     except ValueError as error:  # an integer with more digits than Python converts
-        return f"not valid JSON ({error})"
+        return f"not valid JSON ({error})", None
     if isinstance(value, dict):
-        return "a JSON object tether cannot keep (nested too deeply, or NaN or Infinity)"
+        return "a JSON object tether cannot keep (nested too deeply, or NaN or Infinity)", None
     kinds: dict[type, str] = {
         list: "a JSON array",
         str: "a JSON string",
@@ -47,19 +56,36 @@ def describe_raw_arguments(raw: str) -> str:
         int: "a JSON number",
         float: "a JSON number",
     }
-    return f"{kinds.get(type(value), 'JSON null')}, not an object"
+    return f"{kinds.get(type(value), 'JSON null')}, not an object", None
+
+
+def _excerpt(raw: str, position: int | None) -> str:
+    """The part of ``raw`` the result quotes: all of it when short, else its start, or the
+    stretch just before and after the broken spot when that lies further in."""
+    if len(raw) <= _QUOTED:
+        return f"The arguments received were: {_quoted(raw)}"
+    if position is None or position <= _QUOTED - _AFTER:
+        return f"The arguments received began: {_quoted(raw[:_QUOTED] + '…')}"
+    start = position - (_QUOTED - _AFTER)
+    end = position + _AFTER
+    window = "…" + raw[start:end] + ("…" if end < len(raw) else "")
+    return f"The arguments received, around that point: {_quoted(window)}"
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
 def invalid_call_result(call: ToolCall) -> ToolResultMessage:
     """The error result answering the invalid ``call`` (``call.raw_arguments`` is set)::
 
-    TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 17 (Expecting ',' delimiter);
-    send the call again with a JSON object. The arguments received began: "{...}"
+        TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 17 (Expecting ',' delimiter);
+        send the call again with a JSON object. The arguments received were: "{...}"
     """
     raw = call.raw_arguments or ""
-    quoted = raw if len(raw) <= _QUOTED else raw[:_QUOTED] + "…"
+    problem, position = _diagnose(raw)
     text = (
-        f"TOOL_ARGUMENTS_INVALID: {describe_raw_arguments(raw)}; send the call again with a "
-        f"JSON object. The arguments received began: {json.dumps(quoted, ensure_ascii=False)}"
+        f"TOOL_ARGUMENTS_INVALID: {problem}; send the call again with a JSON object. "
+        f"{_excerpt(raw, position)}"
     )
     return trusted.tool_result(call, text, True)

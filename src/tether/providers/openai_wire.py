@@ -122,6 +122,16 @@ class OpenAIChatCompat:
     an SSE decoder drops a final ``data: [DONE]`` that has no blank line after it, and Groq
     ends some streams without one. Wins over ``finish_reason_optional``."""
 
+    invalid_arguments: Literal["raw", "empty"] = "raw"
+    """How an invalid tool call (``ToolCall.raw_arguments``: the model sent argument text that
+    is not a JSON object) is sent back in the transcript. ``"raw"``: its ``arguments`` string
+    is the text the model sent, so the model sees its own mistake (OpenAI accepts any string
+    there). ``"empty"``: ``"{}"``; the loop's ``TOOL_ARGUMENTS_INVALID`` result still quotes
+    the text. Servers that re-parse the arguments of earlier calls to render their chat
+    template need ``"empty"``, or every later request is rejected: llama.cpp (``Failed to
+    parse tool call arguments as JSON``), vLLM and SGLang before their 2026 fixes, Ollama;
+    the presets for local servers and OpenRouter (whose routes reach them) set it."""
+
     usage_cumulative_every_chunk: bool = False
     """Documentation only: the server repeats cumulative usage on every chunk (vLLM's
     ``continuous_usage_stats``, some Fireworks models). Nothing changes: usage is always the
@@ -132,6 +142,7 @@ class OpenAIChatCompat:
         _check_choice(
             "max_tokens_field", self.max_tokens_field, ("max_completion_tokens", "max_tokens")
         )
+        _check_choice("invalid_arguments", self.invalid_arguments, ("raw", "empty"))
         for name in (
             "send_stream_options",
             "finish_reason_optional",
@@ -179,7 +190,8 @@ def build_chat_request(
       ``compat.system_role`` message; then the transcript: a user message's text; an
       assistant message's text (its text blocks joined, ``null`` when it has tool calls and no
       text, ``""`` when it has neither, which OpenAI requires) and ``tool_calls`` with
-      ``arguments`` as compact JSON text; one ``tool`` message per tool result, linked by
+      ``arguments`` as compact JSON text (an invalid call's raw text, or ``"{}"``, as
+      ``compat.invalid_arguments`` says); one ``tool`` message per tool result, linked by
       ``tool_call_id``. Thinking blocks are never replayed: this API has no field for them.
       A tool result's ``is_error`` has no field either; its text says what failed.
     * ``tools`` (only when there are some): ``{"type": "function", "function": {"name",
@@ -220,7 +232,7 @@ def build_chat_request(
         if message.role == "user":
             messages.append({"role": "user", "content": message.content})
         elif message.role == "assistant":
-            messages.append(_assistant_message(message))
+            messages.append(_assistant_message(message, compat.invalid_arguments == "raw"))
         else:
             messages.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
@@ -252,7 +264,7 @@ def build_chat_request(
     return body
 
 
-def _assistant_message(message: AssistantMessage) -> dict[str, object]:
+def _assistant_message(message: AssistantMessage, raw: bool) -> dict[str, object]:
     texts: list[str] = []
     calls: list[dict[str, object]] = []
     for block in message.content:
@@ -263,7 +275,12 @@ def _assistant_message(message: AssistantMessage) -> dict[str, object]:
                 {
                     "id": block.id,
                     "type": "function",
-                    "function": {"name": block.name, "arguments": arguments_text(block)},
+                    "function": {
+                        "name": block.name,
+                        "arguments": arguments_text(block)
+                        if raw or block.raw_arguments is None
+                        else "{}",
+                    },
                 }
             )
     text = "".join(texts)
