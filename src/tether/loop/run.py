@@ -152,7 +152,11 @@ def run_agent_loop(
     workshop's; use ``RunLimits.for_real_models()`` for real models). ``request_sequence_start``
     is the number of requests an owning lifecycle already made, so request IDs continue
     (``request-NNN`` = start + step). ``hooks`` are called around every tool call (see
-    ``tether.loop.hooks``).
+    ``tether.loop.hooks``). An invalid call (``ToolCall.raw_arguments`` set: the model's
+    argument text was not a JSON object) is never run and no hook sees it: it gets
+    ``tool.started``/``tool.finished`` and an ``is_error`` result ``TOOL_ARGUMENTS_INVALID:
+    ...`` saying where the JSON breaks (``tether.loop.invalid_calls``), so the model can try
+    again.
     """
     if type_of(limits) is not RunLimits:
         raise TypeError("limits must be a RunLimits")
