@@ -22,6 +22,7 @@ from tether import (
     ScriptedModel,
     ScriptedReply,
     ScriptedToolCall,
+    TetherError,
     ToolCall,
     ToolCallDeltaChunk,
     ToolRegistry,
@@ -32,12 +33,20 @@ from tether import (
     tool,
     validate_transcript,
 )
+from tether.agent import session as session_module
 from tether.loop import RunLimits, ToolCallContext, ToolHooks
 from tether.loop.invalid_calls import describe_raw_arguments, invalid_call_result
-from tether.protocol import MAX_RAW_ARGUMENTS_CODE_POINTS, RunResult, ToolResultMessage
+from tether.messages import assistant_message
+from tether.protocol import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
+    RunResult,
+    ToolResultMessage,
+    from_json,
+)
 from tether.protocol import _trusted as trusted
 
 BOUND = 10.0
+session_message_from_json = session_module._message_from_json  # pyright: ignore[reportPrivateUsage]
 BROKEN = '{"path": "a.txt" "content": "x"}'
 
 ran: list[str] = []
@@ -239,3 +248,37 @@ def test_a_long_text_is_quoted_around_the_broken_spot() -> None:
     assert invalid_call_result(cut).content.startswith(
         "TOOL_ARGUMENTS_INVALID: longer than tether keeps (4194309 code points), so it was cut; "
     )
+
+
+@given(
+    raw=st.none() | st.text(max_size=8) | st.integers() | st.lists(st.integers(), max_size=2),
+    arguments=st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    present=st.booleans(),
+)
+def test_every_transcript_check_agrees_on_raw_arguments(
+    raw: object, arguments: dict[str, int], present: bool
+) -> None:
+    """The transcript validator, the IR constructor, the codec and the session decoder accept
+    exactly the same invalid-call shapes: ``rawArguments`` absent or null, or a string with
+    empty ``arguments``."""
+    block: dict[str, Any] = {"type": "toolCall", "id": "c", "name": "n", "arguments": arguments}
+    if present:
+        block["rawArguments"] = raw
+    message: dict[str, Any] = {"id": "a", "role": "assistant", "content": [block]}
+    answer = {"id": "r", "role": "toolResult", "toolCallId": "c", "toolName": "n"}
+    answer |= {"content": "x", "isError": True}
+    expected = not present or raw is None or (type(raw) is str and not arguments)
+    assert (validate_transcript([message, answer]) == ()) is expected
+    outcomes: list[bool] = []
+    for build in (
+        lambda: assistant_message(id="a", content=[block]),
+        lambda: from_json(message, AssistantMessage),
+        lambda: session_message_from_json(message),
+    ):
+        try:
+            build()
+        except (TypeError, ValueError, TetherError):
+            outcomes.append(False)
+        else:
+            outcomes.append(True)
+    assert outcomes == [expected] * 3
