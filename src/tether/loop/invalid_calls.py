@@ -77,11 +77,9 @@ def _quoted(text: str) -> str:
 
 
 def invalid_call_result(call: ToolCall) -> ToolResultMessage:
-    """The error result answering the invalid ``call`` (``call.raw_arguments`` is set)::
-
-    TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 17 (Expecting ',' delimiter);
-    send the call again with a JSON object. The arguments received were: "{...}"
-    """
+    """The error result answering the invalid ``call`` (``call.raw_arguments`` is set), e.g.
+    ``TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 17 (Expecting ',' delimiter);
+    send the call again with a JSON object. The arguments received were: "{...}"``."""
     raw = call.raw_arguments or ""
     problem, position = _diagnose(raw)
     text = (
