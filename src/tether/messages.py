@@ -111,7 +111,8 @@ def assistant_message(*, id: object, content: object) -> AssistantMessage:
     """A frozen assistant message; blocks are snapshotted and tool arguments deep-frozen.
 
     Blocks may be ``TextBlock``/``ToolCall`` values or mappings such as
-    ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``.
+    ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``; an invalid
+    call also has ``"rawArguments"`` (a string, with ``"arguments": {}``).
     Tool-call ID uniqueness is the transcript validator's job, not the constructor's.
     """
     if not is_non_empty(id):
