@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         AbortSignal,
     )
     from tether.agent import (
+        INTERRUPTED_TURN_NOTE,
         MAX_AGENT_MESSAGES,
         MAX_AGENT_QUEUED_MESSAGES,
         Agent,
@@ -33,7 +34,10 @@ if TYPE_CHECKING:
         AgentStateError,
         AgentSubscriber,
         AgentSubscriberError,
+        InterruptedTurns,
         TranscriptRecorder,
+        unanswered_call_results,
+        unanswered_tool_calls,
     )
     from tether.agent.auto_compaction import (
         SUMMARY_PREFIX,
@@ -341,6 +345,7 @@ if TYPE_CHECKING:
         tool_call_reply,
     )
     from tether.protocol import (
+        MAX_RAW_ARGUMENTS_CODE_POINTS,
         MAX_SAFE_INTEGER,
         ZERO_USAGE,
         AgentEvent,
@@ -512,6 +517,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "thaw_json",
     ),
     "tether.protocol": (
+        "MAX_RAW_ARGUMENTS_CODE_POINTS",
         "MAX_SAFE_INTEGER",
         "ZERO_USAGE",
         "AgentEvent",
@@ -696,6 +702,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "run_agent_loop",
     ),
     "tether.agent": (
+        "INTERRUPTED_TURN_NOTE",
         "MAX_AGENT_MESSAGES",
         "MAX_AGENT_QUEUED_MESSAGES",
         "Agent",
@@ -706,7 +713,10 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "AgentStateError",
         "AgentSubscriber",
         "AgentSubscriberError",
+        "InterruptedTurns",
         "TranscriptRecorder",
+        "unanswered_call_results",
+        "unanswered_tool_calls",
     ),
     "tether.agent.compaction": (
         "CODE_POINTS_PER_TOKEN",
@@ -993,6 +1003,7 @@ __all__ = [
     "EXTENSION_ERROR_CODES",
     "EXTENSION_TIMEOUT",
     "FIXTURE_CANDIDATE_ID",
+    "INTERRUPTED_TURN_NOTE",
     "JUDGE_SYSTEM_PROMPT",
     "MAX_AGENT_MESSAGES",
     "MAX_AGENT_QUEUED_MESSAGES",
@@ -1018,6 +1029,7 @@ __all__ = [
     "MAX_MODEL_CHUNKS_PER_STEP",
     "MAX_MODEL_TEXT_CODE_POINTS",
     "MAX_PROVIDER_CODE",
+    "MAX_RAW_ARGUMENTS_CODE_POINTS",
     "MAX_REPORT_METRICS",
     "MAX_RESOURCE_TEXT_BYTES",
     "MAX_SAFE_INTEGER",
@@ -1155,6 +1167,7 @@ __all__ = [
     "FixtureProviderErrorCode",
     "FixtureRuntime",
     "FunctionTool",
+    "InterruptedTurns",
     "Invalid",
     "ItemOutcome",
     "JsonArray",
@@ -1390,6 +1403,8 @@ __all__ = [
     "tool",
     "tool_call_reply",
     "tool_result_message",
+    "unanswered_call_results",
+    "unanswered_tool_calls",
     "user_message",
     "validate_transcript",
     "write_file_tool",

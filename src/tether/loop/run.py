@@ -70,6 +70,7 @@ from tether.loop.checks import (
     snapshot_transcript,
 )
 from tether.loop.hooks import ToolHooks, run_hooked_tool_call
+from tether.loop.invalid_calls import invalid_call_result
 from tether.loop.limits import (
     DEFAULT_LIMITS,
     MAX_AGENT_STEPS,
@@ -151,7 +152,11 @@ def run_agent_loop(
     workshop's; use ``RunLimits.for_real_models()`` for real models). ``request_sequence_start``
     is the number of requests an owning lifecycle already made, so request IDs continue
     (``request-NNN`` = start + step). ``hooks`` are called around every tool call (see
-    ``tether.loop.hooks``).
+    ``tether.loop.hooks``). An invalid call (``ToolCall.raw_arguments`` set: the model's
+    argument text was not a JSON object) is never run and no hook sees it: it gets
+    ``tool.started``/``tool.finished`` and an ``is_error`` result ``TOOL_ARGUMENTS_INVALID:
+    ...`` saying where the JSON breaks (``tether.loop.invalid_calls``), so the model can try
+    again.
     """
     if type_of(limits) is not RunLimits:
         raise TypeError("limits must be a RunLimits")
@@ -443,7 +448,9 @@ class _Run:
                 push(trusted.tool_started_event(self.sequence, block))
                 self.sequence += 1
                 try:
-                    if hooks is None:
+                    if block.raw_arguments is not None:  # invalid: answered, never executed
+                        result = invalid_call_result(block)
+                    elif hooks is None:
                         result = await execute_tool_call(registry, block, signal)
                     else:
                         result = await run_hooked_tool_call(
