@@ -650,3 +650,37 @@ async def test_run_and_rpc_tools_hide_the_key_variables(
     call = ToolCall(id="c1", name="bash", arguments=command)
     result = await execute_tool_call(options["tools"], call, AbortController().signal)
     assert "--- stdout ---\n[][passed]\n" in result.content
+
+
+# --- the sandbox setting (issue 35) -----------------------------------------------------------
+
+
+def test_tools_sandbox_settings_are_read_and_checked(tmp_path: Path) -> None:
+    text = (
+        '[tools]\nsandbox = "auto"\nsandbox_network = true\n'
+        'sandbox_hide = ["~/secrets", "/srv/keys"]\n'
+    )
+    tools = load_config(write(tmp_path, text)).tools
+    assert (tools.sandbox, tools.sandbox_network) == ("auto", True)
+    assert tools.sandbox_hide == ("~/secrets", "/srv/keys")
+    defaults = load_config(write(tmp_path, "")).tools
+    assert (defaults.sandbox, defaults.sandbox_network, defaults.sandbox_hide) == ("off", False, ())
+    for bad, key in (
+        ('sandbox = "sometimes"', "'tools.sandbox'"),
+        ("sandbox = true", "'tools.sandbox'"),
+        ('sandbox_network = "yes"', "'tools.sandbox_network'"),
+        ('sandbox_hide = ["relative/path"]', "'tools.sandbox_hide'"),
+        ('sandbox_hide = "~/x"', "'tools.sandbox_hide'"),
+    ):
+        with pytest.raises(CliConfigError) as info:
+            load_config(write(tmp_path, f"[tools]\n{bad}\n"))
+        assert key in str(info.value)
+
+
+def test_the_config_knows_every_sandbox_mode() -> None:
+    from typing import get_args
+
+    from tether.cli.config import SANDBOX_MODES
+    from tether.tools.coding.sandbox import SandboxMode
+
+    assert get_args(SandboxMode) == SANDBOX_MODES

@@ -491,3 +491,22 @@ def test_the_loop_documents_its_api_not_the_workshop() -> None:
     assert "heckpoint" not in doc
     for word in ("messages", "tools", "max_steps", "deps", "output_type", "limits", "signal"):
         assert f"``{word}``" in doc, word
+
+
+async def test_a_final_result_call_whose_arguments_are_not_json_is_an_output_retry() -> None:
+    broken = ScriptedReply(
+        tool_calls=(ScriptedToolCall(id="call-1", name="final_result", raw_arguments='{"name": '),)
+    )
+    model = ScriptedModel([broken, _final({"name": "Nice", "population": 1}, "call-2")])
+    run = run_agent_loop(
+        messages=[UserMessage(content="?")],
+        model=model,
+        tools=ToolRegistry(),
+        max_steps=4,
+        output_type=City,
+    )
+    result = await run.result
+    assert isinstance(result, CompletedRunResult), result
+    assert result.output == City(name="Nice", population=1)
+    first = next(m for m in result.messages if m.role == "toolResult")
+    assert _error_of(first.content)["code"] == "OUTPUT_INVALID"

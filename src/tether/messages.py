@@ -24,6 +24,7 @@ from tether._text import is_non_empty
 from tether._types import real_items, type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 from tether.protocol import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
     AssistantBlock,
     AssistantMessage,
     Message,
@@ -115,7 +116,8 @@ def assistant_message(
     """A frozen assistant message; blocks are snapshotted and tool arguments deep-frozen.
 
     Blocks may be ``TextBlock``/``ToolCall`` values or mappings such as
-    ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``.
+    ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``; an invalid
+    call also has ``"rawArguments"`` (a string, with ``"arguments": {}``).
     Tool-call ID uniqueness is the transcript validator's job, not the constructor's.
     ``id`` is generated when omitted, as by ``AssistantMessage``.
     """
@@ -162,7 +164,13 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         if not is_non_empty(name):
             raise TypeError(f"{prefix}.name must be a non-empty string")
         arguments = snapshot_arguments(read_field(block, "arguments"), f"{prefix}.arguments")
-        return ToolCall(id=call_id, name=name, arguments=arguments)
+        raw = read_field(block, "rawArguments")
+        if raw is MISSING or raw is None:
+            return ToolCall(id=call_id, name=name, arguments=arguments)
+        problem = _raw_arguments_problem(raw, arguments)
+        if problem is not None:
+            raise TypeError(f"{prefix}.{problem}")
+        return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)
     raise TypeError(f'{prefix}.type must be "text", "thinking" or "toolCall"')
 
 
@@ -181,6 +189,19 @@ def _thinking_from_mapping(block: Any, prefix: str) -> ThinkingBlock:
     elif type_of(redacted) is not bool:
         raise TypeError(f"{prefix}.redacted must be a boolean")
     return ThinkingBlock(text=text, signature=signature, redacted=redacted)
+
+
+def _raw_arguments_problem(raw: object, arguments: object) -> str | None:
+    """Why a mapping's ``rawArguments`` (present, not null) cannot stand with its
+    ``arguments``, or ``None``: an invalid call holds a bounded string and ``{}``."""
+    if type_of(raw) is not str:
+        return "rawArguments must be a string or null"
+    text: str = raw  # pyright: ignore[reportAssignmentType]
+    if len(text) > MAX_RAW_ARGUMENTS_CODE_POINTS:
+        return f"rawArguments must be at most {MAX_RAW_ARGUMENTS_CODE_POINTS} code points"
+    if type_of(arguments) in (dict, JsonObject) and len(arguments) != 0:  # pyright: ignore[reportArgumentType]
+        return "arguments must be empty when rawArguments is set"
+    return None
 
 
 def snapshot_arguments(value: object, path: str) -> JsonObject:
@@ -539,6 +560,7 @@ def _inspect_block(
         call_id = read_field(block, "id")
         name = read_field(block, "name")
         arguments = read_field(block, "arguments")
+        raw = read_field(block, "rawArguments")
     except Exception as error:
         if is_non_empty(call_id):
             links.malformed_calls.add(call_id)
@@ -563,6 +585,11 @@ def _inspect_block(
                 "Tool call arguments must be a non-null JSON object and not an array",
             )
         )
+    elif raw is not MISSING and raw is not None:
+        problem = _raw_arguments_problem(raw, arguments)
+        if problem is not None:
+            valid = False
+            found.append(_diagnostic("INVALID_TOOL_ARGUMENTS", index, f"Tool call {problem}"))
     if not valid:
         if is_non_empty(call_id):
             links.malformed_calls.add(call_id)

@@ -23,7 +23,14 @@ object. Its rules, in short:
 * **Cancellation wins the adoption race.** ``cancel(reason)`` aborts the running turn; the
   cancelled turn's output is never adopted, so the transcript stays as it was before that turn
   (never an assistant tool call without its results). After the terminal result is selected,
-  ``cancel()`` returns ``False``.
+  ``cancel()`` returns ``False``. With ``interrupted_turns="keep"`` (beyond the workshop; a
+  coding session wants it) the cancelled turn is adopted as far as it got instead, closed
+  into a valid transcript so the model learns what happened: the assistant message as far as
+  it streamed (its text, its complete tool calls), an ``is_error`` result for each call left
+  unanswered (``TOOL_CALL_INTERRUPTED: interrupted by the user; it may have had side
+  effects`` for the one that was running, ``... before it ran`` for the others), then the
+  user-role note ``INTERRUPTED_TURN_NOTE``. Each is announced with ``message.accepted`` and
+  recorded; a turn that produced nothing leaves the transcript as it was.
 * **Bounded.** The transcript may hold ``limits.max_initial_messages`` messages (4,096 by
   default) and the queues 256 items together; work that could overflow the transcript is
   refused when it is added (``AgentMessageLimitError``, ``AGENT_MESSAGE_LIMIT``), by the
@@ -56,7 +63,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from tether._errors import TetherError
 from tether._producer import start_producer
@@ -92,17 +99,22 @@ from tether.protocol import (
     ZERO_USAGE,
     AgentEvent,
     AgentEventType,
+    AssistantBlock,
+    AssistantMessage,
     CancelledRunResult,
     FailedRunResult,
     MaxStepsRunResult,
     Message,
+    ModelChunk,
     ModelRequest,
     ModelUsage,
     RunError,
     RunResult,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
     assert_never,
+    new_message_id,
 )
 from tether.protocol import _trusted as trusted
 from tether.protocol.results import AgentFailureCode
@@ -112,6 +124,7 @@ from tether.tools.output import OutputT
 from tether.tools.serialize import serialize_output
 
 __all__ = [
+    "INTERRUPTED_TURN_NOTE",
     "MAX_AGENT_MESSAGES",
     "MAX_AGENT_QUEUED_MESSAGES",
     "Agent",
@@ -122,7 +135,10 @@ __all__ = [
     "AgentStateError",
     "AgentSubscriber",
     "AgentSubscriberError",
+    "InterruptedTurns",
     "TranscriptRecorder",
+    "unanswered_call_results",
+    "unanswered_tool_calls",
 ]
 
 MAX_AGENT_QUEUED_MESSAGES: Final = 256
@@ -131,6 +147,18 @@ MAX_AGENT_MESSAGES: Final = MAX_INITIAL_MESSAGES
 """The workshop's cap on an Agent's transcript (``RunLimits.max_initial_messages``), so an
 owned transcript is always a valid input to the loop."""
 
+INTERRUPTED_TURN_NOTE: Final = "[the user interrupted the previous answer]"
+"""The content of the user-role note that ends an interrupted turn an Agent kept
+(``interrupted_turns="keep"``): it tells the model its answer was cut off."""
+
+InterruptedTurns: TypeAlias = Literal["discard", "keep"]
+"""What an Agent adopts from a cancelled turn: nothing (``"discard"``, the workshop's rule) or
+the turn as far as it got, closed into a valid transcript (``"keep"``)."""
+
+_INTERRUPTED_RUNNING: Final = (
+    "TOOL_CALL_INTERRUPTED: interrupted by the user; it may have had side effects"
+)
+_INTERRUPTED_WAITING: Final = "TOOL_CALL_INTERRUPTED: interrupted by the user before it ran"
 
 AgentSubscriber: TypeAlias = Callable[[AgentEvent, AbortSignal], object]
 """Called with each event and the run's signal; may return ``None`` or an awaitable."""
@@ -182,7 +210,8 @@ class TranscriptRecorder(Protocol):
     The Agent awaits each call on its run's task before going on, so a recorded transcript
     is never behind by more than the message being written. A recorder that raises ends the
     run ``failed`` with ``AGENT_RECORDING_FAILED`` (the message says why); the Agent keeps
-    its state. A cancelled turn is never recorded (it is never adopted).
+    its state. A cancelled turn is never recorded (it is never adopted), unless the Agent
+    keeps interrupted turns (``interrupted_turns="keep"``): then what it adopted is recorded.
     """
 
     async def record_messages(self, messages: tuple[Message, ...]) -> None:
@@ -272,6 +301,67 @@ class _LogicalRun:
         self.usage: ModelUsage = ZERO_USAGE
 
 
+class _TurnTrace:
+    """What one turn streamed, for keeping it when it is interrupted: its text, thinking and
+    complete tool-call chunks in order, and the calls whose tool started."""
+
+    __slots__ = ("chunks", "started")
+
+    def __init__(self) -> None:
+        self.chunks: list[ModelChunk] = []
+        self.started: set[str] = set()
+
+    def observe(self, event: AgentEvent) -> None:
+        if event.type == "model.chunk":
+            chunk = event.payload.chunk
+            if chunk.type != "toolCallDelta":
+                self.chunks.append(chunk)
+        elif event.type == "tool.started":
+            self.started.add(event.payload.tool_call.id)
+
+    def partial_message(self) -> AssistantMessage | None:
+        """The assistant message as far as it streamed (``None`` when nothing did): adjacent
+        deltas of one kind joined into one block, complete tool calls in their place."""
+        blocks: list[AssistantBlock] = []
+        run: list[str] = []
+        kind: str | None = None
+
+        def flush() -> None:
+            if kind is not None and run:
+                text = _encodable("".join(run))
+                if kind == "text":
+                    blocks.append(trusted.text_block(text))
+                else:
+                    blocks.append(trusted.thinking_block(text))
+
+        for chunk in self.chunks:
+            if chunk.type == "toolCall":
+                flush()
+                run, kind = [], None
+                blocks.append(chunk.tool_call)
+                continue
+            chunk_kind = "text" if chunk.type == "textDelta" else "thinking"
+            if chunk_kind != kind:
+                flush()
+                run, kind = [], chunk_kind
+            if chunk.type == "textDelta" or chunk.type == "thinkingDelta":
+                run.append(chunk.delta)
+        flush()
+        if not blocks:
+            return None
+        return trusted.assistant_message(new_message_id(), tuple(blocks))
+
+
+def _encodable(text: str) -> str:
+    """``text`` with surrogate halves joined and a lone one (a delta cut mid-character) made
+    U+FFFD, so a session can write it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 class Agent:
     """A conversation with a model: each ``run`` adds a user message, runs the model and
     its tools until it answers, and keeps the transcript for the next run.
@@ -297,10 +387,13 @@ class Agent:
     ``tether.loop.hooks``), ``summary`` (a ``ContextSummary`` the context starts with),
     ``compaction`` (``AutoCompaction``), ``recorder`` (a ``TranscriptRecorder``),
     ``history`` (messages compacted away before ``messages``: only read so generated IDs
-    and request numbers continue after them), ``tool_retries`` (failed calls in a row a tool
-    without its own ``retries`` allows per logical run before it fails with
-    ``TOOL_RETRIES_EXHAUSTED``; ``None``, the default, is unbounded). Option errors raise
-    ``TypeError`` (``AgentMessageLimitError`` for a transcript that is too long).
+    and request numbers continue after them), ``interrupted_turns`` (``"discard"``, the
+    default: a cancelled turn adopts nothing; ``"keep"``: it is kept as far as it got, closed
+    with ``TOOL_CALL_INTERRUPTED`` results and ``INTERRUPTED_TURN_NOTE``; see the module
+    docstring), ``tool_retries`` (failed calls in a row a tool without its own ``retries``
+    allows per logical run before it fails with ``TOOL_RETRIES_EXHAUSTED``; ``None``, the
+    default, is unbounded). Option errors raise ``TypeError`` (``AgentMessageLimitError`` for
+    a transcript that is too long).
     """
 
     __slots__ = (
@@ -314,6 +407,7 @@ class Agent:
         "_failures",
         "_follow_ups",
         "_hooks",
+        "_interrupted",
         "_last_usage",
         "_limits",
         "_listeners",
@@ -352,9 +446,13 @@ class Agent:
         compaction: AutoCompaction | None = None,
         recorder: TranscriptRecorder | None = None,
         history: Sequence[Message] = (),
+        interrupted_turns: InterruptedTurns = "discard",
         tool_retries: int | None = None,
     ) -> None:
         self._open_stream = _bound_stream(model)
+        if type_of(interrupted_turns) is not str or interrupted_turns not in ("discard", "keep"):
+            raise TypeError('Agent interrupted_turns must be "discard" or "keep"')
+        self._interrupted: InterruptedTurns = interrupted_turns
         self._tool_retries = check_tool_retries(tool_retries)
         if tools is not None and not instance_of(tools, ToolRegistry):
             raise TypeError("Agent tools must be a ToolRegistry")
@@ -855,6 +953,7 @@ class Agent:
                 if signal_aborted(active.signal):
                     return self._select(active, state, self._cancelled(active, state))
             before = len(self._transcript)
+            trace = _TurnTrace() if self._interrupted == "keep" else None
             result, state.sequence = await run_owned_turns(
                 transcript=tuple(self._transcript),
                 call_ids=set(self._call_ids),
@@ -867,7 +966,7 @@ class Agent:
                 hooks=self._hooks,
                 request_sequence_start=self._requests,
                 sequence_start=state.sequence,
-                emit=publish,
+                emit=publish if trace is None else _observed(trace, publish),
                 deps=active.deps,
                 budget=budget,
                 output=active.structured,
@@ -876,6 +975,8 @@ class Agent:
             state.usage = state.usage + result.usage
             self._usage = self._usage + result.usage
             if signal_aborted(active.signal):  # cancellation wins: the turn is not adopted
+                if trace is not None:  # ... unless the owner keeps interrupted turns
+                    await self._keep_interrupted(active, state, result, before, trace)
                 return self._select(active, state, self._cancelled(active, state))
             state.turns += 1
             if len(result.messages) > cap:
@@ -921,6 +1022,47 @@ class Agent:
                     if block.type == "toolCall":
                         self._call_ids.add(block.id)
         self._transcript = list(messages)
+
+    async def _keep_interrupted(
+        self,
+        active: _ActiveRun,
+        state: _LogicalRun,
+        result: RunResult,
+        before: int,
+        trace: _TurnTrace,
+    ) -> None:
+        """Adopt a cancelled turn as far as it got (``interrupted_turns="keep"``): what the
+        loop kept (a complete assistant message, the results of finished calls) or else the
+        message as far as it streamed, a ``TOOL_CALL_INTERRUPTED`` result for each call left
+        unanswered, and ``INTERRUPTED_TURN_NOTE``; announced and recorded. Nothing when the
+        turn produced nothing, or when keeping it would overflow the transcript cap."""
+        messages = list(result.messages)
+        if len(messages) < before:  # pragma: no cover - the loop only appends
+            return
+        if len(messages) == before:
+            partial = trace.partial_message()
+            if partial is None:
+                return
+            messages.append(partial)
+        closing = [
+            trusted.tool_result(
+                call,
+                _INTERRUPTED_RUNNING if call.id in trace.started else _INTERRUPTED_WAITING,
+                True,
+            )
+            for call in unanswered_tool_calls(messages[before:])
+        ]
+        new = [*messages[before:], *closing]
+        if closing or result.status == "cancelled":  # else the turn had ended: nothing was cut
+            new.append(UserMessage(id=new_message_id(), content=INTERRUPTED_TURN_NOTE))
+        if before + len(new) > self._cap:
+            return
+        announced = len(messages) - before if len(result.messages) > before else 0
+        self._adopt((*self._transcript[:before], *new), before)
+        for message in new[announced:]:
+            active.publish(trusted.message_accepted_event(state.sequence, message))
+            state.sequence += 1
+        await self._persist(new)
 
     def _close_orphans(
         self, active: _ActiveRun, state: _LogicalRun, result: RunResult
@@ -1138,19 +1280,44 @@ def _bound_stream(model: object) -> Callable[[ModelRequest, AbortSignal], object
     return stream
 
 
-def unanswered_call_results(messages: Sequence[Message], reason: str) -> list[ToolResultMessage]:
-    """An ``is_error`` result ``TOOL_CALL_NOT_RUN`` (message ``reason``) for every tool call in
-    ``messages`` that has no result, in call order: what closes a transcript whose turn (or
-    process) ended between a call and its result, so it is a valid request again."""
+def _observed(
+    trace: _TurnTrace, publish: Callable[[AgentEvent], None]
+) -> Callable[[AgentEvent], None]:
+    def emit(event: AgentEvent) -> None:
+        trace.observe(event)
+        publish(event)
+
+    return emit
+
+
+def unanswered_tool_calls(messages: Sequence[Message]) -> list[ToolCall]:
+    """Every tool call in ``messages`` that no later tool result answers, in call order.
+
+    A transcript with such a call is not a valid request (both APIs require a result per
+    call; the loop reports ``INVALID_TRANSCRIPT ... has no later result``): answer each, e.g.
+    with ``unanswered_call_results``, before running it again.
+    """
     answered = {message.tool_call_id for message in messages if message.role == "toolResult"}
-    content = serialize_output({"error": {"code": "TOOL_CALL_NOT_RUN", "message": reason}})
     return [
-        trusted.tool_result(block, content, True)
+        block
         for message in messages
         if message.role == "assistant"
         for block in message.content
         if block.type == "toolCall" and block.id not in answered
     ]
+
+
+def unanswered_call_results(messages: Sequence[Message], reason: str) -> list[ToolResultMessage]:
+    """An ``is_error`` result ``TOOL_CALL_NOT_RUN`` (message ``reason``) for every tool call in
+    ``messages`` that has no result, in call order: what closes a transcript whose turn (or
+    process) ended between a call and its result, so it is a valid request again.
+
+    For example, to continue from a cancelled ``run_agent_loop`` result::
+
+        messages = [*result.messages, *unanswered_call_results(result.messages, "cancelled")]
+    """
+    content = serialize_output({"error": {"code": "TOOL_CALL_NOT_RUN", "message": reason}})
+    return [trusted.tool_result(call, content, True) for call in unanswered_tool_calls(messages)]
 
 
 def _require_loop(method: str) -> None:

@@ -61,6 +61,7 @@ __all__ = [
     "check_agreement",
     "check_argument_bounds",
     "check_assistant_bounds",
+    "check_raw_argument_bounds",
     "limit_hint",
     "snapshot_chunk",
     "snapshot_response",
@@ -226,6 +227,7 @@ def check_assistant_bounds(
             pending_high = False
             if checked is None or id(block) not in checked:
                 check_argument_bounds(block.arguments, limits)
+                check_raw_argument_bounds(block.raw_arguments, limits)
             continue
         elif is_mapping(block):
             block_kind = read_field(block, "type")
@@ -234,6 +236,7 @@ def check_assistant_bounds(
             if block_kind == "toolCall":
                 pending_high = False
                 check_argument_bounds(read_field(block, "arguments"), limits)
+                check_raw_argument_bounds(read_field(block, "rawArguments"), limits)
                 continue
             text = read_field(block, "text") if block_kind in ("text", "thinking") else ""
             if type_of(text) is not str:
@@ -246,6 +249,21 @@ def check_assistant_bounds(
             raise ModelProtocolError(
                 f"Assistant message exceeds {limits.max_text_code_points} text code points",
                 limit_hint("max_text_code_points"),
+            )
+
+
+def check_raw_argument_bounds(raw: object, limits: RunLimits) -> None:
+    """An invalid call's raw argument text counts as argument strings: the same budget
+    (``max_argument_string_code_points``) as a valid call's. Absent or ``None`` passes; any
+    other shape is left to the constructor."""
+    if type_of(raw) is str:
+        text: str = raw  # pyright: ignore[reportAssignmentType]
+        count = len(text) if text.isascii() else code_points(text)[0]
+        if count > limits.max_argument_string_code_points:
+            raise ModelProtocolError(
+                "Tool-call raw arguments exceed "
+                f"{limits.max_argument_string_code_points} string code points",
+                limit_hint("max_argument_string_code_points"),
             )
 
 
@@ -447,6 +465,7 @@ def snapshot_chunk(item: object, active: str, limits: RunLimits) -> ModelChunk:
         raise ModelProtocolError(f'Model chunk requestId must equal active request "{active}"')
     if chunk.type == "toolCall":
         check_argument_bounds(chunk.tool_call.arguments, limits)
+        check_raw_argument_bounds(chunk.tool_call.raw_arguments, limits)
     return chunk
 
 
@@ -470,6 +489,7 @@ def _chunk_from_mapping(item: object, limits: RunLimits) -> ModelChunk:
         try:
             if type_of(raw_call) is not ToolCall:
                 check_argument_bounds(read_field(raw_call, "arguments"), limits)
+                check_raw_argument_bounds(read_field(raw_call, "rawArguments"), limits)
             block = assistant_message(id="chunk", content=[raw_call]).content[0]
         except ModelProtocolError:
             raise
@@ -677,6 +697,7 @@ def _same_call(left: ToolCall, right: ToolCall) -> bool:
     return (
         left.id == right.id
         and left.name == right.name
+        and left.raw_arguments == right.raw_arguments
         and _same_json(left.arguments, right.arguments)
     )
 

@@ -73,10 +73,14 @@ class OutputState:
         validated output or ``NO_OUTPUT``. Raises nothing: ``failed`` counts a retry."""
         if given:
             return trusted.tool_result(call, _NOT_RUN, True), NO_OUTPUT
-        decision = self.spec.validate(call.arguments)
-        if decision.ok is True:
-            return trusted.tool_result(call, ACCEPTED, False), decision.value
-        content = serialize_output({"error": {"code": "OUTPUT_INVALID", "message": decision.error}})
+        if call.raw_arguments is not None:  # the model's text was not a JSON object
+            error = "the arguments must be a JSON object matching the tool's schema"
+        else:
+            decision = self.spec.validate(call.arguments)
+            if decision.ok is True:
+                return trusted.tool_result(call, ACCEPTED, False), decision.value
+            error = decision.error
+        content = serialize_output({"error": {"code": "OUTPUT_INVALID", "message": error}})
         return trusted.tool_result(call, content, True), NO_OUTPUT
 
     def failed(self, what: str) -> None:

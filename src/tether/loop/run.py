@@ -71,6 +71,7 @@ from tether.loop.checks import (
     snapshot_transcript,
 )
 from tether.loop.hooks import ToolHooks, run_hooked_tool_call
+from tether.loop.invalid_calls import invalid_call_result
 from tether.loop.limits import (
     MAX_AGENT_STEPS,
     MAX_INITIAL_MESSAGES,
@@ -187,6 +188,11 @@ def run_agent_loop(
     called around every tool call, e.g. to ask a person before a tool runs.
     ``request_sequence_start`` is for owners of a longer conversation: the number of
     requests already made, so request IDs continue (``request-NNN``).
+
+    An invalid call (``ToolCall.raw_arguments`` set: the model's argument text was not a
+    JSON object) is never run and no hook sees it: it gets ``tool.started``/``tool.finished``
+    and an ``is_error`` result ``TOOL_ARGUMENTS_INVALID: ...`` saying where the JSON breaks
+    (``tether.loop.invalid_calls``), so the model can try again.
 
     Options that are not what they say raise ``TypeError`` at once.
     """
@@ -532,7 +538,9 @@ class _Run:
                     final = value
                     continue
                 try:
-                    if hooks is None:
+                    if block.raw_arguments is not None:  # invalid: answered, never executed
+                        result = invalid_call_result(block)
+                    elif hooks is None:
                         result = await execute_tool_call(registry, block, signal, deps)
                     else:
                         result = await run_hooked_tool_call(

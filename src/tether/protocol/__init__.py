@@ -24,7 +24,14 @@ from typing import Never, NoReturn
 
 from tether.protocol._fields import MAX_SAFE_INTEGER, ProtocolValue
 from tether.protocol.codec import ProtocolJsonError, from_json, to_json
-from tether.protocol.content import AssistantBlock, TextBlock, ThinkingBlock, ToolCall, ToolCallId
+from tether.protocol.content import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
+    AssistantBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolCallId,
+)
 from tether.protocol.events import (
     AgentEvent,
     AgentEventType,
@@ -82,6 +89,7 @@ from tether.protocol.tools import (
 )
 
 __all__ = [
+    "MAX_RAW_ARGUMENTS_CODE_POINTS",
     "MAX_SAFE_INTEGER",
     "ZERO_USAGE",
     "AgentEvent",

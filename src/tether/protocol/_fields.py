@@ -15,6 +15,10 @@ compiled, on first construction, from the class's resolved type hints:
 * a protocol class or a union of them accepts exact instances; ``X | None`` also ``None``;
 * anything else (``object``, a ``TypeVar``) accepts any value.
 
+A rule that spans fields of one value (``ToolCall``: ``raw_arguments`` set means
+``arguments`` is ``{}``) is the class's ``_invariant(self)`` method, run after the field
+checks; it raises ``ValueError`` naming the fields.
+
 So adding a field, a block type or a union member is one edit: the checks (and the codecs in
 ``codec.py`` and the fast builders in ``_trusted.py``) follow from the annotations. Errors are
 ``TypeError``/``ValueError`` naming the field in snake_case with what was given:
@@ -124,6 +128,9 @@ class ProtocolValue:
             stored = check(value)
             if stored is not value:
                 object.__setattr__(self, name, stored)
+        invariant = getattr(cls, "_invariant", None)
+        if invariant is not None:
+            invariant(self)
 
 
 _CHECKS: dict[type, tuple[tuple[str, _Check], ...]] = {}
@@ -163,6 +170,10 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
             lines.append(f"    if not ({test}):")
             lines.append(f"        w = check_{index}(v)")
             lines.append(f"        if w is not v: setattr_(self, {name!r}, w)")
+    invariant = getattr(cls, "_invariant", None)
+    if invariant is not None:
+        namespace["invariant"] = invariant
+        lines.append("    invariant(self)")
     exec("\n".join(lines), namespace)  # generated from the annotations, see the docstring
     cls.__post_init__ = namespace["__post_init__"]
 

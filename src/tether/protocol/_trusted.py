@@ -17,9 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
-from tether.protocol.content import TextBlock, ThinkingBlock, ToolCall
+from tether.jsonvalue import JsonObject
+from tether.protocol.content import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+)
 from tether.protocol.events import (
     MessageAcceptedEvent,
     MessageAcceptedPayload,
@@ -44,7 +50,7 @@ from tether.protocol.model import (
 )
 from tether.protocol.tools import RunContext
 
-__all__ = ["BUILDERS", "builder"]
+__all__ = ["BUILDERS", "RAW_ARGUMENTS_CUT", "bounded_raw_arguments", "builder", "invalid_tool_call"]
 
 BUILDERS: dict[str, tuple[type, tuple[str, ...]]] = {}
 """Every builder of this module by name: its class and the fields it takes, for the tests."""
@@ -115,7 +121,31 @@ text_block: Callable[[str], TextBlock] = builder(TextBlock, "text")
 thinking_block: Callable[..., ThinkingBlock] = builder(
     ThinkingBlock, "text", optional=("signature", "redacted")
 )
-tool_call: Callable[[str, str, Any], ToolCall] = builder(ToolCall, "id", "name", "arguments")
+tool_call: Callable[..., ToolCall] = builder(
+    ToolCall, "id", "name", "arguments", optional=("raw_arguments",)
+)
+_NO_ARGUMENTS: Final = JsonObject()
+
+RAW_ARGUMENTS_CUT: Final = "\u2026[cut by tether: "
+"""How the marker that ends cut raw arguments begins: ``…[cut by tether: N code points]``."""
+
+
+def bounded_raw_arguments(text: str) -> str:
+    """``text`` if it fits ``MAX_RAW_ARGUMENTS_CODE_POINTS``, else its start followed by the
+    marker ``…[cut by tether: N code points]`` (``N``: the length of ``text``), in all exactly
+    at the limit."""
+    if len(text) <= MAX_RAW_ARGUMENTS_CODE_POINTS:
+        return text
+    marker = f"{RAW_ARGUMENTS_CUT}{len(text)} code points]"
+    return text[: MAX_RAW_ARGUMENTS_CODE_POINTS - len(marker)] + marker
+
+
+def invalid_tool_call(call_id: str, name: str, raw: str) -> ToolCall:
+    """An invalid call (``arguments`` ``{}``) holding the model's argument text ``raw``,
+    bounded by ``bounded_raw_arguments``."""
+    return tool_call(call_id, name, _NO_ARGUMENTS, bounded_raw_arguments(raw))
+
+
 assistant_message: Callable[[str, tuple[Any, ...]], AssistantMessage] = builder(
     AssistantMessage, "id", "content"
 )

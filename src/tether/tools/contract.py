@@ -441,6 +441,8 @@ async def execute_tool_call(
     output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
     becomes ``TOOL_EXECUTION_FAILED``. ``deps`` reaches the tool as its context's ``deps``.
 
+    An invalid call (``raw_arguments`` set) is never run: ``TOOL_ARGUMENTS_INVALID``.
+
     Raises the abort reason when ``signal`` aborts (before or during any phase), a
     ``NonRecoverableToolError`` created by tether when the tool raises one, and
     ``ToolContractError`` (``INVALID_TOOL_CALL``) for a registry or call that is not usable.
@@ -450,6 +452,8 @@ async def execute_tool_call(
         raise ToolContractError("INVALID_TOOL_CALL", "execute_tool_call requires a ToolRegistry")
     call = _snapshot_call(tool_call, signal)
     try:
+        if call.raw_arguments is not None:  # invalid (the loop answers these before): never run
+            raise _ToolFailure("TOOL_ARGUMENTS_INVALID", "Tool call arguments are not JSON")
         tool = registry.get(call.name)
         if tool is None:
             raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
