@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, assert_type
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 try:
     from pydantic import BaseModel
@@ -44,6 +46,7 @@ from tether import (
 )
 from tether.agent import Agent
 from tether.providers.openai_chat import OpenAIChatModel
+from tether.tools.output import output_spec
 
 BOUND = 20.0
 
@@ -510,3 +513,29 @@ async def test_a_final_result_call_whose_arguments_are_not_json_is_an_output_ret
     assert result.output == City(name="Nice", population=1)
     first = next(m for m in result.messages if m.role == "toolResult")
     assert _error_of(first.content)["code"] == "OUTPUT_INVALID"
+
+
+# --- the output validator, under arbitrary input -----------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(st.one_of(JSON, st.dictionaries(st.sampled_from(["name", "population", "x"]), JSON)))
+def test_output_validation_never_raises_and_accepts_only_a_city(value: object) -> None:
+    decision = output_spec(City).validate(value)
+    if decision.ok is True:
+        assert type(decision.value) is City
+    else:
+        assert decision.error
+
+
+@given(st.text(max_size=20), st.integers(min_value=-(2**53), max_value=2**53))
+def test_a_valid_city_round_trips_through_the_output_tool(name: str, population: int) -> None:
+    decision = output_spec(City).validate({"name": name, "population": population})
+    assert decision == Valid(value=City(name=name, population=population))
