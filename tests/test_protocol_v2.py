@@ -62,6 +62,7 @@ from tether.protocol import (
     ModelUsage,
     ProtocolJsonError,
     ProtocolValue,
+    RunContext,
     RunError,
     RunFinishedEvent,
     RunFinishedPayload,
@@ -336,7 +337,9 @@ def make_result(status: str, **extra: Any) -> RunResult:
         return CancelledRunResult(messages=(USER,), reason="stop", **extra)
     if status == "maxSteps":
         return MaxStepsRunResult(messages=(USER,), max_steps=3, **extra)
-    return FailedRunResult(messages=(USER,), error=RunError(code="X", message="x"), **extra)
+    return FailedRunResult(
+        messages=(USER,), error=RunError(code="MODEL_STREAM_FAILED", message="x"), **extra
+    )
 
 
 STATUSES = ["cancelled", "completed", "failed", "maxSteps"]
@@ -666,6 +669,12 @@ EXECUTION_CONTEXTS = st.builds(
     signal=st.builds(lambda: AbortController().signal),
     tool_call_id=IDS,
 )
+RUN_CONTEXTS = st.builds(
+    RunContext,
+    signal=st.builds(lambda: AbortController().signal),
+    tool_call_id=IDS,
+    deps=st.one_of(st.none(), st.integers(), st.text(max_size=4)),
+)
 
 STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     TextBlock: TEXT_BLOCKS,
@@ -694,8 +703,9 @@ STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ToolFinishedEvent: TOOL_FINISHED_EVENTS,
     RunFinishedEvent: RUN_FINISHED_EVENTS,
     ToolExecutionContext: EXECUTION_CONTEXTS,
+    RunContext: RUN_CONTEXTS,
 }
-JSON_CLASSES = [cls for cls in STRATEGIES if cls is not ToolExecutionContext]
+JSON_CLASSES = [cls for cls in STRATEGIES if cls not in (ToolExecutionContext, RunContext)]
 # The results are one strategy for four classes.
 STRATEGIES.update(
     {
@@ -1060,7 +1070,7 @@ def test_builder_output_equals_the_public_constructor(name: str, data: st.DataOb
         assert getattr(built, field.name) == getattr(public, field.name), field.name
     assert built == public
     assert repr(built) == repr(public)
-    if cls is ToolExecutionContext:
+    if cls is ToolExecutionContext or cls is RunContext:
         for value in (built, public):
             with pytest.raises(TypeError, match="cannot encode AbortSignal"):
                 to_json(value)

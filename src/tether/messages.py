@@ -16,7 +16,7 @@ becomes that entry's diagnostic and the other entries are still checked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
@@ -98,29 +98,37 @@ def _is_array(value: object) -> bool:
 # --- constructors ---------------------------------------------------------------------------
 
 
-def user_message(*, id: object, content: object) -> UserMessage:
-    """A frozen user message. ``content`` may be empty."""
-    if not is_non_empty(id):
-        raise TypeError("userMessage: id must be a non-empty string")
+def user_message(*, content: str, id: str | None = None) -> UserMessage:
+    """A frozen user message, like ``UserMessage(content=...)``: ``id`` is generated when
+    omitted. ``content`` may be empty. Untrusted values are checked (``TypeError``)."""
     if type(content) is not str:
         raise TypeError("userMessage: content must be a string")
+    if id is None:
+        return UserMessage(content=content)
+    if not is_non_empty(id):
+        raise TypeError("userMessage: id must be a non-empty string")
     return UserMessage(id=id, content=content)
 
 
-def assistant_message(*, id: object, content: object) -> AssistantMessage:
+def assistant_message(
+    *, content: Sequence[AssistantBlock | Mapping[str, object]], id: str | None = None
+) -> AssistantMessage:
     """A frozen assistant message; blocks are snapshotted and tool arguments deep-frozen.
 
     Blocks may be ``TextBlock``/``ToolCall`` values or mappings such as
     ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``; an invalid
     call also has ``"rawArguments"`` (a string, with ``"arguments": {}``).
     Tool-call ID uniqueness is the transcript validator's job, not the constructor's.
+    ``id`` is generated when omitted, as by ``AssistantMessage``.
     """
-    if not is_non_empty(id):
+    if id is not None and not is_non_empty(id):
         raise TypeError("assistantMessage: id must be a non-empty string")
     if not _is_array(content):
         raise TypeError("assistantMessage: content must be an array")
-    items: tuple[Any, ...] = tuple(content)  # pyright: ignore[reportArgumentType]
+    items: tuple[Any, ...] = tuple(content)
     blocks = tuple(_assistant_block(item, index) for index, item in enumerate(items))
+    if id is None:
+        return AssistantMessage(content=blocks)
     return AssistantMessage(id=id, content=blocks)
 
 
@@ -209,17 +217,18 @@ def snapshot_arguments(value: object, path: str) -> JsonObject:
 
 def tool_result_message(
     *,
-    id: object,
-    tool_call_id: object,
-    tool_name: object,
-    content: object,
-    is_error: object = False,
+    tool_call_id: str,
+    tool_name: str,
+    content: str,
+    is_error: bool | None = False,
+    id: str | None = None,
 ) -> ToolResultMessage:
     """A frozen tool-result message linked to its call by ``tool_call_id``.
 
-    ``is_error`` defaults to ``False`` (also when ``None``).
+    ``is_error`` defaults to ``False`` (also when ``None``); ``id`` is generated when omitted,
+    as by ``ToolResultMessage``.
     """
-    if not is_non_empty(id):
+    if id is not None and not is_non_empty(id):
         raise TypeError("toolResultMessage: id must be a non-empty string")
     if not is_non_empty(tool_call_id):
         raise TypeError("toolResultMessage: toolCallId must be a non-empty string")
@@ -231,6 +240,10 @@ def tool_result_message(
         is_error = False
     if type(is_error) is not bool:
         raise TypeError("toolResultMessage: isError must be a boolean")
+    if id is None:
+        return ToolResultMessage(
+            tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+        )
     return ToolResultMessage(
         id=id, tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
     )

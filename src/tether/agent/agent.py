@@ -1,4 +1,4 @@
-"""Checkpoint 09: the stateful ``Agent``. One owner per transcript, across runs.
+"""The stateful ``Agent``: one owner per conversation, across runs.
 
 ``run_agent_loop`` is a single run. An application (a CLI, a server, a notebook) needs an
 object that owns a conversation, refuses to interleave two runs over it, takes more work while
@@ -89,7 +89,9 @@ from tether.agent.compaction import (
 from tether.agent.summarizer import model_summarizer
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
-from tether.loop.limits import DEFAULT_LIMITS, MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits
+from tether.loop.limits import MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits, limits_for
+from tether.loop.output import OutputState
+from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.loop.run import CONSUMER_GONE, run_owned_turns
 from tether.models.base import Model, ModelStream
 from tether.protocol import (
@@ -115,8 +117,10 @@ from tether.protocol import (
     new_message_id,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.results import AgentFailureCode
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
+from tether.tools.output import OutputT
 from tether.tools.serialize import serialize_output
 
 __all__ = [
@@ -155,11 +159,6 @@ _INTERRUPTED_RUNNING: Final = (
     "TOOL_CALL_INTERRUPTED: interrupted by the user; it may have had side effects"
 )
 _INTERRUPTED_WAITING: Final = "TOOL_CALL_INTERRUPTED: interrupted by the user before it ran"
-
-AgentFailureCode: TypeAlias = Literal[
-    "AGENT_MESSAGE_LIMIT", "AGENT_RECORDING_FAILED", "AGENT_STATE_FAILED"
-]
-"""The codes of ``failed`` results the Agent itself produces (the loop's codes pass through)."""
 
 AgentSubscriber: TypeAlias = Callable[[AgentEvent, AbortSignal], object]
 """Called with each event and the run's signal; may return ``None`` or an awaitable."""
@@ -265,9 +264,20 @@ def _context_limits(cap: int) -> ContextLimits:
 class _ActiveRun:
     """The run that owns the transcript: its controller, its stream, its terminal state."""
 
-    __slots__ = ("controller", "done", "output", "publish", "signal", "terminal")
+    __slots__ = (
+        "controller",
+        "deps",
+        "done",
+        "output",
+        "publish",
+        "signal",
+        "structured",
+        "terminal",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, deps: object = None, structured: OutputState | None = None) -> None:
+        self.deps = deps
+        self.structured = structured
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.controller = AbortController()
         self.signal = self.controller.signal
@@ -353,12 +363,21 @@ def _encodable(text: str) -> str:
 
 
 class Agent:
-    """A stateful owner of one conversation (see the module docstring for the rules).
+    """A conversation with a model: each ``run`` adds a user message, runs the model and
+    its tools until it answers, and keeps the transcript for the next run.
 
-    >>> agent = Agent(model=ScriptedModel([ScriptedReply(text="hi")]))  # doctest: +SKIP
-    >>> result = await agent.run("hello")                              # doctest: +SKIP
-    >>> result.final_text, len(agent.messages)                          # doctest: +SKIP
+    >>> agent = Agent(model=ScriptedModel([ScriptedReply(text=("hi",))]))  # doctest: +SKIP
+    >>> result = await agent.run("hello")                                 # doctest: +SKIP
+    >>> result.final_text, len(agent.messages)                             # doctest: +SKIP
     ('hi', 2)
+
+    ``await agent.run(content)`` returns the ``RunResult`` (``run_sync`` from a script without
+    an event loop; ``prompt`` returns the event stream instead). ``deps=`` reaches the tools
+    as ``RunContext[Deps].deps``; ``output_type=`` asks for a typed ``result.output``. One
+    run at a time: ``prompt`` while running raises ``AgentBusyError``; add work to a running
+    run with ``steer`` / ``follow_up``; ``cancel`` stops it (its unfinished turn is dropped);
+    ``subscribe`` observes every event. Interrupted tool calls are always closed, so the
+    transcript stays a valid request.
 
     Options (keyword-only): ``model`` (its ``stream`` is bound once), ``tools`` (a
     ``ToolRegistry``, copied), ``max_steps`` (model turns per logical run; default 64, at most
@@ -371,8 +390,10 @@ class Agent:
     and request numbers continue after them), ``interrupted_turns`` (``"discard"``, the
     default: a cancelled turn adopts nothing; ``"keep"``: it is kept as far as it got, closed
     with ``TOOL_CALL_INTERRUPTED`` results and ``INTERRUPTED_TURN_NOTE``; see the module
-    docstring). Option errors raise ``TypeError`` (``AgentMessageLimitError`` for a
-    transcript that is too long).
+    docstring), ``tool_retries`` (failed calls in a row a tool without its own ``retries``
+    allows per logical run before it fails with ``TOOL_RETRIES_EXHAUSTED``; ``None``, the
+    default, is unbounded). Option errors raise ``TypeError`` (``AgentMessageLimitError`` for
+    a transcript that is too long).
     """
 
     __slots__ = (
@@ -402,6 +423,7 @@ class Agent:
         "_steering",
         "_summary",
         "_system",
+        "_tool_retries",
         "_tools",
         "_transcript",
         "_unrecorded",
@@ -417,7 +439,7 @@ class Agent:
         max_steps: int | None = None,
         messages: Sequence[Message] = (),
         system: str | None = None,
-        limits: RunLimits = DEFAULT_LIMITS,
+        limits: RunLimits | None = None,
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         summary: ContextSummary | None = None,
@@ -425,16 +447,19 @@ class Agent:
         recorder: TranscriptRecorder | None = None,
         history: Sequence[Message] = (),
         interrupted_turns: InterruptedTurns = "discard",
+        tool_retries: int | None = None,
     ) -> None:
         self._open_stream = _bound_stream(model)
         if type_of(interrupted_turns) is not str or interrupted_turns not in ("discard", "keep"):
             raise TypeError('Agent interrupted_turns must be "discard" or "keep"')
         self._interrupted: InterruptedTurns = interrupted_turns
+        self._tool_retries = check_tool_retries(tool_retries)
         if tools is not None and not instance_of(tools, ToolRegistry):
             raise TypeError("Agent tools must be a ToolRegistry")
         self._tools = ToolRegistry.snapshot(ToolRegistry() if tools is None else tools)
-        if type_of(limits) is not RunLimits:
+        if limits is not None and type_of(limits) is not RunLimits:
             raise TypeError("Agent limits must be a RunLimits")
+        limits = limits_for(model, limits)
         self._limits = limits
         steps = min(MAX_AGENT_STEPS, limits.max_steps) if max_steps is None else max_steps
         if type_of(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:
@@ -677,8 +702,22 @@ class Agent:
 
     # --- work --------------------------------------------------------------------------------
 
-    def prompt(self, content: str) -> EventStream[AgentEvent, RunResult]:
+    def prompt(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> EventStream[AgentEvent, RunResult[OutputT]]:
         """Append a user message and start a logical run; returns its stream.
+
+        ``deps`` reaches every tool of this run as its context's ``deps`` (annotate the
+        tool's context ``RunContext[YourDeps]`` to read it typed). ``output_type`` asks for a
+        structured answer, as for ``run_agent_loop``: the run completes when the model calls
+        the ``final_result`` tool with valid arguments, and ``result.output`` is the
+        validated value (typed); ``output_retries`` bounds the invalid answers
+        (``OUTPUT_RETRIES_EXHAUSTED``).
 
         If steering was queued while idle, the first steering message is accepted right after
         the prompt. Raises ``AgentBusyError`` while running, ``AgentMessageLimitError`` when
@@ -686,6 +725,7 @@ class Agent:
         """
         self._assert_idle()
         _require_loop("prompt")
+        output = OutputState.for_run(output_type, output_retries, self._tools)
         steering = len(self._steering)
         queued = steering + len(self._follow_ups)
         self._assert_projected(len(self._transcript) + 1 + 2 * queued + (1 if steering == 0 else 0))
@@ -694,10 +734,17 @@ class Agent:
         accepted = [message]
         if steering:
             self._accept_from(self._steering, accepted)
-        return self._start(accepted)
+        return self._start(accepted, deps, output)
 
-    def continue_(self) -> EventStream[AgentEvent, RunResult]:
-        """Start a logical run from the owned transcript (``continue`` is a Python keyword).
+    def continue_(
+        self,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> EventStream[AgentEvent, RunResult[OutputT]]:
+        """Start a logical run from the owned transcript (``continue`` is a Python keyword);
+        ``deps``, ``output_type`` and ``output_retries`` as for ``prompt``.
 
         A queued steering message is accepted first; otherwise, when the transcript ends with
         an assistant message, one follow-up is (``AgentStateError`` if there is none); a
@@ -705,6 +752,7 @@ class Agent:
         """
         self._assert_idle()
         _require_loop("continue_")
+        output = OutputState.for_run(output_type, output_retries, self._tools)
         if not self._transcript:
             raise AgentStateError("Cannot continue without transcript messages")
         tail = self._transcript[-1]
@@ -720,7 +768,7 @@ class Agent:
             and not self._accept_from(self._follow_ups, accepted)
         ):
             raise AgentStateError("Cannot continue from an assistant message without queued work")
-        return self._start(accepted)
+        return self._start(accepted, deps, output)
 
     def steer(self, content: str) -> UserMessage:
         """Queue a user message for the next turn boundary (between a tool batch and the next
@@ -742,22 +790,40 @@ class Agent:
         active.controller.abort(reason)
         return True
 
-    async def run(self, content: str) -> RunResult:
-        """``prompt(content)``, read to the end; returns the result. Cancelling the awaiting
-        task cancels the run."""
-        stream = self.prompt(content)
+    async def run(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> RunResult[OutputT]:
+        """``prompt(content, ...)`` read to the end; returns the result (``result.output`` is
+        typed by ``output_type``). Cancelling the awaiting task cancels the run."""
+        stream = self.prompt(
+            content, deps=deps, output_type=output_type, output_retries=output_retries
+        )
         async for _ in stream:
             pass
         return await stream.result
 
-    def run_sync(self, content: str) -> RunResult:
+    def run_sync(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> RunResult[OutputT]:
         """``run(content)`` on a fresh event loop, for scripts. Raises ``RuntimeError`` inside
         a running loop (await ``run()`` there). Every run of an HTTP model should share one
         loop: prefer ``asyncio.run(main())`` with ``await agent.run(...)`` for those."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(content))
+            return asyncio.run(
+                self.run(content, deps=deps, output_type=output_type, output_retries=output_retries)
+            )
         raise RuntimeError("Agent.run_sync() cannot run inside an event loop; await agent.run()")
 
     # --- capacity ----------------------------------------------------------------------------
@@ -818,8 +884,10 @@ class Agent:
 
     # --- the logical run ---------------------------------------------------------------------
 
-    def _start(self, accepted: list[UserMessage]) -> EventStream[AgentEvent, RunResult]:
-        active = _ActiveRun()
+    def _start(
+        self, accepted: list[UserMessage], deps: object, output: OutputState | None
+    ) -> EventStream[AgentEvent, RunResult[Any]]:
+        active = _ActiveRun(deps, output)
         active.publish = partial(self._publish, active)
         self._active = active
         controller = active.controller
@@ -876,6 +944,7 @@ class Agent:
             state.sequence += 1
         await self._persist(accepted)
         cap = self._cap
+        budget = RetryBudget.for_run(self._tools, self._tool_retries)
         while True:
             if len(self._transcript) > cap:
                 return self._select(active, state, self._over_cap(state))
@@ -898,6 +967,9 @@ class Agent:
                 request_sequence_start=self._requests,
                 sequence_start=state.sequence,
                 emit=publish if trace is None else _observed(trace, publish),
+                deps=active.deps,
+                budget=budget,
+                output=active.structured,
             )
             self._requests += 1
             state.usage = state.usage + result.usage

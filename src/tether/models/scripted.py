@@ -80,7 +80,14 @@ class ScriptedModelError(TetherError):
 
 
 class ScriptedModel:
-    """A model whose every turn is scripted in advance; see the module docstring.
+    """A model whose every turn is scripted in advance, for tests and examples.
+
+    ``ScriptedModel([tool_call_reply(("add", {"left": 1, "right": 2})), text_reply("3")])``
+    answers the first request with a call of ``add`` and the second with the text ``3``
+    (``ScriptedReply`` is the same turn as plain data); each reply is used
+    once, in order, and a run that asks for more fails with ``SCRIPT_EXHAUSTED``. A reply may
+    also be a function ``(request, signal) -> async iterator`` of chunks ending with a
+    ``ModelResponse``, for turns that need to see the request.
 
     ``call_count`` counts attempted ``stream()`` calls (also pre-cancelled and exhausted ones);
     ``requests`` returns the requests seen, in order; ``pending_response_count`` is the

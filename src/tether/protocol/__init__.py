@@ -75,10 +75,18 @@ from tether.protocol.results import (
     FailedRunResult,
     MaxStepsRunResult,
     RunError,
+    RunErrorCode,
     RunResult,
     RunStatus,
 )
-from tether.protocol.tools import Invalid, Tool, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol.tools import (
+    Invalid,
+    RunContext,
+    Tool,
+    ToolExecutionContext,
+    ToolValidation,
+    Valid,
+)
 
 __all__ = [
     "MAX_RAW_ARGUMENTS_CODE_POINTS",
@@ -107,7 +115,9 @@ __all__ = [
     "ModelUsage",
     "ProtocolJsonError",
     "ProtocolValue",
+    "RunContext",
     "RunError",
+    "RunErrorCode",
     "RunFinishedEvent",
     "RunFinishedPayload",
     "RunResult",

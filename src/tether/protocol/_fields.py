@@ -49,6 +49,7 @@ __all__ = [
     "field_hints",
     "members_of",
     "omitted_while_default",
+    "python_only",
     "v2",
 ]
 
@@ -95,6 +96,20 @@ def v2(default: Any) -> Any:
 def omitted_while_default(field: dataclasses.Field[Any]) -> bool:
     """True for a v2 field (see ``v2``)."""
     return bool(field.metadata.get(_V2))
+
+
+_PYTHON_ONLY: Final = "tether.python_only"
+
+
+def python_only(default: Any) -> Any:
+    """A field that holds a Python value with no JSON form (a run's structured ``output``):
+    ``to_json`` never writes it and ``from_json`` leaves it at ``default``."""
+    return dataclasses.field(default=default, metadata={_V2: True, _PYTHON_ONLY: True})
+
+
+def is_python_only(field: dataclasses.Field[Any]) -> bool:
+    """True for a ``python_only`` field."""
+    return bool(field.metadata.get(_PYTHON_ONLY))
 
 
 class ProtocolValue:

@@ -48,7 +48,7 @@ from tether.protocol.model import (
     ToolCallChunk,
     ToolCallDeltaChunk,
 )
-from tether.protocol.tools import ToolExecutionContext
+from tether.protocol.tools import RunContext
 
 __all__ = ["BUILDERS", "RAW_ARGUMENTS_CUT", "bounded_raw_arguments", "builder", "invalid_tool_call"]
 
@@ -70,7 +70,8 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     signature = list(params)
     for field in dataclasses.fields(cls):
         name = field.name
-        namespace[f"set_{name}"] = cls.__dict__[name].__set__
+        slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
+        namespace[f"set_{name}"] = slot.__set__
         has_default = field.default is not dataclasses.MISSING
         has_factory = field.default_factory is not dataclasses.MISSING
         if has_default:
@@ -172,8 +173,8 @@ tool_call_delta_chunk: Callable[[str, int, str | None, str | None, str], ToolCal
 model_usage: Callable[[int, int, int, int], ModelUsage] = builder(
     ModelUsage, "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"
 )
-execution_context: Callable[[Any, str], ToolExecutionContext] = builder(
-    ToolExecutionContext, "signal", "tool_call_id"
+execution_context: Callable[[Any, str, object], RunContext[Any]] = builder(
+    RunContext, "signal", "tool_call_id", "deps"
 )
 
 _message_accepted_payload = builder(MessageAcceptedPayload, "message")
