@@ -539,3 +539,46 @@ def test_output_validation_never_raises_and_accepts_only_a_city(value: object) -
 def test_a_valid_city_round_trips_through_the_output_tool(name: str, population: int) -> None:
     decision = output_spec(City).validate({"name": name, "population": population})
     assert decision == Valid(value=City(name=name, population=population))
+
+
+_OUTSIDE_A_LOOP = """
+import warnings
+warnings.simplefilter("error")
+from tether import AbortController, ScriptedModel, ToolRegistry, run_agent_loop, text_reply
+from tether import user_message
+try:
+    run_agent_loop(messages=[user_message(content="hi")], model=ScriptedModel([text_reply("x")]),
+                   tools=ToolRegistry([]), max_steps=2, signal=AbortController().signal)
+except RuntimeError as error:
+    print(type(error).__name__, getattr(error, "code", None), error, sep="|")
+"""
+
+
+def test_run_agent_loop_outside_a_running_loop_is_a_clear_error() -> None:
+    """Today: a bare ``RuntimeError: no running event loop`` from a private module and a
+    "never awaited" warning. Now: a coded error that says what to do, and no warning."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", _OUTSIDE_A_LOOP],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    name, code, message = done.stdout.strip().split("|")
+    assert (name, code) == ("NoRunningLoopError", "NO_RUNNING_LOOP")
+    assert "asyncio.run" in message
+    assert "Agent.run_sync" in message
+    assert "never awaited" not in done.stderr
+
+
+def test_agent_prompt_outside_a_running_loop_is_the_same_coded_error() -> None:
+    from tether import Agent, NoRunningLoopError, text_reply
+
+    agent = Agent(model=ScriptedModel([text_reply("x")]))
+    with pytest.raises(NoRunningLoopError, match=r"Agent\.prompt\(\) needs a running") as info:
+        agent.prompt("hi")
+    assert info.value.code == "NO_RUNNING_LOOP"
+    assert agent.run_sync("hi").status == "completed"  # the sync door

@@ -66,7 +66,7 @@ from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from tether._errors import TetherError
-from tether._producer import start_producer
+from tether._producer import require_running_loop, start_producer
 from tether._race import reraise_task_cancellation, signal_aborted, signal_reason
 from tether._text import is_non_empty, message_of
 from tether._types import instance_of, is_awaitable, type_of
@@ -1321,13 +1321,7 @@ def unanswered_call_results(messages: Sequence[Message], reason: str) -> list[To
 
 
 def _require_loop(method: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        raise RuntimeError(
-            f"Agent.{method}() starts the run on the running event loop: call it from async "
-            "code (or use agent.run_sync() from a script)"
-        ) from None
+    require_running_loop(f"Agent.{method}()")
 
 
 def _next_generated_number(messages: list[Message]) -> int:

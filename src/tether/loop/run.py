@@ -37,7 +37,12 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from tether._producer import fail_producer, start_producer
+from tether._producer import (
+    NoRunningLoopError,
+    fail_producer,
+    require_running_loop,
+    start_producer,
+)
 from tether._race import (
     NotAwaitableError,
     RacedIterator,
@@ -125,6 +130,7 @@ __all__ = [
     "MAX_TOOL_ARGUMENT_ENTRIES",
     "MAX_TOOL_ARGUMENT_NODES",
     "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
+    "NoRunningLoopError",
     "RunFailureCode",
     "RunLimits",
     "run_agent_loop",
@@ -227,6 +233,7 @@ def run_agent_loop(
         raise TypeError("hooks must be a ToolHooks or None")
     check_tool_retries(tool_retries)
     output = OutputState.for_run(output_type, output_retries, tools)
+    require_running_loop("run_agent_loop()")  # the arguments are checked first
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()
     registry = _snapshot_registry(tools)
