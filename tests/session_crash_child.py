@@ -3,7 +3,8 @@
 Run as ``python tests/session_crash_child.py PATH``. The zygote imports tether once, then reads
 commands from stdin, one a line:
 
-* ``go SEED``: fork a worker and print ``pid N``. The worker loads ``PATH`` as the one writer
+* ``go SEED``: fork a worker and print ``pid N`` (before the worker prints anything). The
+  worker loads ``PATH`` as the one writer
   (``SessionStore.load``, which repairs a torn last line), prints ``loaded R`` (R: 1 when
   it repaired one), then appends in a loop: batches of one to three user messages with IDs
   ``SEED-K`` and sizes from 100 bytes to 256 KiB, each batch one ``append_many`` (one
@@ -107,10 +108,19 @@ def main() -> None:
         command, _, seed = line.strip().partition(" ")
         if command == "quit":
             break
+        # The worker waits until "pid N" is out: the test reads that line first, and after a
+        # fork either process may run first.
+        ready, go = os.pipe()
         pid = os.fork()
         if pid == 0:
+            os.close(go)
+            os.read(ready, 1)
+            os.close(ready)
             worker(path, command, seed)
+        os.close(ready)
         say(f"pid {pid}")
+        os.write(go, b"!")
+        os.close(go)
         os.waitpid(pid, 0)
         say(f"dead {pid}")
 
