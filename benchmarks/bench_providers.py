@@ -27,11 +27,20 @@ Goals: the SDK at least 3x slower than tether; tether at most 2x the floor.
 
 Linearity: the same 1 MB of arguments in 10,000 fragments and in 100, each alone in a stream
 (tether, bytes to response). Tool-call assembly must be linear in the bytes, not in the
-fragments: the cost per argument byte of the 10,000-fragment stream over that of the
-100-fragment one should be at most 1.5. That ratio includes the fixed cost of each of the
-extra 9,900 chunks (an SSE event, a ``json.loads``, a progress chunk), so it is reported next
-to the cost per stream byte (the fragmented stream is also larger, each fragment carrying
-its own chunk envelope) and the parser alone on already decoded payloads.
+fragments (no re-scan or re-join of the arguments per fragment). The raw figure, the cost per
+argument byte of the 10,000-fragment stream over that of the 100-fragment one, includes the
+fixed cost of each of the extra 9,900 chunks (an SSE event, a ``json.loads`` of its envelope,
+a progress chunk), which no parser that reads each chunk can avoid: ``json.loads`` of the same
+payloads alone is about 10x per argument byte, many / few (measured: 12.9x at 1 MB; tether's
+whole path 8.8x; the parser alone grows by a constant 1.45 µs per fragment from 100 to 20,000
+fragments, so nothing is quadratic). A bound of 1.5 on that raw figure was unreachable by
+construction, so the goal compares like with like: tether's many / few ratio over the
+``json.loads`` floor's many / few ratio on the same payloads, timed in the same rounds, at
+most 1.5 (a re-scan of the buffer per fragment would push it far above: the parser's share
+would grow with the fragment count while the floor's does not). The raw ratio is still
+printed (``cost per argument byte, many / few``), with the cost per stream byte (the
+fragmented stream is also larger, each fragment carrying its own chunk envelope) and the
+parser alone on already decoded payloads.
 
 Medians of CPU time (``process_time``) over interleaved rounds (the order alternates), with
 the garbage collector paused inside each timed region; every contender's output is checked.
@@ -573,10 +582,15 @@ def provider_goals(
         )
     else:
         found.append(goals.skipped(what, "≥ 3x", SDK_MISSING))
+    # Like with like (see the module docstring): tether's many / few over json.loads's own.
     found.append(
         goals.at_most(
-            "tool-call assembly cost per argument byte, 10,000 vs 100 fragments",
-            goals.ratios(linearity["many"], linearity["few"]),
+            "tool-call assembly cost per argument byte, 10,000 vs 100 fragments, "
+            "over json.loads's own many / few",
+            goals.ratios(
+                goals.ratios(linearity["many"], linearity["few"]),
+                goals.ratios(linearity["many (floor)"], linearity["few (floor)"]),
+            ),
             1.5,
         )
     )
@@ -612,10 +626,7 @@ def report(figures: dict[str, Any], rounds: int) -> None:
     for name, value in linear["ms"].items():
         print(f"  {name:<14} {value:9.2f} ms")
     per_byte = linear["per_argument_byte"]
-    print(
-        f"  cost per argument byte, many / few: {per_byte:.2f} (goal <= 1.5) — "
-        f"{_verdict(per_byte <= 1.5)}"
-    )
+    print(f"  cost per argument byte, many / few: {per_byte:.2f} (raw: includes each envelope)")
     print(f"  cost per stream byte, many / few: {linear['per_stream_byte']:.2f}")
     print(
         f"  parser alone, per argument byte, many / few: {linear['parser_per_argument_byte']:.2f}"
@@ -623,6 +634,11 @@ def report(figures: dict[str, Any], rounds: int) -> None:
     print(
         f"  json.loads floor alone, per argument byte, many / few: "
         f"{linear['floor_per_argument_byte']:.2f} (the fixed cost of each chunk's envelope)"
+    )
+    relative = per_byte / linear["floor_per_argument_byte"]
+    print(
+        f"  tether many / few over json.loads's many / few: {relative:.2f} (goal <= 1.5) — "
+        f"{_verdict(relative <= 1.5)}"
     )
     print(f"  parser cost per extra fragment: {linear['parser_us_per_fragment']:.2f} µs")
     for goal in figures["goals"]:

@@ -33,6 +33,13 @@ Figures: median CPU time of this process (``process_time``: the server's work is
 per stream, divided by its text chunks: µs per chunk. Rounds interleave the contenders (the
 order alternates) with the garbage collector paused inside each timed region; every
 contender's text is checked. Goal: tether at least 5x faster than the SDK on the socket path.
+
+The report also prints ``openai SDK / httpx2 read``: the ratio a client that did nothing but
+read httpx2's body would reach, the ceiling of the goal for any client on httpx2 (tether
+included). Paced, it stays far under 5 (2.4x measured: httpx2's read path alone costs about
+130 µs per paced chunk of the SDK's 300 µs, tether's own work is about 50 µs above it), so the
+paced goal cannot be met while tether reads through httpx2; it is kept as set, and the ceiling
+printed next to it says how far off it is by construction.
 """
 
 from __future__ import annotations
@@ -341,6 +348,7 @@ async def run_all(port: int, rounds: int, chunks: int) -> dict[str, Any]:
         }
         if "openai SDK" in values:
             row["sdk/tether"] = values["openai SDK"] / values["tether"]
+            row["sdk/httpx2"] = values["openai SDK"] / values["httpx2 read"]  # the ceiling
         ratios[mode] = row
     return {
         "chunks": chunks,
@@ -407,6 +415,10 @@ def report(figures: dict[str, Any], rounds: int) -> None:
             sdk = row["sdk/tether"]
             verdict = "met" if sdk >= 5 else "NOT met"
             print(f"    openai SDK / tether: {sdk:.2f}x (goal >= 5) — {verdict}")
+            print(
+                f"    openai SDK / httpx2 read: {row['sdk/httpx2']:.2f}x (the most any client "
+                "reading through httpx2 can reach)"
+            )
     for goal in figures["goals"]:
         print(goals.line(goal))
 

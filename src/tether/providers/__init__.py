@@ -9,14 +9,35 @@
 * ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
 * ``catalog``: provider presets (base URL, key variable, quirks) by name.
 
-Importing this package loads only the fixture provider; the HTTP providers (and httpx2)
-load on first use.
+Importing this package loads none of them: the fixture provider's names below load on first
+use (the loop imports ``errors``, which must not build the fixture boundary's classes with
+it: ``benchmarks/bench_import.py``), and the HTTP providers (and httpx2) load when a module
+imports them.
 """
 
-from tether.providers.fixture import (
-    FixtureProviderAdapter,
-    FixtureProviderError,
-    FixtureProviderErrorCode,
-)
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the point is to import nothing here
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from tether.providers.fixture import (
+        FixtureProviderAdapter,
+        FixtureProviderError,
+        FixtureProviderErrorCode,
+    )
 
 __all__ = ["FixtureProviderAdapter", "FixtureProviderError", "FixtureProviderErrorCode"]
+
+
+def __getattr__(name: str) -> "Any":
+    if name not in __all__:
+        raise AttributeError(f"module 'tether.providers' has no attribute {name!r}")
+    from tether.providers import fixture
+
+    value = getattr(fixture, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -12,7 +12,6 @@ import dataclasses
 import datetime
 import os
 import re
-import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,6 +75,8 @@ def _default_clock() -> str:
 
 
 def _default_id() -> str:
+    import uuid  # here, not at import: uuid loads platform, and is needed only now
+
     return str(uuid.uuid4())
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import errno
 import fcntl
 import os
@@ -430,6 +429,8 @@ def _line_of(text: str, index: int) -> int:
 
 
 def _diff(display: str, before: str, after: str) -> str:
+    import difflib  # here, not at import: only an edit needs it
+
     lines = list(
         difflib.unified_diff(
             before.splitlines(keepends=True),

@@ -58,7 +58,6 @@ import os
 import signal as signals
 import stat
 import sys
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, cast
@@ -677,6 +676,8 @@ def _validate_python(value: object) -> ToolValidation[PythonInput]:
 
 def _write_script(ws: Workspace, source: str) -> tuple[int, str, tuple[int, int]]:
     """Create the temp script in the root; returns (root fd, name, identity)."""
+    import uuid  # here, not at import: uuid loads platform, and is needed only now
+
     root = ws.open_root()
     name = f".pify-py-{uuid.uuid4().hex}.py"
     try:
