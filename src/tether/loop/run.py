@@ -37,6 +37,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from tether._errors import TetherError
 from tether._producer import (
     NoRunningLoopError,
     fail_producer,
@@ -94,7 +95,6 @@ from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream
-from tether.models.scripted import ScriptedModelError
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -709,7 +709,8 @@ class ScriptExhausted(RunFailure):
 def _stream_failure(error: Exception) -> RunFailure:
     """The run failure of a failed model stream: ``SCRIPT_EXHAUSTED`` when a scripted model
     ran out of replies (a test's script is too short), else ``MODEL_STREAM_FAILED``."""
-    if isinstance(error, ScriptedModelError) and error.code == "SCRIPT_EXHAUSTED":
+    # By its code (codes are the contract), so the loop need not import the scripted model.
+    if isinstance(error, TetherError) and error.code == "SCRIPT_EXHAUSTED":
         return ScriptExhausted(
             error.message,
             "the ScriptedModel has fewer replies than the run makes model turns: add a "
