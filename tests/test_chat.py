@@ -921,7 +921,7 @@ async def test_ctrl_c_while_closing_stops_waiting_for_a_stuck_dispose(
     chat, buffer = make_chat(tmp_path, config, model, extensions=(gate.definition(),))
     await bounded(chat.turn("hello"))
     (tmp_path / "project" / "hang-dispose").write_text("", encoding="utf-8")
-    manager = chat._manager  # pyright: ignore[reportPrivateUsage]
+    manager = chat.coding._manager  # pyright: ignore[reportPrivateUsage]
     assert manager is not None
     closing = asyncio.ensure_future(chat.close())
     await bounded(gate.entered.wait())

@@ -51,6 +51,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from tether.cli.arguments import non_empty_path, non_empty_text, url
+from tether.cli.exit_codes import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_MAX_STEPS,
+    EXIT_OK,
+    EXIT_OUTPUT_FAILED,
+    EXIT_STATUS,
+    EXIT_USAGE,
+)
 from tether.cli.render import Output, OutputError, json_line, warn
 
 if TYPE_CHECKING:
@@ -71,42 +81,12 @@ __all__ = [
 
 DEFAULT_PROMPT: Final = "What is 20 + 22?"
 """The user message of a fixture run without ``--prompt``."""
-EXIT_OK: Final = 0
-"""The run completed (or the command did what it was asked)."""
-EXIT_FAILED: Final = 1
-"""The run failed."""
-EXIT_USAGE: Final = 2
-"""A usage error, or a setup a person must fix (see the module docstring)."""
-EXIT_MAX_STEPS: Final = 3
-"""The run stopped after its step budget."""
-EXIT_OUTPUT_FAILED: Final = 4
-"""Standard output could not be written."""
-EXIT_INTERRUPTED: Final = 130
-"""Ctrl-C (128 + SIGINT, as a shell reports it)."""
-EXIT_STATUS: Final = {
-    "completed": EXIT_OK,
-    "failed": EXIT_FAILED,
-    "maxSteps": EXIT_MAX_STEPS,
-    "cancelled": EXIT_INTERRUPTED,
-}
-"""The exit status of each run result."""
 
 FIXTURE_MAX_STEPS: Final = 64
 """``--max-steps`` ceiling of a fixture run (``tether.MAX_AGENT_STEPS``)."""
 MODEL_MAX_STEPS: Final = 1024
 """``--max-steps`` ceiling with ``--model`` (``RunLimits.for_real_models().max_steps``)."""
 
-EXIT_CODES_HELP: Final = """\
-exit status:
-  0    completed: the run completed (models, trace: output written; rpc: stdin ended)
-  1    the run failed
-  2    usage or setup error: a bad option or config file, an unknown provider, a missing
-       API key, a fixture that could not be loaded; or the model's server was unreachable,
-       refused the key, rate limited the run or found the context too long
-  3    the run stopped after max steps (--max-steps)
-  4    output failed: stdout closed, full or otherwise unwritable
-  130  interrupted (Ctrl-C): the run was cancelled; a second Ctrl-C quits at once
-"""
 
 MODEL_HELP: Final = """\
 model selection:

@@ -122,6 +122,11 @@ class ModelChoice:
     hidden_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
 
+    @property
+    def context_window(self) -> int | None:
+        """The config's ``context_window`` for this model (``None``: not set)."""
+        return self.settings.context_window
+
     def build(self) -> HttpModel:
         """A new ``Model`` for this choice; it reads its key from the provider's variable and
         owns an HTTP client (close it with ``await model.aclose()``)."""

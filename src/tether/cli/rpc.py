@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar, cast
 
 from tether._errors import TetherError
 from tether.abort import AbortController, AbortSignal
-from tether.cli.main import EXIT_INTERRUPTED, EXIT_OK
+from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK
 from tether.cli.models import choose_model, display_url, run_problem
 from tether.cli.render import Output, OutputError, json_line
 from tether.cli.run import (

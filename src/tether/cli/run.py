@@ -48,12 +48,10 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal as signals
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
 
 from tether import (
@@ -65,10 +63,6 @@ from tether import (
     FixtureProviderError,
     Message,
     Model,
-    ModelChunk,
-    ModelRequest,
-    ModelResponse,
-    ModelStream,
     RunResult,
     ToolRegistry,
     run_agent_loop,
@@ -76,9 +70,10 @@ from tether import (
     tool,
     user_message,
 )
-from tether.cli.main import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
+from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
+from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.render import HumanView, Output, json_line, warn
-from tether.providers.errors import ProviderError
+from tether.coding.meter import UsageMeter
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
@@ -99,10 +94,6 @@ __all__ = [
     "sigint_blocked",
     "starting_transcript",
 ]
-
-INTERRUPT_REASON: Final = "Interrupted by the user"
-"""Why a run cancelled by Ctrl-C was cancelled."""
-_NOTICE: Final = b"tether run: interrupted; stopping the run (Ctrl-C again quits at once)\n"
 
 
 @tool
@@ -387,146 +378,6 @@ class _Pacer:
         """
         await asyncio.sleep(0)
         await self._written.wait()
-
-
-class UsageMeter:
-    """Wraps the model: paces each turn (when given ``pace``), adds up the token usage of
-    every response and keeps the last ``ProviderError`` the model raised (``last_error``)."""
-
-    def __init__(self, model: Model, pace: Callable[[], Awaitable[None]] | None) -> None:
-        self.model = model
-        self.pace = pace
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.turns = 0
-        self.last_error: ProviderError | None = None
-
-    def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream:
-        """The wrapped model's stream for ``request``, paced and metered."""
-        return _MeteredStream(self, self.model.stream(request, signal))
-
-
-class _MeteredStream:
-    def __init__(self, meter: UsageMeter, inner: ModelStream) -> None:
-        self._meter = meter
-        self._inner = inner
-
-    def __aiter__(self) -> AsyncIterator[ModelChunk]:
-        return _PacedIterator(self._inner.__aiter__(), self._meter)
-
-    @property
-    def result(self) -> _MeteredResult:
-        return _MeteredResult(self._meter, self._inner)
-
-
-class _PacedIterator:
-    """The model's chunks, the first one only once the display has caught up.
-
-    The loop races every step against its signal, so an abort while this waits cancels the
-    turn at once.
-    """
-
-    __slots__ = ("_inner", "_meter", "_pace")
-
-    def __init__(self, inner: AsyncIterator[ModelChunk], meter: UsageMeter):
-        self._inner = inner
-        self._meter = meter
-        self._pace = meter.pace
-
-    def __aiter__(self) -> _PacedIterator:
-        return self
-
-    async def __anext__(self) -> ModelChunk:
-        pace = self._pace
-        if pace is not None:
-            self._pace = None
-            await pace()
-        try:
-            return await self._inner.__anext__()
-        except ProviderError as error:
-            self._meter.last_error = error
-            raise
-
-
-class _MeteredResult:
-    def __init__(self, meter: UsageMeter, inner: ModelStream) -> None:
-        self._meter = meter
-        self._inner = inner
-
-    def __await__(self) -> Generator[Any, Any, ModelResponse]:
-        try:
-            response = yield from self._inner.result.__await__()
-        except ProviderError as error:
-            self._meter.last_error = error
-            raise
-        self._meter.turns += 1
-        self._meter.input_tokens += response.usage.input_tokens
-        self._meter.output_tokens += response.usage.output_tokens
-        return response
-
-
-# --- Ctrl-C ---------------------------------------------------------------------------------
-
-
-class Interrupts:
-    """SIGINT during a command: the first aborts ``controller`` (with ``INTERRUPT_REASON``)
-    after writing ``notice`` to stderr, the second exits at once with 130.
-
-    Installed for the ``with`` body (main thread only), then the previous handler is back.
-    """
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        controller: AbortController,
-        notice: bytes = _NOTICE,
-    ) -> None:
-        self._loop = loop
-        self._controller = controller
-        self._notice = notice
-        self._count = 0
-        self._previous: Any = None
-        self._installed = False
-
-    def __enter__(self) -> Interrupts:
-        try:
-            self._previous = signals.signal(signals.SIGINT, self._handle)
-        except ValueError:  # not the main thread: SIGINT is not ours to handle
-            return self
-        self._installed = True
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._installed:
-            previous = self._previous
-            signals.signal(signals.SIGINT, signals.SIG_DFL if previous is None else previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self._count += 1
-        if self._count > 1:
-            os._exit(EXIT_INTERRUPTED)
-        with contextlib.suppress(OSError):  # a raw write: no buffer a handler could re-enter
-            os.write(2, self._notice)
-        with contextlib.suppress(RuntimeError):  # the loop already closed
-            self._loop.call_soon_threadsafe(self._abort)
-
-    def _abort(self) -> None:
-        if not self._controller.signal.aborted:
-            self._controller.abort(INTERRUPT_REASON)
-
-
-@contextlib.contextmanager
-def sigint_blocked() -> Generator[None, None, None]:
-    """Block SIGINT in this thread for the ``with`` body; threads started in it inherit that,
-    so the kernel delivers SIGINT to the main thread, whose handler and event loop see it."""
-    if not hasattr(signals, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    previous = signals.pthread_sigmask(signals.SIG_BLOCK, {signals.SIGINT})
-    try:
-        yield
-    finally:
-        signals.pthread_sigmask(signals.SIG_SETMASK, previous)
 
 
 async def _load(path: Path, signal: AbortSignal) -> FixtureProviderAdapter | None:
