@@ -596,7 +596,7 @@ class CodingSession(Generic[M]):
         """The same session (on the same entry) in the workspace ``cwd``: tools, context
         files, skills and extensions built there. Before the first runtime, only the
         workspace changes (the first prompt builds it there)."""
-        target = Path(os.path.abspath(cwd))
+        target = _absolute(cwd)
         if self._manager is None:
             self._cwd = target
             return
@@ -662,6 +662,10 @@ class CodingSession(Generic[M]):
         scratch, self._scratch = self._scratch, None
         if scratch is not None and self._manager is None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
 
 
 async def _close_meter(meter: UsageMeter | None) -> None:
