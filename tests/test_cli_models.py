@@ -11,6 +11,7 @@ ceilings) kept equal to the runtime's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -633,20 +634,29 @@ def test_tools_pass_env_is_read_checked_and_carried_by_the_choice(tmp_path: Path
 async def test_run_and_rpc_tools_hide_the_key_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import argparse
-
     from tether import AbortController, JsonObject, ScriptedModel, ToolCall
-    from tether.cli.run import agent_options
+    from tether.cli.run import PrintOptions, print_config
+    from tether.coding import CodingSession
     from tether.tools.contract import execute_tool_call
 
     monkeypatch.setenv("GPU_BOX_TOKEN", FAKE_KEY)
     monkeypatch.setenv("MY_VAR", "passed")
-    monkeypatch.chdir(tmp_path)
     config = load_config(write(tmp_path, CONFIG + 'pass_env = ["MY_VAR"]\n'))
     choice = choose_model(None, base_url=None, config=config, environ={"GPU_BOX_TOKEN": FAKE_KEY})
-    args = argparse.Namespace(tools="coding", system=None, max_steps=4)
-    options = agent_options(ScriptedModel([]), args, choice=choice)
-    command = JsonObject({"command": 'echo "[${GPU_BOX_TOKEN-}][${MY_VAR-}]"'})
-    call = ToolCall(id="c1", name="bash", arguments=command)
-    result = await execute_tool_call(options["tools"], call, AbortController().signal)
+    options = PrintOptions(prompt="hi", tools="coding", max_steps=4)
+    coding = print_config(options, choice, cwd=tmp_path, config_dir=None)
+
+    def scripted(_: object) -> ScriptedModel:
+        return ScriptedModel([])
+
+    session = CodingSession(dataclasses.replace(coding, build_model=scripted))
+    try:
+        await session.start()
+        runtime = session.runtime
+        assert runtime is not None
+        command = JsonObject({"command": 'echo "[${GPU_BOX_TOKEN-}][${MY_VAR-}]"'})
+        call = ToolCall(id="c1", name="bash", arguments=command)
+        result = await execute_tool_call(runtime.tools, call, AbortController().signal)
+    finally:
+        await session.close()
     assert "--- stdout ---\n[][passed]\n" in result.content

@@ -147,10 +147,12 @@ async def test_a_text_answer_is_shown_to_a_person(tmp_path: Path) -> None:
     assert request.headers["authorization"] == f"Bearer {FAKE_KEY}"
     body = request.json
     assert body["model"] == "gpt-test"
-    assert body["messages"] == [
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "What is 20 + 22?"},
-    ]
+    # The same system prompt as tether chat (issue 27): --system replaces its introduction.
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith("Be brief.\n\nTools: none.\nToday's date: ")
+    assert f"Project directory: {os.getcwd()}" in system["content"]
+    assert body["messages"][1:] == [{"role": "user", "content": "What is 20 + 22?"}]
     assert "tools" not in body
 
 
@@ -220,11 +222,13 @@ async def test_the_coding_tools_work_in_the_current_directory_only(tmp_path: Pat
         "python_process",
     ]
     assert [message["role"] for message in second["messages"]] == [
+        "system",  # the coding tools come with chat's system prompt (issue 27)
         "user",
         "assistant",
         "tool",
         "tool",
     ]
+    assert "Tools: read_file, write_file" in second["messages"][0]["content"]
     assert events[-1]["payload"]["result"]["finalText"] == "It says 42."
 
 
@@ -540,8 +544,8 @@ async def test_session_continues_a_file_and_records_each_run(tmp_path: Path) -> 
     assert first.returncode == 0, first.err
     assert second.returncode == 0, second.err
     roles = [m["role"] for m in server.requests[1].json["messages"]]
-    assert roles == ["user", "assistant", "user"]
-    assert server.requests[1].json["messages"][0]["content"] == "Remember 42."
+    assert roles == ["system", "user", "assistant", "user"]  # chat's system prompt (issue 27)
+    assert server.requests[1].json["messages"][1]["content"] == "Remember 42."
     lines = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert lines[0]["type"] == "session"
     assert [line["message"]["role"] for line in lines[1:]] == [
@@ -580,7 +584,7 @@ async def test_a_torn_session_is_repaired_and_said_once(tmp_path: Path) -> None:
     assert data.startswith(whole)
     assert b'"torn"' not in data
     roles = [m["role"] for m in server.requests[1].json["messages"]]
-    assert roles == ["user", "assistant", "user"]
+    assert roles == ["system", "user", "assistant", "user"]
 
 
 async def test_a_session_another_process_writes_is_refused_at_once(tmp_path: Path) -> None:

@@ -223,6 +223,20 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="N",
         help=f"model steps per prompt (1-{MODEL_MAX_STEPS}, default 64)",
     )
+    rpc.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="run every tool call without an approval_request to the client",
+    )
+    rpc.add_argument(
+        "--session-dir",
+        type=non_empty_text,
+        metavar="DIR",
+        help="where sessions are kept (default: tether chat's, <data dir>/tether/sessions)",
+    )
+    rpc.add_argument(
+        "-r", "--resume", metavar="ID", help="resume the session ID (or a unique prefix)"
+    )
     models = commands.add_parser(
         "models",
         help="list the providers and their key variables, or a provider's models",
@@ -320,17 +334,48 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _writing("run", lambda: asyncio.run(run_command(args, make(sys.stdout))))
     if args.fixture is not None:
         _usage(parser, "--fixture and --model are exclusive (a fixture replays a model)")
-    if args.prompt is None:
-        _usage(parser, "--model needs -p/--prompt TEXT")
+    prompt = _print_prompt(args.prompt, parser)
     if args.max_steps is None:
         args.max_steps = 64
     choice = _choose(args, "run")
     if choice is None:
         return EXIT_USAGE
-    from tether.cli.run import run_model_command
+    from tether.cli.run import PrintOptions, run_model_command
 
+    options = PrintOptions(
+        prompt=prompt,
+        json=args.json,
+        tools="coding" if args.tools == "coding" else "none",
+        introduction=args.system,
+        max_steps=args.max_steps,
+        session=None if args.session is None else Path(args.session),
+    )
     chosen = choice
-    return _writing("run", lambda: asyncio.run(run_model_command(args, chosen, make(sys.stdout))))
+    return _writing(
+        "run", lambda: asyncio.run(run_model_command(options, chosen, make(sys.stdout)))
+    )
+
+
+MAX_STDIN_PROMPT_BYTES: Final = 16 << 20
+"""The longest prompt read from standard input (``-p -``, or a pipe without ``-p``)."""
+
+
+def _print_prompt(given: str | None, parser: argparse.ArgumentParser) -> str:
+    """The prompt of a print run: ``-p TEXT``; with ``-p -``, or no ``-p`` while standard
+    input is not a terminal, standard input read to its end (UTF-8, bad bytes replaced, the
+    final newline dropped), as ``pi -p`` and ``claude -p`` do."""
+    if given is not None and given != "-":
+        return given
+    stream = sys.stdin
+    if stream is None or (given is None and stream.isatty()):
+        _usage(parser, "--model needs -p/--prompt TEXT (or the prompt on standard input)")
+    data = stream.buffer.read(MAX_STDIN_PROMPT_BYTES + 1)
+    if len(data) > MAX_STDIN_PROMPT_BYTES:
+        _usage(parser, f"the prompt on standard input is over {MAX_STDIN_PROMPT_BYTES} bytes")
+    text = data.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+    if not text.strip():
+        _usage(parser, "--model needs -p/--prompt TEXT (standard input was empty)")
+    return text
 
 
 def _rpc(args: argparse.Namespace) -> int:
@@ -339,11 +384,22 @@ def _rpc(args: argparse.Namespace) -> int:
     choice = _choose(args, "rpc")
     if choice is None:
         return EXIT_USAGE
-    from tether.cli.rpc import rpc_command
+    from tether.cli.chat import chat_data_dir
+    from tether.cli.rpc import RpcOptions, rpc_command
 
+    options = RpcOptions(
+        tools="coding" if args.tools == "coding" else "none",
+        introduction=args.system,
+        max_steps=args.max_steps,
+        auto_approve=args.auto_approve,
+        sessions_dir=(
+            chat_data_dir() / "sessions" if args.session_dir is None else Path(args.session_dir)
+        ),
+        resume=args.resume,
+    )
     chosen = choice
     return _writing(
-        "rpc", lambda: asyncio.run(rpc_command(args, chosen, Output.for_json(sys.stdout)))
+        "rpc", lambda: asyncio.run(rpc_command(options, chosen, Output.for_json(sys.stdout)))
     )
 
 

@@ -47,12 +47,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import threading
-from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, cast
 
 from tether import (
     AbortController,
@@ -61,8 +60,6 @@ from tether import (
     EventStream,
     FixtureProviderAdapter,
     FixtureProviderError,
-    Message,
-    Model,
     RunResult,
     ToolRegistry,
     run_agent_loop,
@@ -76,9 +73,9 @@ from tether.cli.render import HumanView, Output, json_line, warn
 from tether.coding.meter import UsageMeter
 
 if TYPE_CHECKING:
-    from tether.agent.agent import Agent
-    from tether.agent.session import SessionStore
+    from tether.agent.runtime import TetherRuntimeError
     from tether.cli.models import ModelChoice
+    from tether.coding import CodingEvent, CodingSession, CodingSessionConfig, ToolSet
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -86,13 +83,15 @@ __all__ = [
     "EXIT_USAGE",
     "INTERRUPT_REASON",
     "Interrupts",
+    "Pacer",
+    "PrintOptions",
     "UsageMeter",
     "add",
+    "print_config",
     "run_command",
     "run_model_command",
-    "session_agent",
+    "show_run",
     "sigint_blocked",
-    "starting_transcript",
 ]
 
 
@@ -123,7 +122,7 @@ async def run_command(args: argparse.Namespace, out: Output) -> int:
             return EXIT_USAGE
         if provider is None:
             return EXIT_INTERRUPTED
-        pacer = _Pacer()
+        pacer = Pacer()
         meter = UsageMeter(provider, pacer.wait)
         view = None if args.json else HumanView(out)
         stream = run_agent_loop(
@@ -134,7 +133,7 @@ async def run_command(args: argparse.Namespace, out: Output) -> int:
             signal=controller.signal,
         )
         try:
-            await _show(stream, pacer, view, out)
+            await show_run(stream, pacer, view, out)
         finally:
             if not stream.settled:  # the output failed: stop the run instead of leaving it
                 controller.abort("The output failed")
@@ -151,185 +150,147 @@ def _bundled_fixture() -> Path:
 # --- a real model ----------------------------------------------------------------------------
 
 
-async def run_model_command(args: argparse.Namespace, choice: ModelChoice, out: Output) -> int:
-    """Run ``tether run --model ...``: one prompt (``args.prompt``) to an ``Agent`` on
-    ``choice``'s model, shown on ``out``; returns the exit status.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrintOptions:
+    """What ``tether run --model`` (print mode) runs, from the command line: the user
+    message (``prompt``), ``json`` output, the ``tools`` (``none`` or ``coding``), the
+    ``introduction`` that replaces the system prompt's first paragraph (``--system``), the
+    step budget and the ``session`` file (``None``: an ephemeral session, nothing kept)."""
 
-    ``args`` also carries ``system``, ``tools`` (``"coding"`` or ``None``), ``max_steps`` and
-    ``json``. A failed write raises ``OutputError`` (after the run was cancelled).
-    """
+    prompt: str
+    json: bool = False
+    tools: ToolSet = "none"
+    introduction: str | None = None
+    max_steps: int = 64
+    session: Path | None = None
+
+
+def print_config(
+    options: PrintOptions, choice: ModelChoice, *, cwd: Path, config_dir: Path | None
+) -> CodingSessionConfig[ModelChoice]:
+    """The coding session of a print run: the same system prompt as ``tether chat`` (the
+    introduction, the tools, the date, the directory, the context files, the skills), its
+    tool calls never asked about (there is nobody to ask)."""
+    from tether.coding import ApprovalPolicy, CodingSessionConfig, SessionPlace
+
+    return CodingSessionConfig(
+        model=choice,
+        cwd=cwd,
+        tools=options.tools,
+        approval=ApprovalPolicy(auto=True),
+        introduction=options.introduction,
+        config_dir=config_dir,
+        sessions=SessionPlace(file=options.session),
+        max_steps=options.max_steps,
+    )
+
+
+async def run_model_command(options: PrintOptions, choice: ModelChoice, out: Output) -> int:
+    """Run ``tether run --model ...``: one prompt to a ``CodingSession`` on ``choice``'s
+    model, shown on ``out``; returns the exit status. A failed write raises ``OutputError``
+    (after the run was cancelled)."""
+    from tether.cli.context_files import user_config_dir
+    from tether.coding import CodingSession
+
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller):
-        model = choice.build()
+        config = print_config(options, choice, cwd=Path.cwd(), config_dir=user_config_dir())
+        session = CodingSession(config)
         try:
-            return await _run_agent(args, choice, model, controller.signal, out)
+            return await _print_run(session, options, choice, controller.signal, out)
         finally:
-            await model.aclose()
+            await _close_session(session)
 
 
-async def _run_agent(
-    args: argparse.Namespace,
+async def _close_session(session: CodingSession[ModelChoice]) -> None:
+    from tether.agent.runtime import TetherRuntimeError
+
+    try:
+        await session.close()
+    except TetherRuntimeError as error:
+        warn(f"tether run: the session did not close cleanly: [{error.code}] {error}")
+
+
+async def _print_run(
+    session: CodingSession[ModelChoice],
+    options: PrintOptions,
     choice: ModelChoice,
-    model: Model,
     interrupted: AbortSignal,
     out: Output,
 ) -> int:
-    pacer = _Pacer()
-    meter = UsageMeter(model, pacer.wait)
-    session: str | None = getattr(args, "session", None)
-    if session is None:
-        agent = build_agent(meter, args, (), choice=choice)
-    else:
-        from tether.agent.session import SessionStoreError
-
-        try:
-            agent = await session_agent(meter, args, session, choice)
-        except SessionStoreError as error:
-            warn(f"tether run: [{error.code}] {error.message} ({session})")
-            return EXIT_USAGE
-        except OSError as error:  # a directory that is missing, a name too long, /proc/...
-            reason = error.strerror or type(error).__name__
-            warn(
-                f"tether run: [CLI_SESSION_UNUSABLE] cannot use the session file {session}: "
-                f"{reason}"
-            )
-            return EXIT_USAGE
-        store = session_store(agent)
-        try:
-            if store.recovered is not None:
-                warn(f"tether run: recovered: {store.recovered} ({session})")
-            return await _prompt_agent(agent, args, choice, meter, pacer, interrupted, out)
-        finally:
-            await store.close()  # let the file go (its lock)
-    return await _prompt_agent(agent, args, choice, meter, pacer, interrupted, out)
-
-
-async def _prompt_agent(
-    agent: Agent,
-    args: argparse.Namespace,
-    choice: ModelChoice,
-    meter: UsageMeter,
-    pacer: _Pacer,
-    interrupted: AbortSignal,
-    out: Output,
-) -> int:
+    from tether.agent.runtime import TetherRuntimeError
     from tether.cli.models import run_problem
 
+    pacer = Pacer()
+    session.set_pace(pacer.wait)
+    place = "" if options.session is None else f" ({options.session})"
+
+    def notice(event: CodingEvent) -> None:
+        if event.type == "session.notice":
+            warn(f"tether run: {event.text}{place}")
+
+    session.subscribe(notice)
+    try:
+        await session.start()
+    except TetherRuntimeError as error:
+        warn(f"tether run: {_session_problem(error, options.session)}")
+        return EXIT_USAGE
     if interrupted.aborted:
         return EXIT_INTERRUPTED
-    remove = interrupted.add_listener(lambda: agent.cancel(INTERRUPT_REASON))
-    view = None if args.json else HumanView(out)
+    remove = interrupted.add_listener(lambda: session.abort(INTERRUPT_REASON))
+    view = None if options.json else HumanView(out)
     try:
-        stream = agent.prompt(args.prompt)
+        stream = await session.prompt(options.prompt)
         try:
-            await _show(stream, pacer, view, out)
+            await show_run(stream, pacer, view, out)
         finally:
             if not stream.settled:  # the output failed: stop the run instead of leaving it
-                agent.cancel("The output failed")
-                await agent.wait_until_idle()
+                session.abort("The output failed")
+                agent = session.agent
+                if agent is not None:
+                    await agent.wait_until_idle()
         result = await stream.result
     finally:
         remove()
-    if view is not None:
+    meter = session.meter
+    if view is not None and meter is not None:
         view.summary(result, meter.turns, meter.input_tokens, meter.output_tokens)
-    problem = run_problem(result, meter.last_error, choice)
+    problem = run_problem(result, None if meter is None else meter.last_error, choice)
     if problem is not None:
         warn(f"tether run: [{problem.code}] {problem}")
         return EXIT_USAGE
     return EXIT_STATUS[result.status]
 
 
-DEFAULT_CONTEXT_WINDOW: Final = 128_000
-"""Tokens assumed for a model whose ``context_window`` the config does not set."""
+def _session_problem(error: TetherRuntimeError, path: Path | None) -> str:
+    """``[CODE] message`` for a session that could not be opened: the session store's own
+    code (``SESSION_IN_USE``, ``SESSION_INVALID_JSON``...) when it is the cause,
+    ``CLI_SESSION_UNUSABLE`` when the system refused the file, else the runtime's."""
+    from tether.agent.session import SessionStoreError
 
-
-def build_agent(
-    model: Model,
-    args: argparse.Namespace,
-    messages: Sequence[Message],
-    *,
-    choice: ModelChoice,
-) -> Agent:
-    """The ``Agent`` of a model run (``tether run`` and ``tether rpc``): ``args.tools``
-    (``"coding"``: the coding tools confined to the current directory, their processes
-    without ``choice.hidden_env``), ``args.system``, ``args.max_steps`` and the real-model
-    limits, starting from ``messages``; it compacts automatically near the choice's context
-    window (the config's, else 128,000 tokens)."""
-    from tether.agent.agent import Agent
-
-    return Agent(messages=messages, **agent_options(model, args, choice=choice))
-
-
-def agent_options(model: Model, args: argparse.Namespace, *, choice: ModelChoice) -> dict[str, Any]:
-    """The keyword options every model run's ``Agent`` is built with (see ``build_agent``)."""
-    from tether.agent.auto_compaction import AutoCompaction
-    from tether.loop.limits import RunLimits
-
-    tools = None
-    if args.tools == "coding":
-        from tether.tools.coding import coding_tools
-
-        tools = coding_tools(Path.cwd(), hide_env=choice.hidden_env, pass_env=choice.pass_env)
-    window = choice.settings.context_window or DEFAULT_CONTEXT_WINDOW
-    return {
-        "model": model,
-        "tools": tools,
-        "system": args.system,
-        "limits": RunLimits.for_real_models(),
-        "max_steps": args.max_steps,
-        "compaction": AutoCompaction(context_window=window),
-    }
-
-
-def starting_transcript(args: argparse.Namespace) -> Sequence[Message]:
-    """The transcript an ``rpc`` Agent starts from: empty (``tether run --session`` starts
-    from its session file instead, see ``session_agent``)."""
-    return ()
-
-
-def _exists(path: str) -> bool:
-    return os.path.lexists(path)
-
-
-async def session_agent(
-    model: Model, args: argparse.Namespace, path: str, choice: ModelChoice
-) -> Agent:
-    """``tether run --session PATH``: an Agent over the session file's active branch (created
-    when missing, with ``SessionLimits.for_coding()``) that records every message into it as
-    the run goes, compactions included. Raises ``SessionStoreError`` for a file it cannot use
-    (``SESSION_IN_USE`` while another process writes it). The store holds the file's lock:
-    close it (``session_store(agent).close()``) when the run is over.
-    """
-    from tether.agent.persistence import resume_agent
-    from tether.agent.session import SessionLimits, SessionStore, SessionStoreOptions, SessionTree
-
-    options = SessionStoreOptions(limits=SessionLimits.for_coding())
-    if _exists(path):
-        store = await SessionStore.load(path, options)
-    else:
-        store = await SessionStore.create(path, options)
-    try:
-        return await resume_agent(SessionTree(store), **agent_options(model, args, choice=choice))
-    except BaseException:
-        await store.close()
-        raise
-
-
-def session_store(agent: Agent) -> SessionStore:
-    """The session store a ``session_agent`` records into."""
-    from tether.agent.persistence import SessionRecorder
-
-    recorder = agent.recorder
-    assert isinstance(recorder, SessionRecorder)
-    return recorder.tree.store
+    seen: list[BaseException] = [error]
+    while seen:
+        cause = seen.pop(0)
+        if isinstance(cause, SessionStoreError):
+            return f"[{cause.code}] {cause.message} ({path})"
+        if isinstance(cause, OSError):
+            reason = cause.strerror or type(cause).__name__
+            return f"[CLI_SESSION_UNUSABLE] cannot use the session file {path}: {reason}"
+        if isinstance(cause, BaseExceptionGroup):
+            seen.extend(cast("tuple[BaseException, ...]", cause.exceptions))  # pyright: ignore[reportUnknownMemberType]
+        if cause.__cause__ is not None:
+            seen.append(cause.__cause__)
+    if path is not None and error.code == "RUNTIME_INVALID_OPTIONS":
+        return f"[CLI_SESSION_UNUSABLE] cannot use the session file {path}: {error}"
+    return f"[{error.code}] {error}"
 
 
 # --- the display and its pace ---------------------------------------------------------------
 
 
-async def _show(
+async def show_run(
     stream: EventStream[AgentEvent, RunResult],
-    pacer: _Pacer,
+    pacer: Pacer,
     view: HumanView | None,
     out: Output,
 ) -> None:
@@ -354,7 +315,7 @@ async def _show(
         return
 
 
-class _Pacer:
+class Pacer:
     """Holds the run back, turn by turn, until every event it emitted has been written."""
 
     __slots__ = ("_written",)

@@ -204,7 +204,8 @@ class CodingSession(Generic[M]):
 
     @property
     def usage(self) -> ModelUsage:
-        """The token usage of every finished run of this session object, every model's."""
+        """The token usage of every run finished in the current session file since it was
+        opened here, every model's (``new_session`` and ``resume`` start again at zero)."""
         return self._usage
 
     @property
@@ -456,9 +457,19 @@ class CodingSession(Generic[M]):
     async def _rebuild_here(self, cwd: Path | None = None) -> None:
         """A runtime on the same session (the same entry), e.g. for a new model."""
         tree = self.tree
+        old = self.agent
         assert tree is not None
+        assert old is not None
+        steering = [message.content for message in old.queued_steering]
+        follow_ups = [message.content for message in old.queued_follow_ups]
         self._move_to = tree.active_leaf_id
         await self._rebuild(self._same_session_options(), "rebuilt", cwd)
+        new = self.agent
+        if new is not None and new is not old:  # what was queued goes on with the new Agent
+            for text in steering:
+                new.steer(text)
+            for text in follow_ups:
+                new.follow_up(text)
 
     async def start(self) -> Agent:
         """The Agent, the first runtime built on first use (on a new session: in
@@ -527,6 +538,7 @@ class CodingSession(Generic[M]):
             )
         if self._manager is not None:
             await self._rebuild(self._new_session_options(), "created")
+        self._usage = ZERO_USAGE
 
     def matching_sessions(self, ident: str) -> list[str]:
         """The saved session IDs ``ident`` names: itself, else those it is a prefix of."""
@@ -559,6 +571,7 @@ class CodingSession(Generic[M]):
         assert directory is not None
         options = self._session_options("resume", directory / f"{session_id}.jsonl", None)
         await self._rebuild(options, "resumed")
+        self._usage = ZERO_USAGE
 
     def entries(self) -> tuple[SessionEntry, ...]:
         """Every entry of the session file (``()`` before the first runtime)."""
