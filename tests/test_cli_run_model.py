@@ -612,3 +612,30 @@ async def test_a_session_file_that_cannot_be_used_is_exit_2(tmp_path: Path) -> N
     assert completed.returncode == 2
     assert "SESSION_INVALID_JSON" in completed.err
     assert server.requests == []
+
+
+async def test_the_prompt_comes_from_standard_input(tmp_path: Path) -> None:
+    """``-p -``, or no ``-p`` with a piped stdin, reads the prompt from stdin (as ``pi -p``
+    and ``claude -p`` do); an empty stdin is a usage error (issue 27)."""
+    async with ReplayServer() as server:
+        server.respond(text_reply("Piped."))
+        server.respond(text_reply("Dashed."))
+        base = ["run", "--model", MODEL, "--base-url", server.url]
+        piped = await run_tether(
+            *base, env=child_env(tmp_path), stdin=b"What is in the pipe?\n"
+        )
+        dashed = await run_tether(
+            *base, "-p", "-", env=child_env(tmp_path), stdin="Zwei\nZeilen \xfc\n".encode()
+        )
+        empty = await run_tether(*base, env=child_env(tmp_path), stdin=b"\n")
+    assert piped.returncode == 0, piped.err
+    assert dashed.returncode == 0, dashed.err
+    users = [
+        [m["content"] for m in request.json["messages"] if m["role"] == "user"]
+        for request in server.requests
+    ]
+    assert users == [["What is in the pipe?"], ["Zwei\nZeilen \xfc"]]
+    assert "assistant: Piped." in piped.out
+    assert empty.returncode == 2
+    assert "standard input was empty" in empty.err
+    assert len(server.requests) == 2
