@@ -621,9 +621,7 @@ async def test_the_prompt_comes_from_standard_input(tmp_path: Path) -> None:
         server.respond(text_reply("Piped."))
         server.respond(text_reply("Dashed."))
         base = ["run", "--model", MODEL, "--base-url", server.url]
-        piped = await run_tether(
-            *base, env=child_env(tmp_path), stdin=b"What is in the pipe?\n"
-        )
+        piped = await run_tether(*base, env=child_env(tmp_path), stdin=b"What is in the pipe?\n")
         dashed = await run_tether(
             *base, "-p", "-", env=child_env(tmp_path), stdin="Zwei\nZeilen \xfc\n".encode()
         )
