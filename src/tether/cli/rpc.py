@@ -359,6 +359,8 @@ class _Session:
         self.output_error: OutputError | None = None
         self.pumps: set[asyncio.Task[None]] = set()
         self.approvals: dict[str, asyncio.Future[Answer]] = {}
+        self.caught_up = asyncio.Event()
+        self.caught_up.set()
         self.stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         session.subscribe(self.on_event)
 
@@ -379,6 +381,10 @@ class _Session:
         self.approvals[request.id] = future
         call = request.tool_call
         try:
+            # The run's events so far are written first: a pump just handed one (its wakeup
+            # already scheduled, ahead of this one) takes it in the first loop turn.
+            await asyncio.sleep(0)
+            await self.caught_up.wait()
             self.write(
                 {
                     "type": "approval_request",
@@ -702,15 +708,26 @@ class _Session:
         return {"messageId": agent.messages[before].id}
 
     async def pump(self, stream: EventStream[AgentEvent, RunResult]) -> None:
-        """Write the events of one run; after an output failure, cancel it."""
+        """Write the events of one run; after an output failure, cancel it. ``caught_up``
+        is set while every event so far is written (an approval request waits for it)."""
+        events = stream.__aiter__()
         try:
-            async for event in stream:
+            while True:
+                event = events.poll(None)
+                if event is None:
+                    self.caught_up.set()
+                    event = await events.__anext__()
+                    self.caught_up.clear()
                 if event.type == "run.finished":
                     self.advise(event.payload.result)
                 self.write({"type": "event", "event": to_json(event)})
+        except StopAsyncIteration:
+            return
         except OutputError:
             self.session.abort("The output failed")
             self.decline_pending()
+        finally:
+            self.caught_up.set()
 
     def advise(self, result: RunResult) -> None:
         meter = self.session.meter
