@@ -79,6 +79,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
 from tether._errors import TetherError
 from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
+from tether.cli.slash_commands import COMMANDS, HELP
 from tether.coding.approval import Answer, ApprovalRequest, Approvals, parse_answer
 from tether.coding.session import DECLINED
 
@@ -128,27 +129,6 @@ _EXIT_INTERRUPTED: Final = 130
 _RESULT_LINES: Final = 4
 _DIFF_LINES: Final = 12
 _LIST_SESSIONS: Final = 20
-
-COMMANDS: Final = {
-    "help": "show this help",
-    "model": "/model PROVIDER/MODEL: switch the model, keeping the conversation",
-    "new": "start a new session",
-    "cd": "/cd DIR: continue this session in another directory (tools and files there)",
-    "sessions": "list saved sessions, newest first",
-    "resume": "/resume ID: continue a saved session (an ID or a unique prefix)",
-    "tree": "list the active branch; /tree ID moves the branch to that entry",
-    "compact": "compact the conversation now (a summary replaces the oldest part)",
-    "usage": "token usage of the session",
-    "quit": "exit (Ctrl-D does too)",
-}
-"""Each slash command and what it does."""
-HELP: Final = (
-    "commands:\n"
-    + "".join(f"  /{name:<9} {text}\n" for name, text in COMMANDS.items())
-    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn (or a "
-    "runtime being built) or clears the line · Ctrl-D exits\n"
-)
-"""What ``/help`` prints."""
 
 
 # --- slash commands ---------------------------------------------------------------------------

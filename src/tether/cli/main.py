@@ -62,6 +62,7 @@ from tether.cli.exit_codes import (
     EXIT_USAGE,
 )
 from tether.cli.render import Output, OutputError, json_line, warn
+from tether.cli.slash_commands import CHAT_EXIT_HELP, COMMANDS_HELP, KEYS_HELP
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -138,7 +139,10 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
             help="coding: read/write/edit files, grep, bash, python, confined to the cwd",
         )
         parser.add_argument(
-            "--system", type=non_empty_text, metavar="TEXT", help="the system prompt"
+            "--system",
+            type=non_empty_text,
+            metavar="TEXT",
+            help="replace the system prompt's introduction (its first paragraph)",
         )
 
 
@@ -177,7 +181,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="run the agent: the bundled fixture (offline), or a real model with --model",
         description=(
             "Run the agent and show the run. Without --model: a provider fixture with a\n"
-            "built-in add tool (offline). With --model: one prompt (-p) to a real model."
+            "built-in add tool (offline). With --model (print mode): one prompt to a real\n"
+            "model through the same coding session as tether chat: the same system prompt\n"
+            "(an introduction, the tools, the date, the directory, AGENTS.md/CLAUDE.md, the\n"
+            "skills), its tool calls never asked about. The prompt is -p TEXT; with -p -, or\n"
+            "without -p while stdin is a pipe or a file, it is read from stdin. --json writes\n"
+            "the run's events, the same ones tether rpc sends. --session PATH continues that\n"
+            "session file (created if missing); without it nothing is kept."
         ),
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
@@ -186,7 +196,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "--fixture", type=_fixture_path, metavar="PATH", help="provider fixture (default: bundled)"
     )
     run.add_argument(
-        "-p", "--prompt", metavar="TEXT", help=f"the user message (fixture: {DEFAULT_PROMPT!r})"
+        "-p",
+        "--prompt",
+        metavar="TEXT",
+        help=f"the user message; - reads it from stdin (fixture: {DEFAULT_PROMPT!r})",
     )
     run.add_argument(
         "--max-steps",
@@ -207,10 +220,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "rpc",
         help="drive one agent with JSON lines over stdin/stdout",
         description=(
-            "Drive one agent with JSON-lines commands on stdin; responses and events are\n"
-            "JSON lines on stdout. Commands: prompt, steer, follow_up, abort, get_state,\n"
-            "get_messages, set_model, new_session, compact (the protocol is documented in\n"
-            "the tether.cli.rpc module). Without --model, the config's default_model."
+            "Drive tether chat's coding session with JSON-lines commands on stdin;\n"
+            "responses, run events, approval requests and advice are JSON lines on stdout\n"
+            "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
+            "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
+            "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
+            "compact. Sessions are kept (a new one at start, or -r ID); write_file,\n"
+            "edit_file, bash and python_process calls wait for the client's approve unless\n"
+            "--auto-approve. Without --model, the config's default_model."
         ),
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
@@ -257,8 +274,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     chat = commands.add_parser(
         "chat",
         help="the interactive coding agent in the current directory",
-        description="Chat with a coding agent in the current directory (tether.cli.chat).",
-        epilog=MODEL_HELP,
+        description=(
+            "Chat with a coding agent in the current directory: the coding tools, the\n"
+            "context files (AGENTS.md/CLAUDE.md), the skills and prompt templates, the\n"
+            "extensions of the config file. Every message is kept in a session file\n"
+            "(<data dir>/tether/sessions/); -c and -r continue one. Tool calls that change\n"
+            "files or run commands are asked about first (unless --auto-approve)."
+        ),
+        epilog=COMMANDS_HELP + "\n" + KEYS_HELP + "\n" + MODEL_HELP + "\n" + CHAT_EXIT_HELP,
         formatter_class=formatter,
     )
     _model_options(chat, tools=False)
@@ -275,7 +298,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="continue the last session of this directory",
     )
     where.add_argument("-r", "--resume", metavar="ID", help="resume the session ID (or prefix)")
-    commands.add_parser("trace", help="print the checkpoint-00 agent trace as JSON lines")
+    commands.add_parser(
+        "trace",
+        help="print the checkpoint-00 agent trace as JSON lines",
+        description="Print the checkpoint-00 agent trace (a scripted run) as JSON lines.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=formatter,
+    )
     from tether.cli.eval import add_parser as add_eval_parser
 
     add_eval_parser(commands)

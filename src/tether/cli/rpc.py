@@ -1,74 +1,32 @@
-"""``tether rpc``: one agent driven by JSON lines over stdin and stdout.
+"""``tether rpc``: one ``CodingSession`` driven by JSON lines over stdin and stdout.
 
-Modelled on the RPC mode of Pi's coding agent: a host (an editor, a test, another program)
-starts ``tether rpc --model PROVIDER/MODEL [--base-url URL] [--tools coding] [--system TEXT]
-[--max-steps N]``, writes commands on its stdin and reads responses and events from its
-stdout, one JSON object per line. The model is chosen as for ``tether run`` (without
-``--model``: the config's ``default_model``); a selection error (unknown provider, missing
-key, invalid config) is one line on stderr and exit status 2 before anything is read.
+The protocol (version ``PROTOCOL_VERSION``, 2) is documented in ``docs/rpc.md``: every
+command, line, error and a transcript; ``tether.coding.rpc_client`` is its typed client.
+In short: a host starts ``tether rpc --model PROVIDER/MODEL [--base-url URL] [--tools
+coding] [--system TEXT] [--max-steps N] [--auto-approve] [--session-dir DIR] [-r ID]``,
+writes commands (``{"id", "type", ...}``: ``COMMANDS``) on its stdin and reads responses
+(``{"type":"response","id","command","success","data"|"error"}``), run events
+(``{"type":"event","event":E}``, ``E`` as in ``tether run --json``), approval requests
+(``{"type":"approval_request","requestId","toolCall"}``, answered by ``approve``), advice
+(``{"type":"error",...}``, just before the ``run.finished`` of a run a person can fix) and
+notices from its stdout, one JSON object per line.
 
-**Framing.** Input is split on ``\\n`` bytes only (a ``\\r`` before it is dropped), never on
-what ``str.splitlines`` also splits on: a U+2028 inside a JSON string is part of the string.
-Blank lines are ignored. A line longer than 1 MiB is refused (``RPC_LINE_TOO_LONG``) and
-skipped up to its ``\\n`` without being held in memory; a last line without ``\\n`` is read
-at end of input. Output lines are written whole, in UTF-8, and never contain a raw line
-separator (``tether.cli.render.json_line``).
+The session is the one ``tether chat`` and ``tether run -p`` drive (``tether.coding``): the
+same system prompt, the same session files (created in ``--session-dir``, by default chat's
+sessions directory, at start; ``-r ID`` resumes one), the same approvals (asked of the
+client unless ``--auto-approve``), model switching, new session, resume, moves in the
+session tree and compaction. This module is only the adapter: framing, parsing, the
+commands' JSON and the order of the lines.
 
-**Commands** are objects with ``"id"`` (a string or an integer, echoed in the response) and
-``"type"``; other fields depend on the type, and a field that is not listed is refused:
+**Framing.** Input is split on ``\\n`` bytes only (a ``\\r`` before it is dropped); a line
+longer than 1 MiB is refused (``RPC_LINE_TOO_LONG``) and skipped without being held in
+memory. Output lines are written whole, in UTF-8, and never contain a raw line separator
+(``tether.cli.render.json_line``). No line of input can end the process.
 
-* ``prompt`` ``{message}``: start a run with a user message. Answered as soon as the run is
-  accepted (``data: {messageId}``); its events follow. ``AGENT_BUSY`` while a run is going.
-* ``steer`` ``{message}``: queue a user message for the next turn boundary of the running
-  prompt (or of the next prompt); ``follow_up`` ``{message}``: queue one for when the model
-  would finish. Both answer ``data: {messageId}``.
-* ``abort``: cancel the running prompt (``data: {cancelled}``, ``false`` when idle). The run
-  ends ``cancelled`` and the transcript keeps only complete turns.
-* ``get_state``: ``data: {isRunning, model, provider, baseUrl, messageCount, queuedSteering,
-  queuedFollowUps, usage, tools, maxSteps}`` (``usage`` in camelCase, summed over the models
-  of this session).
-* ``get_messages``: ``data: {messages}``, the transcript as camelCase JSON (``tether.to_json``).
-* ``set_model`` ``{model, baseUrl?}``: only while idle; a new Agent on that model with the same
-  transcript and queued messages. Without ``baseUrl`` the provider's own URL is used, unless
-  the provider is the current one (then its current URL, ``--base-url`` included, is kept).
-  The config file is read again; selection errors are answered with their ``CLI_...`` code
-  (``CLI_UNKNOWN_PROVIDER``, ``CLI_MISSING_API_KEY``...). ``data: {model, baseUrl}``.
-* ``new_session``: only while idle; an empty transcript and empty queues on the same model
-  (``data: null``).
-* ``compact``: compact the context now (``Agent.compact``), in the background: the response
-  comes when it is done, and ``abort`` cancels it (``CONTEXT_CANCELLED``, nothing changed);
-  ``{compacted: false}`` when there was nothing to compact, else ``{compacted, summaryId,
-  compactedMessages, unitsBefore, unitsAfter}``; a ``CONTEXT_...`` error code when it
-  cannot. Every Agent also compacts on its own near the model's ``context_window`` (from
-  the config; 128,000 tokens by default).
-
-**Responses** echo the ``id``::
-
-    {"type":"response","id":1,"command":"prompt","success":true,"data":{"messageId":"..."}}
-    {"type":"response","id":2,"command":"set_model","success":false,
-     "error":{"code":"AGENT_BUSY","message":"..."}}
-
-A line that is not a command is answered with ``success: false`` too, with ``id`` (and
-``command``) ``null`` when they cannot be read: ``RPC_INVALID_JSON`` (not UTF-8, not JSON),
-``RPC_INVALID_REQUEST`` (not an object; ``id``, ``type`` or a field missing, of the wrong
-type, or not known), ``RPC_UNKNOWN_COMMAND``, ``RPC_LINE_TOO_LONG``. Errors of the agent keep
-their codes (``AGENT_BUSY``, ``AGENT_MESSAGE_LIMIT``); a bug is ``RPC_INTERNAL_ERROR``. No
-line of input can end the process.
-
-**Events.** While a prompt runs, each agent event is a line ``{"type":"event","event":E}``
-where ``E`` is the camelCase event of ``tether run --json`` (``message.accepted``,
-``model.chunk``, ``tool.started``, ``tool.finished``, ``run.finished``); ``run.finished``
-(with the run's result) is the last line of a run. When a run failed in a way a person can
-fix (``tether.cli.models.run_problem``), a line ``{"type":"error","error":{"code","message"[,
-"retryAfter"]}}`` with the advice comes just before its ``run.finished``.
-
-**Lifetime.** End of input cancels a running prompt ("Standard input closed"), writes the
-rest of its events, closes the model and exits 0. Ctrl-C (SIGINT) does the same and exits
-130; a second Ctrl-C exits at once. When stdout cannot be written, the run is cancelled and
-the command exits 4.
-
-Sessions are not persisted yet: ``new_session`` and the Agent's construction are marked as
-where ``--session PATH`` plugs in.
+**Lifetime.** End of input cancels a running prompt ("Standard input closed"), declines a
+waiting approval, writes the rest of its events, closes the session and the model and
+exits 0. Ctrl-C (SIGINT) does the same and exits 130; a second Ctrl-C exits at once. When
+stdout cannot be written, the run is cancelled and the command exits 4.
 """
 
 from __future__ import annotations
