@@ -63,7 +63,6 @@ the prompt shows quickly and the first turn does not wait for imports.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -105,6 +104,7 @@ __all__ = [
     "Answer",
     "Approvals",
     "Chat",
+    "ChatOptions",
     "ChatView",
     "Command",
     "Interrupt",
@@ -906,7 +906,19 @@ def _configured_extensions(config: CliConfig) -> tuple[ExtensionDefinition, ...]
         ) from None
 
 
-async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: CliConfig) -> int:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatOptions:
+    """What ``tether chat`` was asked for on the command line: the ``introduction`` that
+    replaces the system prompt's first paragraph (``--system``), ``auto_approve``, a session
+    to ``resume`` (``-r ID``) or ``continue_last`` (``-c``)."""
+
+    introduction: str | None = None
+    auto_approve: bool = False
+    resume: str | None = None
+    continue_last: bool = False
+
+
+async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliConfig) -> int:
     """Run ``tether chat`` on the terminal; returns the exit status (0 when it ends)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -953,8 +965,8 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
         data_dir=data_dir,
         view=view,
         ask=ask,
-        introduction=args.system,
-        auto_approve=args.auto_approve,
+        introduction=options.introduction,
+        auto_approve=options.auto_approve,
         extensions=extensions,
     )
     loop = asyncio.get_running_loop()
@@ -972,15 +984,15 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
     loop.add_signal_handler(signals.SIGINT, on_sigint)
     try:
         view.line(f"tether chat · {choice.spec} · {cwd} · /help for commands, Ctrl-D to quit")
-        if args.resume is not None:
-            await chat.resume(args.resume)
-        elif args.continue_last:
+        if options.resume is not None:
+            await chat.resume(options.resume)
+        elif options.continue_last:
             found = last_session(chat.sessions_dir, cwd)
             if found is None:
                 view.line("no earlier session in this directory: starting a new one")
             else:
                 await chat.resume(found)
-        warm = args.resume is None and not args.continue_last
+        warm = options.resume is None and not options.continue_last
 
         def after_first_draw() -> None:  # pre_run runs just before the prompt is drawn
             nonlocal warm

@@ -358,9 +358,12 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             )
         if args.prompt is None:
             args.prompt = DEFAULT_PROMPT
-        from tether.cli.run import run_command
+        from tether.cli.run import FixtureOptions, run_command
 
-        return _writing("run", lambda: asyncio.run(run_command(args, make(sys.stdout))))
+        fixture = FixtureOptions(
+            fixture=args.fixture, prompt=args.prompt, max_steps=args.max_steps, json=args.json
+        )
+        return _writing("run", lambda: asyncio.run(run_command(fixture, make(sys.stdout))))
     if args.fixture is not None:
         _usage(parser, "--fixture and --model are exclusive (a fixture replays a model)")
     prompt = _print_prompt(args.prompt, parser)
@@ -485,10 +488,16 @@ def _chat(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         warn("tether chat: [CLI_NOT_A_TERMINAL] needs a terminal (use tether run -p or tether rpc)")
         return EXIT_USAGE
-    from tether.cli.chat import chat_command
+    from tether.cli.chat import ChatOptions, chat_command
 
+    options = ChatOptions(
+        introduction=args.system,
+        auto_approve=args.auto_approve,
+        resume=args.resume,
+        continue_last=args.continue_last,
+    )
     chosen = choice
-    return _writing("chat", lambda: asyncio.run(chat_command(args, chosen, config)))
+    return _writing("chat", lambda: asyncio.run(chat_command(options, chosen, config)))
 
 
 def _choose(args: argparse.Namespace, command: str) -> ModelChoice | None:

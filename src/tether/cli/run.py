@@ -44,7 +44,6 @@ Three things make that hold:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import threading
@@ -82,6 +81,7 @@ __all__ = [
     "EXIT_STATUS",
     "EXIT_USAGE",
     "INTERRUPT_REASON",
+    "FixtureOptions",
     "Interrupts",
     "Pacer",
     "PrintOptions",
@@ -106,10 +106,20 @@ async def add(left: int, right: int) -> int:
     return left + right
 
 
-async def run_command(args: argparse.Namespace, out: Output) -> int:
-    """Run ``tether run`` with parsed ``args``, writing to ``out``; returns the exit status.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixtureOptions:
+    """What ``tether run`` without ``--model`` runs: the provider ``fixture`` (``None``: the
+    bundled round trip), the user message, the step budget and ``json`` output."""
 
-    A failed write raises ``OutputError`` (after the run was told to stop).
+    fixture: Path | None = None
+    prompt: str
+    max_steps: int = 8
+    json: bool = False
+
+
+async def run_command(args: FixtureOptions, out: Output) -> int:
+    """Run ``tether run`` (a fixture) as ``args`` says, writing to ``out``; returns the exit
+    status. A failed write raises ``OutputError`` (after the run was told to stop).
     """
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller):
