@@ -644,7 +644,7 @@ async def test_run_and_rpc_tools_hide_the_key_variables(
     config = load_config(write(tmp_path, CONFIG + 'pass_env = ["MY_VAR"]\n'))
     choice = choose_model(None, base_url=None, config=config, environ={"GPU_BOX_TOKEN": FAKE_KEY})
     options = PrintOptions(prompt="hi", tools="coding", max_steps=4)
-    coding = print_config(options, choice, cwd=tmp_path, config_dir=None)
+    coding = print_config(options, choice, config, cwd=tmp_path, config_dir=None)
 
     def scripted(_: object) -> ScriptedModel:
         return ScriptedModel([])

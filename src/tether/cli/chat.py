@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal as signals
@@ -78,6 +79,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
 from tether._errors import TetherError
 from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
+from tether.cli.session_config import configured_extensions
 from tether.cli.slash_commands import COMMANDS, HELP
 from tether.coding.approval import Answer, ApprovalRequest, Approvals, parse_answer
 from tether.coding.session import DECLINED
@@ -398,12 +400,8 @@ class Chat:
         extensions: Sequence[ExtensionDefinition] = (),
     ) -> None:
         from tether.cli.context_files import user_config_dir
-        from tether.coding import (
-            ApprovalPolicy,
-            CodingSession,
-            CodingSessionConfig,
-            SessionPlace,
-        )
+        from tether.cli.session_config import coding_config
+        from tether.coding import CodingSession, SessionPlace
 
         self.config = config
         self.data_dir = data_dir
@@ -411,22 +409,19 @@ class Chat:
         self.view = view
         self.ask = ask
         self.session_tokens = (0, 0)
+        made = coding_config(
+            choice,
+            config,
+            cwd=cwd,
+            tools="coding",
+            introduction=introduction,
+            sessions=SessionPlace(directory=self.sessions_dir),
+            config_dir=user_config_dir(),
+            extensions=tuple(extensions),
+            auto_approve=auto_approve,
+        )
         self.coding: CodingSession[ModelChoice] = CodingSession(
-            CodingSessionConfig(
-                model=choice,
-                build_model=build_model or _http_model,
-                cwd=cwd,
-                tools="coding",
-                approval=ApprovalPolicy(
-                    tools=frozenset(config.tools.approve),
-                    auto=auto_approve or config.tools.auto_approve,
-                ),
-                introduction=introduction,
-                config_dir=user_config_dir(),
-                extensions=tuple(extensions),
-                extension_timeout=config.extension_timeout,
-                sessions=SessionPlace(directory=self.sessions_dir),
-            ),
+            dataclasses.replace(made, build_model=build_model or _http_model),
             approver=self._approve,
         )
         self.coding.subscribe(self._on_event)
@@ -889,23 +884,6 @@ def _describe(message: Message) -> str:
 # --- the terminal -----------------------------------------------------------------------------
 
 
-def _configured_extensions(config: CliConfig) -> tuple[ExtensionDefinition, ...]:
-    """The extensions the config file names, loaded from their entry points (``CliError``
-    ``CLI_EXTENSION_UNAVAILABLE`` when one is missing or cannot be imported)."""
-    if not config.extensions:
-        return ()
-    from tether.agent.extensions import ExtensionError, load_entry_point_extensions
-
-    try:
-        return load_entry_point_extensions(config.extensions)
-    except ExtensionError as error:
-        raise CliError(
-            "CLI_EXTENSION_UNAVAILABLE",
-            f"{config.path}: extension not loaded [{error.code}]: {error} "
-            "(install its package, or remove it from 'extensions')",
-        ) from None
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatOptions:
     """What ``tether chat`` was asked for on the command line: the ``introduction`` that
@@ -928,7 +906,7 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
     cwd = Path.cwd()
     data_dir = chat_data_dir()
     try:
-        extensions = _configured_extensions(config)
+        extensions = configured_extensions(config)
     except CliError as error:
         warn(f"tether chat: [{error.code}] {error}")
         return 2

@@ -369,9 +369,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     prompt = _print_prompt(args.prompt, parser)
     if args.max_steps is None:
         args.max_steps = 64
-    choice = _choose(args, "run")
-    if choice is None:
+    chosen = _choose_with_config(args, "run")
+    if chosen is None:
         return EXIT_USAGE
+    choice, config = chosen
     from tether.cli.run import PrintOptions, run_model_command
 
     options = PrintOptions(
@@ -382,9 +383,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         max_steps=args.max_steps,
         session=None if args.session is None else Path(args.session),
     )
-    chosen = choice
     return _writing(
-        "run", lambda: asyncio.run(run_model_command(options, chosen, make(sys.stdout)))
+        "run", lambda: asyncio.run(run_model_command(options, choice, config, make(sys.stdout)))
     )
 
 
@@ -413,9 +413,10 @@ def _print_prompt(given: str | None, parser: argparse.ArgumentParser) -> str:
 def _rpc(args: argparse.Namespace) -> int:
     import asyncio
 
-    choice = _choose(args, "rpc")
-    if choice is None:
+    chosen = _choose_with_config(args, "rpc")
+    if chosen is None:
         return EXIT_USAGE
+    choice, config = chosen
     from tether.cli.chat import chat_data_dir
     from tether.cli.rpc import RpcOptions, rpc_command
 
@@ -429,9 +430,9 @@ def _rpc(args: argparse.Namespace) -> int:
         ),
         resume=args.resume,
     )
-    chosen = choice
     return _writing(
-        "rpc", lambda: asyncio.run(rpc_command(options, chosen, Output.for_json(sys.stdout)))
+        "rpc",
+        lambda: asyncio.run(rpc_command(options, choice, config, Output.for_json(sys.stdout))),
     )
 
 
@@ -502,11 +503,21 @@ def _chat(args: argparse.Namespace) -> int:
 
 def _choose(args: argparse.Namespace, command: str) -> ModelChoice | None:
     """The model ``args`` select (config file read now); ``None`` after one line on stderr."""
+    chosen = _choose_with_config(args, command)
+    return None if chosen is None else chosen[0]
+
+
+def _choose_with_config(
+    args: argparse.Namespace, command: str
+) -> tuple[ModelChoice, CliConfig] | None:
+    """The model ``args`` select and the config file it was chosen with; ``None`` after one
+    line on stderr."""
     from tether.cli.config import CliError, load_config
     from tether.cli.models import choose_model
 
     try:
-        return choose_model(args.model, base_url=args.base_url, config=load_config())
+        config = load_config()
+        return choose_model(args.model, base_url=args.base_url, config=config), config
     except CliError as error:
         warn(f"tether {command}: [{error.code}] {error}")
         return None

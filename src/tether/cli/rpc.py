@@ -51,6 +51,8 @@ from tether.cli.urls import http_url_problem
 from tether.protocol import to_json
 
 if TYPE_CHECKING:
+    from tether.agent.extensions import ExtensionDefinition
+    from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
     from tether.coding import (
         Answer,
@@ -132,24 +134,41 @@ class _TooLong:
 _TOO_LONG: Final = _TooLong()
 
 
-async def rpc_command(options: RpcOptions, choice: ModelChoice, out: Output) -> int:
+async def rpc_command(
+    options: RpcOptions, choice: ModelChoice, config: CliConfig, out: Output
+) -> int:
     """Serve ``tether rpc`` on stdin and ``out`` with a ``CodingSession`` on ``choice``'s
-    model until end of input (0) or Ctrl-C (130); 2 when the session cannot be opened (one
-    line on stderr). A failed write raises ``OutputError`` after cleanup."""
+    model (with ``config``'s extensions and approvals) until end of input (0) or Ctrl-C
+    (130); 2 when the session cannot be opened (one line on stderr). A failed write raises
+    ``OutputError`` after cleanup."""
     from tether.agent.runtime import TetherRuntimeError
+    from tether.cli.config import CliError
     from tether.cli.context_files import user_config_dir
+    from tether.cli.session_config import configured_extensions
     from tether.coding import CodingSession, CodingSessionError
 
+    try:
+        extensions = configured_extensions(config)
+    except CliError as error:
+        warn(f"tether rpc: [{error.code}] {error}")
+        return EXIT_USAGE
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller, _NOTICE):
-        config = rpc_config(options, choice, cwd=Path.cwd(), config_dir=user_config_dir())
+        made = rpc_config(
+            options,
+            choice,
+            config,
+            cwd=Path.cwd(),
+            config_dir=user_config_dir(),
+            extensions=extensions,
+        )
         server: _Session | None = None
 
         async def approve(request: ApprovalRequest) -> Answer:
             assert server is not None
             return await server.approve(request)
 
-        session = CodingSession(config, approver=approve)
+        session = CodingSession(made, approver=approve)
         server = _Session(session, out)
         try:
             try:
@@ -289,21 +308,31 @@ class RpcOptions:
 
 
 def rpc_config(
-    options: RpcOptions, choice: ModelChoice, *, cwd: Path, config_dir: Path | None
+    options: RpcOptions,
+    choice: ModelChoice,
+    config: CliConfig,
+    *,
+    cwd: Path,
+    config_dir: Path | None,
+    extensions: tuple[ExtensionDefinition, ...] = (),
 ) -> CodingSessionConfig[ModelChoice]:
-    """The coding session ``tether rpc`` drives: chat's system prompt and sessions, its
-    approvals asked of the client (``approval_request``) unless ``auto_approve``."""
-    from tether.coding import ApprovalPolicy, CodingSessionConfig, SessionPlace
+    """The coding session ``tether rpc`` drives (``tether.cli.session_config``): chat's
+    system prompt, extensions and sessions, its approvals asked of the client
+    (``approval_request``) unless ``auto_approve``."""
+    from tether.cli.session_config import coding_config
+    from tether.coding import SessionPlace
 
-    return CodingSessionConfig(
-        model=choice,
+    return coding_config(
+        choice,
+        config,
         cwd=cwd,
         tools=options.tools,
-        approval=ApprovalPolicy(auto=options.auto_approve),
         introduction=options.introduction,
-        config_dir=config_dir,
         sessions=SessionPlace(directory=options.sessions_dir),
+        config_dir=config_dir,
+        extensions=extensions,
         max_steps=options.max_steps,
+        auto_approve=options.auto_approve,
     )
 
 

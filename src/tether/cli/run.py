@@ -72,7 +72,9 @@ from tether.cli.render import HumanView, Output, json_line, warn
 from tether.coding.meter import UsageMeter
 
 if TYPE_CHECKING:
+    from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import TetherRuntimeError
+    from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
     from tether.coding import CodingEvent, CodingSession, CodingSessionConfig, ToolSet
 
@@ -176,36 +178,61 @@ class PrintOptions:
 
 
 def print_config(
-    options: PrintOptions, choice: ModelChoice, *, cwd: Path, config_dir: Path | None
+    options: PrintOptions,
+    choice: ModelChoice,
+    config: CliConfig,
+    *,
+    cwd: Path,
+    config_dir: Path | None,
+    extensions: tuple[ExtensionDefinition, ...] = (),
 ) -> CodingSessionConfig[ModelChoice]:
-    """The coding session of a print run: the same system prompt as ``tether chat`` (the
-    introduction, the tools, the date, the directory, the context files, the skills), its
-    tool calls never asked about (there is nobody to ask)."""
-    from tether.coding import ApprovalPolicy, CodingSessionConfig, SessionPlace
+    """The coding session of a print run (``tether.cli.session_config``): the same system
+    prompt and extensions as ``tether chat``, its tool calls never asked about (there is
+    nobody to ask)."""
+    from tether.cli.session_config import coding_config
+    from tether.coding import SessionPlace
 
-    return CodingSessionConfig(
-        model=choice,
+    return coding_config(
+        choice,
+        config,
         cwd=cwd,
         tools=options.tools,
-        approval=ApprovalPolicy(auto=True),
         introduction=options.introduction,
-        config_dir=config_dir,
         sessions=SessionPlace(file=options.session),
+        config_dir=config_dir,
+        extensions=extensions,
         max_steps=options.max_steps,
+        auto_approve=True,
     )
 
 
-async def run_model_command(options: PrintOptions, choice: ModelChoice, out: Output) -> int:
+async def run_model_command(
+    options: PrintOptions, choice: ModelChoice, config: CliConfig, out: Output
+) -> int:
     """Run ``tether run --model ...``: one prompt to a ``CodingSession`` on ``choice``'s
-    model, shown on ``out``; returns the exit status. A failed write raises ``OutputError``
-    (after the run was cancelled)."""
+    model (with ``config``'s extensions), shown on ``out``; returns the exit status. A failed
+    write raises ``OutputError`` (after the run was cancelled)."""
+    from tether.cli.config import CliError
     from tether.cli.context_files import user_config_dir
+    from tether.cli.session_config import configured_extensions
     from tether.coding import CodingSession
 
+    try:
+        extensions = configured_extensions(config)
+    except CliError as error:
+        warn(f"tether run: [{error.code}] {error}")
+        return EXIT_USAGE
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller):
-        config = print_config(options, choice, cwd=Path.cwd(), config_dir=user_config_dir())
-        session = CodingSession(config)
+        made = print_config(
+            options,
+            choice,
+            config,
+            cwd=Path.cwd(),
+            config_dir=user_config_dir(),
+            extensions=extensions,
+        )
+        session = CodingSession(made)
         try:
             return await _print_run(session, options, choice, controller.signal, out)
         finally:
