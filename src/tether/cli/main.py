@@ -78,6 +78,7 @@ __all__ = [
     "EXIT_STATUS",
     "EXIT_USAGE",
     "main",
+    "stdin_prompt",
 ]
 
 DEFAULT_PROMPT: Final = "What is 20 + 22?"
@@ -404,10 +405,17 @@ def _print_prompt(given: str | None, parser: argparse.ArgumentParser) -> str:
     data = stream.buffer.read(MAX_STDIN_PROMPT_BYTES + 1)
     if len(data) > MAX_STDIN_PROMPT_BYTES:
         _usage(parser, f"the prompt on standard input is over {MAX_STDIN_PROMPT_BYTES} bytes")
-    text = data.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
-    if not text.strip():
+    text = stdin_prompt(data)
+    if text is None:
         _usage(parser, "--model needs -p/--prompt TEXT (standard input was empty)")
     return text
+
+
+def stdin_prompt(data: bytes) -> str | None:
+    """The prompt ``data`` (standard input's bytes) holds: UTF-8 with bad bytes replaced,
+    one final newline (``\\n`` or ``\\r\\n``) dropped; ``None`` when only whitespace is left."""
+    text = data.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+    return text if text.strip() else None
 
 
 def _rpc(args: argparse.Namespace) -> int:
