@@ -31,12 +31,20 @@ commands = st.dictionaries(
 ).map(lambda fields: fields if "type" not in fields else {"id": 1, **fields})
 
 
-def check(line: bytes) -> None:
+def parsed(line: bytes) -> object:
+    """The request, or the code it was refused with."""
     try:
-        request = _parse(line)
+        return _parse(line)
     except RpcError as error:
-        assert error.code in CODES, error.code
+        return error.code
+
+
+def check(line: bytes) -> None:
+    request = parsed(line)
+    if isinstance(request, str):
+        assert request in CODES, request
         return
+    assert isinstance(request, rpc._Request)  # pyright: ignore[reportPrivateUsage]
     assert request.command in COMMANDS
     assert set(request.fields) <= set(_FIELDS.get(request.command, ()))
     assert type(request.id) in (str, int)
