@@ -358,7 +358,9 @@ class CodingSession(Generic[M]):
         if move_to is not None and move_to != spec.session.active_leaf_id:
             await spec.session.move_to(move_to)
         options = dataclasses.replace(spec.options, system=system, compaction=self._compaction())
-        # LEAD: enable once Agent takes ``interrupted_turns`` (the parallel helper's branch):
+        # LEAD: once Agent takes ``interrupted_turns`` (the parallel helper's branch), give
+        # RuntimeAgentOptions the field, pass it in build.py's default agent factory
+        # (``resume_agent(..., interrupted_turns=options.interrupted_turns)``), and enable:
         # options = dataclasses.replace(options, interrupted_turns=self.config.interrupted_turns)
         agent: Agent = await fallback(
             dataclasses.replace(spec, model=self._model(), options=options)
