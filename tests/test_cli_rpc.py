@@ -203,6 +203,7 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
             "queuedSteering": 0,
             "queuedFollowUps": 0,
             "usage": {"inputTokens": 0, "outputTokens": 0},
+            "cost": None,  # no prices in the config
             "tools": [],
             "maxSteps": 64,
         }

@@ -52,9 +52,13 @@ class Choice:
     context_window: int | None = None
     hidden_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
+    price: float | None = None
 
     def build(self) -> Model:
         return self.model
+
+    def cost(self, usage: ModelUsage) -> float | None:
+        return None if self.price is None else self.price * usage.output_tokens
 
 
 def config(tmp_path: Path, choice: Choice, **changes: object) -> CodingSessionConfig[Choice]:
@@ -230,9 +234,10 @@ async def test_without_an_approver_an_asked_call_is_declined(tmp_path: Path) -> 
 async def test_an_ephemeral_session_is_removed_at_close(tmp_path: Path) -> None:
     usage = ModelUsage(input_tokens=3, output_tokens=1)
     model = ScriptedModel([ScriptedReply(text=("hi",), usage=usage)])
-    session = CodingSession(
-        config(tmp_path, Choice(spec="scripted/a", model=model), sessions=SessionPlace())
-    )
+    choice = Choice(spec="scripted/a", model=model, price=0.5)
+    session = CodingSession(config(tmp_path, choice, sessions=SessionPlace()))
+    assert session.cost is None
+    session = CodingSession(config(tmp_path, choice, sessions=SessionPlace()))
     events: list[CodingEvent] = []
     session.subscribe(events.append)
     await bounded((await session.prompt("hello")).result)
@@ -240,6 +245,7 @@ async def test_an_ephemeral_session_is_removed_at_close(tmp_path: Path) -> None:
     assert path is not None
     assert path.is_file()
     assert session.usage == usage
+    assert session.cost == 0.5
     await session.close()
     assert not path.exists()
     assert not path.parent.exists()

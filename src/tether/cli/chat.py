@@ -666,7 +666,11 @@ class Chat:
                     view.line(f"  /{template.name:<9} {shorten(template.description, 70)}")
         elif name == "usage":
             total = self.session_tokens
-            view.line(f"session tokens: {total[0]} in, {total[1]} out · model {self.choice.spec}")
+            cost = self.coding.cost
+            priced = "" if cost is None else f" · cost {cost:.4f}"
+            view.line(
+                f"session tokens: {total[0]} in, {total[1]} out{priced} · model {self.choice.spec}"
+            )
         elif name == "model":
             await self._switch_model(argument)
         elif name == "new":

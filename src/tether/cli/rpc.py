@@ -744,6 +744,7 @@ class _Session:
             "queuedFollowUps": 0 if agent is None else len(agent.queued_follow_ups),
             "pendingApprovals": sorted(self.approvals),
             "usage": to_json(session.usage),
+            "cost": session.cost,
             "tools": [] if agent is None else list(agent.tool_names),
             "maxSteps": session.config.max_steps,
         }

@@ -19,6 +19,7 @@ from tether.loop.limits import RunLimits
 if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
     from tether.models.base import Model
+    from tether.protocol import ModelUsage
 
 __all__ = [
     "APPROVED_BY_DEFAULT",
@@ -49,8 +50,8 @@ InterruptedTurns: TypeAlias = Literal["keep", "discard"]
 class ModelSource(Protocol):
     """What a coding session needs of a model choice: its name (``spec``, e.g.
     ``"openai/gpt-4o-mini"``), its context window if known, the environment variables its
-    tools' processes must not see (``hidden_env``, except ``pass_env``) and a way to build
-    the ``Model`` (``build``; the session closes what it built)."""
+    tools' processes must not see (``hidden_env``, except ``pass_env``), a way to build
+    the ``Model`` (``build``; the session closes what it built) and its prices (``cost``)."""
 
     @property
     def spec(self) -> str: ...
@@ -65,6 +66,10 @@ class ModelSource(Protocol):
     def pass_env(self) -> tuple[str, ...]: ...
 
     def build(self) -> Model: ...
+
+    def cost(self, usage: ModelUsage) -> float | None:
+        """What ``usage`` costs on this model (``None``: its prices are not known)."""
+        ...
 
 
 M = TypeVar("M", bound=ModelSource)

@@ -107,6 +107,7 @@ class RpcState:
     pending_approvals: tuple[str, ...]
     input_tokens: int
     output_tokens: int
+    cost: float | None
     tools: tuple[str, ...]
     max_steps: int
 
@@ -250,6 +251,7 @@ class RpcClient:
             pending_approvals=tuple(data["pendingApprovals"]),
             input_tokens=usage["inputTokens"],
             output_tokens=usage["outputTokens"],
+            cost=data["cost"],
             tools=tuple(data["tools"]),
             max_steps=data["maxSteps"],
         )

@@ -17,7 +17,8 @@ workspace, tools, resources, session file, extensions, Agent) and the Agent:
   the project directory, the context files and the skills (see ``CodingSessionConfig``),
   built again for every runtime (a new workspace has its own context files and skills);
 * **approvals** (``ApprovalPolicy``; the ``Approver`` the mode gives answers the asked ones);
-* **usage totals** (``usage``: every finished run's, over every model of the session);
+* **usage and cost totals** (``usage``, ``cost``: every finished run's, over every model of
+  the session, each at its model's prices);
 * the **event stream** (``subscribe``): every ``AgentEvent`` of every Agent the session
   builds, in order, and ``SessionOpened``/``SessionNotice`` when a runtime is published or
   something is worth saying (a skipped skill, a repaired session file).
@@ -153,6 +154,7 @@ class CodingSession(Generic[M]):
         self._closed_tree: SessionTree | None = None
         self._system_prompt: str | None = None
         self._usage: ModelUsage = ZERO_USAGE
+        self._cost: float | None = None
         self._pace: Callable[[], Coroutine[Any, Any, None]] | None = None
         self._scratch: str | None = None  # the temporary directory of an ephemeral session
         self._noted: object = None  # the store whose repair was said
@@ -207,6 +209,12 @@ class CodingSession(Generic[M]):
         """The token usage of every run finished in the current session file since it was
         opened here, every model's (``new_session`` and ``resume`` start again at zero)."""
         return self._usage
+
+    @property
+    def cost(self) -> float | None:
+        """What the runs counted in ``usage`` cost, each at its model's prices (``None``
+        while no model with known prices has run)."""
+        return self._cost
 
     @property
     def meter(self) -> UsageMeter | None:
@@ -389,7 +397,11 @@ class CodingSession(Generic[M]):
 
     def _on_agent_event(self, event: AgentEvent, _signal: object) -> None:
         if event.type == "run.finished":
-            self._usage = self._usage + event.payload.result.usage
+            usage = event.payload.result.usage
+            self._usage = self._usage + usage
+            cost = self._choice.cost(usage)
+            if cost is not None:
+                self._cost = (self._cost or 0.0) + cost
         self._emit(event)
 
     def _adopt(self, session: RuntimeSessionOptions) -> None:
@@ -540,7 +552,7 @@ class CodingSession(Generic[M]):
             )
         if self._manager is not None:
             await self._rebuild(self._new_session_options(), "created")
-        self._usage = ZERO_USAGE
+        self._usage, self._cost = ZERO_USAGE, None
 
     def matching_sessions(self, ident: str) -> list[str]:
         """The saved session IDs ``ident`` names: itself, else those it is a prefix of."""
@@ -573,7 +585,7 @@ class CodingSession(Generic[M]):
         assert directory is not None
         options = self._session_options("resume", directory / f"{session_id}.jsonl", None)
         await self._rebuild(options, "resumed")
-        self._usage = ZERO_USAGE
+        self._usage, self._cost = ZERO_USAGE, None
 
     def entries(self) -> tuple[SessionEntry, ...]:
         """Every entry of the session file (``()`` before the first runtime)."""
