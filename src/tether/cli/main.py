@@ -9,10 +9,12 @@ coding`` gives it the coding tools confined to the current directory (see
 valid UTF-8. Ctrl-C cancels the run; a second Ctrl-C quits at once. How output is written,
 and why it never fails on text it cannot encode, is in ``tether.cli.render``.
 
-``tether rpc`` drives one agent over JSON lines on stdin and stdout (the protocol is in
-``tether.cli.rpc``). ``tether models`` lists the providers, their key variables and whether
-they are set, and the config file's settings (``tether.cli.models``; the config file is
-described in ``tether.cli.config``). ``tether trace`` prints the checkpoint-00 trace as JSON
+``tether run --model ... -p TEXT`` (print mode; ``-p -`` or a piped stdin: the prompt from
+standard input), ``tether chat`` and ``tether rpc`` are adapters over one coding session
+(``tether.coding``). ``tether rpc`` drives it over JSON lines on stdin and stdout (the
+protocol is ``docs/rpc.md``, its code ``tether.cli.rpc``). ``tether models`` lists the
+providers, their key variables and whether they are set, and the config file's settings
+(``tether.cli.models``; the config file is described in ``tether.cli.config``). ``tether trace`` prints the checkpoint-00 trace as JSON
 lines. ``tether eval TASKS`` runs an evaluation suite and prints its summary; its exit
 statuses are its own (0 ran, 1 ``--compare`` found a regression, 2 a problem to fix; see
 ``tether.cli.eval``).
@@ -22,7 +24,7 @@ preset or a ``[providers.NAME]`` of the config file; ``rpc`` falls back to the c
 ``default_model``) and ``--base-url URL``. Errors a person can act on are one line on stderr,
 ``tether COMMAND: [CODE] message``, with a stable code and exit status 2.
 
-Exit status (also listed by ``tether --help`` and ``tether run --help``):
+Exit status (``tether.cli.exit_codes``; also listed by every ``--help``):
 
 * 0 completed: the run completed (``tether models`` and ``tether trace``: the output was
   written; ``tether rpc``: standard input ended and the running prompt settled);

@@ -2,14 +2,20 @@
 
 Without ``--model`` (``run_command``) it loads a provider fixture (the bundled round trip by
 default) and runs the agent loop on it with the built-in ``add`` tool: no key, no network.
-With ``--model`` (``run_model_command``) it runs a stateful ``Agent`` on the chosen HTTP model
-(``tether.cli.models``) for one prompt, with ``RunLimits.for_real_models()`` and, with
-``--tools coding``, the coding tools confined to the current directory. Both write the same
-events the same way: the human view, or one camelCase JSON event per line (``--json``). A
+With ``--model`` (``run_model_command``, print mode) it sends one prompt to the coding
+session every mode drives (``tether.coding.CodingSession``, built by
+``tether.cli.session_config`` as for ``tether chat``: the same system prompt, context files,
+skills and extensions; with ``RunLimits.for_real_models()``; with ``--tools coding``, the
+coding tools confined to the current directory, never asked about) on the chosen HTTP model
+(``tether.cli.models``). The prompt is ``-p TEXT``, or standard input (``-p -``, or no
+``-p`` while stdin is not a terminal; ``tether.cli.main``). Both kinds of run write the same
+events the same way: the human view, or one camelCase JSON event per line (``--json``: the
+events ``tether rpc`` sends too). A
 model run that failed in a way a person can fix (``tether.cli.models.run_problem``: server
 unreachable, key refused, rate limited, context overflow) also gets one line of advice on
 stderr and exit status 2. ``--session PATH`` (model runs) continues the session file's
-active branch and records the run into it (created when missing); a file it cannot use
+active branch and records the run into it (created when missing; without it the session is
+ephemeral, in a temporary directory removed at the end); a file it cannot use
 (``SESSION_...``, or ``CLI_SESSION_UNUSABLE`` when the system refuses it: a missing
 directory, a name too long, ``/proc/self/mem``) is exit status 2.
 
