@@ -14,8 +14,8 @@ standard input), ``tether chat`` and ``tether rpc`` are adapters over one coding
 (``tether.coding``). ``tether rpc`` drives it over JSON lines on stdin and stdout (the
 protocol is ``docs/rpc.md``, its code ``tether.cli.rpc``). ``tether models`` lists the
 providers, their key variables and whether they are set, and the config file's settings
-(``tether.cli.models``; the config file is described in ``tether.cli.config``). ``tether trace`` prints the checkpoint-00 trace as JSON
-lines. ``tether eval TASKS`` runs an evaluation suite and prints its summary; its exit
+(``tether.cli.models``; the config file is described in ``tether.cli.config``). ``tether
+trace`` prints the checkpoint-00 trace as JSON lines. ``tether eval TASKS`` runs an evaluation suite and prints its summary; its exit
 statuses are its own (0 ran, 1 ``--compare`` found a regression, 2 a problem to fix; see
 ``tether.cli.eval``).
 
