@@ -15,9 +15,9 @@ standard input), ``tether chat`` and ``tether rpc`` are adapters over one coding
 protocol is ``docs/rpc.md``, its code ``tether.cli.rpc``). ``tether models`` lists the
 providers, their key variables and whether they are set, and the config file's settings
 (``tether.cli.models``; the config file is described in ``tether.cli.config``). ``tether
-trace`` prints the checkpoint-00 trace as JSON lines. ``tether eval TASKS`` runs an evaluation suite and prints its summary; its exit
-statuses are its own (0 ran, 1 ``--compare`` found a regression, 2 a problem to fix; see
-``tether.cli.eval``).
+trace`` prints the checkpoint-00 trace as JSON lines. ``tether eval TASKS`` runs an
+evaluation suite and prints its summary; its exit statuses are its own (0 ran, 1
+``--compare`` found a regression, 2 a problem to fix; see ``tether.cli.eval``).
 
 Model selection is shared by ``run`` and ``rpc``: ``--model PROVIDER/MODEL`` (a catalog
 preset or a ``[providers.NAME]`` of the config file; ``rpc`` falls back to the config's
