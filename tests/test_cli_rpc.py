@@ -189,8 +189,8 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
         ) as session,
     ):
         state = await session.ok({"id": "s1", "type": "get_state"})
-        session_id = state.pop("sessionId")  # a new session, kept from the start (issue 27)
-        assert (tmp_path / "data" / "tether" / "sessions" / f"{session_id}.jsonl").is_file()
+        # Sessions are kept (issue 27), the first made by the first prompt, as in chat.
+        assert state.pop("sessionId") is None
         assert state.pop("cwd") == os.getcwd()
         assert state == {
             "protocolVersion": 2,
@@ -231,6 +231,8 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
         assert "\u2028".encode() not in session.raw  # escaped: a line splitter cannot break it
 
         state = await session.ok({"id": 3, "type": "get_state"})
+        session_id = state["sessionId"]
+        assert (tmp_path / "data" / "tether" / "sessions" / f"{session_id}.jsonl").is_file()
         assert state["messageCount"] == 2
         assert state["usage"] == {"inputTokens": 7, "outputTokens": 2}
 

@@ -49,16 +49,17 @@ async def test_the_example_drives_a_coding_turn_with_an_approval(tmp_path: Path)
         server.respond(text_reply("I created hello.txt."))
         out = await drive(server, workspace, tmp_path)
     assert (workspace / "hello.txt").read_text(encoding="utf-8") == CONTENT
-    assert "protocol 2 · openai/gpt-test · session " in out
+    assert "protocol 2 · openai/gpt-test\n" in out
     assert 'approval: write_file({"path": "hello.txt"' in out
     assert "tool write_file: ok" in out
     assert "status: completed" in out
     assert "assistant: I created hello.txt." in out
-    assert "session entries: 4" in out
+    assert ": 4 entries" in out
     second = server.requests[1].json["messages"]
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"]
     sessions = list((tmp_path / "data" / "tether" / "sessions").glob("*.jsonl"))
     assert len(sessions) == 1
+    assert f"session {sessions[0].stem}: 4 entries" in out
 
 
 async def test_denied_the_file_is_not_written(tmp_path: Path) -> None:

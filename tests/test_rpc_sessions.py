@@ -117,10 +117,11 @@ async def test_sessions_are_kept_resumed_and_branched(tmp_path: Path) -> None:
         server.respond(text_reply("Noted: 42."))
         server.respond(text_reply("Noted: 7."))
         async with await start(server, tmp_path) as client:
-            session_id = (await client.get_state()).session_id
-            assert session_id is not None
+            assert (await client.get_state()).session_id is None  # made by the first prompt
             await client.run("Remember 42.")
             await client.run("Remember 7.")
+            session_id = (await client.get_state()).session_id
+            assert session_id is not None
             system = await client.get_system_prompt()
         assert await client.close() == 0
         assert system.startswith("You are tether")
@@ -161,3 +162,13 @@ async def test_sessions_are_kept_resumed_and_branched(tmp_path: Path) -> None:
     assert users[2] == ["Remember 42.", "Which number?"]
     assert users[3] == ["Remember 42.", "Which number?", "Still there?"]
     assert f"Project directory: {other}" in server.requests[3].json["messages"][0]["content"]
+
+
+async def test_a_server_sent_no_prompt_leaves_no_session(tmp_path: Path) -> None:
+    async with ReplayServer() as server, await start(server, tmp_path) as client:
+        state = await client.get_state()
+        assert (state.session_id, state.protocol_version) == (None, 2)
+        assert await client.get_messages() == []
+        assert await client.compact() == {"compacted": False}
+        assert await client.close() == 0
+    assert not list((tmp_path / "data").rglob("*.jsonl"))

@@ -36,7 +36,7 @@ async def drive(arguments: argparse.Namespace) -> int:
     client = await RpcClient.start(*options, cwd=arguments.workspace)
     async with client:
         state = await client.get_state()
-        print(f"protocol {state.protocol_version} · {state.model} · session {state.session_id}")
+        print(f"protocol {state.protocol_version} · {state.model}")
 
         async def approve(request: RpcApprovalRequest) -> Literal["yes", "no", "always"]:
             answer: Literal["yes", "no"] = "no" if arguments.deny else "yes"
@@ -59,7 +59,8 @@ async def drive(arguments: argparse.Namespace) -> int:
         print(f"status: {result['status']}")
         print(f"assistant: {result.get('finalText') or ''}")
         tree = await client.get_tree()
-        print(f"session entries: {len(tree['entries'])}")
+        state = await client.get_state()
+        print(f"session {state.session_id}: {len(tree['entries'])} entries")
     return await client.close()
 
 

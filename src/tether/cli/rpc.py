@@ -13,7 +13,8 @@ notices from its stdout, one JSON object per line.
 
 The session is the one ``tether chat`` and ``tether run -p`` drive (``tether.coding``): the
 same system prompt, the same session files (created in ``--session-dir``, by default chat's
-sessions directory, at start; ``-r ID`` resumes one), the same approvals (asked of the
+sessions directory, with the first command that needs one, as in chat; ``-r ID`` resumes
+one at start), the same approvals (asked of the
 client unless ``--auto-approve``), model switching, new session, resume, moves in the
 session tree and compaction. This module is only the adapter: framing, parsing, the
 commands' JSON and the order of the lines.
@@ -174,8 +175,6 @@ async def rpc_command(
             try:
                 if options.resume is not None:
                     await session.resume(options.resume)
-                else:
-                    await session.start()
             except (TetherRuntimeError, CodingSessionError) as error:
                 warn(f"tether rpc: [{error.code}] {error.message}")
                 return EXIT_USAGE
@@ -533,8 +532,9 @@ class _Session:
             case "get_state":
                 return self.state()
             case "get_messages":
-                agent = await session.start()
-                return {"messages": [to_json(message) for message in agent.messages]}
+                agent = session.agent
+                messages = () if agent is None else agent.messages
+                return {"messages": [to_json(message) for message in messages]}
             case "get_system_prompt":
                 await session.start()
                 return {"systemPrompt": session.system_prompt}
@@ -646,7 +646,7 @@ class _Session:
         from tether.agent.compaction import ContextCompactionError
 
         try:
-            record = await self.session.compact()
+            record = None if self.session.agent is None else await self.session.compact()
         except ContextCompactionError as error:
             self.refuse(request_id, "compact", error.code, error.message)
             return
