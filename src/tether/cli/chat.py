@@ -1,13 +1,17 @@
 """``tether chat``: the interactive coding agent in the current directory.
 
-One runtime (``tether.agent.runtime``) at a time: the workspace (the current directory), the
+The interactive mode over ``tether.coding.CodingSession`` (built by
+``tether.cli.session_config``, as ``tether run -p`` and ``tether rpc`` build theirs): one
+runtime (``tether.agent.runtime``) at a time: the workspace (the current directory), the
 coding tools confined to it (``tether.tools.coding``), the session file, the extensions the
 config file names (entry points of group ``tether.extensions``: their tools and event hooks)
 and an ``Agent`` on the chosen model (``tether.cli.models``) whose system prompt is built from
 the context files (``tether.cli.context_files``) and announces the workspace's skills
 (``tether.cli.chat_resources``). ``/new``, ``/resume``, ``/tree ID``, ``/model`` and ``/cd``
-build a new runtime with ``RuntimeManager.replace``: the current one stays in use until the
-new one is fully built, and a failure leaves it as it was. What a person sees and can do:
+have the session build a new runtime with ``RuntimeManager.replace``: the current one stays
+in use until the new one is fully built, and a failure leaves it as it was; the entry the
+session stands on (``/tree ID``) is the session's, so ``/model`` and ``/cd`` keep it. This
+module is what a person sees and can do:
 
 * **Output.** Assistant text is written as it streams, its markdown styled on a colour
   terminal (code blocks and inline code cyan, headings and bold bold; every character kept,
