@@ -67,7 +67,14 @@ $(BENCH_VENV)/.installed: requirements/bench.txt pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check --quiet install --no-deps --no-build-isolation -e .
 	touch $@
 
+# bench_coding's grep goal is measured against ripgrep and bench_sandbox runs bubblewrap:
+# installed here when missing and this is root on a Debian-like machine (otherwise those
+# goals are reported SKIPPED).
 bench: $(BENCH_VENV)/.installed
+	@command -v rg >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get install -y -q ripgrep >/dev/null; } || echo "ripgrep not installed: its goal is SKIPPED"
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get install -y -q bubblewrap >/dev/null; } || echo "bubblewrap not installed: its goal is SKIPPED"
 	$(BENCH_VENV)/bin/python benchmarks/run_all.py
 
 # Regenerate the lock files (needs network to the package index).

@@ -33,6 +33,7 @@ BENCHES = (
     "bench_socket",
     "bench_anthropic",
     "bench_coding",
+    "bench_sandbox",
     "bench_agent",
     "bench_session",
     "bench_import",

@@ -6,6 +6,8 @@ import asyncio
 import gc
 import json
 import os
+import shutil
+import subprocess
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,25 @@ REPOSITORY: Final = Path(__file__).resolve().parent.parent
 SHARED_ENV: Final = "TETHER_SHARED_DIR"
 """Names the workshop's shared folder (``spec/``, ``recorded/``) when it is not beside the
 repository (``../shared``, as CI lays it out)."""
+
+
+def debian_binary(binary: str, package: str) -> str | None:
+    """The path of ``binary``, installing Debian's ``package`` first when it is missing and
+    this runs as root with ``apt-get`` (as on CI); ``None`` when it cannot be had, so the
+    test that needs it skips with a reason."""
+    found = shutil.which(binary)
+    if found is not None:
+        return found
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(
+            ["apt-get", "install", "-y", package],
+            check=False,
+            capture_output=True,
+            timeout=300,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
+        return shutil.which(binary)
+    return None
 
 
 def shared_dir() -> Path:

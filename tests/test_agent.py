@@ -468,7 +468,7 @@ async def test_inner_failures_pass_through_with_their_code() -> None:
     agent = Agent(model=ScriptedModel([]))
     result = await bounded(agent.run("hi"))
     assert result.status == "failed"
-    assert result.error.code == "MODEL_STREAM_FAILED"
+    assert result.error.code == "SCRIPT_EXHAUSTED"
     assert roles(agent) == ["user"]
     truncated = Agent(model=ScriptedModel([text_reply("cut", stop_reason="length")]))
     result = await bounded(truncated.run("hi"))

@@ -379,7 +379,7 @@ async def test_an_exhausted_script_fails_the_same_way() -> None:
     compared = await compare(lambda: [tool_call_reply(("add", {"left": 1, "right": 2}))])
     result = compared.result
     assert isinstance(result, FailedRunResult), result
-    assert result.error.code == "MODEL_STREAM_FAILED"
+    assert result.error.code == "SCRIPT_EXHAUSTED"
     assert result.error.message == 'No scripted response remains for request "request-002"'
 
 

@@ -73,7 +73,9 @@ def text_events(*parts: str) -> list[dict[str, Any]]:
     ]
 
 
-def tool_events() -> list[dict[str, Any]]:
+def tool_events(
+    parts: tuple[str, ...] = ("", '{"left": 20,', ' "right": 22}'),
+) -> list[dict[str, Any]]:
     return [
         start("msg_2", 20),
         {
@@ -103,7 +105,7 @@ def tool_events() -> list[dict[str, Any]]:
                 "index": 1,
                 "delta": {"type": "input_json_delta", "partial_json": part},
             }
-            for part in ["", '{"left": 20,', ' "right": 22}']
+            for part in parts
         ),
         {"type": "content_block_stop", "index": 1},
         {
@@ -193,6 +195,41 @@ async def test_a_tool_run_replays_the_signed_thinking_and_links_the_result() -> 
     assert results["content"][0]["tool_use_id"] == "toolu_1"
     assert second["tools"][0]["name"] == "add"
     assert "input_schema" in second["tools"][0]
+
+
+async def test_a_call_with_broken_json_arguments_goes_back_to_the_model() -> None:
+    """The call is kept as an invalid call and answered with ``TOOL_ARGUMENTS_INVALID``; the
+    next request sends it back with ``input: {}`` (Anthropic requires an object), so the error
+    result is where the model sees what it sent."""
+    async with ReplayServer() as server:
+        server.respond(sse_response(body(tool_events(("", '{"left": 20', ' "right": 22}')))))
+        server.respond(sse_response(body(text_events("42"))))
+        async with model_for(server) as model:
+            events, result = await run_once(model, tools=ToolRegistry([add]))
+    assert isinstance(result, CompletedRunResult), result
+    (answer,) = [m for m in result.messages if m.role == "toolResult"]
+    assert answer.is_error
+    expected = (
+        "TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 13 (Expecting ',' delimiter); "
+        "send the call again with a JSON object. The arguments received were: "
+        '"{\\"left\\": 20 \\"right\\": 22}"'
+    )
+    assert answer.content == expected
+    assert not any(e.type == "tool.started" and e.payload.tool_call.arguments for e in events)
+    second: Any = server.requests[1].json
+    assistant, results = second["messages"][1], second["messages"][2]
+    assert assistant["content"][1] == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "add",
+        "input": {},
+    }
+    assert results == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": expected, "is_error": True}
+        ],
+    }
 
 
 @pytest.mark.parametrize("status", [529, 503, 429])

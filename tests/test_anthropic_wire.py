@@ -40,6 +40,7 @@ from tether.protocol import (
     TextBlock,
     ThinkingBlock,
     ToolCall,
+    ToolCallChunk,
     ToolCallDeltaChunk,
     ToolResultMessage,
     ToolSpec,
@@ -270,28 +271,42 @@ def test_a_call_cut_by_max_tokens_is_left_out() -> None:
     assert outcome.calls == []
 
 
-def test_invalid_json_is_never_repaired() -> None:
-    fails(
-        bodies.BAD_JSON_CALL,
-        "PROVIDER_PROTOCOL_ERROR",
-        'Tool call "write" arguments are not valid JSON',
+def test_invalid_json_is_kept_as_an_invalid_call_never_repaired() -> None:
+    outcome = run(bodies.BAD_JSON_CALL)
+    invalid = ToolCall(
+        id="toolu_01Bad", name="write", arguments=JsonObject(), raw_arguments='{"path": '
     )
+    assert outcome.calls == [invalid]
+    assert outcome.response.stop_reason == "toolCall"
+    streamed = [chunk.tool_call for chunk in outcome.chunks if isinstance(chunk, ToolCallChunk)]
+    assert streamed == [invalid]
+    assert streamed[0] is outcome.calls[0]
     body = bodies.body(
         bodies.tool_start(0, "toolu_1", "f"),
         bodies.json_part(0, "[1]"),
         bodies.stop(0),
         end="tool_use",
     )
-    fails(body, "PROVIDER_PROTOCOL_ERROR", "must be a JSON object")
-    # a broken call followed by another block fails at once
+    assert [call.raw_arguments for call in run(body).calls] == ["[1]"]
+    # a broken call followed by another block is released before that block's chunks: the
+    # model went on past it, so it was not cut
     body = bodies.body(
         bodies.tool_start(0, "toolu_1", "f"),
         bodies.json_part(0, "{"),
         bodies.stop(0),
         bodies.text_start(1),
-        end=None,
+        bodies.text(1, "and more"),
+        bodies.stop(1),
+        end="max_tokens",
     )
-    fails(body, "PROVIDER_PROTOCOL_ERROR", "not valid JSON")
+    outcome = run(body)
+    assert outcome.content == (
+        ToolCall(id="toolu_1", name="f", arguments=JsonObject(), raw_arguments="{"),
+        TextBlock(text="and more"),
+    )
+    assert outcome.response.stop_reason == "length"
+    kinds = [chunk.type for chunk in outcome.chunks if chunk.type != "toolCallDelta"]
+    assert kinds == ["toolCall", "textDelta"]
 
 
 def test_the_start_input_is_used_without_fragments() -> None:

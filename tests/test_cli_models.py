@@ -712,3 +712,37 @@ def test_a_choice_prices_its_usage(tmp_path: Path) -> None:
     assert priced.cost(usage) == 3.0
     plain = choose_model("openai/gpt-other", base_url=None, config=config, environ=env)
     assert plain.cost(usage) is None
+
+
+# --- the sandbox setting (issue 35) -----------------------------------------------------------
+
+
+def test_tools_sandbox_settings_are_read_and_checked(tmp_path: Path) -> None:
+    text = (
+        '[tools]\nsandbox = "auto"\nsandbox_network = true\n'
+        'sandbox_hide = ["~/secrets", "/srv/keys"]\n'
+    )
+    tools = load_config(write(tmp_path, text)).tools
+    assert (tools.sandbox, tools.sandbox_network) == ("auto", True)
+    assert tools.sandbox_hide == ("~/secrets", "/srv/keys")
+    defaults = load_config(write(tmp_path, "")).tools
+    assert (defaults.sandbox, defaults.sandbox_network, defaults.sandbox_hide) == ("off", False, ())
+    for bad, key in (
+        ('sandbox = "sometimes"', "'tools.sandbox'"),
+        ("sandbox = true", "'tools.sandbox'"),
+        ('sandbox_network = "yes"', "'tools.sandbox_network'"),
+        ('sandbox_hide = ["relative/path"]', "'tools.sandbox_hide'"),
+        ('sandbox_hide = "~/x"', "'tools.sandbox_hide'"),
+    ):
+        with pytest.raises(CliConfigError) as info:
+            load_config(write(tmp_path, f"[tools]\n{bad}\n"))
+        assert key in str(info.value)
+
+
+def test_the_config_knows_every_sandbox_mode() -> None:
+    from typing import get_args
+
+    from tether.cli.config import SANDBOX_MODES
+    from tether.tools.coding.sandbox import SandboxMode
+
+    assert get_args(SandboxMode) == SANDBOX_MODES

@@ -48,6 +48,7 @@ from tether.tools.coding import (
     search,
     write_file_tool,
 )
+from tether.tools.coding import files as files_module
 from tether.tools.coding.worker import workers_settled
 from tether.tools.contract import define_tool, execute_tool_call
 
@@ -734,6 +735,31 @@ async def test_edit_fails_with_edit_conflict_when_the_file_changed_meanwhile(roo
         assert target.read_text() == "start\nmine\ntheirs\n", kind
 
 
+def test_a_write_that_lands_right_after_ours_is_kept(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's write renamed over the target the moment our directory lock is
+    released must neither fail our acknowledged edit nor be removed (it holds our line too)."""
+    target = root / "log.txt"
+    target.write_text("END\n")
+    release = files_module._DirectoryLock.release  # pyright: ignore[reportPrivateUsage]
+    theirs: list[str] = []
+
+    def release_then_theirs(lock: object) -> None:
+        release(lock)  # type: ignore[arg-type]
+        if not theirs:  # what a second tether process does next: its own edit, renamed over
+            theirs.append(target.read_text().replace("END\n", "theirs\nEND\n"))
+            (root / "other-temp").write_text(theirs[0])
+            os.replace(root / "other-temp", target)
+
+    monkeypatch.setattr(files_module._DirectoryLock, "release", release_then_theirs)  # pyright: ignore[reportPrivateUsage]
+    tools = coding_tools(root)
+    result = asyncio.run(call(tools, "edit_file", path="log.txt", old="END\n", new="mine\nEND\n"))
+    assert result.content.startswith("Edited log.txt:"), result.content
+    assert theirs == ["mine\ntheirs\nEND\n"]
+    assert target.read_text() == "mine\ntheirs\nEND\n"  # their file is kept, with our line
+
+
 _EDITOR = """
 import asyncio, sys
 from tether import AbortController, JsonObject, ToolCall
@@ -775,10 +801,16 @@ def test_concurrent_editors_lose_no_acknowledged_edit(root: Path) -> None:
         for index in range(4)
     ]
     acknowledged: list[str] = []
-    for editor in editors:
-        out, err = editor.communicate(timeout=120)
-        assert editor.returncode == 0, err
-        acknowledged += out.split()
+    try:
+        for editor in editors:
+            out, err = editor.communicate(timeout=120)
+            assert editor.returncode == 0, err
+            acknowledged += out.split()
+    finally:  # a failed editor must not leave the others running (or their pipes open)
+        for editor in editors:
+            if editor.returncode is None:
+                editor.kill()
+                editor.communicate()
     assert len(acknowledged) == 48
     lines = (root / "log.txt").read_text().splitlines()
     assert lines[-1] == "END"

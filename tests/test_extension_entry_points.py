@@ -46,7 +46,7 @@ USER = UserMessage(id="u1", content="hi")
 
 def finished(sequence: int, *, failed: bool = False) -> RunFinishedEvent:
     result = (
-        FailedRunResult(messages=(USER,), error=RunError(code="MODEL_FAILED", message="x"))
+        FailedRunResult(messages=(USER,), error=RunError(code="MODEL_STREAM_FAILED", message="x"))
         if failed
         else CompletedRunResult(messages=(USER,), final_text="done")
     )

@@ -1009,7 +1009,7 @@ async def test_an_exhausted_script_fails_on_the_request_that_found_no_response()
     _, result = await run(model, tools=ToolRegistry([recording_tool("echo", [])]))
 
     failed = assert_failed(
-        result, "MODEL_STREAM_FAILED", 'No scripted response remains for request "request-002"'
+        result, "SCRIPT_EXHAUSTED", 'No scripted response remains for request "request-002"'
     )
     assert [message.role for message in failed.messages] == ["user", "assistant", "toolResult"]
 

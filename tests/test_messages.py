@@ -189,9 +189,15 @@ def test_user_message_allows_empty_content() -> None:
     assert user_message(id="u1", content="").content == ""
 
 
-@pytest.mark.parametrize("bad_id", BLANK_IDS + NON_STRING_IDS)
+def test_user_message_generates_an_id_when_none_is_given() -> None:
+    generated = user_message(content="x")
+    assert generated.id
+    assert user_message(id=None, content="x").id != generated.id
+
+
+@pytest.mark.parametrize("bad_id", [*BLANK_IDS, *(i for i in NON_STRING_IDS if i is not None)])
 def test_user_message_rejects_a_blank_or_non_string_id(bad_id: object) -> None:
-    message = raises_type_error(lambda: user_message(id=bad_id, content="x"))
+    message = raises_type_error(lambda: user_message(id=bad_id, content="x"))  # pyright: ignore[reportArgumentType]
     assert message == "userMessage: id must be a non-empty string"
 
 
@@ -202,7 +208,7 @@ def test_ids_that_javascript_trim_keeps_are_accepted(good_id: str) -> None:
 
 @pytest.mark.parametrize("bad_content", [None, 1, b"x", ["x"]])
 def test_user_message_rejects_non_string_content(bad_content: object) -> None:
-    message = raises_type_error(lambda: user_message(id="u1", content=bad_content))
+    message = raises_type_error(lambda: user_message(id="u1", content=bad_content))  # pyright: ignore[reportArgumentType]
     assert message == "userMessage: content must be a string"
 
 
@@ -392,7 +398,7 @@ ASSISTANT_ERRORS: list[tuple[str, object, object, str]] = [
 def test_assistant_message_rejects_invalid_input_with_the_exact_message(
     id: object, content: object, expected: str
 ) -> None:
-    assert raises_type_error(lambda: assistant_message(id=id, content=content)) == expected
+    assert raises_type_error(lambda: assistant_message(id=id, content=content)) == expected  # pyright: ignore[reportArgumentType]
 
 
 @pytest.mark.parametrize(
@@ -429,7 +435,7 @@ def test_assistant_message_snapshots_and_freezes_everything() -> None:
     block = call("c1", "search", arguments)
     content: list[object] = [text("before"), block]
 
-    message = assistant_message(id="a1", content=content)
+    message = assistant_message(id="a1", content=content)  # pyright: ignore[reportArgumentType]
     arguments["list"][1]["x"] = "mutated"
     arguments["list"].append(2)
     arguments["new"] = 1
@@ -525,7 +531,9 @@ def test_assistant_message_reads_each_block_field_once(kind: str) -> None:
     message = assistant_message(id="a1", content=[block])
 
     assert len(message.content) == 1
-    expected_keys = {"type", "text"} if kind == "text" else {"type", "id", "name", "arguments"}
+    expected_keys = (
+        {"type", "text"} if kind == "text" else {"type", "id", "name", "arguments", "rawArguments"}
+    )
     assert set(block.reads) == expected_keys
     assert all(count == 1 for count in block.reads.values()), block.reads
 
@@ -550,7 +558,6 @@ GOOD_RESULT: dict[str, object] = {
 TOOL_RESULT_ERRORS: list[tuple[str, str, object, str]] = [
     ("id-blank", "id", "  ", T + "id must be a non-empty string"),
     ("id-bom", "id", "\ufeff", T + "id must be a non-empty string"),
-    ("id-none", "id", None, T + "id must be a non-empty string"),
     ("call-id-empty", "tool_call_id", "", T + "toolCallId must be a non-empty string"),
     ("call-id-int", "tool_call_id", 1, T + "toolCallId must be a non-empty string"),
     ("name-blank", "tool_name", "\u3000", T + "toolName must be a non-empty string"),
@@ -1225,10 +1232,10 @@ def test_validate_transcript_reads_every_field_at_most_once() -> None:
     assert check(entries) == []
 
     for recorded in [*entries, *blocks]:
-        assert set(recorded.reads) <= set(recorded)
+        assert set(recorded.reads) <= {*recorded, "rawArguments"}  # the one optional key
         assert all(count == 1 for count in recorded.reads.values()), recorded.reads
     assert set(entries[2].reads) == {"role", "id", "toolCallId", "toolName", "content", "isError"}
-    assert set(blocks[1].reads) == {"type", "id", "name", "arguments"}
+    assert set(blocks[1].reads) == {"type", "id", "name", "arguments", "rawArguments"}
 
 
 def test_entry_that_cannot_be_inspected_is_reported_and_others_still_checked() -> None:

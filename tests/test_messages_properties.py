@@ -224,7 +224,9 @@ def test_user_message_returns_a_message_or_raises_type_error(kwargs: dict[str, A
         return
     event("accepted")
     assert type(message) is UserMessage
-    assert (message.id, message.content) == (kwargs["id"], kwargs["content"])
+    given_id = kwargs.get("id")  # omitted or None: generated, as by UserMessage
+    assert message.id == given_id or (given_id is None and message.id)
+    assert message.content == kwargs["content"]
     assert_frozen(message)
 
 
@@ -250,7 +252,8 @@ def test_assistant_message_returns_a_message_or_raises_type_error(kwargs: dict[s
     event("accepted")
     content = kwargs["content"]
     assert type(message) is AssistantMessage
-    assert message.id == kwargs["id"]
+    given_id = kwargs.get("id")  # omitted or None: generated, as by AssistantMessage
+    assert message.id == given_id or (given_id is None and message.id)
     assert type(message.content) is tuple
     assert len(message.content) == len(content)
     for block, source in zip(message.content, content, strict=True):
@@ -293,8 +296,10 @@ def test_tool_result_message_returns_a_message_or_raises_type_error(
         return
     event("accepted")
     assert type(message) is ToolResultMessage
+    given_id = kwargs.get("id")  # omitted or None: generated, as by ToolResultMessage
+    assert message.id == given_id or (given_id is None and message.id)
     assert (message.id, message.tool_call_id, message.tool_name, message.content) == (
-        kwargs["id"],
+        message.id,
         kwargs["tool_call_id"],
         kwargs["tool_name"],
         kwargs["content"],

@@ -179,6 +179,40 @@ async def test_a_two_turn_tool_run_completes_and_sums_usage(split: Any) -> None:
     assert any(e.type == "model.chunk" and e.payload.chunk.type == "toolCallDelta" for e in events)
 
 
+async def test_a_call_with_broken_json_arguments_goes_back_to_the_model() -> None:
+    """A local model's broken arguments do not fail the turn: the loop answers the call with
+    ``TOOL_ARGUMENTS_INVALID`` (never running it) and the next request shows the model the
+    text it sent and the error."""
+    broken = '{"left": 20 "right": 22}'
+    async with ReplayServer() as server:
+        server.respond(sse_response(_body(tool_stream("call_1", ['{"left": 20', ' "right": 22}']))))
+        server.respond(sse_response(_body(tool_stream("call_2", ['{"left":20,"right":22}']))))
+        server.respond(sse_response(_body(text_stream("42"))))
+        async with model_for(server) as model:
+            events, result = await run_once(model, tools=ToolRegistry([add]))
+    assert isinstance(result, CompletedRunResult), result
+    assert result.final_text == "42"
+    results = [m for m in result.messages if m.role == "toolResult"]
+    assert [m.is_error for m in results] == [True, False]
+    assert results[0].content.startswith(
+        "TOOL_ARGUMENTS_INVALID: not valid JSON at line 1 column 13 (Expecting ',' delimiter); "
+        "send the call again with a JSON object"
+    )
+    assert results[1].content == "42"
+    started = [e.payload.tool_call for e in events if e.type == "tool.started"]
+    assert [call.raw_arguments for call in started] == [broken, None]
+    second: Any = server.requests[1].json
+    assistant = second["messages"][2]
+    assert assistant["tool_calls"] == [
+        {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": broken}}
+    ]
+    assert second["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": results[0].content,
+    }
+
+
 @pytest.mark.parametrize(
     ("status", "headers"),
     [(429, [("retry-after", "0")]), (503, []), (529, [("retry-after-ms", "1")]), (500, [])],

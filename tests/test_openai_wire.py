@@ -34,6 +34,7 @@ from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
 from tether.protocol import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
     AssistantMessage,
     ModelChunk,
     ModelRequest,
@@ -42,6 +43,7 @@ from tether.protocol import (
     TextBlock,
     ThinkingBlock,
     ToolCall,
+    ToolCallChunk,
     ToolCallDeltaChunk,
     ToolResultMessage,
     ToolSpec,
@@ -566,9 +568,88 @@ def test_tool_calls_finish_without_a_call() -> None:
 # --- tool calls -----------------------------------------------------------------------------------
 
 
-def test_invalid_argument_json_is_never_repaired() -> None:
-    fails(bodies.INVALID_ARGUMENTS, "PROVIDER_PROTOCOL_ERROR", '"write" arguments are not valid')
-    fails(bodies.ARRAY_ARGUMENTS, "PROVIDER_PROTOCOL_ERROR", "must be a JSON object, not an array")
+def invalid_call(body: str) -> ToolCall:
+    """The one call of ``body``, which must be kept as an invalid call (not a failure), with
+    its ``toolCall`` chunk the very object of the final message."""
+    outcome = run(body)
+    assert outcome.response.stop_reason == "toolCall"
+    (call,) = outcome.calls
+    assert call.raw_arguments is not None
+    assert call.arguments == {}
+    streamed = [chunk.tool_call for chunk in outcome.chunks if isinstance(chunk, ToolCallChunk)]
+    assert streamed == [call]
+    assert streamed[0] is call
+    return call
+
+
+def test_invalid_argument_json_is_kept_as_an_invalid_call_never_repaired() -> None:
+    call = invalid_call(bodies.INVALID_ARGUMENTS)
+    assert call == ToolCall(
+        id="call_1", name="write", arguments=JsonObject(), raw_arguments='{"path": "a.txt", '
+    )
+    assert invalid_call(bodies.ARRAY_ARGUMENTS).raw_arguments == "[1, 2]"
+
+
+def test_raw_arguments_beyond_the_limit_are_cut_with_a_marker() -> None:
+    piece = "x" * 500_000  # an SSE event holds at most 1 MiB: the text comes in pieces
+    pieces = ['{"content": "', *[piece] * (MAX_RAW_ARGUMENTS_CODE_POINTS // len(piece) + 1)]
+    text = "".join(pieces)
+    first, *rest = pieces
+    body = bodies.tool_stream(
+        [bodies.call(0, "c", "f", first)], *[[bodies.call(0, arguments=part)] for part in rest]
+    )
+    raw = invalid_call(body).raw_arguments
+    assert raw is not None
+    assert len(raw) == MAX_RAW_ARGUMENTS_CODE_POINTS
+    marker = f"\u2026[cut by tether: {len(text)} code points]"
+    assert raw == text[: MAX_RAW_ARGUMENTS_CODE_POINTS - len(marker)] + marker
+
+
+def test_an_invalid_call_and_a_valid_one_keep_their_order() -> None:
+    body = bodies.tool_stream(
+        [bodies.call(0, "c0", "f", '{"a": 1'), bodies.call(1, "c1", "g", '{"b": 2}')]
+    )
+    outcome = run(body)
+    assert [(call.id, call.raw_arguments) for call in outcome.calls] == [
+        ("c0", '{"a": 1'),
+        ("c1", None),
+    ]
+    loop_accepts(outcome.chunks, outcome.response)
+
+
+def test_an_invalid_call_goes_back_raw_or_as_an_empty_object_as_the_compat_says() -> None:
+    call = ToolCall(id="c", name="f", arguments=JsonObject(), raw_arguments='{"a": 1 "b"}')
+    request = ModelRequest(
+        id="request-001",
+        messages=(
+            UserMessage(id="u", content="go"),
+            AssistantMessage(id="a", content=(call,)),
+            ToolResultMessage(tool_call_id="c", tool_name="f", content="bad", is_error=True),
+        ),
+    )
+
+    def sent(compat: OpenAIChatCompat) -> object:
+        body: Any = build_chat_request(
+            request,
+            model="m",
+            compat=compat,
+            max_output_tokens=None,
+            temperature=None,
+            reasoning_effort=None,
+        )
+        return body["messages"][1]["tool_calls"][0]["function"]["arguments"]
+
+    assert sent(OpenAIChatCompat()) == '{"a": 1 "b"}'
+    assert sent(OpenAIChatCompat(invalid_arguments="empty")) == "{}"
+    with pytest.raises(ValueError, match="invalid_arguments must be 'raw' or 'empty'"):
+        OpenAIChatCompat(invalid_arguments="repaired")  # pyright: ignore[reportArgumentType]
+
+
+def test_an_invalid_call_sends_its_raw_text_back_as_arguments() -> None:
+    call = ToolCall(id="c", name="f", arguments=JsonObject(), raw_arguments='{"a": 1 "b"}')
+    assert arguments_text(call) == '{"a": 1 "b"}'
+    lone = ToolCall(id="c", name="f", arguments=JsonObject(), raw_arguments='{"a": "\ud800"')
+    assert arguments_text(lone) == '{"a": "\ufffd"'
 
 
 def test_empty_arguments_are_an_empty_object() -> None:
@@ -741,14 +822,14 @@ def test_deeply_nested_arguments_fail_cleanly() -> None:
     with pytest.raises(ProviderError, match="sent as an object could not be read") as caught:
         parser.feed({"choices": [{"delta": {"tool_calls": [entry]}}]})
     assert caught.value.code == "PROVIDER_PROTOCOL_ERROR"
-    as_text = bodies.tool_stream([bodies.call(0, "c", "f", '{"a":' + "[" * 100_000)])
-    fails(as_text, "PROVIDER_PROTOCOL_ERROR", '"f" arguments nest too deeply to be read')
-    too_deep = '{"a":' + "[" * 200 + "]" * 200 + "}"  # valid JSON, deeper than JsonObject allows
-    fails(
-        bodies.tool_stream([bodies.call(0, "c", "f", too_deep)]),
-        "PROVIDER_PROTOCOL_ERROR",
-        "are not plain JSON: arguments.a.* must not nest containers deeper than 128",
+    # Argument text nested too deeply to read, or deeper than JsonObject allows: invalid calls
+    nested = '{"a":' + "[" * 100_000
+    assert invalid_call(bodies.tool_stream([bodies.call(0, "c", "f", nested)])).raw_arguments == (
+        nested
     )
+    too_deep = '{"a":' + "[" * 200 + "]" * 200 + "}"  # valid JSON, deeper than JsonObject allows
+    call = invalid_call(bodies.tool_stream([bodies.call(0, "c", "f", too_deep)]))
+    assert call.raw_arguments == too_deep
 
 
 def test_error_shapes() -> None:
@@ -768,11 +849,7 @@ def test_error_shapes() -> None:
 
 def test_an_integer_too_long_to_convert_is_invalid_json() -> None:
     huge = '{"n":' + "9" * 5_000 + "}"
-    fails(
-        bodies.tool_stream([bodies.call(0, "c", "f", huge)]),
-        "PROVIDER_PROTOCOL_ERROR",
-        "arguments are not valid JSON",
-    )
+    assert invalid_call(bodies.tool_stream([bodies.call(0, "c", "f", huge)])).raw_arguments == huge
 
 
 def test_vendor_text_in_errors_is_bounded() -> None:
@@ -1311,6 +1388,9 @@ def test_presets() -> None:
     assert PRESETS["groq"].compat.send_stream_options is False
     local = {name for name, preset in PRESETS.items() if preset.api_key_env is None}
     assert local == {"ollama", "vllm", "llamacpp", "lmstudio"}
+    # servers that re-parse earlier calls' arguments get invalid calls back as "{}"
+    empty = {name for name, preset in PRESETS.items() if preset.compat.invalid_arguments == "empty"}
+    assert empty == {*local, "openrouter"}
     with pytest.raises(TypeError):
         PRESETS["x"] = PRESETS["openai"]  # pyright: ignore[reportIndexIssue]
 

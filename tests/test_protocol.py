@@ -32,6 +32,7 @@ from tether.protocol import (
     ModelRequest,
     ModelResponse,
     ModelUsage,
+    RunContext,
     RunError,
     RunFinishedEvent,
     RunFinishedPayload,
@@ -87,7 +88,7 @@ RESPONSE = ModelResponse(
     stop_reason="toolCall",
     usage=USAGE,
 )
-RUN_ERROR = RunError(code="MODEL_FAILED", message="The model stream failed")
+RUN_ERROR = RunError(code="MODEL_STREAM_FAILED", message="The model stream failed")
 COMPLETED = CompletedRunResult(messages=(USER,), final_text="The sum is 42.")
 CANCELLED = CancelledRunResult(messages=(USER,), reason="stopped by the user")
 MAX_STEPS = MaxStepsRunResult(messages=(USER, ASSISTANT, TOOL_RESULT), max_steps=3)
@@ -125,6 +126,9 @@ SAMPLES: dict[str, object] = {
     "Invalid": INVALID,
     "ToolExecutionContext": ToolExecutionContext(
         signal=AbortController().signal, tool_call_id="call-add-001"
+    ),
+    "RunContext": RunContext(
+        signal=AbortController().signal, tool_call_id="call-add-001", deps={"db": 1}
     ),
     "RunError": RUN_ERROR,
     "CompletedRunResult": COMPLETED,
@@ -322,7 +326,7 @@ def test_nested_run_error_cannot_be_rewritten() -> None:
     code = "code"
     with pytest.raises(FrozenInstanceError):
         setattr(FAILED.error, code, "OTHER")
-    assert FAILED.error.code == "MODEL_FAILED"
+    assert FAILED.error.code == "MODEL_STREAM_FAILED"
 
 
 # --- construction checks -------------------------------------------------------------------
@@ -357,6 +361,7 @@ VALID_KWARGS: dict[type, dict[str, Any]] = {
     Valid: {"value": object()},
     Invalid: {"error": "e"},
     ToolExecutionContext: {"signal": AbortController().signal, "tool_call_id": "c"},
+    RunContext: {"signal": AbortController().signal, "tool_call_id": "c", "deps": None},
     RunError: {"code": "C", "message": ""},
     CompletedRunResult: {"messages": (USER,), "final_text": ""},
     CancelledRunResult: {"messages": (), "reason": "r"},
@@ -711,10 +716,10 @@ TO_JSON_CASES: list[tuple[str, object, object]] = [
         {
             "status": "failed",
             "messages": [],
-            "error": {"code": "MODEL_FAILED", "message": "The model stream failed"},
+            "error": {"code": "MODEL_STREAM_FAILED", "message": "The model stream failed"},
         },
     ),
-    ("RunError", RUN_ERROR, {"code": "MODEL_FAILED", "message": "The model stream failed"}),
+    ("RunError", RUN_ERROR, {"code": "MODEL_STREAM_FAILED", "message": "The model stream failed"}),
     ("Valid", VALID, {"ok": True, "value": 42}),
     ("Valid with JSON object", Valid(value=ARGUMENTS), {"ok": True, "value": ARGUMENTS_JSON}),
     ("Invalid", INVALID, {"ok": False, "error": "left must be a number"}),
@@ -764,7 +769,8 @@ def test_every_json_encodable_protocol_class_has_a_to_json_case() -> None:
         "ToolFinishedPayload",
         "RunFinishedPayload",
     }  # encoded inside their events
-    assert encoded_classes | payloads | {"ToolExecutionContext"} == _protocol_dataclasses()
+    contexts = {"ToolExecutionContext", "RunContext"}  # hold a live signal: never JSON
+    assert encoded_classes | payloads | contexts == _protocol_dataclasses()
 
 
 def test_to_json_of_a_transcript_is_a_list() -> None:
@@ -829,7 +835,7 @@ def describe_run(result: RunResult) -> tuple[Branch, str]:
         (COMPLETED, ("completed", "The sum is 42.")),
         (CANCELLED, ("cancelled", "stopped by the user")),
         (MAX_STEPS, ("maxSteps", "3")),
-        (FAILED, ("failed", "MODEL_FAILED")),
+        (FAILED, ("failed", "MODEL_STREAM_FAILED")),
     ],
     ids=["completed", "cancelled", "maxSteps", "failed"],
 )

@@ -39,7 +39,10 @@ from tether import (
     run_agent_loop,
     tool,
 )
+from tether.agent import session as session_module
+from tether.jsonvalue import thaw_json
 from tether.protocol import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
     ZERO_USAGE,
     AgentEvent,
     AssistantBlock,
@@ -59,6 +62,7 @@ from tether.protocol import (
     ModelUsage,
     ProtocolJsonError,
     ProtocolValue,
+    RunContext,
     RunError,
     RunFinishedEvent,
     RunFinishedPayload,
@@ -84,6 +88,8 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.protocol._fields import NonEmpty
+
+session_message_from_json = session_module._message_from_json  # pyright: ignore[reportPrivateUsage]
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "provider-tool-roundtrip.json"
 MESSAGE_ID = re.compile(r"^message-[0-9a-f]{16}$")
@@ -331,7 +337,9 @@ def make_result(status: str, **extra: Any) -> RunResult:
         return CancelledRunResult(messages=(USER,), reason="stop", **extra)
     if status == "maxSteps":
         return MaxStepsRunResult(messages=(USER,), max_steps=3, **extra)
-    return FailedRunResult(messages=(USER,), error=RunError(code="X", message="x"), **extra)
+    return FailedRunResult(
+        messages=(USER,), error=RunError(code="MODEL_STREAM_FAILED", message="x"), **extra
+    )
 
 
 STATUSES = ["cancelled", "completed", "failed", "maxSteps"]
@@ -563,7 +571,13 @@ TEXT_BLOCKS = st.builds(TextBlock, text=TEXTS)
 THINKING_BLOCKS = st.builds(
     ThinkingBlock, text=TEXTS, signature=OPTIONAL_TEXTS, redacted=st.booleans()
 )
-TOOL_CALLS = st.builds(ToolCall, id=IDS, name=IDS, arguments=JSON_OBJECTS)
+VALID_TOOL_CALLS = st.builds(ToolCall, id=IDS, name=IDS, arguments=JSON_OBJECTS)
+INVALID_TOOL_CALLS = st.builds(
+    ToolCall, id=IDS, name=IDS, arguments=st.just(JsonObject()), raw_arguments=TEXTS
+)
+"""Calls whose argument text was not a JSON object (``raw_arguments`` set, ``arguments``
+empty)."""
+TOOL_CALLS = VALID_TOOL_CALLS | INVALID_TOOL_CALLS
 BLOCKS: st.SearchStrategy[AssistantBlock] = st.one_of(TEXT_BLOCKS, THINKING_BLOCKS, TOOL_CALLS)
 
 USER_MESSAGES = st.builds(UserMessage, id=IDS, content=TEXTS)
@@ -655,6 +669,12 @@ EXECUTION_CONTEXTS = st.builds(
     signal=st.builds(lambda: AbortController().signal),
     tool_call_id=IDS,
 )
+RUN_CONTEXTS = st.builds(
+    RunContext,
+    signal=st.builds(lambda: AbortController().signal),
+    tool_call_id=IDS,
+    deps=st.one_of(st.none(), st.integers(), st.text(max_size=4)),
+)
 
 STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     TextBlock: TEXT_BLOCKS,
@@ -683,8 +703,9 @@ STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ToolFinishedEvent: TOOL_FINISHED_EVENTS,
     RunFinishedEvent: RUN_FINISHED_EVENTS,
     ToolExecutionContext: EXECUTION_CONTEXTS,
+    RunContext: RUN_CONTEXTS,
 }
-JSON_CLASSES = [cls for cls in STRATEGIES if cls is not ToolExecutionContext]
+JSON_CLASSES = [cls for cls in STRATEGIES if cls not in (ToolExecutionContext, RunContext)]
 # The results are one strategy for four classes.
 STRATEGIES.update(
     {
@@ -1049,7 +1070,7 @@ def test_builder_output_equals_the_public_constructor(name: str, data: st.DataOb
         assert getattr(built, field.name) == getattr(public, field.name), field.name
     assert built == public
     assert repr(built) == repr(public)
-    if cls is ToolExecutionContext:
+    if cls is ToolExecutionContext or cls is RunContext:
         for value in (built, public):
             with pytest.raises(TypeError, match="cannot encode AbortSignal"):
                 to_json(value)
@@ -1183,3 +1204,68 @@ def test_a_cyclic_argument_dict_raises_naming_the_field() -> None:
         (TypeError, ValueError), match=r"^ToolCall\.arguments must be a JSON object"
     ):
         ToolCall(id="c", name="n", arguments=arguments)  # pyright: ignore[reportArgumentType]
+
+
+# --- invalid tool calls (raw_arguments) ---------------------------------------------------------
+
+
+@settings(max_examples=examples(200))
+@given(call=INVALID_TOOL_CALLS)
+def test_an_invalid_call_round_trips_with_its_raw_text(call: ToolCall) -> None:
+    encoded = to_json(call)
+    assert encoded["rawArguments"] == call.raw_arguments
+    assert encoded["arguments"] == {}
+    assert from_json(encoded, ToolCall) == call
+    assert from_json(json.loads(json.dumps(encoded)), AssistantBlock) == call
+    message = AssistantMessage(id="a", content=(call,))
+    assert session_message_from_json(to_json(message)) == message
+
+
+@given(call=VALID_TOOL_CALLS)
+def test_a_valid_call_has_no_raw_arguments_key(call: ToolCall) -> None:
+    assert call.raw_arguments is None
+    assert "rawArguments" not in to_json(call)
+
+
+@settings(max_examples=examples(100))
+@given(
+    arguments=JSON_OBJECTS.filter(lambda value: len(value) > 0),
+    raw=TEXTS,
+)
+def test_raw_arguments_with_non_empty_arguments_are_rejected(
+    arguments: JsonObject, raw: str
+) -> None:
+    message = r"^ToolCall\.arguments must be empty when raw_arguments is set \(got \d+ entries\)$"
+    with pytest.raises(ValueError, match=message):
+        ToolCall(id="c", name="n", arguments=arguments, raw_arguments=raw)
+    encoded = {
+        "type": "toolCall",
+        "id": "c",
+        "name": "n",
+        "arguments": thaw_json(JsonObject(arguments)),
+        "rawArguments": raw,
+    }
+    with pytest.raises(ProtocolJsonError, match=r"^\$: ToolCall\.arguments must be empty"):
+        from_json(encoded, ToolCall)
+    with pytest.raises(Exception, match="arguments must be empty"):
+        session_message_from_json({"id": "a", "role": "assistant", "content": [encoded]})
+
+
+def test_raw_arguments_are_bounded_and_must_be_a_string() -> None:
+    empty = JsonObject()
+    at_limit = "x" * MAX_RAW_ARGUMENTS_CODE_POINTS
+    call = ToolCall(id="c", name="n", arguments=empty, raw_arguments=at_limit)
+    assert call.raw_arguments == at_limit
+    with pytest.raises(ValueError, match=r"raw_arguments must be at most 4194304 code points"):
+        ToolCall(id="c", name="n", arguments=empty, raw_arguments=at_limit + "x")
+    with pytest.raises(TypeError, match=r"^ToolCall\.raw_arguments must be a string \(got bytes"):
+        ToolCall(id="c", name="n", arguments=empty, raw_arguments=b"{")  # pyright: ignore[reportArgumentType]
+    cut = trusted.invalid_tool_call("c", "n", at_limit + "yy")
+    assert cut.raw_arguments is not None
+    assert len(cut.raw_arguments) == MAX_RAW_ARGUMENTS_CODE_POINTS
+    assert cut.raw_arguments.endswith(
+        f"[cut by tether: {MAX_RAW_ARGUMENTS_CODE_POINTS + 2} code points]"
+    )
+    assert trusted.invalid_tool_call("c", "n", "{") == ToolCall(
+        id="c", name="n", arguments=empty, raw_arguments="{"
+    )

@@ -163,7 +163,7 @@ def _instances() -> dict[type, object]:
     assistant = protocol.AssistantMessage(id="a", content=(protocol.TextBlock(text="t"), tool_call))
     chunk = protocol.TextDeltaChunk(request_id="q", delta="d")
     completed = protocol.CompletedRunResult(messages=(user,), final_text="t")
-    run_error = protocol.RunError(code="C", message="m")
+    run_error = protocol.RunError(code="MODEL_STREAM_FAILED", message="m")
     values: list[object] = [
         user,
         tool_call,
@@ -186,6 +186,7 @@ def _instances() -> dict[type, object]:
         protocol.Valid(value=1),
         protocol.Invalid(error="e"),
         protocol.ToolExecutionContext(signal=AbortController().signal, tool_call_id="c"),
+        protocol.RunContext(signal=AbortController().signal, tool_call_id="c", deps=1),
         protocol.CancelledRunResult(messages=(), reason="r"),
         protocol.MaxStepsRunResult(messages=(), max_steps=2),
         protocol.FailedRunResult(messages=(), error=run_error),
@@ -238,7 +239,9 @@ def test_protocol_dataclasses_are_frozen(cls: type) -> None:
 @pytest.mark.parametrize("cls", _protocol_dataclasses(), ids=lambda cls: cls.__name__)
 def test_protocol_dataclasses_are_slotted(cls: type) -> None:
     assert "__slots__" in vars(cls)
-    assert set(vars(cls)["__slots__"]) == {field.name for field in dataclasses.fields(cls)}
+    # RunContext extends ToolExecutionContext: its slots are the base's.
+    slots = {name for klass in cls.__mro__ for name in vars(klass).get("__slots__", ())}
+    assert slots == {field.name for field in dataclasses.fields(cls)}
     assert not hasattr(_instances()[cls], "__dict__")
 
 

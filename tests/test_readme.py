@@ -51,9 +51,19 @@ def test_readme_python_example_runs_the_fixture_round_trip() -> None:
 def test_the_real_model_examples_compile() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     examples = re.findall(r"```py\n(.*?)```", text, flags=re.S)
-    assert len(examples) == 5  # real models, coding tools, the Agent, sessions, runtimes
+    # real models, the sandbox, coding tools, the Agent, sessions, runtimes
+    assert len(examples) == 6
     for example in examples:
         compile(example, "README.md", "exec")
+
+
+def test_the_sandbox_example_runs(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    [example] = [e for e in re.findall(r"```py\n(.*?)```", text, flags=re.S) if "Sandbox(" in e]
+    done = subprocess.run(
+        [sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.startswith("SandboxStatus(available=")
 
 
 def tracked_files() -> list[Path]:

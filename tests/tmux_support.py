@@ -19,14 +19,14 @@ root (``apt-get install -y tmux``), else returns ``None`` so the fixture skips w
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
-import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
+
+from support import debian_binary
 
 POLL: Final = 0.02
 """Seconds between two looks at the screen."""
@@ -46,19 +46,7 @@ set -g escape-time 0
 
 def tmux_binary() -> str | None:
     """The tmux executable, installed first when missing and running as root."""
-    found = shutil.which("tmux")
-    if found is not None:
-        return found
-    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(
-            ["apt-get", "install", "-y", "tmux"],
-            check=False,
-            capture_output=True,
-            timeout=300,
-            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-        )
-        return shutil.which("tmux")
-    return None
+    return debian_binary("tmux", "tmux")
 
 
 class Tmux:

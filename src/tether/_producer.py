@@ -19,10 +19,40 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
+from tether._errors import TetherError
 from tether._race import RacedIterator, resume
 from tether.stream import EventStream
 
-__all__ = ["fail_producer", "start_producer", "start_producer_eagerly"]
+__all__ = [
+    "NoRunningLoopError",
+    "fail_producer",
+    "require_running_loop",
+    "start_producer",
+    "start_producer_eagerly",
+]
+
+
+class NoRunningLoopError(TetherError, RuntimeError):
+    """``NO_RUNNING_LOOP``: an entry point that starts work on the event loop (e.g.
+    ``run_agent_loop``) was called where no loop runs, such as a script's top level."""
+
+    def __init__(self, api: str) -> None:
+        super().__init__(
+            "NO_RUNNING_LOOP",
+            f"{api} needs a running event loop: call it from async code (e.g. inside "
+            "`async def main()` started with asyncio.run(main())), or use Agent.run_sync() "
+            "from a plain script",
+        )
+
+
+def require_running_loop(api: str) -> None:
+    """Raise ``NoRunningLoopError`` naming ``api`` unless an event loop runs in this thread,
+    before anything is created that would then never be awaited."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise NoRunningLoopError(api) from None
+
 
 _RUNNING: set[asyncio.Task[None]] = set()
 

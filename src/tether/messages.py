@@ -16,7 +16,7 @@ becomes that entry's diagnostic and the other entries are still checked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
@@ -24,6 +24,7 @@ from tether._text import is_non_empty
 from tether._types import real_items, type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 from tether.protocol import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
     AssistantBlock,
     AssistantMessage,
     Message,
@@ -97,28 +98,37 @@ def _is_array(value: object) -> bool:
 # --- constructors ---------------------------------------------------------------------------
 
 
-def user_message(*, id: object, content: object) -> UserMessage:
-    """A frozen user message. ``content`` may be empty."""
-    if not is_non_empty(id):
-        raise TypeError("userMessage: id must be a non-empty string")
+def user_message(*, content: str, id: str | None = None) -> UserMessage:
+    """A frozen user message, like ``UserMessage(content=...)``: ``id`` is generated when
+    omitted. ``content`` may be empty. Untrusted values are checked (``TypeError``)."""
     if type(content) is not str:
         raise TypeError("userMessage: content must be a string")
+    if id is None:
+        return UserMessage(content=content)
+    if not is_non_empty(id):
+        raise TypeError("userMessage: id must be a non-empty string")
     return UserMessage(id=id, content=content)
 
 
-def assistant_message(*, id: object, content: object) -> AssistantMessage:
+def assistant_message(
+    *, content: Sequence[AssistantBlock | Mapping[str, object]], id: str | None = None
+) -> AssistantMessage:
     """A frozen assistant message; blocks are snapshotted and tool arguments deep-frozen.
 
     Blocks may be ``TextBlock``/``ToolCall`` values or mappings such as
-    ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``.
+    ``{"type": "toolCall", "id": "c1", "name": "add", "arguments": {"left": 1}}``; an invalid
+    call also has ``"rawArguments"`` (a string, with ``"arguments": {}``).
     Tool-call ID uniqueness is the transcript validator's job, not the constructor's.
+    ``id`` is generated when omitted, as by ``AssistantMessage``.
     """
-    if not is_non_empty(id):
+    if id is not None and not is_non_empty(id):
         raise TypeError("assistantMessage: id must be a non-empty string")
     if not _is_array(content):
         raise TypeError("assistantMessage: content must be an array")
-    items: tuple[Any, ...] = tuple(content)  # pyright: ignore[reportArgumentType]
+    items: tuple[Any, ...] = tuple(content)
     blocks = tuple(_assistant_block(item, index) for index, item in enumerate(items))
+    if id is None:
+        return AssistantMessage(content=blocks)
     return AssistantMessage(id=id, content=blocks)
 
 
@@ -154,7 +164,13 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         if not is_non_empty(name):
             raise TypeError(f"{prefix}.name must be a non-empty string")
         arguments = snapshot_arguments(read_field(block, "arguments"), f"{prefix}.arguments")
-        return ToolCall(id=call_id, name=name, arguments=arguments)
+        raw = read_field(block, "rawArguments")
+        if raw is MISSING or raw is None:
+            return ToolCall(id=call_id, name=name, arguments=arguments)
+        problem = _raw_arguments_problem(raw, arguments)
+        if problem is not None:
+            raise TypeError(f"{prefix}.{problem}")
+        return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)
     raise TypeError(f'{prefix}.type must be "text", "thinking" or "toolCall"')
 
 
@@ -175,6 +191,19 @@ def _thinking_from_mapping(block: Any, prefix: str) -> ThinkingBlock:
     return ThinkingBlock(text=text, signature=signature, redacted=redacted)
 
 
+def _raw_arguments_problem(raw: object, arguments: object) -> str | None:
+    """Why a mapping's ``rawArguments`` (present, not null) cannot stand with its
+    ``arguments``, or ``None``: an invalid call holds a bounded string and ``{}``."""
+    if type_of(raw) is not str:
+        return "rawArguments must be a string or null"
+    text: str = raw  # pyright: ignore[reportAssignmentType]
+    if len(text) > MAX_RAW_ARGUMENTS_CODE_POINTS:
+        return f"rawArguments must be at most {MAX_RAW_ARGUMENTS_CODE_POINTS} code points"
+    if type_of(arguments) in (dict, JsonObject) and len(arguments) != 0:  # pyright: ignore[reportArgumentType]
+        return "arguments must be empty when rawArguments is set"
+    return None
+
+
 def snapshot_arguments(value: object, path: str) -> JsonObject:
     """Deep-freeze tool-call arguments: a JSON object (not null, not an array)."""
     if type(value) is JsonObject:
@@ -188,17 +217,18 @@ def snapshot_arguments(value: object, path: str) -> JsonObject:
 
 def tool_result_message(
     *,
-    id: object,
-    tool_call_id: object,
-    tool_name: object,
-    content: object,
-    is_error: object = False,
+    tool_call_id: str,
+    tool_name: str,
+    content: str,
+    is_error: bool | None = False,
+    id: str | None = None,
 ) -> ToolResultMessage:
     """A frozen tool-result message linked to its call by ``tool_call_id``.
 
-    ``is_error`` defaults to ``False`` (also when ``None``).
+    ``is_error`` defaults to ``False`` (also when ``None``); ``id`` is generated when omitted,
+    as by ``ToolResultMessage``.
     """
-    if not is_non_empty(id):
+    if id is not None and not is_non_empty(id):
         raise TypeError("toolResultMessage: id must be a non-empty string")
     if not is_non_empty(tool_call_id):
         raise TypeError("toolResultMessage: toolCallId must be a non-empty string")
@@ -210,6 +240,10 @@ def tool_result_message(
         is_error = False
     if type(is_error) is not bool:
         raise TypeError("toolResultMessage: isError must be a boolean")
+    if id is None:
+        return ToolResultMessage(
+            tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+        )
     return ToolResultMessage(
         id=id, tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
     )
@@ -526,6 +560,7 @@ def _inspect_block(
         call_id = read_field(block, "id")
         name = read_field(block, "name")
         arguments = read_field(block, "arguments")
+        raw = read_field(block, "rawArguments")
     except Exception as error:
         if is_non_empty(call_id):
             links.malformed_calls.add(call_id)
@@ -550,6 +585,11 @@ def _inspect_block(
                 "Tool call arguments must be a non-null JSON object and not an array",
             )
         )
+    elif raw is not MISSING and raw is not None:
+        problem = _raw_arguments_problem(raw, arguments)
+        if problem is not None:
+            valid = False
+            found.append(_diagnostic("INVALID_TOOL_ARGUMENTS", index, f"Tool call {problem}"))
     if not valid:
         if is_non_empty(call_id):
             links.malformed_calls.add(call_id)

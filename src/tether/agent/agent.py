@@ -1,4 +1,4 @@
-"""Checkpoint 09: the stateful ``Agent``. One owner per transcript, across runs.
+"""The stateful ``Agent``: one owner per conversation, across runs.
 
 ``run_agent_loop`` is a single run. An application (a CLI, a server, a notebook) needs an
 object that owns a conversation, refuses to interleave two runs over it, takes more work while
@@ -23,7 +23,14 @@ object. Its rules, in short:
 * **Cancellation wins the adoption race.** ``cancel(reason)`` aborts the running turn; the
   cancelled turn's output is never adopted, so the transcript stays as it was before that turn
   (never an assistant tool call without its results). After the terminal result is selected,
-  ``cancel()`` returns ``False``.
+  ``cancel()`` returns ``False``. With ``interrupted_turns="keep"`` (beyond the workshop; a
+  coding session wants it) the cancelled turn is adopted as far as it got instead, closed
+  into a valid transcript so the model learns what happened: the assistant message as far as
+  it streamed (its text, its complete tool calls), an ``is_error`` result for each call left
+  unanswered (``TOOL_CALL_INTERRUPTED: interrupted by the user; it may have had side
+  effects`` for the one that was running, ``... before it ran`` for the others), then the
+  user-role note ``INTERRUPTED_TURN_NOTE``. Each is announced with ``message.accepted`` and
+  recorded; a turn that produced nothing leaves the transcript as it was.
 * **Bounded.** The transcript may hold ``limits.max_initial_messages`` messages (4,096 by
   default) and the queues 256 items together; work that could overflow the transcript is
   refused when it is added (``AgentMessageLimitError``, ``AGENT_MESSAGE_LIMIT``), by the
@@ -59,7 +66,7 @@ from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from tether._errors import TetherError
-from tether._producer import start_producer
+from tether._producer import require_running_loop, start_producer
 from tether._race import reraise_task_cancellation, signal_aborted, signal_reason
 from tether._text import is_non_empty, message_of
 from tether._types import instance_of, is_awaitable, type_of
@@ -82,7 +89,9 @@ from tether.agent.compaction import (
 from tether.agent.summarizer import model_summarizer
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
-from tether.loop.limits import DEFAULT_LIMITS, MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits
+from tether.loop.limits import MAX_AGENT_STEPS, MAX_INITIAL_MESSAGES, RunLimits, limits_for
+from tether.loop.output import OutputState
+from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.loop.run import CONSUMER_GONE, run_owned_turns
 from tether.models.base import Model, ModelStream
 from tether.protocol import (
@@ -90,24 +99,32 @@ from tether.protocol import (
     ZERO_USAGE,
     AgentEvent,
     AgentEventType,
+    AssistantBlock,
+    AssistantMessage,
     CancelledRunResult,
     FailedRunResult,
     MaxStepsRunResult,
     Message,
+    ModelChunk,
     ModelRequest,
     ModelUsage,
     RunError,
     RunResult,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
     assert_never,
+    new_message_id,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.results import AgentFailureCode
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
+from tether.tools.output import OutputT
 from tether.tools.serialize import serialize_output
 
 __all__ = [
+    "INTERRUPTED_TURN_NOTE",
     "MAX_AGENT_MESSAGES",
     "MAX_AGENT_QUEUED_MESSAGES",
     "Agent",
@@ -118,7 +135,10 @@ __all__ = [
     "AgentStateError",
     "AgentSubscriber",
     "AgentSubscriberError",
+    "InterruptedTurns",
     "TranscriptRecorder",
+    "unanswered_call_results",
+    "unanswered_tool_calls",
 ]
 
 MAX_AGENT_QUEUED_MESSAGES: Final = 256
@@ -127,10 +147,18 @@ MAX_AGENT_MESSAGES: Final = MAX_INITIAL_MESSAGES
 """The workshop's cap on an Agent's transcript (``RunLimits.max_initial_messages``), so an
 owned transcript is always a valid input to the loop."""
 
-AgentFailureCode: TypeAlias = Literal[
-    "AGENT_MESSAGE_LIMIT", "AGENT_RECORDING_FAILED", "AGENT_STATE_FAILED"
-]
-"""The codes of ``failed`` results the Agent itself produces (the loop's codes pass through)."""
+INTERRUPTED_TURN_NOTE: Final = "[the user interrupted the previous answer]"
+"""The content of the user-role note that ends an interrupted turn an Agent kept
+(``interrupted_turns="keep"``): it tells the model its answer was cut off."""
+
+InterruptedTurns: TypeAlias = Literal["discard", "keep"]
+"""What an Agent adopts from a cancelled turn: nothing (``"discard"``, the workshop's rule) or
+the turn as far as it got, closed into a valid transcript (``"keep"``)."""
+
+_INTERRUPTED_RUNNING: Final = (
+    "TOOL_CALL_INTERRUPTED: interrupted by the user; it may have had side effects"
+)
+_INTERRUPTED_WAITING: Final = "TOOL_CALL_INTERRUPTED: interrupted by the user before it ran"
 
 AgentSubscriber: TypeAlias = Callable[[AgentEvent, AbortSignal], object]
 """Called with each event and the run's signal; may return ``None`` or an awaitable."""
@@ -182,7 +210,8 @@ class TranscriptRecorder(Protocol):
     The Agent awaits each call on its run's task before going on, so a recorded transcript
     is never behind by more than the message being written. A recorder that raises ends the
     run ``failed`` with ``AGENT_RECORDING_FAILED`` (the message says why); the Agent keeps
-    its state. A cancelled turn is never recorded (it is never adopted).
+    its state. A cancelled turn is never recorded (it is never adopted), unless the Agent
+    keeps interrupted turns (``interrupted_turns="keep"``): then what it adopted is recorded.
     """
 
     async def record_messages(self, messages: tuple[Message, ...]) -> None:
@@ -235,9 +264,20 @@ def _context_limits(cap: int) -> ContextLimits:
 class _ActiveRun:
     """The run that owns the transcript: its controller, its stream, its terminal state."""
 
-    __slots__ = ("controller", "done", "output", "publish", "signal", "terminal")
+    __slots__ = (
+        "controller",
+        "deps",
+        "done",
+        "output",
+        "publish",
+        "signal",
+        "structured",
+        "terminal",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, deps: object = None, structured: OutputState | None = None) -> None:
+        self.deps = deps
+        self.structured = structured
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.controller = AbortController()
         self.signal = self.controller.signal
@@ -261,13 +301,83 @@ class _LogicalRun:
         self.usage: ModelUsage = ZERO_USAGE
 
 
-class Agent:
-    """A stateful owner of one conversation (see the module docstring for the rules).
+class _TurnTrace:
+    """What one turn streamed, for keeping it when it is interrupted: its text, thinking and
+    complete tool-call chunks in order, and the calls whose tool started."""
 
-    >>> agent = Agent(model=ScriptedModel([ScriptedReply(text="hi")]))  # doctest: +SKIP
-    >>> result = await agent.run("hello")                              # doctest: +SKIP
-    >>> result.final_text, len(agent.messages)                          # doctest: +SKIP
+    __slots__ = ("chunks", "started")
+
+    def __init__(self) -> None:
+        self.chunks: list[ModelChunk] = []
+        self.started: set[str] = set()
+
+    def observe(self, event: AgentEvent) -> None:
+        if event.type == "model.chunk":
+            chunk = event.payload.chunk
+            if chunk.type != "toolCallDelta":
+                self.chunks.append(chunk)
+        elif event.type == "tool.started":
+            self.started.add(event.payload.tool_call.id)
+
+    def partial_message(self) -> AssistantMessage | None:
+        """The assistant message as far as it streamed (``None`` when nothing did): adjacent
+        deltas of one kind joined into one block, complete tool calls in their place."""
+        blocks: list[AssistantBlock] = []
+        run: list[str] = []
+        kind: str | None = None
+
+        def flush() -> None:
+            if kind is not None and run:
+                text = _encodable("".join(run))
+                if kind == "text":
+                    blocks.append(trusted.text_block(text))
+                else:
+                    blocks.append(trusted.thinking_block(text))
+
+        for chunk in self.chunks:
+            if chunk.type == "toolCall":
+                flush()
+                run, kind = [], None
+                blocks.append(chunk.tool_call)
+                continue
+            chunk_kind = "text" if chunk.type == "textDelta" else "thinking"
+            if chunk_kind != kind:
+                flush()
+                run, kind = [], chunk_kind
+            if chunk.type == "textDelta" or chunk.type == "thinkingDelta":
+                run.append(chunk.delta)
+        flush()
+        if not blocks:
+            return None
+        return trusted.assistant_message(new_message_id(), tuple(blocks))
+
+
+def _encodable(text: str) -> str:
+    """``text`` with surrogate halves joined and a lone one (a delta cut mid-character) made
+    U+FFFD, so a session can write it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+class Agent:
+    """A conversation with a model: each ``run`` adds a user message, runs the model and
+    its tools until it answers, and keeps the transcript for the next run.
+
+    >>> agent = Agent(model=ScriptedModel([ScriptedReply(text=("hi",))]))  # doctest: +SKIP
+    >>> result = await agent.run("hello")                                 # doctest: +SKIP
+    >>> result.final_text, len(agent.messages)                             # doctest: +SKIP
     ('hi', 2)
+
+    ``await agent.run(content)`` returns the ``RunResult`` (``run_sync`` from a script without
+    an event loop; ``prompt`` returns the event stream instead). ``deps=`` reaches the tools
+    as ``RunContext[Deps].deps``; ``output_type=`` asks for a typed ``result.output``. One
+    run at a time: ``prompt`` while running raises ``AgentBusyError``; add work to a running
+    run with ``steer`` / ``follow_up``; ``cancel`` stops it (its unfinished turn is dropped);
+    ``subscribe`` observes every event. Interrupted tool calls are always closed, so the
+    transcript stays a valid request.
 
     Options (keyword-only): ``model`` (its ``stream`` is bound once), ``tools`` (a
     ``ToolRegistry``, copied), ``max_steps`` (model turns per logical run; default 64, at most
@@ -277,8 +387,13 @@ class Agent:
     ``tether.loop.hooks``), ``summary`` (a ``ContextSummary`` the context starts with),
     ``compaction`` (``AutoCompaction``), ``recorder`` (a ``TranscriptRecorder``),
     ``history`` (messages compacted away before ``messages``: only read so generated IDs
-    and request numbers continue after them). Option errors raise ``TypeError``
-    (``AgentMessageLimitError`` for a transcript that is too long).
+    and request numbers continue after them), ``interrupted_turns`` (``"discard"``, the
+    default: a cancelled turn adopts nothing; ``"keep"``: it is kept as far as it got, closed
+    with ``TOOL_CALL_INTERRUPTED`` results and ``INTERRUPTED_TURN_NOTE``; see the module
+    docstring), ``tool_retries`` (failed calls in a row a tool without its own ``retries``
+    allows per logical run before it fails with ``TOOL_RETRIES_EXHAUSTED``; ``None``, the
+    default, is unbounded). Option errors raise ``TypeError`` (``AgentMessageLimitError`` for
+    a transcript that is too long).
     """
 
     __slots__ = (
@@ -292,6 +407,7 @@ class Agent:
         "_failures",
         "_follow_ups",
         "_hooks",
+        "_interrupted",
         "_last_usage",
         "_limits",
         "_listeners",
@@ -307,6 +423,7 @@ class Agent:
         "_steering",
         "_summary",
         "_system",
+        "_tool_retries",
         "_tools",
         "_transcript",
         "_unrecorded",
@@ -322,20 +439,27 @@ class Agent:
         max_steps: int | None = None,
         messages: Sequence[Message] = (),
         system: str | None = None,
-        limits: RunLimits = DEFAULT_LIMITS,
+        limits: RunLimits | None = None,
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         summary: ContextSummary | None = None,
         compaction: AutoCompaction | None = None,
         recorder: TranscriptRecorder | None = None,
         history: Sequence[Message] = (),
+        interrupted_turns: InterruptedTurns = "discard",
+        tool_retries: int | None = None,
     ) -> None:
         self._open_stream = _bound_stream(model)
+        if type_of(interrupted_turns) is not str or interrupted_turns not in ("discard", "keep"):
+            raise TypeError('Agent interrupted_turns must be "discard" or "keep"')
+        self._interrupted: InterruptedTurns = interrupted_turns
+        self._tool_retries = check_tool_retries(tool_retries)
         if tools is not None and not instance_of(tools, ToolRegistry):
             raise TypeError("Agent tools must be a ToolRegistry")
         self._tools = ToolRegistry.snapshot(ToolRegistry() if tools is None else tools)
-        if type_of(limits) is not RunLimits:
+        if limits is not None and type_of(limits) is not RunLimits:
             raise TypeError("Agent limits must be a RunLimits")
+        limits = limits_for(model, limits)
         self._limits = limits
         steps = min(MAX_AGENT_STEPS, limits.max_steps) if max_steps is None else max_steps
         if type_of(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:
@@ -578,8 +702,22 @@ class Agent:
 
     # --- work --------------------------------------------------------------------------------
 
-    def prompt(self, content: str) -> EventStream[AgentEvent, RunResult]:
+    def prompt(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> EventStream[AgentEvent, RunResult[OutputT]]:
         """Append a user message and start a logical run; returns its stream.
+
+        ``deps`` reaches every tool of this run as its context's ``deps`` (annotate the
+        tool's context ``RunContext[YourDeps]`` to read it typed). ``output_type`` asks for a
+        structured answer, as for ``run_agent_loop``: the run completes when the model calls
+        the ``final_result`` tool with valid arguments, and ``result.output`` is the
+        validated value (typed); ``output_retries`` bounds the invalid answers
+        (``OUTPUT_RETRIES_EXHAUSTED``).
 
         If steering was queued while idle, the first steering message is accepted right after
         the prompt. Raises ``AgentBusyError`` while running, ``AgentMessageLimitError`` when
@@ -587,6 +725,7 @@ class Agent:
         """
         self._assert_idle()
         _require_loop("prompt")
+        output = OutputState.for_run(output_type, output_retries, self._tools)
         steering = len(self._steering)
         queued = steering + len(self._follow_ups)
         self._assert_projected(len(self._transcript) + 1 + 2 * queued + (1 if steering == 0 else 0))
@@ -595,10 +734,17 @@ class Agent:
         accepted = [message]
         if steering:
             self._accept_from(self._steering, accepted)
-        return self._start(accepted)
+        return self._start(accepted, deps, output)
 
-    def continue_(self) -> EventStream[AgentEvent, RunResult]:
-        """Start a logical run from the owned transcript (``continue`` is a Python keyword).
+    def continue_(
+        self,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> EventStream[AgentEvent, RunResult[OutputT]]:
+        """Start a logical run from the owned transcript (``continue`` is a Python keyword);
+        ``deps``, ``output_type`` and ``output_retries`` as for ``prompt``.
 
         A queued steering message is accepted first; otherwise, when the transcript ends with
         an assistant message, one follow-up is (``AgentStateError`` if there is none); a
@@ -606,6 +752,7 @@ class Agent:
         """
         self._assert_idle()
         _require_loop("continue_")
+        output = OutputState.for_run(output_type, output_retries, self._tools)
         if not self._transcript:
             raise AgentStateError("Cannot continue without transcript messages")
         tail = self._transcript[-1]
@@ -621,7 +768,7 @@ class Agent:
             and not self._accept_from(self._follow_ups, accepted)
         ):
             raise AgentStateError("Cannot continue from an assistant message without queued work")
-        return self._start(accepted)
+        return self._start(accepted, deps, output)
 
     def steer(self, content: str) -> UserMessage:
         """Queue a user message for the next turn boundary (between a tool batch and the next
@@ -643,22 +790,40 @@ class Agent:
         active.controller.abort(reason)
         return True
 
-    async def run(self, content: str) -> RunResult:
-        """``prompt(content)``, read to the end; returns the result. Cancelling the awaiting
-        task cancels the run."""
-        stream = self.prompt(content)
+    async def run(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> RunResult[OutputT]:
+        """``prompt(content, ...)`` read to the end; returns the result (``result.output`` is
+        typed by ``output_type``). Cancelling the awaiting task cancels the run."""
+        stream = self.prompt(
+            content, deps=deps, output_type=output_type, output_retries=output_retries
+        )
         async for _ in stream:
             pass
         return await stream.result
 
-    def run_sync(self, content: str) -> RunResult:
+    def run_sync(
+        self,
+        content: str,
+        *,
+        deps: object = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+    ) -> RunResult[OutputT]:
         """``run(content)`` on a fresh event loop, for scripts. Raises ``RuntimeError`` inside
         a running loop (await ``run()`` there). Every run of an HTTP model should share one
         loop: prefer ``asyncio.run(main())`` with ``await agent.run(...)`` for those."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(content))
+            return asyncio.run(
+                self.run(content, deps=deps, output_type=output_type, output_retries=output_retries)
+            )
         raise RuntimeError("Agent.run_sync() cannot run inside an event loop; await agent.run()")
 
     # --- capacity ----------------------------------------------------------------------------
@@ -719,8 +884,10 @@ class Agent:
 
     # --- the logical run ---------------------------------------------------------------------
 
-    def _start(self, accepted: list[UserMessage]) -> EventStream[AgentEvent, RunResult]:
-        active = _ActiveRun()
+    def _start(
+        self, accepted: list[UserMessage], deps: object, output: OutputState | None
+    ) -> EventStream[AgentEvent, RunResult[Any]]:
+        active = _ActiveRun(deps, output)
         active.publish = partial(self._publish, active)
         self._active = active
         controller = active.controller
@@ -777,6 +944,7 @@ class Agent:
             state.sequence += 1
         await self._persist(accepted)
         cap = self._cap
+        budget = RetryBudget.for_run(self._tools, self._tool_retries)
         while True:
             if len(self._transcript) > cap:
                 return self._select(active, state, self._over_cap(state))
@@ -785,6 +953,7 @@ class Agent:
                 if signal_aborted(active.signal):
                     return self._select(active, state, self._cancelled(active, state))
             before = len(self._transcript)
+            trace = _TurnTrace() if self._interrupted == "keep" else None
             result, state.sequence = await run_owned_turns(
                 transcript=tuple(self._transcript),
                 call_ids=set(self._call_ids),
@@ -797,12 +966,17 @@ class Agent:
                 hooks=self._hooks,
                 request_sequence_start=self._requests,
                 sequence_start=state.sequence,
-                emit=publish,
+                emit=publish if trace is None else _observed(trace, publish),
+                deps=active.deps,
+                budget=budget,
+                output=active.structured,
             )
             self._requests += 1
             state.usage = state.usage + result.usage
             self._usage = self._usage + result.usage
             if signal_aborted(active.signal):  # cancellation wins: the turn is not adopted
+                if trace is not None:  # ... unless the owner keeps interrupted turns
+                    await self._keep_interrupted(active, state, result, before, trace)
                 return self._select(active, state, self._cancelled(active, state))
             state.turns += 1
             if len(result.messages) > cap:
@@ -848,6 +1022,47 @@ class Agent:
                     if block.type == "toolCall":
                         self._call_ids.add(block.id)
         self._transcript = list(messages)
+
+    async def _keep_interrupted(
+        self,
+        active: _ActiveRun,
+        state: _LogicalRun,
+        result: RunResult,
+        before: int,
+        trace: _TurnTrace,
+    ) -> None:
+        """Adopt a cancelled turn as far as it got (``interrupted_turns="keep"``): what the
+        loop kept (a complete assistant message, the results of finished calls) or else the
+        message as far as it streamed, a ``TOOL_CALL_INTERRUPTED`` result for each call left
+        unanswered, and ``INTERRUPTED_TURN_NOTE``; announced and recorded. Nothing when the
+        turn produced nothing, or when keeping it would overflow the transcript cap."""
+        messages = list(result.messages)
+        if len(messages) < before:  # pragma: no cover - the loop only appends
+            return
+        if len(messages) == before:
+            partial = trace.partial_message()
+            if partial is None:
+                return
+            messages.append(partial)
+        closing = [
+            trusted.tool_result(
+                call,
+                _INTERRUPTED_RUNNING if call.id in trace.started else _INTERRUPTED_WAITING,
+                True,
+            )
+            for call in unanswered_tool_calls(messages[before:])
+        ]
+        new = [*messages[before:], *closing]
+        if closing or result.status == "cancelled":  # else the turn had ended: nothing was cut
+            new.append(UserMessage(id=new_message_id(), content=INTERRUPTED_TURN_NOTE))
+        if before + len(new) > self._cap:
+            return
+        announced = len(messages) - before if len(result.messages) > before else 0
+        self._adopt((*self._transcript[:before], *new), before)
+        for message in new[announced:]:
+            active.publish(trusted.message_accepted_event(state.sequence, message))
+            state.sequence += 1
+        await self._persist(new)
 
     def _close_orphans(
         self, active: _ActiveRun, state: _LogicalRun, result: RunResult
@@ -1065,14 +1280,26 @@ def _bound_stream(model: object) -> Callable[[ModelRequest, AbortSignal], object
     return stream
 
 
-def unanswered_call_results(messages: Sequence[Message], reason: str) -> list[ToolResultMessage]:
-    """An ``is_error`` result ``TOOL_CALL_NOT_RUN`` (message ``reason``) for every tool call in
-    ``messages`` that has no result, in call order: what closes a transcript whose turn (or
-    process) ended between a call and its result, so it is a valid request again."""
+def _observed(
+    trace: _TurnTrace, publish: Callable[[AgentEvent], None]
+) -> Callable[[AgentEvent], None]:
+    def emit(event: AgentEvent) -> None:
+        trace.observe(event)
+        publish(event)
+
+    return emit
+
+
+def unanswered_tool_calls(messages: Sequence[Message]) -> list[ToolCall]:
+    """Every tool call in ``messages`` that no later tool result answers, in call order.
+
+    A transcript with such a call is not a valid request (both APIs require a result per
+    call; the loop reports ``INVALID_TRANSCRIPT ... has no later result``): answer each, e.g.
+    with ``unanswered_call_results``, before running it again.
+    """
     answered = {message.tool_call_id for message in messages if message.role == "toolResult"}
-    content = serialize_output({"error": {"code": "TOOL_CALL_NOT_RUN", "message": reason}})
     return [
-        trusted.tool_result(block, content, True)
+        block
         for message in messages
         if message.role == "assistant"
         for block in message.content
@@ -1080,14 +1307,21 @@ def unanswered_call_results(messages: Sequence[Message], reason: str) -> list[To
     ]
 
 
+def unanswered_call_results(messages: Sequence[Message], reason: str) -> list[ToolResultMessage]:
+    """An ``is_error`` result ``TOOL_CALL_NOT_RUN`` (message ``reason``) for every tool call in
+    ``messages`` that has no result, in call order: what closes a transcript whose turn (or
+    process) ended between a call and its result, so it is a valid request again.
+
+    For example, to continue from a cancelled ``run_agent_loop`` result::
+
+        messages = [*result.messages, *unanswered_call_results(result.messages, "cancelled")]
+    """
+    content = serialize_output({"error": {"code": "TOOL_CALL_NOT_RUN", "message": reason}})
+    return [trusted.tool_result(call, content, True) for call in unanswered_tool_calls(messages)]
+
+
 def _require_loop(method: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        raise RuntimeError(
-            f"Agent.{method}() starts the run on the running event loop: call it from async "
-            "code (or use agent.run_sync() from a script)"
-        ) from None
+    require_running_loop(f"Agent.{method}()")
 
 
 def _next_generated_number(messages: list[Message]) -> int:

@@ -955,7 +955,9 @@ def _block_units(block: AssistantBlock) -> int:
         return 2 + _cp(block.text)
     if block.type != "toolCall":
         assert_never(block)
-    return 6 + _cp(block.id) + _cp(block.name) + _json_units(block.arguments)
+    raw = block.raw_arguments
+    raw_units = 0 if raw is None else 1 + _cp(raw)
+    return 6 + _cp(block.id) + _cp(block.name) + _json_units(block.arguments) + raw_units
 
 
 def _json_units(value: JsonValue) -> int:
@@ -1415,6 +1417,8 @@ def _snapshot_block(value: object, path: str, budget: _Budget) -> AssistantBlock
         budget.name(call.id, f"{path}.id")
         budget.name(call.name, f"{path}.name")
         _check_json(call.arguments, 0, f"{path}.arguments", budget, set())
+        if call.raw_arguments is not None:
+            budget.text(call.raw_arguments, f"{path}.rawArguments")
         return call
     record = _record_fields(value, path)
     block_type = _required(record, "type", path)
@@ -1436,7 +1440,13 @@ def _snapshot_block(value: object, path: str, budget: _Budget) -> AssistantBlock
         if type_of(arguments) is not dict and type_of(arguments) is not JsonObject:
             _fail("CONTEXT_INVALID_TRANSCRIPT", f"{path}.arguments must be a JSON object")
         _check_json(arguments, 0, f"{path}.arguments", budget, set())
-        return ToolCall(id=call_id, name=name, arguments=arguments)  # pyright: ignore[reportArgumentType]
+        raw = record.get("rawArguments")
+        if raw is not None:
+            raw = budget.text(raw, f"{path}.rawArguments")
+        try:
+            return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)  # pyright: ignore[reportArgumentType]
+        except ValueError as error:
+            _fail("CONTEXT_INVALID_TRANSCRIPT", f"{path}: {error}")
     _fail("CONTEXT_INVALID_TRANSCRIPT", f'{path}.type must be "text", "thinking" or "toolCall"')
 
 

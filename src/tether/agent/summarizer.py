@@ -215,8 +215,10 @@ def _render(message: Message, limit: int) -> str:
             if block.text.strip() and not block.redacted:
                 parts.append(f"[assistant thinking] {_cut(block.text, limit)}")
         elif block.type == "toolCall":
-            arguments = json.dumps(
-                thaw_json(block.arguments), ensure_ascii=False, separators=(",", ":")
+            arguments = (
+                json.dumps(thaw_json(block.arguments), ensure_ascii=False, separators=(",", ":"))
+                if block.raw_arguments is None
+                else f"(invalid arguments) {block.raw_arguments}"
             )
             parts.append(f"[tool call {block.name} #{block.id}] {_cut(arguments, limit)}")
         else:

@@ -30,6 +30,10 @@ table (TOML puts a key after ``[tools]`` into that table)::
     auto_approve = false
     approve = ["write_file", "edit_file", "bash", "python_process"]
     pass_env = ["GITHUB_TOKEN"]              # key variables bash/python_process may see
+    sandbox = "off"                          # or "auto" / "on": bash and python_process in
+                                             # bubblewrap (tether.tools.coding.sandbox)
+    sandbox_network = false                  # sandboxed commands may reach the network
+    sandbox_hide = ["~/work-secrets"]        # hidden too, besides DEFAULT_HIDDEN_PATHS
 
 ``[tools]`` ``auto_approve`` and ``approve`` say which tool calls are asked about first:
 ``tether chat`` asks the person, ``tether rpc`` its client (an ``approval_request``, unless
@@ -37,7 +41,9 @@ table (TOML puts a key after ``[tools]`` into that table)::
 the opt-in there). ``pass_env`` is for all three: the processes
 ``bash`` and ``python_process`` start never get an API key variable (every catalog
 provider's, every ``[providers.NAME]``'s ``api_key_env``, the active model's) unless it is
-named here (``tether.tools.coding.environment``).
+named here (``tether.tools.coding.environment``). ``sandbox`` (``--sandbox`` on the command
+line wins) runs those processes inside bubblewrap: ``"on"`` refuses to run them where it
+cannot, ``"auto"`` falls back to running them unsandboxed and says so once.
 
 Everything is checked when the file is read; the result is frozen dataclasses. A key this
 module does not know (a typo such as ``base-url``, or ``api_key``: keys are only ever read
@@ -62,7 +68,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
+
+if TYPE_CHECKING:
+    from tether.tools.coding.sandbox import SandboxMode
 
 from tether._errors import TetherError
 from tether.cli.reading import UnreadableFile, read_regular_file
@@ -120,7 +129,17 @@ _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MAX_PRICE: Final = 1e9
 """A price per million tokens must be below this (and not NaN: TOML allows ``nan``)."""
 _MODEL_KEYS: Final = ("context_window", "max_output_tokens", "input_cost", "output_cost")
-_TOOL_KEYS: Final = ("auto_approve", "approve", "pass_env")
+SANDBOX_MODES: Final = ("off", "auto", "on")
+"""``tether.tools.coding.sandbox.SandboxMode``'s values, spelled out so that reading the
+config loads no coding tool (a test keeps the two equal)."""
+_TOOL_KEYS: Final = (
+    "auto_approve",
+    "approve",
+    "pass_env",
+    "sandbox",
+    "sandbox_network",
+    "sandbox_hide",
+)
 _APIS: Final = ("openai-chat", "anthropic-messages")
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SHOWN_KEY: Final = 64
@@ -190,11 +209,16 @@ class ModelSettings:
 class ToolSettings:
     """``[tools]``: whether every tool call runs without asking (``auto_approve``), which
     tools are asked about first (``approve``), and which key variables tool processes may
-    see after all (``pass_env``)."""
+    see after all (``pass_env``); whether ``bash`` and ``python_process`` run in the
+    bubblewrap sandbox (``sandbox``: ``"off"``, ``"auto"`` or ``"on"``), with network access
+    (``sandbox_network``) and which paths it hides besides the defaults (``sandbox_hide``)."""
 
     auto_approve: bool = False
     approve: tuple[str, ...] = DEFAULT_APPROVE
     pass_env: tuple[str, ...] = ()
+    sandbox: SandboxMode = "off"
+    sandbox_network: bool = False
+    sandbox_hide: tuple[str, ...] = ()
 
 
 def _empty_providers() -> Mapping[str, ProviderConfig]:
@@ -439,9 +463,33 @@ class _Reader:
                 )
             if item not in names:
                 names.append(item)
+        sandbox = table.get("sandbox", "off")
+        if sandbox not in SANDBOX_MODES:
+            raise self.fail(f"'tools.sandbox' must be one of {', '.join(SANDBOX_MODES)}")
+        network = table.get("sandbox_network", False)
+        if type(network) is not bool:
+            raise self.fail("'tools.sandbox_network' must be true or false")
         return ToolSettings(
-            auto_approve=auto, approve=tuple(names), pass_env=self.variables(table, "pass_env")
+            auto_approve=auto,
+            approve=tuple(names),
+            pass_env=self.variables(table, "pass_env"),
+            sandbox=sandbox,
+            sandbox_network=network,
+            sandbox_hide=self.hidden_paths(table.get("sandbox_hide", [])),
         )
+
+    def hidden_paths(self, value: object) -> tuple[str, ...]:
+        """``[tools] sandbox_hide``: absolute or ``~/`` paths (never quoted back)."""
+        items = cast("list[object]", value) if isinstance(value, list) else None
+        if items is None or not all(
+            isinstance(item, str)
+            and item
+            and "\0" not in item
+            and (item.startswith(("/", "~/")) or item == "~")
+            for item in items
+        ):
+            raise self.fail("'tools.sandbox_hide' must be a list of absolute or ~/ paths")
+        return tuple(cast("list[str]", items))
 
     def variables(self, table: Mapping[str, object], key: str) -> tuple[str, ...]:
         """A list of environment variable names (never quoted back: it may hold a key)."""

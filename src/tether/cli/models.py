@@ -164,8 +164,9 @@ class ModelChoice:
             from tether.providers.catalog import PRESETS
 
             compat = PRESETS[provider.name].compat
-        else:  # a compatible server of the config file: most know `max_tokens` only
-            compat = OpenAIChatCompat(max_tokens_field="max_tokens")
+        else:  # a compatible server of the config file: most know `max_tokens` only, and
+            # many re-parse earlier calls' arguments (an invalid call goes back as `{}`)
+            compat = OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty")
         return OpenAIChatModel(
             self.model,
             base_url=self.base_url,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal, TypeAlias, cast, get_args
+from typing import Any, Final, TypeAlias, cast, get_args
 
 from tether._text import code_points, is_non_empty, message_of
 from tether._types import real_items, type_of
@@ -45,6 +45,7 @@ from tether.protocol import (
     from_json,
 )
 from tether.protocol.codec import ProtocolJsonError
+from tether.protocol.results import RunFailureCode
 
 __all__ = [
     "AGREEMENT_KINDS",
@@ -60,29 +61,30 @@ __all__ = [
     "check_agreement",
     "check_argument_bounds",
     "check_assistant_bounds",
+    "check_raw_argument_bounds",
+    "limit_hint",
     "snapshot_chunk",
     "snapshot_response",
     "snapshot_transcript",
 ]
 
-RunFailureCode: TypeAlias = Literal[
-    "INVALID_TRANSCRIPT",
-    "SIGNAL_ACCESS_FAILED",
-    "MODEL_PROTOCOL_ERROR",
-    "MODEL_ASYNC_VALUE_UNOBSERVABLE",
-    "MODEL_STREAM_FAILED",
-    "MODEL_OUTPUT_TRUNCATED",
-    "MODEL_REFUSED",
-    "TOOL_EXECUTION_FAILED",
-    "AGENT_RUNTIME_FAILED",
-]
-"""Every code a failed run can carry."""
-
 
 class RunFailure(Exception):
-    """Internal: a failure with a run failure code."""
+    """Internal: a failure with a run failure code and an optional hint (what to change)."""
 
     code: RunFailureCode = "AGENT_RUNTIME_FAILED"
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def limit_hint(field: str) -> str:
+    """The hint of a broken ``RunLimits`` bound: which field, and how to raise it."""
+    return (
+        f"raise RunLimits.{field} (pass limits=RunLimits.for_real_models(), or "
+        f"dataclasses.replace(limits, {field}=...)) to run_agent_loop or Agent"
+    )
 
 
 class ModelProtocolError(RunFailure):
@@ -106,8 +108,8 @@ class InvalidTranscript(RunFailure):
 
     code = "INVALID_TRANSCRIPT"
 
-    def __init__(self, message: str, messages: tuple[Message, ...] = ()) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, messages: tuple[Message, ...] = (), *, hint: str = "") -> None:
+        super().__init__(message, hint)
         self.messages = messages
 
 
@@ -138,7 +140,8 @@ def snapshot_transcript(messages: object, limits: RunLimits) -> tuple[Message, .
         raise InvalidTranscript("messages must be a list or tuple of messages")
     if len(entries) > limits.max_initial_messages:
         raise InvalidTranscript(
-            f"messages must not hold more than {limits.max_initial_messages} messages"
+            f"messages must not hold more than {limits.max_initial_messages} messages",
+            hint=limit_hint("max_initial_messages"),
         )
     snapshot: list[Message] = []
     links = TranscriptLinks()
@@ -208,7 +211,8 @@ def check_assistant_bounds(
     blocks: tuple[Any, ...] = tuple(content)  # pyright: ignore[reportArgumentType]
     if len(blocks) > limits.max_blocks_per_step:
         raise ModelProtocolError(
-            f"Assistant message exceeds {limits.max_blocks_per_step} content blocks"
+            f"Assistant message exceeds {limits.max_blocks_per_step} content blocks",
+            limit_hint("max_blocks_per_step"),
         )
     total = 0
     pending_high = False
@@ -223,6 +227,7 @@ def check_assistant_bounds(
             pending_high = False
             if checked is None or id(block) not in checked:
                 check_argument_bounds(block.arguments, limits)
+                check_raw_argument_bounds(block.raw_arguments, limits)
             continue
         elif is_mapping(block):
             block_kind = read_field(block, "type")
@@ -231,6 +236,7 @@ def check_assistant_bounds(
             if block_kind == "toolCall":
                 pending_high = False
                 check_argument_bounds(read_field(block, "arguments"), limits)
+                check_raw_argument_bounds(read_field(block, "rawArguments"), limits)
                 continue
             text = read_field(block, "text") if block_kind in ("text", "thinking") else ""
             if type_of(text) is not str:
@@ -241,7 +247,23 @@ def check_assistant_bounds(
         total += count
         if total > limits.max_text_code_points:
             raise ModelProtocolError(
-                f"Assistant message exceeds {limits.max_text_code_points} text code points"
+                f"Assistant message exceeds {limits.max_text_code_points} text code points",
+                limit_hint("max_text_code_points"),
+            )
+
+
+def check_raw_argument_bounds(raw: object, limits: RunLimits) -> None:
+    """An invalid call's raw argument text counts as argument strings: the same budget
+    (``max_argument_string_code_points``) as a valid call's. Absent or ``None`` passes; any
+    other shape is left to the constructor."""
+    if type_of(raw) is str:
+        text: str = raw  # pyright: ignore[reportAssignmentType]
+        count = len(text) if text.isascii() else code_points(text)[0]
+        if count > limits.max_argument_string_code_points:
+            raise ModelProtocolError(
+                "Tool-call raw arguments exceed "
+                f"{limits.max_argument_string_code_points} string code points",
+                limit_hint("max_argument_string_code_points"),
             )
 
 
@@ -266,7 +288,8 @@ def check_argument_bounds(arguments: object, limits: RunLimits) -> None:
         nodes += 1
         if nodes > limits.max_argument_nodes:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values"
+                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values",
+                limit_hint("max_argument_nodes"),
             )
         value_type = type_of(value)
         if value is None or value_type is bool or value_type is int:
@@ -280,14 +303,16 @@ def check_argument_bounds(arguments: object, limits: RunLimits) -> None:
             if strings > limits.max_argument_string_code_points:
                 raise ModelProtocolError(
                     "Tool-call arguments exceed "
-                    f"{limits.max_argument_string_code_points} string code points"
+                    f"{limits.max_argument_string_code_points} string code points",
+                    limit_hint("max_argument_string_code_points"),
                 )
             continue
         if value_type not in (JsonObject, dict, list, tuple):
             raise ModelProtocolError("Tool-call arguments must contain only JSON values")
         if depth > limits.max_argument_depth:
             raise ModelProtocolError(
-                f"Tool-call arguments nest deeper than {limits.max_argument_depth}"
+                f"Tool-call arguments nest deeper than {limits.max_argument_depth}",
+                limit_hint("max_argument_depth"),
             )
         marker = id(value)
         if marker in active:
@@ -309,12 +334,14 @@ def check_argument_bounds(arguments: object, limits: RunLimits) -> None:
             children.extend(value[: limits.max_argument_entries + 1])
         if entries > limits.max_argument_entries:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_entries} entries"
+                f"Tool-call arguments exceed {limits.max_argument_entries} entries",
+                limit_hint("max_argument_entries"),
             )
         if strings > limits.max_argument_string_code_points:
             raise ModelProtocolError(
                 "Tool-call arguments exceed "
-                f"{limits.max_argument_string_code_points} string code points"
+                f"{limits.max_argument_string_code_points} string code points",
+                limit_hint("max_argument_string_code_points"),
             )
         stack.extend((child, depth + 1, False) for child in reversed(children))
 
@@ -381,11 +408,13 @@ def _walk_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
         nodes += len(container)
         if entries > limits.max_argument_entries:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_entries} entries"
+                f"Tool-call arguments exceed {limits.max_argument_entries} entries",
+                limit_hint("max_argument_entries"),
             )
         if nodes > limits.max_argument_nodes:
             raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values"
+                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values",
+                limit_hint("max_argument_nodes"),
             )
         if type_of(container) is JsonObject:
             for key in container:
@@ -400,13 +429,15 @@ def _walk_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
             elif value_type is JsonObject or value_type is tuple:
                 if depth >= limits.max_argument_depth:
                     raise ModelProtocolError(
-                        f"Tool-call arguments nest deeper than {limits.max_argument_depth}"
+                        f"Tool-call arguments nest deeper than {limits.max_argument_depth}",
+                        limit_hint("max_argument_depth"),
                     )
                 stack.append((value, depth + 1))
         if strings > limits.max_argument_string_code_points:
             raise ModelProtocolError(
                 "Tool-call arguments exceed "
-                f"{limits.max_argument_string_code_points} string code points"
+                f"{limits.max_argument_string_code_points} string code points",
+                limit_hint("max_argument_string_code_points"),
             )
 
 
@@ -434,6 +465,7 @@ def snapshot_chunk(item: object, active: str, limits: RunLimits) -> ModelChunk:
         raise ModelProtocolError(f'Model chunk requestId must equal active request "{active}"')
     if chunk.type == "toolCall":
         check_argument_bounds(chunk.tool_call.arguments, limits)
+        check_raw_argument_bounds(chunk.tool_call.raw_arguments, limits)
     return chunk
 
 
@@ -457,6 +489,7 @@ def _chunk_from_mapping(item: object, limits: RunLimits) -> ModelChunk:
         try:
             if type_of(raw_call) is not ToolCall:
                 check_argument_bounds(read_field(raw_call, "arguments"), limits)
+                check_raw_argument_bounds(read_field(raw_call, "rawArguments"), limits)
             block = assistant_message(id="chunk", content=[raw_call]).content[0]
         except ModelProtocolError:
             raise
@@ -664,6 +697,7 @@ def _same_call(left: ToolCall, right: ToolCall) -> bool:
     return (
         left.id == right.id
         and left.name == right.name
+        and left.raw_arguments == right.raw_arguments
         and _same_json(left.arguments, right.arguments)
     )
 

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_TOOL_ARGUMENT_NODES",
     "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
     "RunLimits",
+    "limits_for",
 ]
 
 MAX_AGENT_STEPS: Final = 64
@@ -110,3 +111,24 @@ class RunLimits:
 
 
 DEFAULT_LIMITS: Final = RunLimits()
+REAL_MODEL_LIMITS: Final = RunLimits.for_real_models()
+"""``RunLimits.for_real_models()``, built once: what the HTTP models' ``run_limits`` say."""
+
+
+def limits_for(model: object, limits: RunLimits | None) -> RunLimits:
+    """The limits of a run: ``limits`` when given, else the model's ``run_limits`` when its
+    class declares one (the HTTP models: ``RunLimits.for_real_models()``), else the
+    workshop's (scripted and fixture models). ``TypeError`` for anything else."""
+    if limits is not None:
+        if type(limits) is not RunLimits:
+            raise TypeError("limits must be a RunLimits or None")
+        return limits
+    if getattr(type(model), "run_limits", None) is None:
+        return DEFAULT_LIMITS
+    try:
+        declared: object = getattr(model, "run_limits")  # noqa: B009
+    except Exception as error:
+        raise TypeError("model.run_limits could not be read") from error
+    if type(declared) is not RunLimits:
+        raise TypeError("model.run_limits must be a RunLimits")
+    return declared

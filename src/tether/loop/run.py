@@ -1,4 +1,4 @@
-"""Checkpoint 07, v2: the agent loop. It drives a model and tools step by step and always settles.
+"""The agent loop: ``run_agent_loop`` drives a model and tools step by step and always settles.
 
 ``run_agent_loop`` checks its options synchronously (``TypeError``), snapshots the tool
 registry and the starting transcript, and returns an ``EventStream[AgentEvent, RunResult]``.
@@ -37,7 +37,12 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from tether._producer import fail_producer, start_producer
+from tether._producer import (
+    NoRunningLoopError,
+    fail_producer,
+    require_running_loop,
+    start_producer,
+)
 from tether._race import (
     NotAwaitableError,
     RacedIterator,
@@ -65,13 +70,14 @@ from tether.loop.checks import (
     ToolPhaseFailure,
     check_agreement,
     joined,
+    limit_hint,
     snapshot_chunk,
     snapshot_response,
     snapshot_transcript,
 )
 from tether.loop.hooks import ToolHooks, run_hooked_tool_call
+from tether.loop.invalid_calls import invalid_call_result
 from tether.loop.limits import (
-    DEFAULT_LIMITS,
     MAX_AGENT_STEPS,
     MAX_INITIAL_MESSAGES,
     MAX_MODEL_BLOCKS_PER_STEP,
@@ -82,9 +88,13 @@ from tether.loop.limits import (
     MAX_TOOL_ARGUMENT_NODES,
     MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
     RunLimits,
+    limits_for,
 )
+from tether.loop.output import NO_OUTPUT, OutputState
+from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream
+from tether.models.scripted import ScriptedModelError
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -108,6 +118,7 @@ from tether.protocol import _trusted as trusted
 from tether.providers.errors import ProviderError
 from tether.stream import EventStream
 from tether.tools import ToolRegistry, execute_tool_call
+from tether.tools.output import OutputT
 
 __all__ = [
     "MAX_AGENT_STEPS",
@@ -119,6 +130,7 @@ __all__ = [
     "MAX_TOOL_ARGUMENT_ENTRIES",
     "MAX_TOOL_ARGUMENT_NODES",
     "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
+    "NoRunningLoopError",
     "RunFailureCode",
     "RunLimits",
     "run_agent_loop",
@@ -140,21 +152,57 @@ def run_agent_loop(
     max_steps: int,
     signal: AbortSignal | None = None,
     system: str | None = None,
-    limits: RunLimits = DEFAULT_LIMITS,
+    limits: RunLimits | None = None,
     request_sequence_start: int | None = 0,
     hooks: ToolHooks | None = None,
-) -> EventStream[AgentEvent, RunResult]:
-    """Run the agent loop; see the module docstring. Option errors raise ``TypeError``.
+    deps: object = None,
+    tool_retries: int | None = None,
+    output_type: type[OutputT] | None = None,
+    output_retries: int = 1,
+) -> EventStream[AgentEvent, RunResult[OutputT]]:
+    """Run one agent run: ask ``model``, run the tools it calls, repeat until it answers.
 
-    ``signal`` defaults to one that never aborts (the consumer can still stop the run).
-    ``system`` is sent with every request. ``limits`` bounds the run (``RunLimits()`` is the
-    workshop's; use ``RunLimits.for_real_models()`` for real models). ``request_sequence_start``
-    is the number of requests an owning lifecycle already made, so request IDs continue
-    (``request-NNN`` = start + step). ``hooks`` are called around every tool call (see
-    ``tether.loop.hooks``).
+    Returns at once with an ``EventStream``: iterate it for the run's events
+    (``message.accepted``, ``model.chunk``, ``tool.started``, ``tool.finished``, and
+    ``run.finished`` last), or just ``await stream.result`` for the ``RunResult``. It must be
+    called with an event loop running (from ``async`` code). Every run ends with exactly one
+    result, matched on ``status``:
+
+    * ``completed``: the model answered (``final_text``; with ``output_type``, ``output``);
+    * ``maxSteps``: ``max_steps`` model turns were used up by tool turns;
+    * ``cancelled``: ``signal`` aborted, or you stopped listening (``aclose()`` on the
+      iterator, or cancelling the task awaiting ``result``); ``reason`` says why;
+    * ``failed``: ``error.code`` is a stable ``RunErrorCode`` (``MODEL_STREAM_FAILED``,
+      ``MODEL_PROTOCOL_ERROR``, ``TOOL_RETRIES_EXHAUSTED``, ...), ``error.message`` says what
+      happened and ``error.hint``, when set, what to change.
+
+    ``messages`` is the starting transcript (``UserMessage(content=...)`` and the other
+    messages); ``result.messages`` is it plus every complete message of the run. ``tools``
+    is a ``ToolRegistry`` (e.g. ``ToolRegistry([my_tool])`` with ``@tool`` functions);
+    ``max_steps`` bounds the model turns. ``system`` is sent with every request.
+    ``signal`` (an ``AbortSignal``) cancels the run. ``deps`` is any value your tools need
+    (a database, a client): a tool reads it as ``context.deps`` from a parameter annotated
+    ``RunContext[YourDeps]``. ``tool_retries`` is how many failed calls in a row a tool
+    without its own ``@tool(retries=...)`` allows before the run fails (``None``:
+    unbounded). ``output_type`` (a dataclass, ``TypedDict``, pydantic model or other
+    annotation ``@tool`` accepts) asks for a structured answer: it is offered as the
+    ``final_result`` tool, and ``result.output`` is the validated value, typed;
+    ``output_retries`` is how many invalid answers the model may give before the run fails
+    with ``OUTPUT_RETRIES_EXHAUSTED``. ``limits`` (``RunLimits``) bounds what the model may
+    send; it defaults to the model's ``run_limits`` (the HTTP models carry
+    ``RunLimits.for_real_models()``) or else ``RunLimits()``. ``hooks`` (``ToolHooks``) are
+    called around every tool call, e.g. to ask a person before a tool runs.
+    ``request_sequence_start`` is for owners of a longer conversation: the number of
+    requests already made, so request IDs continue (``request-NNN``).
+
+    An invalid call (``ToolCall.raw_arguments`` set: the model's argument text was not a
+    JSON object) is never run and no hook sees it: it gets ``tool.started``/``tool.finished``
+    and an ``is_error`` result ``TOOL_ARGUMENTS_INVALID: ...`` saying where the JSON breaks
+    (``tether.loop.invalid_calls``), so the model can try again.
+
+    Options that are not what they say raise ``TypeError`` at once.
     """
-    if type_of(limits) is not RunLimits:
-        raise TypeError("limits must be a RunLimits")
+    limits = limits_for(model, limits)
     if type_of(max_steps) is not int or not 1 <= max_steps <= MAX_SAFE_INTEGER:
         raise TypeError("max_steps must be a positive safe integer")
     if max_steps > limits.max_steps:
@@ -183,13 +231,20 @@ def run_agent_loop(
         raise TypeError("signal must be an AbortSignal or None")
     if hooks is not None and type_of(hooks) is not ToolHooks:
         raise TypeError("hooks must be a ToolHooks or None")
+    check_tool_retries(tool_retries)
+    output = OutputState.for_run(output_type, output_retries, tools)
+    require_running_loop("run_agent_loop()")  # the arguments are checked first
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()
     registry = _snapshot_registry(tools)
     try:
         transcript = snapshot_transcript(messages, limits)
     except InvalidTranscript as error:
-        _settle(stream, 0, _failed(error.messages, "INVALID_TRANSCRIPT", str(error), ZERO_USAGE))
+        _settle(
+            stream,
+            0,
+            _failed(error.messages, "INVALID_TRANSCRIPT", str(error), ZERO_USAGE, error.hint),
+        )
         return stream
     controller = AbortController()
     detach = follow_signal(signal, controller)
@@ -212,6 +267,9 @@ def run_agent_loop(
         system,
         limits,
         hooks,
+        deps=deps,
+        budget=RetryBudget.for_run(registry, tool_retries),
+        output=output,
     )
     start_producer(_drive(run, stream, detach))
     return stream
@@ -231,6 +289,9 @@ async def run_owned_turns(
     request_sequence_start: int,
     sequence_start: int,
     emit: Callable[[AgentEvent], None],
+    deps: object = None,
+    budget: RetryBudget | None = None,
+    output: OutputState | None = None,
 ) -> tuple[RunResult, int]:
     """The loop for an owner of a trusted transcript (the stateful ``Agent``).
 
@@ -259,6 +320,9 @@ async def run_owned_turns(
         sequence=sequence_start,
         call_ids=call_ids,
         announce=False,
+        deps=deps,
+        budget=budget,
+        output=output,
     )
     result = await run.outcome()
     return result, run.sequence
@@ -287,10 +351,12 @@ async def _drive(
 
 
 def _failed(
-    messages: Sequence[Message], code: RunFailureCode, message: str, usage: Any
+    messages: Sequence[Message], code: RunFailureCode, message: str, usage: Any, hint: str = ""
 ) -> FailedRunResult:
     return FailedRunResult(
-        messages=tuple(messages), error=RunError(code=code, message=message), usage=usage
+        messages=tuple(messages),
+        error=RunError(code=code, message=message, hint=hint),
+        usage=usage,
     )
 
 
@@ -304,12 +370,15 @@ class _Run:
 
     __slots__ = (
         "announce",
+        "budget",
         "call_ids",
+        "deps",
         "emit_event",
         "hooks",
         "limits",
         "max_steps",
         "open_stream",
+        "output",
         "registry",
         "sequence",
         "signal",
@@ -336,12 +405,20 @@ class _Run:
         sequence: int = 0,
         call_ids: set[str] | None = None,
         announce: bool = True,
+        deps: object = None,
+        budget: RetryBudget | None = None,
+        output: OutputState | None = None,
     ) -> None:
         self.emit_event = emit
+        self.output = output
+        self.deps = deps
+        self.budget = budget
         self.transcript: list[Message] = list(transcript)
         self.open_stream = open_stream
         self.registry = registry
-        self.specs: tuple[ToolSpec, ...] = registry.specs()
+        self.specs: tuple[ToolSpec, ...] = (
+            registry.specs() if output is None else (*registry.specs(), output.spec.tool)
+        )
         self.max_steps = max_steps
         self.start = start
         self.signal = signal
@@ -392,7 +469,7 @@ class _Run:
                 messages=messages, reason=_reason_text(reason, error), usage=usage
             )
         if isinstance(error, RunFailure):
-            return _failed(messages, error.code, str(error), usage)
+            return _failed(messages, error.code, str(error), usage, error.hint)
         return _failed(
             messages,
             "AGENT_RUNTIME_FAILED",
@@ -409,6 +486,9 @@ class _Run:
         registry = self.registry
         push = self.emit_event
         hooks = self.hooks
+        deps = self.deps
+        budget = self.budget
+        output = self.output
         for step in range(1, self.max_steps + 1):
             check_signal(signal)
             request_id = f"request-{self.start + step:03d}"
@@ -421,11 +501,21 @@ class _Run:
             self.usage = self.usage + response.usage
             stop_reason = response.stop_reason
             if stop_reason == "stop":
-                return CompletedRunResult(
-                    messages=tuple(self.transcript),
-                    final_text=joined(text_from_assistant(message)),
-                    usage=self.usage,
-                )
+                if output is None:
+                    return CompletedRunResult(
+                        messages=tuple(self.transcript),
+                        final_text=joined(text_from_assistant(message)),
+                        usage=self.usage,
+                    )
+                output.failed("a text answer")
+                reminder = output.reminder(request_id)
+                self.transcript.append(reminder)
+                self.emit(trusted.message_accepted_event(self.sequence, reminder))
+                if step == self.max_steps:
+                    return MaxStepsRunResult(
+                        messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage
+                    )
+                continue
             if stop_reason == "length":
                 raise ModelOutputTruncated(
                     "The model's output was cut off at its output-token limit; the partial "
@@ -436,18 +526,32 @@ class _Run:
                 raise ModelRefused("The model refused to answer; its message is kept")
             if stop_reason != "toolCall":
                 assert_never(stop_reason)
+            final: object = NO_OUTPUT
             for block in message.content:
                 if block.type != "toolCall":
                     continue
                 check_signal(signal)
                 push(trusted.tool_started_event(self.sequence, block))
                 self.sequence += 1
+                if output is not None and (block.name == output.name or final is not NO_OUTPUT):
+                    result, value = output.answer(block, final is not NO_OUTPUT)
+                    self.transcript.append(result)
+                    push(trusted.tool_finished_event(self.sequence, result))
+                    self.sequence += 1
+                    if final is not NO_OUTPUT:
+                        continue
+                    if value is NO_OUTPUT:
+                        output.failed("invalid arguments")
+                    final = value
+                    continue
                 try:
-                    if hooks is None:
-                        result = await execute_tool_call(registry, block, signal)
+                    if block.raw_arguments is not None:  # invalid: answered, never executed
+                        result = invalid_call_result(block)
+                    elif hooks is None:
+                        result = await execute_tool_call(registry, block, signal, deps)
                     else:
                         result = await run_hooked_tool_call(
-                            hooks, registry, block, self.transcript, signal
+                            hooks, registry, block, self.transcript, signal, deps
                         )
                 except asyncio.CancelledError as error:
                     reraise_task_cancellation(error)
@@ -462,6 +566,15 @@ class _Run:
                 self.transcript.append(result)
                 push(trusted.tool_finished_event(self.sequence, result))
                 self.sequence += 1
+                if budget is not None:
+                    budget.record(result)
+            if final is not NO_OUTPUT:
+                return CompletedRunResult(
+                    messages=tuple(self.transcript),
+                    final_text=joined(text_from_assistant(message)),
+                    usage=self.usage,
+                    output=final,
+                )
             if step == self.max_steps:
                 return MaxStepsRunResult(
                     messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage
@@ -537,10 +650,13 @@ class _Run:
                     raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
                 except Exception as error:
                     check_signal(signal)
-                    raise ModelStreamFailure(_stream_failure_text(error)) from error
+                    raise _stream_failure(error) from error
                 check_signal(signal)
                 if count >= max_chunks:
-                    raise ModelProtocolError(f"Model turn exceeded {max_chunks} chunks")
+                    raise ModelProtocolError(
+                        f"Model turn exceeded {max_chunks} chunks",
+                        limit_hint("max_chunks_per_step"),
+                    )
                 count += 1
                 chunk = snapshot_chunk(item, active, limits)
                 if chunk.type == "textDelta":
@@ -559,7 +675,8 @@ class _Run:
                     assert_never(chunk)
                 if text > max_text:
                     raise ModelProtocolError(
-                        f"Model turn exceeded {max_text} streamed text code points"
+                        f"Model turn exceeded {max_text} streamed text code points",
+                        limit_hint("max_text_code_points"),
                     )
                 if chunk is not item:  # a mapping was read: caller code ran since the last check
                     check_signal(signal)
@@ -583,6 +700,22 @@ class _Run:
 
 _PENDING: Final = object()
 _UNCANCELLED_MODEL: Final = "Model stream raised CancelledError although nothing cancelled the run"
+
+
+class ScriptExhausted(RunFailure):
+    code = "SCRIPT_EXHAUSTED"
+
+
+def _stream_failure(error: Exception) -> RunFailure:
+    """The run failure of a failed model stream: ``SCRIPT_EXHAUSTED`` when a scripted model
+    ran out of replies (a test's script is too short), else ``MODEL_STREAM_FAILED``."""
+    if isinstance(error, ScriptedModelError) and error.code == "SCRIPT_EXHAUSTED":
+        return ScriptExhausted(
+            error.message,
+            "the ScriptedModel has fewer replies than the run makes model turns: add a "
+            "ScriptedReply for each turn (each tool turn is followed by another request)",
+        )
+    return ModelStreamFailure(_stream_failure_text(error))
 
 
 def _stream_failure_text(error: Exception) -> str:
@@ -623,7 +756,7 @@ def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:
         return settled.result_nowait(_PENDING)
     except Exception as error:
         check_signal(signal)
-        raise ModelStreamFailure(_stream_failure_text(error)) from error
+        raise _stream_failure(error) from error
 
 
 async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
@@ -642,7 +775,7 @@ async def _awaited_response(stream: ModelStream, signal: AbortSignal) -> object:
         raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
     except Exception as error:
         check_signal(signal)
-        raise ModelStreamFailure(_stream_failure_text(error)) from error
+        raise _stream_failure(error) from error
 
 
 _CANCELLED_FALLBACK: Final = "The run was cancelled"

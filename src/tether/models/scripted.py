@@ -34,6 +34,7 @@ from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
 from tether.messages import snapshot_arguments
 from tether.protocol import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
     ZERO_USAGE,
     AssistantBlock,
     ModelChunk,
@@ -79,7 +80,14 @@ class ScriptedModelError(TetherError):
 
 
 class ScriptedModel:
-    """A model whose every turn is scripted in advance; see the module docstring.
+    """A model whose every turn is scripted in advance, for tests and examples.
+
+    ``ScriptedModel([tool_call_reply(("add", {"left": 1, "right": 2})), text_reply("3")])``
+    answers the first request with a call of ``add`` and the second with the text ``3``
+    (``ScriptedReply`` is the same turn as plain data); each reply is used
+    once, in order, and a run that asks for more fails with ``SCRIPT_EXHAUSTED``. A reply may
+    also be a function ``(request, signal) -> async iterator`` of chunks ending with a
+    ``ModelResponse``, for turns that need to see the request.
 
     ``call_count`` counts attempted ``stream()`` calls (also pre-cancelled and exhausted ones);
     ``requests`` returns the requests seen, in order; ``pending_response_count`` is the
@@ -258,11 +266,17 @@ _ZERO_USAGE: Final = ZERO_USAGE
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScriptedToolCall:
     """One tool call of a ``ScriptedReply``. Without an ``id``, the call is given
-    ``"call-<request id>-<position>"`` when the turn runs, unique within a run."""
+    ``"call-<request id>-<position>"`` when the turn runs, unique within a run.
+
+    ``raw_arguments`` scripts an *invalid* call, as a provider keeps one whose argument text
+    is not a JSON object: ``ScriptedToolCall(name="write", raw_arguments='{"path": ')``
+    (``arguments`` must then stay empty). The loop answers it with ``TOOL_ARGUMENTS_INVALID``.
+    """
 
     name: str
     arguments: JsonObject = field(default_factory=JsonObject)
     id: str | None = None
+    raw_arguments: str | None = None
 
     def __post_init__(self) -> None:
         if not is_non_empty(self.name):
@@ -271,10 +285,22 @@ class ScriptedToolCall:
             raise TypeError("ScriptedToolCall.arguments must be a JsonObject")
         if self.id is not None and not is_non_empty(self.id):
             raise TypeError("ScriptedToolCall.id must be a non-empty string or None")
+        if self.raw_arguments is not None:
+            if type(self.raw_arguments) is not str:
+                raise TypeError("ScriptedToolCall.raw_arguments must be a string or None")
+            if self.arguments:
+                raise TypeError("ScriptedToolCall.arguments must be empty with raw_arguments")
+            if len(self.raw_arguments) > MAX_RAW_ARGUMENTS_CODE_POINTS:
+                raise TypeError(
+                    "ScriptedToolCall.raw_arguments must be at most "
+                    f"{MAX_RAW_ARGUMENTS_CODE_POINTS} code points"
+                )
 
     def build(self, request: ModelRequest, position: int) -> ToolCall:
         """The protocol tool call this spec stands for in ``request``."""
         call_id = self.id if self.id is not None else f"call-{request.id}-{position}"
+        if self.raw_arguments is not None:
+            return trusted.invalid_tool_call(call_id, self.name, self.raw_arguments)
         return trusted.tool_call(call_id, self.name, self.arguments)
 
 
@@ -370,9 +396,9 @@ class ScriptedReply:
                         index=index,
                         id=call.id,
                         name=call.name,
-                        arguments_delta=json.dumps(
-                            thaw_json(call.arguments), separators=(",", ":")
-                        ),
+                        arguments_delta=json.dumps(thaw_json(call.arguments), separators=(",", ":"))
+                        if call.raw_arguments is None
+                        else call.raw_arguments,
                     )
                 )
             items.append(trusted.tool_call_chunk(request_id, call))

@@ -24,7 +24,14 @@ from typing import Never, NoReturn
 
 from tether.protocol._fields import MAX_SAFE_INTEGER, ProtocolValue
 from tether.protocol.codec import ProtocolJsonError, from_json, to_json
-from tether.protocol.content import AssistantBlock, TextBlock, ThinkingBlock, ToolCall, ToolCallId
+from tether.protocol.content import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
+    AssistantBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolCallId,
+)
 from tether.protocol.events import (
     AgentEvent,
     AgentEventType,
@@ -68,12 +75,21 @@ from tether.protocol.results import (
     FailedRunResult,
     MaxStepsRunResult,
     RunError,
+    RunErrorCode,
     RunResult,
     RunStatus,
 )
-from tether.protocol.tools import Invalid, Tool, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol.tools import (
+    Invalid,
+    RunContext,
+    Tool,
+    ToolExecutionContext,
+    ToolValidation,
+    Valid,
+)
 
 __all__ = [
+    "MAX_RAW_ARGUMENTS_CODE_POINTS",
     "MAX_SAFE_INTEGER",
     "ZERO_USAGE",
     "AgentEvent",
@@ -99,7 +115,9 @@ __all__ = [
     "ModelUsage",
     "ProtocolJsonError",
     "ProtocolValue",
+    "RunContext",
     "RunError",
+    "RunErrorCode",
     "RunFinishedEvent",
     "RunFinishedPayload",
     "RunResult",

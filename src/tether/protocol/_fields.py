@@ -15,6 +15,10 @@ compiled, on first construction, from the class's resolved type hints:
 * a protocol class or a union of them accepts exact instances; ``X | None`` also ``None``;
 * anything else (``object``, a ``TypeVar``) accepts any value.
 
+A rule that spans fields of one value (``ToolCall``: ``raw_arguments`` set means
+``arguments`` is ``{}``) is the class's ``_invariant(self)`` method, run after the field
+checks; it raises ``ValueError`` naming the fields.
+
 So adding a field, a block type or a union member is one edit: the checks (and the codecs in
 ``codec.py`` and the fast builders in ``_trusted.py``) follow from the annotations. Errors are
 ``TypeError``/``ValueError`` naming the field in snake_case with what was given:
@@ -45,6 +49,7 @@ __all__ = [
     "field_hints",
     "members_of",
     "omitted_while_default",
+    "python_only",
     "v2",
 ]
 
@@ -93,6 +98,20 @@ def omitted_while_default(field: dataclasses.Field[Any]) -> bool:
     return bool(field.metadata.get(_V2))
 
 
+_PYTHON_ONLY: Final = "tether.python_only"
+
+
+def python_only(default: Any) -> Any:
+    """A field that holds a Python value with no JSON form (a run's structured ``output``):
+    ``to_json`` never writes it and ``from_json`` leaves it at ``default``."""
+    return dataclasses.field(default=default, metadata={_V2: True, _PYTHON_ONLY: True})
+
+
+def is_python_only(field: dataclasses.Field[Any]) -> bool:
+    """True for a ``python_only`` field."""
+    return bool(field.metadata.get(_PYTHON_ONLY))
+
+
 class ProtocolValue:
     """Base of every protocol dataclass: construction runs the derived field checks."""
 
@@ -109,6 +128,9 @@ class ProtocolValue:
             stored = check(value)
             if stored is not value:
                 object.__setattr__(self, name, stored)
+        invariant = getattr(cls, "_invariant", None)
+        if invariant is not None:
+            invariant(self)
 
 
 _CHECKS: dict[type, tuple[tuple[str, _Check], ...]] = {}
@@ -148,6 +170,10 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
             lines.append(f"    if not ({test}):")
             lines.append(f"        w = check_{index}(v)")
             lines.append(f"        if w is not v: setattr_(self, {name!r}, w)")
+    invariant = getattr(cls, "_invariant", None)
+    if invariant is not None:
+        namespace["invariant"] = invariant
+        lines.append("    invariant(self)")
     exec("\n".join(lines), namespace)  # generated from the annotations, see the docstring
     cls.__post_init__ = namespace["__post_init__"]
 

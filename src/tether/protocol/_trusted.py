@@ -17,9 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
-from tether.protocol.content import TextBlock, ThinkingBlock, ToolCall
+from tether.jsonvalue import JsonObject
+from tether.protocol.content import (
+    MAX_RAW_ARGUMENTS_CODE_POINTS,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+)
 from tether.protocol.events import (
     MessageAcceptedEvent,
     MessageAcceptedPayload,
@@ -42,9 +48,9 @@ from tether.protocol.model import (
     ToolCallChunk,
     ToolCallDeltaChunk,
 )
-from tether.protocol.tools import ToolExecutionContext
+from tether.protocol.tools import RunContext
 
-__all__ = ["BUILDERS", "builder"]
+__all__ = ["BUILDERS", "RAW_ARGUMENTS_CUT", "bounded_raw_arguments", "builder", "invalid_tool_call"]
 
 BUILDERS: dict[str, tuple[type, tuple[str, ...]]] = {}
 """Every builder of this module by name: its class and the fields it takes, for the tests."""
@@ -64,7 +70,8 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     signature = list(params)
     for field in dataclasses.fields(cls):
         name = field.name
-        namespace[f"set_{name}"] = cls.__dict__[name].__set__
+        slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
+        namespace[f"set_{name}"] = slot.__set__
         has_default = field.default is not dataclasses.MISSING
         has_factory = field.default_factory is not dataclasses.MISSING
         if has_default:
@@ -114,7 +121,31 @@ text_block: Callable[[str], TextBlock] = builder(TextBlock, "text")
 thinking_block: Callable[..., ThinkingBlock] = builder(
     ThinkingBlock, "text", optional=("signature", "redacted")
 )
-tool_call: Callable[[str, str, Any], ToolCall] = builder(ToolCall, "id", "name", "arguments")
+tool_call: Callable[..., ToolCall] = builder(
+    ToolCall, "id", "name", "arguments", optional=("raw_arguments",)
+)
+_NO_ARGUMENTS: Final = JsonObject()
+
+RAW_ARGUMENTS_CUT: Final = "\u2026[cut by tether: "
+"""How the marker that ends cut raw arguments begins: ``…[cut by tether: N code points]``."""
+
+
+def bounded_raw_arguments(text: str) -> str:
+    """``text`` if it fits ``MAX_RAW_ARGUMENTS_CODE_POINTS``, else its start followed by the
+    marker ``…[cut by tether: N code points]`` (``N``: the length of ``text``), in all exactly
+    at the limit."""
+    if len(text) <= MAX_RAW_ARGUMENTS_CODE_POINTS:
+        return text
+    marker = f"{RAW_ARGUMENTS_CUT}{len(text)} code points]"
+    return text[: MAX_RAW_ARGUMENTS_CODE_POINTS - len(marker)] + marker
+
+
+def invalid_tool_call(call_id: str, name: str, raw: str) -> ToolCall:
+    """An invalid call (``arguments`` ``{}``) holding the model's argument text ``raw``,
+    bounded by ``bounded_raw_arguments``."""
+    return tool_call(call_id, name, _NO_ARGUMENTS, bounded_raw_arguments(raw))
+
+
 assistant_message: Callable[[str, tuple[Any, ...]], AssistantMessage] = builder(
     AssistantMessage, "id", "content"
 )
@@ -142,8 +173,8 @@ tool_call_delta_chunk: Callable[[str, int, str | None, str | None, str], ToolCal
 model_usage: Callable[[int, int, int, int], ModelUsage] = builder(
     ModelUsage, "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"
 )
-execution_context: Callable[[Any, str], ToolExecutionContext] = builder(
-    ToolExecutionContext, "signal", "tool_call_id"
+execution_context: Callable[[Any, str, object], RunContext[Any]] = builder(
+    RunContext, "signal", "tool_call_id", "deps"
 )
 
 _message_accepted_payload = builder(MessageAcceptedPayload, "message")

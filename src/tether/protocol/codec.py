@@ -18,6 +18,7 @@ from tether.protocol._fields import (
     ProtocolValue,
     discriminant_of,
     field_hints,
+    is_python_only,
     members_of,
     omitted_while_default,
 )
@@ -60,6 +61,7 @@ def _plan(cls: type) -> _Plan:
                 field.default if omitted_while_default(field) else _MISSING,
             )
             for field in dataclasses.fields(cls)
+            if not is_python_only(field)
         )
         _PLANS[cls] = plan
     return plan
@@ -101,8 +103,9 @@ def from_json(data: object, kind: object, /) -> Any:
     """Build the protocol value of type ``kind`` (a class or a union such as ``Message``)
     from its JSON form, e.g. ``from_json(json.loads(line), Message)``.
 
-    The inverse of ``to_json``: ``from_json(to_json(value), type(value)) == value``. Unknown
-    keys, missing fields and wrong types raise ``ProtocolJsonError`` with the path.
+    The inverse of ``to_json``: ``from_json(to_json(value), type(value)) == value``. A
+    transcript reads back as ``tuple[Message, ...]`` or ``list[Message]``. Unknown keys,
+    missing fields and wrong types raise ``ProtocolJsonError`` with the path.
     """
     return _decode(data, kind, "$")
 
@@ -118,16 +121,18 @@ def _decode(data: object, hint: Any, path: str) -> Any:
         if len(rest) == 1:
             return _decode(data, rest[0], path)
         return _decode(data, _pick(data, rest, path), path)
-    if get_origin(hint) is tuple:
+    origin = get_origin(hint)
+    if origin is tuple or origin is list:  # tuple[X, ...] (the protocol's) or list[X]
         if type(data) is not list:
             raise ProtocolJsonError(path, f"must be an array (got {_json_type(data)})")
         items = cast("list[object]", data)
-        item_hint = get_args(hint)[0]
-        return tuple(
-            _decode(item, item_hint, f"{path}[{index}]") for index, item in enumerate(items)
-        )
+        item_hint = get_args(hint)[0] if get_args(hint) else object
+        decoded = [_decode(item, item_hint, f"{path}[{index}]") for index, item in enumerate(items)]
+        return tuple(decoded) if origin is tuple else decoded
     if isinstance(hint, type) and issubclass(hint, ProtocolValue):
         return _decode_value(data, hint, path)
+    if isinstance(origin, type) and issubclass(origin, ProtocolValue):  # CompletedRunResult[X]
+        return _decode_value(data, origin, path)
     if hint is JsonObject:
         if type(data) is not dict:
             raise ProtocolJsonError(path, f"must be an object (got {_json_type(data)})")
@@ -147,6 +152,8 @@ def _decode_value(data: object, cls: type, path: str) -> Any:
     arguments: dict[str, Any] = {}
     known: set[str] = set()
     for field in dataclasses.fields(cls):
+        if is_python_only(field):
+            continue
         key = camel_case(field.name)
         known.add(key)
         if key not in source:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from tether.abort import AbortSignal
 from tether.protocol._fields import NonEmpty, ProtocolValue
 
-__all__ = ["Invalid", "Tool", "ToolExecutionContext", "ToolValidation", "Valid"]
+__all__ = ["Invalid", "RunContext", "Tool", "ToolExecutionContext", "ToolValidation", "Valid"]
 
 T_co = TypeVar("T_co", covariant=True)
 InputT = TypeVar("InputT")
 OutputT_co = TypeVar("OutputT_co", covariant=True)
+DepsT_co = TypeVar("DepsT_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,10 +38,30 @@ ToolValidation: TypeAlias = Valid[InputT] | Invalid
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionContext(ProtocolValue):
-    """What ``execute`` receives besides its input: the run's abort signal and the call ID."""
+    """What ``execute`` receives besides its input: the run's abort signal, the call ID and
+    the run's ``deps`` (what the caller passed as ``deps=``; ``None`` by default). Annotate
+    the parameter ``RunContext[YourDeps]`` to read ``deps`` with its type."""
 
     signal: AbortSignal
     tool_call_id: NonEmpty
+    deps: object = None
+
+
+_NO_DEPS: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunContext(ToolExecutionContext, Generic[DepsT_co]):
+    """The context a tool receives, typed by the run's dependencies.
+
+    Every context the loop passes to a tool is a ``RunContext``. Annotate a ``@tool``
+    parameter (or an ``execute`` function's context) ``RunContext[Db]`` and ``context.deps``
+    is a ``Db`` to the type checker; it holds what the run was given as
+    ``run_agent_loop(..., deps=db)`` or ``agent.run(..., deps=db)``. tether does not check
+    the value: the caller and the annotation must agree.
+    """
+
+    deps: DepsT_co = _NO_DEPS
 
 
 class Tool(Protocol[InputT, OutputT_co]):

@@ -54,6 +54,8 @@ from tether.stream import EventStream
 if TYPE_CHECKING:
     import httpx2
 
+    from tether.loop.limits import RunLimits
+
 __all__ = ["HttpStreamModel", "StreamParser", "loads_payload", "transcript_call_ids"]
 
 MAX_JSON_BODY_BYTES: Final = 16 << 20
@@ -100,6 +102,15 @@ class HttpStreamModel:
         self._retry = retry
         self._timeouts = timeouts
         self._transport = HttpTransport(http_client, timeouts)
+
+    @property
+    def run_limits(self) -> RunLimits:
+        """The loop limits a run of this model uses unless it is given ``limits``:
+        ``RunLimits.for_real_models()``, since a real model streams about one chunk per token
+        (the workshop's defaults stay with the offline models)."""
+        from tether.loop.limits import REAL_MODEL_LIMITS
+
+        return REAL_MODEL_LIMITS
 
     # --- what a vendor says -------------------------------------------------------------
 

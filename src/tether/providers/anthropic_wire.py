@@ -328,9 +328,12 @@ class AnthropicStreamParser:
       unknown delta types (``citations_delta``) are ignored.
     * ``content_block_stop`` closes an open block; for ``tool_use`` the arguments are parsed
       (``""`` is ``{}``; a block without fragments keeps the start's ``input``) and the
-      complete ``toolCall`` chunk is emitted. Invalid JSON is never repaired: it is a protocol
-      error, unless the message then stops with ``max_tokens`` (the call was cut; it is left
-      out, and the loop runs no call of a truncated turn).
+      complete ``toolCall`` chunk is emitted. Text that is not a JSON object is never
+      repaired: the call is held until the next block starts or the stop reason arrives.
+      With ``max_tokens`` (the call was cut) it is left out, and the loop runs no call of a
+      truncated turn; otherwise it is emitted as an *invalid call* (``arguments`` ``{}``,
+      ``raw_arguments`` the text, bounded), which the loop answers with
+      ``TOOL_ARGUMENTS_INVALID``.
     * ``message_delta``: ``delta.stop_reason``; ``usage`` fields that are present and non-null
       overwrite the earlier ones. ``message_stop``: the end (every block must be closed).
       ``ping``: ignored. ``error`` (or an SSE ``event: error``): ``PROVIDER_OVERLOADED`` for
@@ -356,9 +359,9 @@ class AnthropicStreamParser:
 
     __slots__ = (
         "_blocks",
-        "_broken",
         "_calls",
         "_failure",
+        "_held",
         "_model",
         "_request_id",
         "_reserved",
@@ -387,7 +390,7 @@ class AnthropicStreamParser:
         self._blocks: list[_Block] = []
         self._calls = 0
         self._used_ids: set[str] = set()
-        self._broken: ProviderError | None = None
+        self._held: ToolCall | None = None  # an invalid call awaiting the stop reason
         self._failure: ProviderError | None = None
         self._state: _State = "new"
         self._stopped = False
@@ -504,8 +507,7 @@ class AnthropicStreamParser:
         if kind == "message_delta":
             if self._state != "streaming":
                 self._out_of_order(kind)
-            self._message_delta(data)
-            return []
+            return self._message_delta(data)
         if kind == "message_start":
             if self._state != "new":
                 raise _protocol("A second message_start arrived")
@@ -560,8 +562,7 @@ class AnthropicStreamParser:
         self._state = "streaming"
 
     def _block_start(self, data: dict[str, Any]) -> list[ModelChunk]:
-        if self._broken is not None:
-            raise self._broken
+        held = self._release_held()
         index: Any = data.get("index")
         if type_of(index) is not int:
             raise _field_error("content_block_start.index", "an integer", index)
@@ -578,7 +579,7 @@ class AnthropicStreamParser:
             raise _field_error("content_block_start.content_block", "an object", content)
         fields_: dict[str, Any] = content
         block_type = fields_.get("type")
-        out: list[ModelChunk] = []
+        out: list[ModelChunk] = held
         if block_type == "text":
             block = _Block("text")
             self._initial(block, fields_.get("text"), "text", out)
@@ -669,15 +670,36 @@ class AnthropicStreamParser:
         block.parts = []
         try:
             arguments = _parse_arguments(text)
-        except _BadArguments as error:
-            # Held: a max_tokens stop makes this a cut call (left out), anything else fails.
-            self._broken = _protocol(f"Tool call {_shown(block.name)} arguments {error}")
+        except _BadArguments:
+            # Held: a max_tokens stop makes this a cut call (left out); a later block or any
+            # other stop reason makes it an invalid call, answered by the loop.
+            block.call = self._held = trusted.invalid_tool_call(block.call_id, block.name, text)
             return []
         call = trusted.tool_call(block.call_id, block.name, arguments)
         block.call = call
         return [trusted.tool_call_chunk(self._request_id, call)]
 
-    def _message_delta(self, data: dict[str, Any]) -> None:
+    def _release_held(self) -> list[ModelChunk]:
+        """The held invalid call's chunk, now that the model went on past it."""
+        held = self._held
+        if held is None:
+            return []
+        self._held = None
+        return [trusted.tool_call_chunk(self._request_id, held)]
+
+    def _settle_held(self) -> list[ModelChunk]:
+        """At a stop reason: a held call is cut (left out) by ``max_tokens``, else emitted."""
+        if self._held is None or self._stop is None:
+            return []
+        if self._stop in _TRUNCATING:
+            for block in self._blocks:
+                if block.call is self._held:
+                    block.call = None
+            self._held = None
+            return []
+        return self._release_held()
+
+    def _message_delta(self, data: dict[str, Any]) -> list[ModelChunk]:
         delta = data.get("delta")
         if delta is not None:
             if type_of(delta) is not dict:
@@ -692,8 +714,7 @@ class AnthropicStreamParser:
         usage = data.get("usage")
         if usage is not None:
             self._read_usage(usage, "message_delta.usage")
-        if self._broken is not None and self._stop is not None and self._stop not in _TRUNCATING:
-            raise self._broken
+        return self._settle_held()
 
     def _read_usage(self, value: object, where: str) -> None:
         """Overwrite each usage count the object carries (present and non-null)."""
@@ -718,9 +739,10 @@ class AnthropicStreamParser:
         it against its own record: the stream is complete only if ``message_stop`` was fed
         (``done`` without one is still ``PROVIDER_STREAM_INTERRUPTED``).
 
-        Returns the remaining chunks (none: calls complete at their block's stop) and the
-        response. ``ProviderError``: ``PROVIDER_STREAM_INTERRUPTED``,
-        ``PROVIDER_PROTOCOL_ERROR`` (invalid arguments, an unknown or missing stop reason).
+        Returns the remaining chunks (an invalid call still held, if any: calls complete at
+        their block's stop) and the response. ``ProviderError``:
+        ``PROVIDER_STREAM_INTERRUPTED``, ``PROVIDER_PROTOCOL_ERROR`` (an unknown or missing
+        stop reason).
         ``RuntimeError`` when called twice.
         """
         if self._failure is not None or self._state == "finished":
@@ -746,8 +768,7 @@ class AnthropicStreamParser:
         mapped = _STOPS.get(raw)
         if mapped is None:
             raise _protocol(f"Unknown stop_reason {_shown(raw)}")
-        if self._broken is not None and raw not in _TRUNCATING:  # pragma: no cover - raised
-            raise self._broken  # already at message_delta
+        last = self._settle_held()  # a held call when message_delta came before its block
         content: list[AssistantBlock] = []
         has_calls = False
         for block in self._blocks:
@@ -781,7 +802,7 @@ class AnthropicStreamParser:
         response = trusted.model_response(
             response_id, self._request_id, message, stop, usage, self._model
         )
-        return [], response
+        return last, response
 
     def _raise_closed(self) -> NoReturn:
         if self._failure is not None:

@@ -83,7 +83,11 @@ PRESETS: Final[Mapping[str, ProviderPreset]] = _presets(
         name="openrouter",
         base_url="https://openrouter.ai/api/v1",
         api_key_env="OPENROUTER_API_KEY",
-        compat=OpenAIChatCompat(max_tokens_field="max_tokens", reasoning_fields=("reasoning",)),
+        compat=OpenAIChatCompat(
+            max_tokens_field="max_tokens",
+            reasoning_fields=("reasoning",),
+            invalid_arguments="empty",
+        ),
     ),
     # Usage comes without asking (top level and in `x_groq`); Groq rejected `stream_options`
     # with 400 before, so none is sent. Reasoning in `delta.reasoning`.
@@ -109,12 +113,13 @@ PRESETS: Final[Mapping[str, ProviderPreset]] = _presets(
         api_key_env="MISTRAL_API_KEY",
         compat=OpenAIChatCompat(send_stream_options=False, max_tokens_field="max_tokens"),
     ),
-    # Local servers: no key; they know `max_tokens`.
+    # Local servers: no key; they know `max_tokens`. They re-parse the arguments of earlier
+    # tool calls to render their chat templates, so an invalid call goes back as `{}`.
     ProviderPreset(
         name="ollama",
         base_url="http://localhost:11434/v1",
         api_key_env=None,
-        compat=OpenAIChatCompat(max_tokens_field="max_tokens"),
+        compat=OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty"),
     ),
     # vLLM moved reasoning to `reasoning` (Nov 2025); older versions send `reasoning_content`.
     ProviderPreset(
@@ -122,7 +127,9 @@ PRESETS: Final[Mapping[str, ProviderPreset]] = _presets(
         base_url="http://localhost:8000/v1",
         api_key_env=None,
         compat=OpenAIChatCompat(
-            max_tokens_field="max_tokens", reasoning_fields=("reasoning", "reasoning_content")
+            max_tokens_field="max_tokens",
+            reasoning_fields=("reasoning", "reasoning_content"),
+            invalid_arguments="empty",
         ),
     ),
     # llama.cpp's `llama-server` (tool calls and reasoning need `--jinja`).
@@ -130,13 +137,13 @@ PRESETS: Final[Mapping[str, ProviderPreset]] = _presets(
         name="llamacpp",
         base_url="http://localhost:8080/v1",
         api_key_env=None,
-        compat=OpenAIChatCompat(max_tokens_field="max_tokens"),
+        compat=OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty"),
     ),
     ProviderPreset(
         name="lmstudio",
         base_url="http://localhost:1234/v1",
         api_key_env=None,
-        compat=OpenAIChatCompat(max_tokens_field="max_tokens"),
+        compat=OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty"),
     ),
 )
 """Every preset by name (read-only)."""

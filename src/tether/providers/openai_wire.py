@@ -19,9 +19,10 @@ which). The rules:
   ``event: error``, is ``PROVIDER_ERROR_EVENT``.
 * Tool calls are assembled per ``index``: ``id`` and ``name`` are set once (identical
   repeats ignored, never concatenated), argument fragments are concatenated and parsed with
-  ``json.loads`` when the call is complete (``""`` means ``{}``; invalid JSON is an error,
-  never repaired). ``finish_reason`` and ``usage``: the last non-null value wins; usage is
-  never summed.
+  ``json.loads`` when the call is complete (``""`` means ``{}``; text that is not a JSON
+  object is never repaired: the call is kept as an invalid call, ``raw_arguments`` holding the
+  text, which the loop answers with an error). ``finish_reason`` and ``usage``: the last
+  non-null value wins; usage is never summed.
 * Which finish reasons and stream ends count as complete, and how vendor tool-call IDs are
   kept or replaced, is documented on ``OpenAIChatStreamParser``; the per-server switches are
   the fields of ``OpenAIChatCompat`` (presets in ``tether.providers.catalog``).
@@ -121,6 +122,16 @@ class OpenAIChatCompat:
     an SSE decoder drops a final ``data: [DONE]`` that has no blank line after it, and Groq
     ends some streams without one. Wins over ``finish_reason_optional``."""
 
+    invalid_arguments: Literal["raw", "empty"] = "raw"
+    """How an invalid tool call (``ToolCall.raw_arguments``: the model sent argument text that
+    is not a JSON object) is sent back in the transcript. ``"raw"``: its ``arguments`` string
+    is the text the model sent, so the model sees its own mistake (OpenAI accepts any string
+    there). ``"empty"``: ``"{}"``; the loop's ``TOOL_ARGUMENTS_INVALID`` result still quotes
+    the text. Servers that re-parse the arguments of earlier calls to render their chat
+    template need ``"empty"``, or every later request is rejected: llama.cpp (``Failed to
+    parse tool call arguments as JSON``), vLLM and SGLang before their 2026 fixes, Ollama;
+    the presets for local servers and OpenRouter (whose routes reach them) set it."""
+
     usage_cumulative_every_chunk: bool = False
     """Documentation only: the server repeats cumulative usage on every chunk (vLLM's
     ``continuous_usage_stats``, some Fireworks models). Nothing changes: usage is always the
@@ -131,6 +142,7 @@ class OpenAIChatCompat:
         _check_choice(
             "max_tokens_field", self.max_tokens_field, ("max_completion_tokens", "max_tokens")
         )
+        _check_choice("invalid_arguments", self.invalid_arguments, ("raw", "empty"))
         for name in (
             "send_stream_options",
             "finish_reason_optional",
@@ -178,7 +190,8 @@ def build_chat_request(
       ``compat.system_role`` message; then the transcript: a user message's text; an
       assistant message's text (its text blocks joined, ``null`` when it has tool calls and no
       text, ``""`` when it has neither, which OpenAI requires) and ``tool_calls`` with
-      ``arguments`` as compact JSON text; one ``tool`` message per tool result, linked by
+      ``arguments`` as compact JSON text (an invalid call's raw text, or ``"{}"``, as
+      ``compat.invalid_arguments`` says); one ``tool`` message per tool result, linked by
       ``tool_call_id``. Thinking blocks are never replayed: this API has no field for them.
       A tool result's ``is_error`` has no field either; its text says what failed.
     * ``tools`` (only when there are some): ``{"type": "function", "function": {"name",
@@ -219,7 +232,7 @@ def build_chat_request(
         if message.role == "user":
             messages.append({"role": "user", "content": message.content})
         elif message.role == "assistant":
-            messages.append(_assistant_message(message))
+            messages.append(_assistant_message(message, compat.invalid_arguments == "raw"))
         else:
             messages.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
@@ -251,7 +264,7 @@ def build_chat_request(
     return body
 
 
-def _assistant_message(message: AssistantMessage) -> dict[str, object]:
+def _assistant_message(message: AssistantMessage, raw: bool) -> dict[str, object]:
     texts: list[str] = []
     calls: list[dict[str, object]] = []
     for block in message.content:
@@ -262,7 +275,12 @@ def _assistant_message(message: AssistantMessage) -> dict[str, object]:
                 {
                     "id": block.id,
                     "type": "function",
-                    "function": {"name": block.name, "arguments": arguments_text(block)},
+                    "function": {
+                        "name": block.name,
+                        "arguments": arguments_text(block)
+                        if raw or block.raw_arguments is None
+                        else "{}",
+                    },
                 }
             )
     text = "".join(texts)
@@ -276,14 +294,30 @@ def arguments_text(call: ToolCall) -> str:
     """A call's arguments as compact JSON text (``{"a":1}``), as OpenAI sends them.
 
     Non-ASCII text is kept as it is; only if the arguments hold a lone surrogate (which UTF-8
-    cannot encode) is everything written as ``\\u`` escapes instead.
+    cannot encode) is everything written as ``\\u`` escapes instead. An invalid call
+    (``raw_arguments`` set) sends the text the model sent, so the model sees its own mistake
+    (a lone surrogate in it becomes U+FFFD).
     """
+    raw = call.raw_arguments
+    if raw is not None:
+        return _encodable(raw)
     text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"), ensure_ascii=False)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"))
+    return text
+
+
+def _encodable(text: str) -> str:
+    """``text`` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
     return text
 
 
@@ -494,6 +528,9 @@ class OpenAIChatStreamParser:
       already has its ID and name and its (non-empty) arguments parse as a JSON object: a
       complete JSON object cannot be continued, so parallel calls may even interleave. Then its
       ``toolCall`` chunk is emitted: the same ``ToolCall`` object as in the final message.
+      A call whose arguments are still not a JSON object at ``finish`` (broken JSON, an
+      array, ...) is an *invalid call*: ``arguments`` ``{}`` and ``raw_arguments`` the text
+      (bounded), never a failed response; the loop answers it with ``TOOL_ARGUMENTS_INVALID``.
     * Tool-call IDs: a vendor ID is kept exactly unless it is empty, already used by an
       earlier call of this response, or in ``reserved_call_ids`` (the IDs of the request's
       transcript); then the ID is ``"<response id>-call-<position>"``, with ``-2``, ``-3``...
@@ -843,11 +880,23 @@ class OpenAIChatStreamParser:
                 continue
             self._emit(call, call.name, arguments, out)
 
-    def _emit(self, call: _Call, name: str, arguments: JsonObject, out: list[ModelChunk]) -> None:
+    def _emit(
+        self,
+        call: _Call,
+        name: str,
+        arguments: JsonObject,
+        out: list[ModelChunk],
+        raw: str | None = None,
+    ) -> None:
+        """Complete ``call``: its ``toolCall`` chunk and its place in the content. ``raw``:
+        the argument text of an invalid call (``arguments`` is then ``{}``)."""
         call_id = call.call_id
         if call_id is None:
             call_id = call.call_id = self._derive_id(call.position)
-        tool_call = trusted.tool_call(call_id, name, arguments)
+        if raw is None:
+            tool_call = trusted.tool_call(call_id, name, arguments)
+        else:
+            tool_call = trusted.invalid_tool_call(call_id, name, raw)
         self._flush_run()
         self._content.append(tool_call)
         out.append(trusted.tool_call_chunk(self._request_id, tool_call))
@@ -863,7 +912,7 @@ class OpenAIChatStreamParser:
         stop reasons and when a stream counts as complete).
 
         ``ProviderError``: ``PROVIDER_STREAM_INTERRUPTED``, ``PROVIDER_ERROR_EVENT`` (finish
-        reason ``error``), ``PROVIDER_PROTOCOL_ERROR`` (invalid arguments, a call without a
+        reason ``error``), ``PROVIDER_PROTOCOL_ERROR`` (a call without a
         name, an unknown finish reason). ``RuntimeError`` when called twice.
         """
         if self._state != "open" or self._failure is not None:
@@ -902,12 +951,15 @@ class OpenAIChatStreamParser:
                 if truncated is not None:
                     continue
                 raise _protocol(f"Tool call {call.position} ended without a name")
+            text = "".join(call.parts)
             try:
-                arguments = _parse_arguments("".join(call.parts))
-            except _BadArguments as error:
+                arguments = _parse_arguments(text)
+            except _BadArguments:
                 if truncated is not None:
                     continue
-                raise _protocol(f"Tool call {_shown(name)} arguments {error}") from None
+                # Kept as an invalid call: the loop answers it and the model tries again.
+                self._emit(call, name, _EMPTY_ARGUMENTS, out, raw=text)
+                continue
             self._emit(call, name, arguments, out)
         self._flush_run()
         content = tuple(self._content)

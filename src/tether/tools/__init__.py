@@ -4,6 +4,7 @@ and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``."""
 from tether.tools.contract import (
     TOOL_OUTPUT_LIMIT_MIN,
     FunctionTool,
+    ModelRetry,
     NonRecoverableToolError,
     ToolContractError,
     ToolContractErrorCode,
@@ -13,7 +14,7 @@ from tether.tools.contract import (
     define_tool,
     execute_tool_call,
 )
-from tether.tools.function import tool
+from tether.tools.function import ToolSignatureError, tool
 from tether.tools.serialize import (
     TOOL_OUTPUT_CAP_CHARACTERS,
     TOOL_SERIALIZATION_MAX_BIGINT_BITS,
@@ -36,12 +37,14 @@ __all__ = [
     "TOOL_TRUNCATION_MARKER",
     "UNDEFINED",
     "FunctionTool",
+    "ModelRetry",
     "NonRecoverableToolError",
     "ToolContractError",
     "ToolContractErrorCode",
     "ToolDefinition",
     "ToolRegistry",
     "ToolResultErrorCode",
+    "ToolSignatureError",
     "define_tool",
     "execute_tool_call",
     "tool",

@@ -11,9 +11,10 @@ linked, machine-readable ways.
   sent in the next request; anything else goes through the bounded serializer; either way it
   is capped at the tool's ``output_limit``.
   Every ordinary failure becomes an ``is_error`` result whose content is
-  ``{"error":{"code":...,"message":...}}`` with one of five codes (``TOOL_NOT_FOUND``,
+  ``{"error":{"code":...,"message":...}}`` with one of six codes (``TOOL_NOT_FOUND``,
   ``TOOL_VALIDATION_FAILED``, ``TOOL_ARGUMENTS_INVALID``, ``TOOL_EXECUTION_FAILED``,
-  ``TOOL_OUTPUT_SERIALIZATION_FAILED``); every result has ID ``tool-result-<callId>`` and
+  ``TOOL_OUTPUT_SERIALIZATION_FAILED``, and ``TOOL_RETRY_REQUESTED`` for a ``ModelRetry``
+  the tool raised); every result has ID ``tool-result-<callId>`` and
   links to its call. Cancellation is never a result: the abort reason is raised, even while
   ``execute`` is blocked. A ``NonRecoverableToolError`` that tether created is raised too, so
   it can stop a run; a look-alike cannot.
@@ -76,6 +77,7 @@ __all__ = [
     "TOOL_TRUNCATION_MARKER",
     "UNDEFINED",
     "FunctionTool",
+    "ModelRetry",
     "NonRecoverableToolError",
     "ToolContractError",
     "ToolContractErrorCode",
@@ -100,6 +102,7 @@ ToolResultErrorCode: TypeAlias = Literal[
     "TOOL_VALIDATION_FAILED",
     "TOOL_EXECUTION_FAILED",
     "TOOL_OUTPUT_SERIALIZATION_FAILED",
+    "TOOL_RETRY_REQUESTED",
 ]
 
 _TRUSTED = trusted_errors()
@@ -130,6 +133,22 @@ class NonRecoverableToolError(TetherError):
         return True
 
 
+class ModelRetry(TetherError):
+    """Raise from a tool (or its ``validate``) to ask the model to try again.
+
+    The call's result is an ``is_error`` result with code ``TOOL_RETRY_REQUESTED`` whose
+    message is ``message``, sent to the model as it is (even when the tool hides error
+    details), so say what to change: ``raise ModelRetry("no user 'bob'; call list_users")``.
+    Each such result counts against the tool's retry budget (``@tool(retries=...)``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("TOOL_RETRY_REQUESTED", message)
+
+
+_HIDDEN_DETAILS: Final = "the tool failed (its details are not shown to the model)"
+
+
 def _is_non_recoverable(error: BaseException) -> bool:
     return isinstance(error, NonRecoverableToolError) and error in _TRUSTED
 
@@ -149,7 +168,11 @@ class ToolDefinition(Generic[InputT, OutputT]):
     ``parameters`` is an optional JSON Schema describing the arguments (``@tool`` fills it).
     ``output_limit`` caps the result content of a successful call, in code points including
     the truncation marker (the workshop's 4,096 by default); error results keep the
-    workshop's cap.
+    workshop's cap. ``retries`` is how many failed calls in a row the tool allows before the
+    run fails with ``TOOL_RETRIES_EXHAUSTED`` (``None``: the run's ``tool_retries``, unbounded
+    by default); a successful call resets the count. ``expose_errors=False`` replaces the text
+    of an exception the tool raised with a generic message in what the model sees
+    (``ModelRetry`` messages and argument errors are still sent).
     """
 
     name: str
@@ -158,6 +181,11 @@ class ToolDefinition(Generic[InputT, OutputT]):
     execute: Callable[[InputT, ToolExecutionContext], Coroutine[Any, Any, OutputT]]
     parameters: JsonObject | None = None
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS
+    retries: int | None = None
+    expose_errors: bool = True
+
+
+_NO_PARAMETERS_SCHEMA: Final = JsonObject({"type": "object", "properties": {}})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,8 +194,10 @@ class FunctionTool(ToolDefinition[dict[str, Any], OutputT], Generic[P, ReturnT, 
 
     ``fn`` is the original function, still callable with its own parameter and return types
     (an ``async def`` gives a coroutine to await, a ``def`` its value, on the calling thread).
+    ``parameters`` is always the derived JSON Schema.
     """
 
+    parameters: JsonObject = _NO_PARAMETERS_SCHEMA
     fn: Callable[P, ReturnT]
 
 
@@ -179,11 +209,15 @@ def define_tool(
     execute: Callable[[InputT, ToolExecutionContext], Coroutine[Any, Any, OutputT]],
     parameters: Mapping[str, object] | None = None,
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
+    retries: int | None = None,
+    expose_errors: bool = True,
 ) -> ToolDefinition[InputT, OutputT]:
     """Check and freeze a tool definition (``ToolContractError`` ``INVALID_TOOL_DEFINITION``).
 
     ``output_limit`` must be an ``int`` of at least ``TOOL_OUTPUT_LIMIT_MIN`` (24: the length
-    of the truncation marker, which a truncated output always ends with).
+    of the truncation marker, which a truncated output always ends with). ``retries`` (a
+    non-negative ``int`` or ``None``) and ``expose_errors`` are described on
+    ``ToolDefinition``.
     """
     return _definition(
         {
@@ -193,12 +227,23 @@ def define_tool(
             "execute": execute,
             "parameters": parameters,
             "output_limit": output_limit,
+            "retries": retries,
+            "expose_errors": expose_errors,
         }
     )
 
 
-_FIELDS: Final = ("name", "description", "validate", "execute", "parameters", "output_limit")
-_OPTIONAL: Final = frozenset({"parameters", "output_limit"})
+_FIELDS: Final = (
+    "name",
+    "description",
+    "validate",
+    "execute",
+    "parameters",
+    "output_limit",
+    "retries",
+    "expose_errors",
+)
+_OPTIONAL: Final = frozenset({"parameters", "output_limit", "retries", "expose_errors"})
 
 
 def _definition(source: object) -> ToolDefinition[Any, Any]:
@@ -239,6 +284,21 @@ def _definition(source: object) -> ToolDefinition[Any, Any]:
             "INVALID_TOOL_DEFINITION",
             f'Tool "{name}" output_limit must be an int of at least {TOOL_OUTPUT_LIMIT_MIN}',
         )
+    retries = values["retries"]
+    if retries is MISSING:
+        retries = None
+    elif retries is not None and (type_of(retries) is not int or not 0 <= retries <= 1_000_000):
+        raise ToolContractError(
+            "INVALID_TOOL_DEFINITION",
+            f'Tool "{name}" retries must be None or an int from 0 to 1000000',
+        )
+    expose_errors = values["expose_errors"]
+    if expose_errors is MISSING:
+        expose_errors = True
+    elif type_of(expose_errors) is not bool:
+        raise ToolContractError(
+            "INVALID_TOOL_DEFINITION", f'Tool "{name}" expose_errors must be a bool'
+        )
     return ToolDefinition(
         name=name,
         description=values["description"],
@@ -246,6 +306,8 @@ def _definition(source: object) -> ToolDefinition[Any, Any]:
         execute=values["execute"],
         parameters=parameters,
         output_limit=output_limit,
+        retries=retries,
+        expose_errors=expose_errors,
     )
 
 
@@ -369,7 +431,7 @@ class _ToolFailure(Exception):
 
 
 async def execute_tool_call(
-    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal
+    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal, deps: object = None
 ) -> ToolResultMessage:
     """Run one tool call through the contract and return its linked result message.
 
@@ -377,7 +439,9 @@ async def execute_tool_call(
     surrogates replaced by U+FFFD, ``encodable_text``), otherwise
     the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An awaited
     output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
-    becomes ``TOOL_EXECUTION_FAILED``.
+    becomes ``TOOL_EXECUTION_FAILED``. ``deps`` reaches the tool as its context's ``deps``.
+
+    An invalid call (``raw_arguments`` set) is never run: ``TOOL_ARGUMENTS_INVALID``.
 
     Raises the abort reason when ``signal`` aborts (before or during any phase), a
     ``NonRecoverableToolError`` created by tether when the tool raises one, and
@@ -388,10 +452,12 @@ async def execute_tool_call(
         raise ToolContractError("INVALID_TOOL_CALL", "execute_tool_call requires a ToolRegistry")
     call = _snapshot_call(tool_call, signal)
     try:
+        if call.raw_arguments is not None:  # invalid (the loop answers these before): never run
+            raise _ToolFailure("TOOL_ARGUMENTS_INVALID", "Tool call arguments are not JSON")
         tool = registry.get(call.name)
         if tool is None:
             raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
-        pending: Any = _start(tool, call, signal)
+        pending: Any = _start(tool, call, signal, deps)
         if is_awaitable(pending):
             try:
                 output = race_eagerly(signal, pending)  # a tool that never waits: no await
@@ -399,8 +465,8 @@ async def execute_tool_call(
                     output = await output.race()
             except Exception as error:
                 _escalate(error, signal)
-                raise _ToolFailure(
-                    "TOOL_EXECUTION_FAILED", message_of(error, "Tool execution failed")
+                raise _failure(
+                    tool, error, "TOOL_EXECUTION_FAILED", "Tool execution failed"
                 ) from error
             if type_of(output) is types.CoroutineType:
                 _discard(output)
@@ -412,7 +478,7 @@ async def execute_tool_call(
         if type_of(output) is str:
             content = cap_text(encodable_text(output), tool.output_limit)
         else:
-            content = _serialized(output, tool.output_limit, signal)
+            content = _serialized(tool, output, signal)
     except _ToolFailure as failure:
         content = serialize_output({"error": {"code": failure.code, "message": failure.text}})
         return _result(call, content, is_error=True)
@@ -463,27 +529,41 @@ def _escalate(error: BaseException, signal: AbortSignal) -> None:
         raise error
 
 
-def _start(tool: ToolDefinition[Any, Any], call: ToolCall, signal: AbortSignal) -> Any:
+def _start(
+    tool: ToolDefinition[Any, Any], call: ToolCall, signal: AbortSignal, deps: object
+) -> Any:
     """Validate the arguments and start the tool; returns what ``execute`` returned."""
     value = _validated(tool, call.arguments, signal)
-    context = trusted.execution_context(signal, call.id)
+    context = trusted.execution_context(signal, call.id, deps)
     try:
         return tool.execute(value, context)
     except Exception as error:
         _escalate(error, signal)
-        raise _ToolFailure(
-            "TOOL_EXECUTION_FAILED", message_of(error, "Tool execution failed")
-        ) from error
+        raise _failure(tool, error, "TOOL_EXECUTION_FAILED", "Tool execution failed") from error
 
 
-def _serialized(output: object, cap: int, signal: AbortSignal) -> str:
+def _failure(
+    tool: ToolDefinition[Any, Any], error: Exception, code: ToolResultErrorCode, fallback: str
+) -> _ToolFailure:
+    """The result failure for an exception the tool's own code raised: a ``ModelRetry``'s
+    message as it is, else the exception's text (or a generic one when the tool hides it)."""
+    if isinstance(error, ModelRetry):
+        return _ToolFailure("TOOL_RETRY_REQUESTED", message_of(error, "Please try again"))
+    if not tool.expose_errors:
+        return _ToolFailure(code, _HIDDEN_DETAILS)
+    return _ToolFailure(code, message_of(error, fallback))
+
+
+def _serialized(tool: ToolDefinition[Any, Any], output: object, signal: AbortSignal) -> str:
     try:
-        content = serialize_output(output, cap=cap)
+        content = serialize_output(output, cap=tool.output_limit)
     except Exception as error:
         _escalate(error, signal)
-        raise _ToolFailure(
+        raise _failure(
+            tool,
+            error,
             "TOOL_OUTPUT_SERIALIZATION_FAILED",
-            message_of(error, "Tool output could not be serialized safely"),
+            "Tool output could not be serialized safely",
         ) from error
     check_signal(signal)  # cancellation during output inspection wins
     return content
@@ -494,9 +574,7 @@ def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: Ab
         decision: Any = tool.validate(arguments)
     except Exception as error:
         _escalate(error, signal)
-        raise _ToolFailure(
-            "TOOL_VALIDATION_FAILED", message_of(error, "Tool validation failed")
-        ) from error
+        raise _failure(tool, error, "TOOL_VALIDATION_FAILED", "Tool validation failed") from error
     kind = type_of(decision)
     if kind is not Valid and kind is not Invalid and is_awaitable(decision):
         neutralize(decision)

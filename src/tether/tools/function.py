@@ -15,8 +15,9 @@ Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Litera
 ``int``, and a value validates to its member), unions (``X | None``), ``list[X]``,
 ``tuple[X, ...]``, ``dict[str, X]``, ``Any``/``object`` (any JSON value, passed as plain
 ``dict``/``list``), ``typing.Annotated[X, "description"]``, ``TypedDict`` classes and
-dataclasses (built from an object). A parameter annotated ``ToolExecutionContext`` receives
-the call's context and is not part of the schema. Anything else, including a dataclass or
+dataclasses (built from an object). A parameter annotated ``ToolExecutionContext`` or
+``RunContext[Deps]`` receives the call's context (its ``deps`` are the run's ``deps=``) and is
+not part of the schema. Anything else, including a dataclass or
 ``TypedDict`` that contains itself (directly or through another), is a ``TypeError`` when the
 function is decorated, never at call time.
 
@@ -53,11 +54,11 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar, Union, overload
 
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
-from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
-from tether.tools.contract import FunctionTool, define_tool
+from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation, Valid
+from tether.tools.contract import FunctionTool, ToolContractError, define_tool
 from tether.tools.serialize import TOOL_OUTPUT_CAP_CHARACTERS
 
-__all__ = ["FunctionTool", "tool"]
+__all__ = ["FunctionTool", "ToolSignatureError", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -127,6 +128,8 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
+    retries: int | None = None,
+    expose_errors: bool = True,
 ) -> _Decorator: ...
 
 
@@ -137,17 +140,36 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
+    retries: int | None = None,
+    expose_errors: bool = True,
 ) -> Any:
-    """Turn an annotated function into a ``FunctionTool`` (see the module docstring).
+    """Turn an annotated function into a tool the model can call (a ``FunctionTool``).
+
+    The parameters' annotations become the JSON Schema the model sees (descriptions from the
+    docstring's ``Args:`` section) and the validation its arguments go through before the
+    function runs; a parameter annotated ``RunContext[Deps]`` (or ``ToolExecutionContext``)
+    receives the call's context, its ``deps`` included. Use it bare (``@tool``) or with
+    options (``@tool(name=..., retries=2)``).
 
     ``name`` defaults to the function's name and ``description`` to its docstring summary
     (one of them must exist: ``TypeError`` otherwise). ``output_limit`` caps the result
-    content in code points, as for ``define_tool``. A plain ``def`` runs in a worker thread;
+    content in code points, as for ``define_tool``; ``retries`` (failed calls in a row before
+    the run fails with ``TOOL_RETRIES_EXHAUSTED``; ``None``: the run's ``tool_retries``) and
+    ``expose_errors`` (``False``: the model never sees an exception's text) are described on
+    ``ToolDefinition``. Raise ``ModelRetry("...")`` in the function to send the model a
+    message asking it to try again. A plain ``def`` runs in a worker thread;
     an abort stops waiting for it but cannot interrupt it, and its result is then discarded.
     """
 
     def decorate(target: Callable[..., Any]) -> FunctionTool[Any, Any, Any]:
-        return _build(target, name=name, description=description, output_limit=output_limit)
+        return _build(
+            target,
+            name=name,
+            description=description,
+            output_limit=output_limit,
+            retries=retries,
+            expose_errors=expose_errors,
+        )
 
     if function is None:
         return decorate
@@ -155,12 +177,25 @@ def tool(
 
 
 def _build(
-    function: Callable[..., Any], *, name: str | None, description: str | None, output_limit: int
+    function: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    output_limit: int,
+    retries: int | None = None,
+    expose_errors: bool = True,
 ) -> FunctionTool[Any, Any, Any]:
     import inspect
 
     if not callable(function):
         raise TypeError("@tool needs a function")
+    if not (inspect.isfunction(function) or inspect.ismethod(function)):
+        raise ToolSignatureError(
+            f"@tool needs a function or method, not {type(function).__name__}",
+            "wrap the callable in a def (or async def) whose parameters are annotated, and "
+            "call it from there; functools.partial and callable objects have no signature "
+            "@tool can describe",
+        )
     if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
         raise TypeError("@tool does not support generator functions")
     is_async = inspect.iscoroutinefunction(function)
@@ -183,7 +218,11 @@ def _build(
         if parameter.kind is parameter.POSITIONAL_ONLY:
             raise TypeError(f"@tool parameter {key!r} must not be positional-only")
         if key not in hints:
-            raise TypeError(f"@tool parameter {key!r} needs a type annotation")
+            raise ToolSignatureError(
+                f"@tool parameter {key!r} needs a type annotation",
+                f"annotate it (e.g. {key}: str); a parameter annotated ToolExecutionContext or "
+                "RunContext[Deps] receives the call's context instead of an argument",
+            )
         if _is_context(hints[key]):
             context_name = key
             continue
@@ -259,16 +298,40 @@ def _build(
         execute=execute,
         parameters=parameters,
         output_limit=output_limit,
+        retries=retries,
+        expose_errors=expose_errors,
     )
+    derived = checked.parameters
+    assert derived is not None  # define_tool froze the schema built above
     return FunctionTool(
         name=checked.name,
         description=checked.description,
         validate=checked.validate,
         execute=checked.execute,
-        parameters=checked.parameters,
+        parameters=derived,
         output_limit=checked.output_limit,
+        retries=checked.retries,
+        expose_errors=checked.expose_errors,
         fn=function,
     )
+
+
+def describe_annotation(
+    annotation: Any, where: str
+) -> tuple[dict[str, Any], Callable[[JsonValue, str], tuple[str | None, Any]]]:
+    """The JSON Schema of ``annotation`` and a check of a JSON value against it, with the
+    rules ``@tool`` applies to one parameter: the check returns ``(None, value)`` or
+    ``(problem, None)``. ``TypeError`` (``ToolSignatureError``) for an annotation it cannot
+    describe. Used for structured output (``tether.tools.output``)."""
+    field = _field_for(annotation, _Where(where, where))
+
+    def check(value: JsonValue, path: str) -> tuple[str | None, Any]:
+        try:
+            return None, field.check(value, path)
+        except _Reject as problem:
+            return str(problem), None
+
+    return dict(field.schema), check
 
 
 def _hints(target: Any, where: str) -> dict[str, Any]:
@@ -301,14 +364,26 @@ def _describe_default(schema: dict[str, Any], default: object) -> None:
 
 
 def _is_context(annotation: Any) -> bool:
-    """``ToolExecutionContext``, optionally ``| None``."""
-    if annotation is ToolExecutionContext:
+    """``ToolExecutionContext`` or ``RunContext[...]``, optionally ``| None``."""
+    if annotation is ToolExecutionContext or annotation is RunContext:
         return True
     origin = typing.get_origin(annotation)
+    if origin is RunContext:
+        return True
     if origin is Union or origin is types.UnionType:
         options = [option for option in typing.get_args(annotation) if option is not type(None)]
-        return options == [ToolExecutionContext]
+        return len(options) == 1 and _is_context(options[0])
     return False
+
+
+class ToolSignatureError(ToolContractError, TypeError):
+    """``@tool`` met a callable or parameter it cannot describe (``INVALID_TOOL_DEFINITION``);
+    ``hint`` says what to change. Also a ``TypeError``, raised when the function is decorated.
+    """
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__("INVALID_TOOL_DEFINITION", f"{message} ({hint})")
+        self.hint = hint
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -380,7 +455,11 @@ def _field_for(annotation: Any, where: _Where) -> _Field:
         return _typed_dict(annotation, where)
     if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
         return _dataclass(annotation, where)
-    raise TypeError(f"@tool cannot describe {where} annotated {annotation!r}")
+    raise ToolSignatureError(
+        f"@tool cannot describe {where} annotated {annotation!r}",
+        "use str, int, float, bool, None, Literal[...], an Enum, a union, list[X], "
+        "tuple[X, ...], dict[str, X], Annotated[X, 'description'], a TypedDict or a dataclass",
+    )
 
 
 def _is_enum(annotation: Any) -> TypeGuard[type[enum.Enum]]:

@@ -28,7 +28,9 @@ from tether import (
 user = UserMessage(id="message-1", content="What is 20 + 22?")
 assistant = AssistantMessage(id="message-2", content=(TextBlock(text="Adding."),))
 tool_call = ToolCall(id="call-1", name="add", arguments=JsonObject({"nested": {"x": [1]}}))
-failed = FailedRunResult(messages=(user,), error=RunError(code="MODEL_FAILED", message="boom"))
+failed = FailedRunResult(
+    messages=(user,), error=RunError(code="MODEL_STREAM_FAILED", message="boom")
+)
 event = MessageAcceptedEvent(sequence=0, payload=MessageAcceptedPayload(message=user))
 
 # A message ID cannot be reassigned.
@@ -46,6 +48,13 @@ if isinstance(nested, JsonObject):
 # Terminal error data and event payloads cannot be rewritten.
 failed.error.code = "OTHER"  # pyright: ignore[reportAttributeAccessIssue]
 event.payload = MessageAcceptedPayload(message=user)  # pyright: ignore[reportAttributeAccessIssue]
+
+# A run error's code is one of the codes a run can fail with.
+unknown_code = RunError(code="MODEL_FAILED", message="boom")  # pyright: ignore[reportArgumentType]
+
+# A completed run's output has the run's output type.
+typed: CompletedRunResult[int] = CompletedRunResult(messages=(), final_text="", output=1)
+wrong: str = typed.output  # pyright: ignore[reportAssignmentType]
 
 # "running" is not a run status.
 running = CompletedRunResult(status="running", messages=(), final_text="")  # pyright: ignore[reportArgumentType]

@@ -33,7 +33,6 @@ import difflib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 import threading
 from collections.abc import AsyncGenerator, Callable, Generator
@@ -300,7 +299,7 @@ def _unchanged(ws: Workspace, fd: int, name: str, display: str, expected: bytes)
 
 def _temp_name() -> str:
     """Short and of fixed length: a target name of ``NAME_MAX`` bytes still has a sibling."""
-    return f".pify-tmp-{secrets.token_hex(8)}"
+    return f".pify-tmp-{os.urandom(8).hex()}"  # secrets.token_hex, without importing random
 
 
 async def _write_locked(
@@ -368,17 +367,22 @@ async def _write_locked(
                         "WRITE_TEMP_IDENTITY_CHANGED", "the temp file was replaced"
                     ) from None
                 raise
+            renamed = True
+            owned = False
+            # Checked before the lock is released: once it is, the next tether writer (in any
+            # process) may rightly rename its own file over ours, and that file holds our
+            # change too.
+            after = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if (after.st_dev, after.st_ino) != identity:
+                with contextlib.suppress(OSError):
+                    again = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if (again.st_dev, again.st_ino) == (after.st_dev, after.st_ino):
+                        os.unlink(name, dir_fd=fd)
+                raise CodingToolError(
+                    "WRITE_TEMP_IDENTITY_CHANGED", "the renamed file was replaced"
+                )
         finally:
             lock.release()
-        renamed = True
-        owned = False
-        after = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        if (after.st_dev, after.st_ino) != identity:
-            with contextlib.suppress(OSError):
-                again = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if (again.st_dev, again.st_ino) == (after.st_dev, after.st_ino):
-                    os.unlink(name, dir_fd=fd)
-            raise CodingToolError("WRITE_TEMP_IDENTITY_CHANGED", "the renamed file was replaced")
         succeeded = True
     finally:
         if handle >= 0:

@@ -1,4 +1,6 @@
-"""``bash`` and ``python_process``: run a process in the workspace. NOT a sandbox.
+"""``bash`` and ``python_process``: run a process in the workspace. NOT a sandbox, unless
+given a ``Sandbox`` (``tether.tools.coding.sandbox``: bubblewrap, the workspace the one
+writable place, no network, secrets hidden).
 
 Both tools start a real process as the current user, with the workspace as the working
 directory and the user's environment minus the variables that hold API keys (see
@@ -65,6 +67,7 @@ from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding.environment import ProcessEnvironment, process_environment
+from tether.tools.coding.sandbox import Sandbox, sandbox_status
 from tether.tools.coding.worker import Unsettled
 from tether.tools.coding.workspace import (
     CodingToolError,
@@ -360,9 +363,11 @@ async def run_process(
     signal: AbortSignal,
     env: ProcessEnvironment | None = None,
     cap: int = PROCESS_OUTPUT_MAX_BYTES,
+    sandbox: Sandbox | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` in the workspace with the handling described in the module docstring,
-    in the environment ``env`` builds (default: the user's without the key variables).
+    in the environment ``env`` builds (default: the user's without the key variables),
+    inside ``sandbox`` when it is given and on (``tether.tools.coding.sandbox``).
 
     Raises ``PROCESS_TIMEOUT`` (with the output so far), ``PROCESS_START_FAILED``, or the abort
     reason when ``signal`` aborts; in every case everything the command started is killed and
@@ -370,6 +375,7 @@ async def run_process(
     """
     check_signal(signal)
     ws.check()
+    argv = sandboxed(sandbox, argv, ws)
     pipes = _Pipes()
     try:
         proc = await _spawn(ws, argv, env or ProcessEnvironment(), pipes)
@@ -431,6 +437,45 @@ async def run_process(
         stderr_truncated,
         out.total,
         err.total,
+    )
+
+
+def sandbox_active(sandbox: Sandbox | None) -> bool:
+    """Whether commands run inside ``sandbox``: it is given, not ``off``, and bubblewrap works
+    here (``sandbox_status``, asked once per process)."""
+    if sandbox is None or sandbox.mode == "off":
+        return False
+    return sandbox_status(sandbox.bwrap).available
+
+
+def sandboxed(sandbox: Sandbox | None, argv: list[str], ws: Workspace) -> list[str]:
+    """``argv`` as it runs under ``sandbox``: inside bubblewrap, as given (``off``, or ``auto``
+    where bubblewrap does not work), or ``SANDBOX_UNAVAILABLE`` (``on`` where it does not)."""
+    if sandbox is None or sandbox.mode == "off":
+        return argv
+    status = sandbox_status(sandbox.bwrap)
+    if status.available:
+        return sandbox.command(argv, ws.root)
+    if sandbox.mode == "auto":
+        return argv
+    raise CodingToolError(
+        "SANDBOX_UNAVAILABLE",
+        f"{status.reason}. The sandbox is on, so the command was not run; install bubblewrap, "
+        "or turn the sandbox off (or to auto) to run commands unsandboxed",
+    )
+
+
+def _describe_processes(sandbox: Sandbox | None) -> str:
+    """What the process tools' descriptions say about where their commands run."""
+    if not sandbox_active(sandbox):
+        if sandbox is not None and sandbox.mode == "on":
+            return "sandboxed, but the sandbox cannot run here: every call fails"
+        return "NOT a sandbox: it runs as the user, with the user's environment minus API keys"
+    assert sandbox is not None
+    network = "with network access" if sandbox.network else "without network access"
+    return (
+        "in a sandbox: only the workspace is writable, the rest of the file system is "
+        f"read-only with credentials hidden, a private /tmp, {network}"
     )
 
 
@@ -511,15 +556,21 @@ def _validate_bash(value: object) -> ToolValidation[BashInput]:
 
 
 def bash_tool(
-    ws: Workspace, *, hide_env: Iterable[str] = (), pass_env: Iterable[str] = ()
+    ws: Workspace,
+    *,
+    hide_env: Iterable[str] = (),
+    pass_env: Iterable[str] = (),
+    sandbox: Sandbox | None = None,
 ) -> ToolDefinition[BashInput, str]:
-    """The ``bash`` tool of ``ws``: ``/bin/bash -c`` in the workspace, bounded; not a sandbox.
+    """The ``bash`` tool of ``ws``: ``/bin/bash -c`` in the workspace, bounded; not a sandbox
+    unless ``sandbox`` says so (``tether.tools.coding.sandbox``).
 
     The command's environment lacks every catalog key variable and ``hide_env``, except the
     names in ``pass_env`` (see the module docstring).
     """
     require_workspace(ws, "bash_tool")
     env = process_environment(hide_env, pass_env, "bash_tool")
+    sandbox = _checked_sandbox(sandbox, "bash_tool")
 
     async def execute(value: BashInput, context: ToolExecutionContext) -> str:
         outcome = await run_process(
@@ -528,14 +579,15 @@ def bash_tool(
             time_limit=value.timeout_seconds,
             signal=context.signal,
             env=env,
+            sandbox=sandbox,
         )
         return render_outcome(outcome)
 
     return define_tool(
         name="bash",
         description=(
-            "Run a command with /bin/bash -c in the workspace directory (NOT a sandbox: it runs "
-            "as the user, with the user's environment minus API keys). stdin is empty. Timeout "
+            f"Run a command with /bin/bash -c in the workspace directory "
+            f"({_describe_processes(sandbox)}). stdin is empty. Timeout "
             f"`timeout_seconds` (default {BASH_DEFAULT_TIMEOUT_SECONDS:g}, max "
             f"{BASH_MAX_TIMEOUT_SECONDS:g}); on timeout everything it started is killed. "
             f"At most {PROCESS_OUTPUT_MAX_BYTES} bytes of stdout and of stderr are kept. "
@@ -663,8 +715,10 @@ async def run_python(
     value: PythonInput,
     signal: AbortSignal,
     env: ProcessEnvironment | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ProcessOutcome:
     check_signal(signal)
+    sandboxed(sandbox, ["python"], ws)  # refuse before writing the script
     root, name, identity = _write_script(ws, value.source)
     try:
         check_signal(signal)
@@ -678,6 +732,7 @@ async def run_python(
             time_limit=PYTHON_PROCESS_TIMEOUT_SECONDS,
             signal=signal,
             env=env,
+            sandbox=sandbox,
         )
     finally:
         try:
@@ -687,23 +742,28 @@ async def run_python(
 
 
 def python_process_tool(
-    ws: Workspace, *, hide_env: Iterable[str] = (), pass_env: Iterable[str] = ()
+    ws: Workspace,
+    *,
+    hide_env: Iterable[str] = (),
+    pass_env: Iterable[str] = (),
+    sandbox: Sandbox | None = None,
 ) -> ToolDefinition[PythonInput, str]:
     """The ``python_process`` tool of ``ws``: ``sys.executable`` on given source, in the
-    environment ``bash_tool`` describes."""
+    environment and the ``sandbox`` that ``bash_tool`` describes."""
     require_workspace(ws, "python_process_tool")
     env = process_environment(hide_env, pass_env, "python_process_tool")
+    sandbox = _checked_sandbox(sandbox, "python_process_tool")
 
     async def execute(value: PythonInput, context: ToolExecutionContext) -> str:
-        return render_outcome(await run_python(ws, value, context.signal, env))
+        return render_outcome(await run_python(ws, value, context.signal, env, sandbox))
 
     return define_tool(
         name="python_process",
         description=(
             "Run Python `source` with this interpreter (isolated mode, `sys.argv[1:]` == "
             f"`arguments`) in the workspace directory; never a shell. Wall-clock limit "
-            f"{int(PYTHON_PROCESS_TIMEOUT_SECONDS * 1000)} ms. A process boundary, not a "
-            "security sandbox. Returns the exit code, then stdout and stderr."
+            f"{int(PYTHON_PROCESS_TIMEOUT_SECONDS * 1000)} ms; "
+            f"{_describe_processes(sandbox)}. Returns the exit code, then stdout and stderr."
         ),
         validate=_validate_python,
         execute=execute,
@@ -722,3 +782,9 @@ def python_process_tool(
         },
         output_limit=PROCESS_OUTPUT_LIMIT,
     )
+
+
+def _checked_sandbox(sandbox: object, factory: str) -> Sandbox | None:
+    if sandbox is not None and type(sandbox) is not Sandbox:
+        raise TypeError(f"{factory}(sandbox=...) must be a Sandbox or None")
+    return sandbox

@@ -294,18 +294,43 @@ def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
+_REGEX_SYNTAX: Final = frozenset(".^$*+?{}[]\\|()")
+_LINE_BREAKS: Final = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def _literal_of(pattern: re.Pattern[str]) -> str | None:
+    """The text ``pattern`` matches exactly, when it is a plain case-sensitive literal.
+
+    The one optimization of ``grep``: such a pattern matches a line exactly when the line
+    contains the literal, and a literal with no line break can only occur inside one line, so
+    a file whose whole text does not contain it has no matching line and is never split into
+    lines (most searches a model makes are identifiers). Everything else is matched line by
+    line, as before: a regex run over a whole file could see across lines (anchors,
+    lookarounds) or backtrack over the whole file. ``tests/test_coding_search.py`` checks
+    both paths give the same lines.
+    """
+    text = pattern.pattern
+    if pattern.flags & ~re.UNICODE or not _REGEX_SYNTAX.isdisjoint(text):
+        return None
+    return text if _LINE_BREAKS.isdisjoint(text) else None
+
+
 def grep(ws: Workspace, value: GrepInput, budget: SearchBudget) -> str:
     """The text of one ``grep`` call (on the worker thread)."""
     lines: list[str] = []
     matched = 0
+    literal = _literal_of(value.pattern)
+    search: Callable[[str], object] = value.pattern.search
+    if literal is not None:
+        search = lambda line: literal in line  # noqa: E731 - the literal's per-line test
     for path, name, dir_fd in _matching(ws, value.path, value.glob, False, budget):
         text = _read_for_grep(name, dir_fd, budget)
-        if text is None:
+        if text is None or (literal is not None and literal not in text):
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if budget.stop.is_set():
                 break
-            if value.pattern.search(line):
+            if search(line):
                 matched += 1
                 if len(lines) < value.limit:
                     if len(line) > GREP_LINE_MAX_CHARACTERS:
