@@ -52,7 +52,8 @@ _STREAM_LIMIT: Final = 1 << 16
 def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The parent's environment without API keys or debug switches, with the fake key in
     OPENAI_API_KEY, a config path in ``tmp_path`` (absent unless a test writes it), every
-    warning shown (so a leaked resource shows up on stderr), and ``extra``."""
+    warning shown (so a leaked resource shows up on stderr), the data directory (sessions)
+    in ``tmp_path``, and ``extra``."""
     env = {
         name: value
         for name, value in os.environ.items()
@@ -60,6 +61,7 @@ def child_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
     env["TETHER_CONFIG"] = str(tmp_path / "config.toml")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")  # sessions (tether rpc keeps them)
     env["PYTHONWARNINGS"] = "default"
     env["OPENAI_API_KEY"] = FAKE_KEY
     env.update(extra)

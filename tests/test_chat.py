@@ -921,7 +921,7 @@ async def test_ctrl_c_while_closing_stops_waiting_for_a_stuck_dispose(
     chat, buffer = make_chat(tmp_path, config, model, extensions=(gate.definition(),))
     await bounded(chat.turn("hello"))
     (tmp_path / "project" / "hang-dispose").write_text("", encoding="utf-8")
-    manager = chat._manager  # pyright: ignore[reportPrivateUsage]
+    manager = chat.coding._manager  # pyright: ignore[reportPrivateUsage]
     assert manager is not None
     closing = asyncio.ensure_future(chat.close())
     await bounded(gate.entered.wait())
@@ -931,3 +931,27 @@ async def test_ctrl_c_while_closing_stops_waiting_for_a_stuck_dispose(
     gate.release.set()  # let the disposal, still going on, end with the test
     await bounded(manager.dispose())
     assert gate.log[-1] == "dispose project"
+
+
+async def test_a_tree_move_survives_a_model_switch(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/tree ID`` then ``/model ...``: the next prompt continues from the moved-to entry
+    (the rebuild used to reload the session from disk and forget the move; issue 27)."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    first = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("two",))])
+    second = ScriptedModel([ScriptedReply(text=("branched",))])
+    models = {"openai/gpt-test": first, "openai/gpt-other": second}
+    chat, buffer = make_chat(tmp_path, config, lambda choice: models[choice.spec])
+    await chat.turn("first")
+    await chat.turn("second")
+    tree = chat.tree
+    assert tree is not None
+    first_answer = tree.active_entries[1].id
+    await chat.command(Command("tree", first_answer[:8]))
+    await chat.command(Command("model", "openai/gpt-other"))
+    assert "model: openai/gpt-other" in shown(buffer)
+    await chat.turn("branch")
+    users = [m.content for m in second.requests[0].messages if m.role == "user"]
+    assert users == ["first", "branch"]
+    await chat.close()

@@ -11,14 +11,17 @@ ceilings) kept equal to the runtime's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tether import CancelledRunResult, FailedRunResult, RunError, UserMessage
 from tether.cli import config as config_module
@@ -633,23 +636,82 @@ def test_tools_pass_env_is_read_checked_and_carried_by_the_choice(tmp_path: Path
 async def test_run_and_rpc_tools_hide_the_key_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import argparse
-
     from tether import AbortController, JsonObject, ScriptedModel, ToolCall
-    from tether.cli.run import agent_options
+    from tether.cli.run import PrintOptions, print_config
+    from tether.coding import CodingSession
     from tether.tools.contract import execute_tool_call
 
     monkeypatch.setenv("GPU_BOX_TOKEN", FAKE_KEY)
     monkeypatch.setenv("MY_VAR", "passed")
-    monkeypatch.chdir(tmp_path)
     config = load_config(write(tmp_path, CONFIG + 'pass_env = ["MY_VAR"]\n'))
     choice = choose_model(None, base_url=None, config=config, environ={"GPU_BOX_TOKEN": FAKE_KEY})
-    args = argparse.Namespace(tools="coding", system=None, max_steps=4)
-    options = agent_options(ScriptedModel([]), args, choice=choice)
-    command = JsonObject({"command": 'echo "[${GPU_BOX_TOKEN-}][${MY_VAR-}]"'})
-    call = ToolCall(id="c1", name="bash", arguments=command)
-    result = await execute_tool_call(options["tools"], call, AbortController().signal)
+    options = PrintOptions(prompt="hi", tools="coding", max_steps=4)
+    coding = print_config(options, choice, config, cwd=tmp_path, config_dir=None)
+
+    def scripted(_: object) -> ScriptedModel:
+        return ScriptedModel([])
+
+    session = CodingSession(dataclasses.replace(coding, build_model=scripted))
+    try:
+        await session.start()
+        runtime = session.runtime
+        assert runtime is not None
+        command = JsonObject({"command": 'echo "[${GPU_BOX_TOKEN-}][${MY_VAR-}]"'})
+        call = ToolCall(id="c1", name="bash", arguments=command)
+        result = await execute_tool_call(runtime.tools, call, AbortController().signal)
+    finally:
+        await session.close()
     assert "--- stdout ---\n[][passed]\n" in result.content
+
+
+# --- prices (the session's cost totals) ---------------------------------------------------------
+
+_PRICE_TEXTS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(-5, 10**10).map(str),
+    st.sampled_from(['"0.1"', "true", "[1]", "-0.0", "1e9", "999999999.0", "inf", "-inf", "nan"]),
+)
+
+
+@given(_PRICE_TEXTS)
+def test_a_price_is_a_number_from_0_below_a_billion_or_a_coded_error(text: str) -> None:
+    import math
+    import tempfile
+    import tomllib
+
+    source = f'[models."openai/gpt-4o-mini"]\ninput_cost = {text}\n'
+    try:
+        value: object = tomllib.loads(source)["models"]["openai/gpt-4o-mini"]["input_cost"]
+    except tomllib.TOMLDecodeError:
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = write(Path(directory), source)
+        valid = (
+            type(value) in (int, float)
+            and not math.isnan(cast(float, value))
+            and 0 <= cast(float, value) < 1e9
+        )
+        if valid:
+            settings = load_config(path).models["openai/gpt-4o-mini"]
+            assert settings.input_cost == float(cast(float, value))
+        else:
+            with pytest.raises(CliConfigError) as caught:
+                load_config(path)
+            assert caught.value.code == "CLI_CONFIG_INVALID"
+            assert "input_cost" in str(caught.value)
+
+
+def test_a_choice_prices_its_usage(tmp_path: Path) -> None:
+    from tether.protocol import ModelUsage
+
+    text = '[models."openai/gpt-4o-mini"]\ninput_cost = 2\noutput_cost = 10\n'
+    config = load_config(write(tmp_path, text))
+    env = {"OPENAI_API_KEY": FAKE_KEY}
+    priced = choose_model("openai/gpt-4o-mini", base_url=None, config=config, environ=env)
+    usage = ModelUsage(input_tokens=500_000, output_tokens=100_000, cache_read_tokens=500_000)
+    assert priced.cost(usage) == 3.0
+    plain = choose_model("openai/gpt-other", base_url=None, config=config, environ=env)
+    assert plain.cost(usage) is None
 
 
 # --- the sandbox setting (issue 35) -----------------------------------------------------------

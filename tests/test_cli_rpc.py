@@ -189,7 +189,12 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
         ) as session,
     ):
         state = await session.ok({"id": "s1", "type": "get_state"})
+        # Sessions are kept (issue 27), the first made by the first prompt, as in chat.
+        assert state.pop("sessionId") is None
+        assert state.pop("cwd") == os.getcwd()
         assert state == {
+            "protocolVersion": 2,
+            "pendingApprovals": [],
             "isRunning": False,
             "model": MODEL,
             "provider": "openai",
@@ -198,6 +203,7 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
             "queuedSteering": 0,
             "queuedFollowUps": 0,
             "usage": {"inputTokens": 0, "outputTokens": 0},
+            "cost": None,  # no prices in the config
             "tools": [],
             "maxSteps": 64,
         }
@@ -225,6 +231,8 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
         assert "\u2028".encode() not in session.raw  # escaped: a line splitter cannot break it
 
         state = await session.ok({"id": 3, "type": "get_state"})
+        session_id = state["sessionId"]
+        assert (tmp_path / "data" / "tether" / "sessions" / f"{session_id}.jsonl").is_file()
         assert state["messageCount"] == 2
         assert state["usage"] == {"inputTokens": 7, "outputTokens": 2}
 
@@ -261,7 +269,9 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
             1,
             1,
         )
-        assert await session.ok({"id": 9, "type": "new_session"}) is None
+        created = await session.ok({"id": 9, "type": "new_session"})
+        assert created["messageCount"] == 0
+        assert created["sessionId"] != session_id
         state = await session.ok({"id": 10, "type": "get_state"})
         assert (state["messageCount"], state["usage"]["inputTokens"]) == (0, 0)
         assert (state["queuedSteering"], state["queuedFollowUps"]) == (0, 0)
@@ -454,7 +464,7 @@ async def test_abort_during_a_stalled_stream_keeps_only_complete_turns(tmp_path:
         await session.ok({"id": 9, "type": "prompt", "message": "Just answer."})
         result = (await session.until(is_event("run.finished")))[-1]["event"]["payload"]["result"]
         assert result["status"] == "completed"
-        assert roles(server.requests[1].json["messages"]) == ["user", "user"]
+        assert roles(server.requests[1].json["messages"]) == ["system", "user", "user"]
 
         # End of input during a stalled stream cancels the run, writes its end, exits 0.
         server.respond(stalled_reply("Once more"))
@@ -487,6 +497,7 @@ async def test_a_steer_and_a_follow_up_while_a_tool_runs(tmp_path: Path) -> None
                 server.url,
                 "--tools",
                 "coding",
+                "--auto-approve",  # approvals are asked of the client otherwise (issue 27)
                 env=child_env(tmp_path),
                 cwd=workspace,
             ) as session,
@@ -519,7 +530,8 @@ async def test_a_steer_and_a_follow_up_while_a_tool_runs(tmp_path: Path) -> None
             result = events[-1]["event"]["payload"]["result"]
             assert (result["status"], result["finalText"]) == ("completed", "Bye.")
             second = server.requests[1].json["messages"]
-            assert [m["role"] for m in second] == ["user", "assistant", "tool", "user"]
+            # chat's system prompt comes first (issue 27)
+            assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "user"]
             assert second[-1]["content"] == "Also in French."
             third = server.requests[2].json["messages"]
             assert third[-1] == {"role": "user", "content": "Then bye."}

@@ -147,10 +147,12 @@ async def test_a_text_answer_is_shown_to_a_person(tmp_path: Path) -> None:
     assert request.headers["authorization"] == f"Bearer {FAKE_KEY}"
     body = request.json
     assert body["model"] == "gpt-test"
-    assert body["messages"] == [
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "What is 20 + 22?"},
-    ]
+    # The same system prompt as tether chat (issue 27): --system replaces its introduction.
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith("Be brief.\n\nTools: none.\nToday's date: ")
+    assert f"Project directory: {os.getcwd()}" in system["content"]
+    assert body["messages"][1:] == [{"role": "user", "content": "What is 20 + 22?"}]
     assert "tools" not in body
 
 
@@ -220,11 +222,13 @@ async def test_the_coding_tools_work_in_the_current_directory_only(tmp_path: Pat
         "python_process",
     ]
     assert [message["role"] for message in second["messages"]] == [
+        "system",  # the coding tools come with chat's system prompt (issue 27)
         "user",
         "assistant",
         "tool",
         "tool",
     ]
+    assert "Tools: read_file, write_file" in second["messages"][0]["content"]
     assert events[-1]["payload"]["result"]["finalText"] == "It says 42."
 
 
@@ -540,8 +544,8 @@ async def test_session_continues_a_file_and_records_each_run(tmp_path: Path) -> 
     assert first.returncode == 0, first.err
     assert second.returncode == 0, second.err
     roles = [m["role"] for m in server.requests[1].json["messages"]]
-    assert roles == ["user", "assistant", "user"]
-    assert server.requests[1].json["messages"][0]["content"] == "Remember 42."
+    assert roles == ["system", "user", "assistant", "user"]  # chat's system prompt (issue 27)
+    assert server.requests[1].json["messages"][1]["content"] == "Remember 42."
     lines = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert lines[0]["type"] == "session"
     assert [line["message"]["role"] for line in lines[1:]] == [
@@ -580,7 +584,7 @@ async def test_a_torn_session_is_repaired_and_said_once(tmp_path: Path) -> None:
     assert data.startswith(whole)
     assert b'"torn"' not in data
     roles = [m["role"] for m in server.requests[1].json["messages"]]
-    assert roles == ["user", "assistant", "user"]
+    assert roles == ["system", "user", "assistant", "user"]
 
 
 async def test_a_session_another_process_writes_is_refused_at_once(tmp_path: Path) -> None:
@@ -608,3 +612,28 @@ async def test_a_session_file_that_cannot_be_used_is_exit_2(tmp_path: Path) -> N
     assert completed.returncode == 2
     assert "SESSION_INVALID_JSON" in completed.err
     assert server.requests == []
+
+
+async def test_the_prompt_comes_from_standard_input(tmp_path: Path) -> None:
+    """``-p -``, or no ``-p`` with a piped stdin, reads the prompt from stdin (as ``pi -p``
+    and ``claude -p`` do); an empty stdin is a usage error (issue 27)."""
+    async with ReplayServer() as server:
+        server.respond(text_reply("Piped."))
+        server.respond(text_reply("Dashed."))
+        base = ["run", "--model", MODEL, "--base-url", server.url]
+        piped = await run_tether(*base, env=child_env(tmp_path), stdin=b"What is in the pipe?\n")
+        dashed = await run_tether(
+            *base, "-p", "-", env=child_env(tmp_path), stdin="Zwei\nZeilen \xfc\n".encode()
+        )
+        empty = await run_tether(*base, env=child_env(tmp_path), stdin=b"\n")
+    assert piped.returncode == 0, piped.err
+    assert dashed.returncode == 0, dashed.err
+    users = [
+        [m["content"] for m in request.json["messages"] if m["role"] == "user"]
+        for request in server.requests
+    ]
+    assert users == [["What is in the pipe?"], ["Zwei\nZeilen \xfc"]]
+    assert "assistant: Piped." in piped.out
+    assert empty.returncode == 2
+    assert "standard input was empty" in empty.err
+    assert len(server.requests) == 2

@@ -224,9 +224,15 @@ def test_factories_and_agent_options(tmp_path: Path) -> None:
         ),
         ({"compaction": 1}, "Runtime agent_options.compaction must be an AutoCompaction or None"),
         ({"temperature": 1}, "Runtime agent_options has an unknown key 'temperature'"),
+        (
+            {"interrupted_turns": "sometimes"},
+            'Runtime agent_options.interrupted_turns must be "discard" or "keep"',
+        ),
     )
     for agent_options, message in cases:
         assert str(invalid({**base, "agent_options": agent_options})) == message
+    _, kept = capture_shared({**base, "agent_options": {"interrupted_turns": "keep"}})
+    assert kept.agent_options.interrupted_turns == "keep"
 
 
 def test_session_store_options(tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ class Tmux:
         end = time.monotonic() + deadline
         while True:
             dead, status = self.dead()
-            if dead:
+            if dead and status is not None:  # tmux may show the pane dead before its status
                 return status
             if time.monotonic() > end:
                 raise AssertionError(f"the program did not exit in {deadline} s:\n{self.screen()}")

@@ -1,13 +1,17 @@
 """``tether chat``: the interactive coding agent in the current directory.
 
-One runtime (``tether.agent.runtime``) at a time: the workspace (the current directory), the
+The interactive mode over ``tether.coding.CodingSession`` (built by
+``tether.cli.session_config``, as ``tether run -p`` and ``tether rpc`` build theirs): one
+runtime (``tether.agent.runtime``) at a time: the workspace (the current directory), the
 coding tools confined to it (``tether.tools.coding``), the session file, the extensions the
 config file names (entry points of group ``tether.extensions``: their tools and event hooks)
 and an ``Agent`` on the chosen model (``tether.cli.models``) whose system prompt is built from
 the context files (``tether.cli.context_files``) and announces the workspace's skills
 (``tether.cli.chat_resources``). ``/new``, ``/resume``, ``/tree ID``, ``/model`` and ``/cd``
-build a new runtime with ``RuntimeManager.replace``: the current one stays in use until the
-new one is fully built, and a failure leaves it as it was. What a person sees and can do:
+have the session build a new runtime with ``RuntimeManager.replace``: the current one stays
+in use until the new one is fully built, and a failure leaves it as it was; the entry the
+session stands on (``/tree ID``) is the session's, so ``/model`` and ``/cd`` keep it. This
+module is what a person sees and can do:
 
 * **Output.** Assistant text is written as it streams, its markdown styled on a colour
   terminal (code blocks and inline code cyan, headings and bold bold; every character kept,
@@ -63,15 +67,15 @@ the prompt shows quickly and the first turn does not wait for imports.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal as signals
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
@@ -79,16 +83,20 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
 from tether._errors import TetherError
 from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
+from tether.cli.session_config import configured_extensions
+from tether.cli.slash_commands import COMMANDS, HELP
+from tether.coding.approval import Answer, ApprovalRequest, Approvals, parse_answer
+from tether.coding.session import DECLINED
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
-    from tether.agent.auto_compaction import AutoCompaction
     from tether.agent.extensions import ExtensionDefinition
-    from tether.agent.runtime import Runtime, RuntimeAgentInput, RuntimeManager, RuntimeToolsInput
+    from tether.agent.runtime import Runtime
     from tether.agent.session import SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
-    from tether.cli.run import UsageMeter
+    from tether.coding.meter import UsageMeter
+    from tether.coding.session import CodingEvent, CodingSession
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.models.base import Model
     from tether.protocol import AgentEvent, Message, RunResult, ToolCall, ToolResultMessage
@@ -102,6 +110,7 @@ __all__ = [
     "Answer",
     "Approvals",
     "Chat",
+    "ChatOptions",
     "ChatView",
     "Command",
     "Interrupt",
@@ -117,8 +126,6 @@ PROMPT: Final = "chat> "
 """The input prompt."""
 APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o / [a]lways for {name}: "
 """The approval question (``{name}``: the tool)."""
-DECLINED: Final = "the user declined"
-"""The reason a declined call gives the model (``BlockToolCall``)."""
 INDEX_NAME: Final = "cwd-index.json"
 MAX_INDEX_BYTES: Final = 4 << 20
 """The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
@@ -128,27 +135,6 @@ _EXIT_INTERRUPTED: Final = 130
 _RESULT_LINES: Final = 4
 _DIFF_LINES: Final = 12
 _LIST_SESSIONS: Final = 20
-
-COMMANDS: Final = {
-    "help": "show this help",
-    "model": "/model PROVIDER/MODEL: switch the model, keeping the conversation",
-    "new": "start a new session",
-    "cd": "/cd DIR: continue this session in another directory (tools and files there)",
-    "sessions": "list saved sessions, newest first",
-    "resume": "/resume ID: continue a saved session (an ID or a unique prefix)",
-    "tree": "list the active branch; /tree ID moves the branch to that entry",
-    "compact": "compact the conversation now (a summary replaces the oldest part)",
-    "usage": "token usage of the session",
-    "quit": "exit (Ctrl-D does too)",
-}
-"""Each slash command and what it does."""
-HELP: Final = (
-    "commands:\n"
-    + "".join(f"  /{name:<9} {text}\n" for name, text in COMMANDS.items())
-    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn (or a "
-    "runtime being built) or clears the line · Ctrl-D exits\n"
-)
-"""What ``/help`` prints."""
 
 
 # --- slash commands ---------------------------------------------------------------------------
@@ -185,43 +171,6 @@ def message_text(line: str) -> str:
 
 
 # --- approval ---------------------------------------------------------------------------------
-
-Answer: TypeAlias = Literal["yes", "no", "always"]
-"""An answer to the approval question."""
-
-
-def parse_answer(text: str) -> Answer | None:
-    """``y``/``yes``, ``n``/``no``, ``a``/``always`` (any case, spaces ignored); ``None`` for
-    anything else (the question is asked again)."""
-    word = text.strip().lower()
-    if word in ("y", "yes"):
-        return "yes"
-    if word in ("n", "no"):
-        return "no"
-    if word in ("a", "always"):
-        return "always"
-    return None
-
-
-class Approvals:
-    """Which tool calls need a person's yes: those of ``tools`` unless ``auto``, minus the
-    tools answered ``always`` in this session."""
-
-    def __init__(self, tools: Iterable[str], *, auto: bool) -> None:
-        self.tools = frozenset(tools)
-        self.auto = auto
-        self.always: set[str] = set()
-
-    def needs_asking(self, name: str) -> bool:
-        """Whether a call of ``name`` must be asked about before it runs."""
-        return not self.auto and name in self.tools and name not in self.always
-
-    def decide(self, name: str, answer: Answer) -> bool:
-        """Record ``answer`` for a call of ``name``; whether the call runs."""
-        if answer == "always":
-            self.always.add(name)
-        return answer != "no"
-
 
 # --- the -c index -----------------------------------------------------------------------------
 
@@ -430,8 +379,9 @@ def _http_model(choice: ModelChoice) -> Model:
 
 
 class Chat:
-    """One interactive session: the model, the runtime (workspace, session, tools,
-    extensions, agent) and the commands.
+    """One interactive session: a ``CodingSession`` (``tether.coding``: the model, the
+    runtime, the session file and its branch, the system prompt, approvals) and what a person
+    sees of it.
 
     ``ask`` answers the approval question (the terminal's prompt in ``tether chat``; a
     script in tests); ``view`` writes what happens; ``build_model`` makes the model of a
@@ -453,248 +403,111 @@ class Chat:
         build_model: Callable[[ModelChoice], Model] | None = None,
         extensions: Sequence[ExtensionDefinition] = (),
     ) -> None:
-        self.choice = choice
-        self.build_model: Callable[[ModelChoice], Model] = build_model or _http_model
+        from tether.cli.context_files import user_config_dir
+        from tether.cli.session_config import coding_config
+        from tether.coding import CodingSession, SessionPlace
+
         self.config = config
-        self.cwd = cwd
         self.data_dir = data_dir
         self.sessions_dir = data_dir / "sessions"
         self.view = view
         self.ask = ask
-        self.introduction = introduction
-        self.approvals = Approvals(
-            config.tools.approve, auto=auto_approve or config.tools.auto_approve
-        )
-        self.extensions = tuple(extensions)
         self.session_tokens = (0, 0)
-        self._manager: RuntimeManager | None = None
-        self._meter: UsageMeter | None = None
-        self._resources: ChatResources | None = None
+        made = coding_config(
+            choice,
+            config,
+            cwd=cwd,
+            tools="coding",
+            introduction=introduction,
+            sessions=SessionPlace(directory=self.sessions_dir),
+            config_dir=user_config_dir(),
+            extensions=tuple(extensions),
+            auto_approve=auto_approve,
+        )
+        self.coding: CodingSession[ModelChoice] = CodingSession(
+            dataclasses.replace(made, build_model=build_model or _http_model),
+            approver=self._approve,
+        )
+        self.coding.subscribe(self._on_event)
         self._running: Agent | None = None
-        self._move_to: str | None = None  # the entry a /tree replacement moves to
-        self._closed_tree: SessionTree | None = None
         self._shown_error: BaseException | None = None
         self._busy: asyncio.Future[Any] | None = None  # what Ctrl-C cancels between turns
         self._busy_cancelled = False
-        self._noted: object = None  # the store whose repair was shown
 
-    # -- building ------------------------------------------------------------------------------
+    def _on_event(self, event: CodingEvent) -> None:
+        if event.type == "session.notice":
+            self.view.line(event.text)
+        elif event.type == "session.opened":
+            if event.reason == "created":
+                remember_session(self.sessions_dir, self.cwd, event.session_id)
+        else:
+            self.view.show(event)
+
+    # -- what it is ----------------------------------------------------------------------------
+
+    @property
+    def choice(self) -> ModelChoice:
+        """The current model choice."""
+        return self.coding.model
+
+    @property
+    def cwd(self) -> Path:
+        """The current workspace."""
+        return self.coding.cwd
+
+    @property
+    def approvals(self) -> Approvals:
+        """Which tool calls are asked about (the session's)."""
+        return self.coding.approvals
 
     @property
     def tree(self) -> SessionTree | None:
         """The current session (``None`` before the first runtime is built; after ``close``
         the last one)."""
-        return self._closed_tree if self._manager is None else self._manager.current.session
+        return self.coding.tree
 
     @property
     def session_id(self) -> str | None:
         """The session file's ID, once there is one."""
-        tree = self.tree
-        return None if tree is None else tree.store.header.id
+        return self.coding.session_id
 
     @property
     def runtime(self) -> Runtime | None:
         """The current runtime (``None`` before the first prompt or resume)."""
-        return None if self._manager is None else self._manager.current
+        return self.coding.runtime
 
-    def _session(self, mode: Literal["create", "resume"], session_id: str) -> Any:
-        from tether.agent.runtime import RuntimeSessionOptions
-        from tether.agent.session import SessionLimits, SessionStoreOptions
+    @property
+    def meter(self) -> UsageMeter | None:
+        """The model, metered (``None`` until the agent is built)."""
+        return self.coding.meter
 
-        return RuntimeSessionOptions(
-            path=f"{session_id}.jsonl",
-            mode=mode,
-            directory=self.sessions_dir,
-            options=SessionStoreOptions(
-                session_id=session_id if mode == "create" else None,
-                limits=SessionLimits.for_coding(),
-            ),
-        )
+    async def agent(self) -> Agent:
+        """The agent, built on first use (with a new session)."""
+        return await self._interruptible(self.coding.start())
 
-    def _new_session(self) -> Any:
-        import uuid
+    async def resources(self) -> ChatResources:
+        """The skills and prompt templates of the current workspace
+        (``tether.cli.chat_resources``)."""
+        return await self.coding.resources()
 
-        os.makedirs(self.sessions_dir, mode=0o700, exist_ok=True)
-        return self._session("create", str(uuid.uuid4()))
+    async def _rebuild(self, work: Awaitable[Any]) -> bool:
+        """Wait for a runtime rebuild of the session (``work``); whether it worked. A
+        failure is shown and leaves the current runtime as it was."""
+        from tether.agent.runtime import TetherRuntimeError
 
-    def _compaction(self) -> AutoCompaction:
-        from tether.agent.auto_compaction import AutoCompaction
-        from tether.cli.run import DEFAULT_CONTEXT_WINDOW
-
-        window = self.choice.settings.context_window or DEFAULT_CONTEXT_WINDOW
-        return AutoCompaction(context_window=max(window, 2))
-
-    def _model(self) -> UsageMeter:
-        from tether.cli.run import UsageMeter
-
-        if self._meter is None:
-            self._meter = UsageMeter(self.build_model(self.choice), None)
-        return self._meter
-
-    async def _open(self, session: Any) -> RuntimeManager:
-        """Build the first runtime, on ``session`` (``RuntimeSessionOptions``)."""
-        from tether.agent.runtime import (
-            RuntimeAgentOptions,
-            RuntimeFactories,
-            RuntimeManager,
-            RuntimeOptions,
-        )
-        from tether.loop.limits import RunLimits
-
-        manager = await self._interruptible(
-            RuntimeManager.create(
-                RuntimeOptions(
-                    cwd=self.cwd,
-                    session=session,
-                    model=self._model(),
-                    max_steps=64,
-                    extensions=self.extensions,
-                    extension_timeout=self.config.extension_timeout,
-                    agent_options=RuntimeAgentOptions(
-                        limits=RunLimits.for_real_models(),
-                        before_tool_call=self.before_tool_call,
-                    ),
-                    factories=RuntimeFactories(
-                        create_tools=self._create_tools, create_agent=self._create_agent
-                    ),
-                )
-            )
-        )
-        self._manager = manager
-        self._adopt(session)
-        return manager
-
-    async def _create_tools(self, spec: RuntimeToolsInput, fallback: Callable[..., Any]) -> Any:
-        """The coding tools of the workspace (their processes never see the choice's
-        ``hidden_env`` unless passed through), the base tools, then ``load_skill`` when the
-        workspace has skills."""
-        from tether.tools.coding import coding_tools
-
-        choice = self.choice
-        registry = coding_tools(
-            spec.workspace.root, hide_env=choice.hidden_env, pass_env=choice.pass_env
-        )
-        base = spec.base_tools
-        registry.register_many([base.get(name) for name in base.names])
-        resources = await self._load_resources(Path(spec.workspace.root))
-        registry.register_many(resources.tools())
-        return registry
-
-    async def _create_agent(self, spec: RuntimeAgentInput, fallback: Callable[..., Any]) -> Any:
-        """The default agent with this chat's model, system prompt and compaction (and, for
-        ``/tree ID``, its session moved to that entry first)."""
-        import dataclasses
-
-        from tether.cli.context_files import system_prompt, user_config_dir
-
-        root = Path(spec.workspace.root)
-        system = system_prompt(
-            root,
-            tool_names=spec.tools.names,
-            introduction=self.introduction,
-            config_dir=user_config_dir(),
-        )
-        section = (await self._load_resources(root)).system_section()
-        if section:
-            system += "\n" + section
-        move_to, self._move_to = self._move_to, None
-        if move_to is not None:
-            await spec.session.move_to(move_to)
-        options = dataclasses.replace(spec.options, system=system, compaction=self._compaction())
-        agent: Agent = await fallback(
-            dataclasses.replace(spec, model=self._model(), options=options)
-        )
-        agent.subscribe(lambda event, _signal: self.view.show(event))
-        return agent
-
-    def _adopt(self, session: Any) -> None:
-        """After a runtime was built: remember a created session as this cwd's last, and say
-        once if loading it repaired a torn last line (a crash in the middle of a write)."""
-        if session.mode == "create":
-            remember_session(self.sessions_dir, self.cwd, session.path[: -len(".jsonl")])
-        store = None if self._manager is None else self._manager.current.store
-        if store is not None and store.recovered is not None and store is not self._noted:
-            self._noted = store  # a same-file replacement shares the store: once is enough
-            self.view.line(f"recovered: {store.recovered}")
-
-    async def _replace(self, session: Any, cwd: Path | None = None) -> bool:
-        """Build the runtime for ``session`` (and ``cwd``: another workspace) and make it
-        current; whether that worked. A failure is shown and leaves the current runtime as
-        it was (``RuntimeManager.replace``)."""
-        from tether.agent.runtime import RuntimeWorkspaceOptions, TetherRuntimeError
-
-        target = self.cwd if cwd is None else cwd
-        manager = self._manager
+        before = self.coding.runtime
         try:
-            if manager is None:
-                previous, self.cwd = self.cwd, target
-                try:
-                    await self._open(session)
-                except BaseException:
-                    self.cwd = previous
-                    raise
-                return True
-            before = manager.current
-            try:
-                await self._interruptible(
-                    manager.replace(RuntimeWorkspaceOptions(cwd=target, session=session))
-                )
-            except (TetherRuntimeError, _Cancelled) as error:
-                if manager.state != "open" or manager.current is before:
-                    raise
-                # The new runtime is current; only disposing the old one failed (or was
-                # cancelled: it goes on closing, bounded by extension_timeout).
-                if isinstance(error, TetherRuntimeError):
-                    self.view.line(
-                        f"(the previous runtime did not close cleanly) {_problem(error)}"
-                    )
-            self.cwd = target
-            self._adopt(session)
+            await self._interruptible(work)
             return True
         except TetherRuntimeError as error:
             self.view.line(_problem(error))
             return False
         except _Cancelled:
-            if manager is None:
+            if before is None:
                 self.view.line("(cancelled: no runtime was built)")
             else:
                 self.view.line("(cancelled: the current runtime stays)")
             return False
-        finally:
-            self._move_to = None  # consumed by the agent factory, or void
-
-    def _same_session(self) -> Any:
-        session_id = self.session_id
-        return None if session_id is None else self._session("resume", session_id)
-
-    async def agent(self) -> Agent:
-        """The agent, built on first use (with a new session)."""
-        manager = self._manager
-        if manager is None:
-            manager = await self._open(self._new_session())
-        return manager.current.agent
-
-    async def _load_resources(self, root: Path) -> ChatResources:
-        """The skills and templates of ``root`` (read once per workspace); problems are
-        shown when they are read."""
-        from tether.cli.chat_resources import load_chat_resources
-        from tether.cli.context_files import user_config_dir
-
-        cached = self._resources
-        if cached is None or cached.root != root:
-            cached = await load_chat_resources(root, user_config_dir())
-            self._resources = cached
-            for problem in cached.problems:
-                self.view.line(f"(ignored) {problem}")
-        return cached
-
-    async def resources(self) -> ChatResources:
-        """The skills and prompt templates of the current workspace
-        (``tether.cli.chat_resources``)."""
-        runtime = self.runtime
-        return await self._load_resources(
-            self.cwd if runtime is None else Path(runtime.workspace.root)
-        )
 
     async def close(self) -> bool:
         """Dispose of the runtime (the session flushed, extensions disposed), then close the
@@ -702,29 +515,15 @@ class Chat:
         disposal goes on in the background, bounded by ``extension_timeout``)."""
         from tether.agent.runtime import TetherRuntimeError
 
-        manager = self._manager
+        closing = asyncio.ensure_future(self.coding.close())
         try:
-            if manager is not None:
-                self._closed_tree = manager.current.session
-                self._manager = None
-                await self._interruptible(manager.dispose())
+            await self._interruptible(asyncio.shield(closing))
         except TetherRuntimeError as error:
             self.view.line(f"(the session did not close cleanly) {_problem(error)}")
         except _Cancelled:
             self.view.line("(not waiting for the runtime to close)")
             return False
-        finally:
-            await self._close_model()
         return True
-
-    async def _close_model(self) -> None:
-        meter, self._meter = self._meter, None
-        await _close_meter(meter)
-
-    @property
-    def meter(self) -> UsageMeter | None:
-        """The model, metered (``None`` until the agent is built)."""
-        return self._meter
 
     # -- turns ---------------------------------------------------------------------------------
 
@@ -775,7 +574,7 @@ class Chat:
             return None
         self._running = agent
         try:
-            result = await agent.prompt(text).result
+            result = await (await self.coding.prompt(text)).result
         finally:
             self._running = None
         view = self.view
@@ -785,7 +584,7 @@ class Chat:
         elif result.status == "maxSteps":
             view.line(f"(stopped after {result.max_steps} model steps)")
         elif result.status == "failed":
-            meter = self._meter
+            meter = self.meter
             problem = run_problem(result, None if meter is None else meter.last_error, self.choice)
             if problem is None:
                 view.line(f"turn failed [{result.error.code}]: {result.error.message}")
@@ -820,27 +619,26 @@ class Chat:
             )
 
     async def before_tool_call(self, context: ToolCallContext) -> BlockToolCall | None:
-        """The approval hook (see the module docstring)."""
-        from tether.loop.hooks import BlockToolCall
+        """The approval hook (see the module docstring; the session's policy decides what
+        is asked, ``ask`` asks)."""
+        return await self.coding.before_tool_call(context)
 
-        name = context.tool_call.name
-        if not self.approvals.needs_asking(name):
-            return None
+    async def _approve(self, request: ApprovalRequest) -> Answer:
+        name = request.tool_call.name
         self.view.end_stream()
         while True:
             try:
                 reply = await self.ask(APPROVE_PROMPT.format(name=name))
             except (KeyboardInterrupt, EOFError):
                 self.interrupt()
-                return BlockToolCall(reason=DECLINED)
+                return "no"
             answer = parse_answer(reply)
             if answer is not None:
                 break
             self.view.line("answer y, n or a")
-        if self.approvals.decide(name, answer):
-            return None
-        self.view.line(f"  (declined: {name} did not run)")
-        return BlockToolCall(reason=DECLINED)
+        if answer == "no":
+            self.view.line(f"  (declined: {name} did not run)")
+        return answer
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -872,7 +670,11 @@ class Chat:
                     view.line(f"  /{template.name:<9} {shorten(template.description, 70)}")
         elif name == "usage":
             total = self.session_tokens
-            view.line(f"session tokens: {total[0]} in, {total[1]} out · model {self.choice.spec}")
+            cost = self.coding.cost
+            priced = "" if cost is None else f" · cost {cost:.4f}"
+            view.line(
+                f"session tokens: {total[0]} in, {total[1]} out{priced} · model {self.choice.spec}"
+            )
         elif name == "model":
             await self._switch_model(argument)
         elif name == "new":
@@ -892,7 +694,7 @@ class Chat:
     async def new_session(self) -> bool:
         """``/new``: a runtime on a new session (the file is created now when a runtime is
         current, else with the first prompt); whether it worked."""
-        if self._manager is not None and not await self._replace(self._new_session()):
+        if not await self._rebuild(self.coding.new_session()):
             return False
         self.view.line("new session")
         return True
@@ -908,10 +710,7 @@ class Chat:
         if isinstance(target, str):
             self.view.line(target)
             return False
-        session = self._same_session()
-        if session is None:  # nothing built yet: the first prompt builds it there
-            self.cwd = target
-        elif not await self._replace(session, target):
+        if not await self._rebuild(self.coding.change_directory(target)):
             return False
         self.view.line(f"workspace: {self.cwd}")
         return True
@@ -930,22 +729,8 @@ class Chat:
         except CliError as error:
             self.view.line(f"[{error.code}] {error}")
             return
-        previous_choice, previous_meter = self.choice, self._meter
-        self.choice, self._meter = choice, None
-        before = self.runtime
-        switched = False
-        try:
-            session = self._same_session()
-            switched = session is None or await self._replace(session)
-        finally:
-            if not switched and self.runtime is before:
-                # The old runtime is still current, with its model: drop the new one.
-                unused, self._meter = self._meter, previous_meter
-                self.choice = previous_choice
-                await _close_meter(unused)
-        if not switched:
+        if not await self._rebuild(self.coding.switch_model(choice)):
             return
-        await _close_meter(previous_meter)
         self.view.line(f"model: {choice.spec}")
 
     async def _list_sessions(self) -> None:
@@ -971,36 +756,22 @@ class Chat:
         if len(found) > _LIST_SESSIONS:
             self.view.line(f"  … and {len(found) - _LIST_SESSIONS} more")
 
-    def _session_path(self, ident: str) -> Path | None:
-        """The file of the session ``ident`` names (an ID or a unique prefix)."""
-        try:
-            names = sorted(os.listdir(self.sessions_dir))
-        except OSError:
-            names = []
-        stems = [name[: -len(".jsonl")] for name in names if name.endswith(".jsonl")]
-        if ident in stems:
-            return self.sessions_dir / f"{ident}.jsonl"
-        matches = [stem for stem in stems if stem.startswith(ident)]
-        if len(matches) == 1:
-            return self.sessions_dir / f"{matches[0]}.jsonl"
-        if matches:
-            self.view.line(f"{ident!r} names {len(matches)} sessions: give more of the ID")
-        else:
-            self.view.line(f"no session {ident!r} (/sessions lists them)")
-        return None
-
     async def resume(self, ident: str) -> bool:
         """Resume the session ``ident`` names; whether it was found and loaded (a runtime
         built on it replaces the current one)."""
-        path = self._session_path(ident)
-        if path is None:
+        matches = self.coding.matching_sessions(ident)
+        if len(matches) != 1:
+            if matches:
+                self.view.line(f"{ident!r} names {len(matches)} sessions: give more of the ID")
+            else:
+                self.view.line(f"no session {ident!r} (/sessions lists them)")
             return False
-        session_id = path.name[: -len(".jsonl")]
+        session_id = matches[0]
         if session_id == self.session_id:
             self.view.line(f"already in session {session_id}")
             return True
-        self.view.line(f"resuming {path.name}")
-        if not await self._replace(self._session("resume", session_id)):
+        self.view.line(f"resuming {session_id}.jsonl")
+        if not await self._rebuild(self.coding.resume(session_id)):
             return False
         agent = await self.agent()
         count = len(agent.messages)
@@ -1026,18 +797,17 @@ class Chat:
     async def _tree(self, argument: str) -> None:
         from tether.agent.session import MessageEntry
 
-        tree = self.tree
-        if tree is None:
+        if self.tree is None:
             self.view.line("nothing in this session yet")
             return
         if not argument:
-            for entry in tree.active_entries:
+            for entry in self.coding.active_entries():
                 if type(entry) is MessageEntry:
                     self.view.line(f"  {entry.id[:8]}  {_describe(entry.message)}")
                 else:
                     self.view.line(f"  {entry.id[:8]}  [compaction]")
             return
-        matches = [entry.id for entry in tree.entries if entry.id.startswith(argument)]
+        matches = self.coding.matching_entries(argument)
         if len(matches) != 1:
             self.view.line(
                 f"no entry {argument!r} (/tree lists them)"
@@ -1045,8 +815,7 @@ class Chat:
                 else f"{argument!r} names {len(matches)} entries: give more of the ID"
             )
             return
-        self._move_to = matches[0]
-        if not await self._replace(self._session("resume", tree.store.header.id)):
+        if not await self._rebuild(self.coding.move_to(matches[0])):
             return
         agent = await self.agent()
         self.view.line(
@@ -1073,14 +842,6 @@ class Chat:
             f"compacted: {record.units_before} → {record.units_after} units, "
             f"{len(agent.messages)} messages"
         )
-
-
-async def _close_meter(meter: UsageMeter | None) -> None:
-    """Close a metered model's resources (``tether.models.base.close_model``)."""
-    if meter is not None:
-        from tether.models.base import close_model
-
-        await close_model(meter.model)
 
 
 def _problem(error: TetherError) -> str:
@@ -1131,24 +892,19 @@ def _describe(message: Message) -> str:
 # --- the terminal -----------------------------------------------------------------------------
 
 
-def _configured_extensions(config: CliConfig) -> tuple[ExtensionDefinition, ...]:
-    """The extensions the config file names, loaded from their entry points (``CliError``
-    ``CLI_EXTENSION_UNAVAILABLE`` when one is missing or cannot be imported)."""
-    if not config.extensions:
-        return ()
-    from tether.agent.extensions import ExtensionError, load_entry_point_extensions
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatOptions:
+    """What ``tether chat`` was asked for on the command line: the ``introduction`` that
+    replaces the system prompt's first paragraph (``--system``), ``auto_approve``, a session
+    to ``resume`` (``-r ID``) or ``continue_last`` (``-c``)."""
 
-    try:
-        return load_entry_point_extensions(config.extensions)
-    except ExtensionError as error:
-        raise CliError(
-            "CLI_EXTENSION_UNAVAILABLE",
-            f"{config.path}: extension not loaded [{error.code}]: {error} "
-            "(install its package, or remove it from 'extensions')",
-        ) from None
+    introduction: str | None = None
+    auto_approve: bool = False
+    resume: str | None = None
+    continue_last: bool = False
 
 
-async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: CliConfig) -> int:
+async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliConfig) -> int:
     """Run ``tether chat`` on the terminal; returns the exit status (0 when it ends)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -1158,7 +914,7 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
     cwd = Path.cwd()
     data_dir = chat_data_dir()
     try:
-        extensions = _configured_extensions(config)
+        extensions = configured_extensions(config)
     except CliError as error:
         warn(f"tether chat: [{error.code}] {error}")
         return 2
@@ -1195,8 +951,8 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
         data_dir=data_dir,
         view=view,
         ask=ask,
-        introduction=args.system,
-        auto_approve=args.auto_approve,
+        introduction=options.introduction,
+        auto_approve=options.auto_approve,
         extensions=extensions,
     )
     loop = asyncio.get_running_loop()
@@ -1214,15 +970,15 @@ async def chat_command(args: argparse.Namespace, choice: ModelChoice, config: Cl
     loop.add_signal_handler(signals.SIGINT, on_sigint)
     try:
         view.line(f"tether chat · {choice.spec} · {cwd} · /help for commands, Ctrl-D to quit")
-        if args.resume is not None:
-            await chat.resume(args.resume)
-        elif args.continue_last:
+        if options.resume is not None:
+            await chat.resume(options.resume)
+        elif options.continue_last:
             found = last_session(chat.sessions_dir, cwd)
             if found is None:
                 view.line("no earlier session in this directory: starting a new one")
             else:
                 await chat.resume(found)
-        warm = args.resume is None and not args.continue_last
+        warm = options.resume is None and not options.continue_last
 
         def after_first_draw() -> None:  # pre_run runs just before the prompt is drawn
             nonlocal warm

@@ -65,13 +65,16 @@ class ChatResources:
         return expand_slash_command(text, self.templates)
 
 
-def resource_directories(cwd: Path, config_dir: Path) -> list[tuple[str, Path]]:
-    """The ``(root id, directory)`` pairs that exist, in precedence order."""
-    candidates = [("project", cwd / PROJECT_DIRECTORY), ("user", config_dir)]
+def resource_directories(cwd: Path, config_dir: Path | None) -> list[tuple[str, Path]]:
+    """The ``(root id, directory)`` pairs that exist, in precedence order (``config_dir``
+    ``None``: the project's only)."""
+    candidates = [("project", cwd / PROJECT_DIRECTORY)]
+    if config_dir is not None:
+        candidates.append(("user", config_dir))
     return [(name, path) for name, path in candidates if path.is_dir()]
 
 
-async def load_chat_resources(cwd: Path, config_dir: Path) -> ChatResources:
+async def load_chat_resources(cwd: Path, config_dir: Path | None) -> ChatResources:
     """Discover the skills and templates under the roots of ``cwd`` and ``config_dir``."""
     from tether.agent.resources import ResourceError, ResourceLoader, ResourceRootDefinition
     from tether.agent.skills import discover_prompt_templates, discover_skills

@@ -22,6 +22,9 @@ table (TOML puts a key after ``[tools]`` into that table)::
     [models."openai/gpt-4o-mini"]            # settings of one PROVIDER/MODEL
     context_window = 128000                  # tokens (for context management)
     max_output_tokens = 4096                 # sent with every request
+    input_cost = 0.15                        # optional: price per million input tokens
+    output_cost = 0.60                       # ... and per million output tokens (the
+                                             # session's cost totals; any currency)
 
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false
@@ -32,9 +35,10 @@ table (TOML puts a key after ``[tools]`` into that table)::
     sandbox_network = false                  # sandboxed commands may reach the network
     sandbox_hide = ["~/work-secrets"]        # hidden too, besides DEFAULT_HIDDEN_PATHS
 
-``[tools]`` ``auto_approve`` and ``approve`` are for the interactive ``tether chat``, which asks
-before the listed tools run; ``tether run`` and ``tether rpc`` are not interactive and never
-ask (``--tools coding`` is the opt-in there). ``pass_env`` is for all three: the processes
+``[tools]`` ``auto_approve`` and ``approve`` say which tool calls are asked about first:
+``tether chat`` asks the person, ``tether rpc`` its client (an ``approval_request``, unless
+``--auto-approve``); ``tether run`` has nobody to ask and never does (``--tools coding`` is
+the opt-in there). ``pass_env`` is for all three: the processes
 ``bash`` and ``python_process`` start never get an API key variable (every catalog
 provider's, every ``[providers.NAME]``'s ``api_key_env``, the active model's) unless it is
 named here (``tether.tools.coding.environment``). ``sandbox`` (``--sandbox`` on the command
@@ -122,7 +126,9 @@ _TOP_KEYS: Final = (
     "tools",
 )
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
-_MODEL_KEYS: Final = ("context_window", "max_output_tokens")
+_MAX_PRICE: Final = 1e9
+"""A price per million tokens must be below this (and not NaN: TOML allows ``nan``)."""
+_MODEL_KEYS: Final = ("context_window", "max_output_tokens", "input_cost", "output_cost")
 SANDBOX_MODES: Final = ("off", "auto", "on")
 """``tether.tools.coding.sandbox.SandboxMode``'s values, spelled out so that reading the
 config loads no coding tool (a test keeps the two equal)."""
@@ -189,11 +195,14 @@ class ProviderConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSettings:
-    """``[models."PROVIDER/MODEL"]``: the model's context window in tokens and the output
-    tokens to ask for (``None``: not configured)."""
+    """``[models."PROVIDER/MODEL"]``: the model's context window in tokens, the output
+    tokens to ask for, and its prices per million input and output tokens (``None``: not
+    configured)."""
 
     context_window: int | None = None
     max_output_tokens: int | None = None
+    input_cost: float | None = None
+    output_cost: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -416,8 +425,19 @@ class _Reader:
                 max_output_tokens=self.positive(
                     fields.get("max_output_tokens"), f"{key}.max_output_tokens"
                 ),
+                input_cost=self.price(fields.get("input_cost"), f"{key}.input_cost"),
+                output_cost=self.price(fields.get("output_cost"), f"{key}.output_cost"),
             )
         return result
+
+    def price(self, value: object, key: str) -> float | None:
+        if value is None:
+            return None
+        if type(value) not in (int, float) or not 0 <= cast("float", value) < _MAX_PRICE:
+            raise self.fail(
+                f"'{key}' must be a number from 0 to {_MAX_PRICE:g} (per million tokens)"
+            )
+        return float(cast("float", value))
 
     def positive(self, value: object, key: str) -> int | None:
         if value is None:

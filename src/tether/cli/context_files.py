@@ -159,19 +159,25 @@ def system_prompt(
     config_dir: Path | None = None,
     max_file_bytes: int = MAX_FILE_BYTES,
     max_total_bytes: int = MAX_TOTAL_BYTES,
+    context_files: bool = True,
 ) -> str:
-    """The whole system prompt for a chat in ``cwd`` (see the module docstring)."""
+    """The whole system prompt for a chat in ``cwd`` (see the module docstring); without
+    ``context_files``, no context file is read."""
     date = datetime.date.today() if today is None else today
     parts = [
         DEFAULT_INTRODUCTION if introduction is None else introduction,
         f"Tools: {', '.join(tool_names) if tool_names else 'none'}.\n"
         f"Today's date: {date.isoformat()}.\nProject directory: {os.path.abspath(cwd)}",
     ]
-    files, omitted = load_context_files(
-        cwd,
-        config_dir=config_dir,
-        max_file_bytes=max_file_bytes,
-        max_total_bytes=max_total_bytes,
+    files, omitted = (
+        load_context_files(
+            cwd,
+            config_dir=config_dir,
+            max_file_bytes=max_file_bytes,
+            max_total_bytes=max_total_bytes,
+        )
+        if context_files
+        else ([], [])
     )
     for file in files:
         parts.append(f"# Context from {file.path}\n\n{file.text.rstrip()}")

@@ -436,7 +436,7 @@ async def _run(
     import asyncio
 
     from tether.abort import AbortController
-    from tether.cli.run import Interrupts
+    from tether.cli.interrupts import Interrupts
     from tether.evals.errors import EvaluationInfrastructureError
     from tether.evals.runner import MonotonicClock, run_evaluation
 

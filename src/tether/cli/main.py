@@ -9,20 +9,22 @@ coding`` gives it the coding tools confined to the current directory (see
 valid UTF-8. Ctrl-C cancels the run; a second Ctrl-C quits at once. How output is written,
 and why it never fails on text it cannot encode, is in ``tether.cli.render``.
 
-``tether rpc`` drives one agent over JSON lines on stdin and stdout (the protocol is in
-``tether.cli.rpc``). ``tether models`` lists the providers, their key variables and whether
-they are set, and the config file's settings (``tether.cli.models``; the config file is
-described in ``tether.cli.config``). ``tether trace`` prints the checkpoint-00 trace as JSON
-lines. ``tether eval TASKS`` runs an evaluation suite and prints its summary; its exit
-statuses are its own (0 ran, 1 ``--compare`` found a regression, 2 a problem to fix; see
-``tether.cli.eval``).
+``tether run --model ... -p TEXT`` (print mode; ``-p -`` or a piped stdin: the prompt from
+standard input), ``tether chat`` and ``tether rpc`` are adapters over one coding session
+(``tether.coding``). ``tether rpc`` drives it over JSON lines on stdin and stdout (the
+protocol is ``docs/rpc.md``, its code ``tether.cli.rpc``). ``tether models`` lists the
+providers, their key variables and whether they are set, and the config file's settings
+(``tether.cli.models``; the config file is described in ``tether.cli.config``). ``tether
+trace`` prints the checkpoint-00 trace as JSON lines. ``tether eval TASKS`` runs an
+evaluation suite and prints its summary; its exit statuses are its own (0 ran, 1
+``--compare`` found a regression, 2 a problem to fix; see ``tether.cli.eval``).
 
 Model selection is shared by ``run`` and ``rpc``: ``--model PROVIDER/MODEL`` (a catalog
 preset or a ``[providers.NAME]`` of the config file; ``rpc`` falls back to the config's
 ``default_model``) and ``--base-url URL``. Errors a person can act on are one line on stderr,
 ``tether COMMAND: [CODE] message``, with a stable code and exit status 2.
 
-Exit status (also listed by ``tether --help`` and ``tether run --help``):
+Exit status (``tether.cli.exit_codes``; also listed by every ``--help``):
 
 * 0 completed: the run completed (``tether models`` and ``tether trace``: the output was
   written; ``tether rpc``: standard input ended and the running prompt settled);
@@ -51,7 +53,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from tether.cli.arguments import non_empty_path, non_empty_text, url
+from tether.cli.exit_codes import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_MAX_STEPS,
+    EXIT_OK,
+    EXIT_OUTPUT_FAILED,
+    EXIT_STATUS,
+    EXIT_USAGE,
+)
 from tether.cli.render import Output, OutputError, json_line, warn
+from tether.cli.slash_commands import CHAT_EXIT_HELP, COMMANDS_HELP, KEYS_HELP
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -67,46 +80,17 @@ __all__ = [
     "EXIT_STATUS",
     "EXIT_USAGE",
     "main",
+    "stdin_prompt",
 ]
 
 DEFAULT_PROMPT: Final = "What is 20 + 22?"
 """The user message of a fixture run without ``--prompt``."""
-EXIT_OK: Final = 0
-"""The run completed (or the command did what it was asked)."""
-EXIT_FAILED: Final = 1
-"""The run failed."""
-EXIT_USAGE: Final = 2
-"""A usage error, or a setup a person must fix (see the module docstring)."""
-EXIT_MAX_STEPS: Final = 3
-"""The run stopped after its step budget."""
-EXIT_OUTPUT_FAILED: Final = 4
-"""Standard output could not be written."""
-EXIT_INTERRUPTED: Final = 130
-"""Ctrl-C (128 + SIGINT, as a shell reports it)."""
-EXIT_STATUS: Final = {
-    "completed": EXIT_OK,
-    "failed": EXIT_FAILED,
-    "maxSteps": EXIT_MAX_STEPS,
-    "cancelled": EXIT_INTERRUPTED,
-}
-"""The exit status of each run result."""
 
 FIXTURE_MAX_STEPS: Final = 64
 """``--max-steps`` ceiling of a fixture run (``tether.MAX_AGENT_STEPS``)."""
 MODEL_MAX_STEPS: Final = 1024
 """``--max-steps`` ceiling with ``--model`` (``RunLimits.for_real_models().max_steps``)."""
 
-EXIT_CODES_HELP: Final = """\
-exit status:
-  0    completed: the run completed (models, trace: output written; rpc: stdin ended)
-  1    the run failed
-  2    usage or setup error: a bad option or config file, an unknown provider, a missing
-       API key, a fixture that could not be loaded; or the model's server was unreachable,
-       refused the key, rate limited the run or found the context too long
-  3    the run stopped after max steps (--max-steps)
-  4    output failed: stdout closed, full or otherwise unwritable
-  130  interrupted (Ctrl-C): the run was cancelled; a second Ctrl-C quits at once
-"""
 
 MODEL_HELP: Final = """\
 model selection:
@@ -158,7 +142,10 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
             help="coding: read/write/edit files, grep, bash, python, confined to the cwd",
         )
         parser.add_argument(
-            "--system", type=non_empty_text, metavar="TEXT", help="the system prompt"
+            "--system",
+            type=non_empty_text,
+            metavar="TEXT",
+            help="replace the system prompt's introduction (its first paragraph)",
         )
 
 
@@ -197,7 +184,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="run the agent: the bundled fixture (offline), or a real model with --model",
         description=(
             "Run the agent and show the run. Without --model: a provider fixture with a\n"
-            "built-in add tool (offline). With --model: one prompt (-p) to a real model."
+            "built-in add tool (offline). With --model (print mode): one prompt to a real\n"
+            "model through the same coding session as tether chat: the same system prompt\n"
+            "(an introduction, the tools, the date, the directory, AGENTS.md/CLAUDE.md, the\n"
+            "skills), its tool calls never asked about. The prompt is -p TEXT; with -p -, or\n"
+            "without -p while stdin is a pipe or a file, it is read from stdin. --json writes\n"
+            "the run's events, the same ones tether rpc sends. --session PATH continues that\n"
+            "session file (created if missing); without it nothing is kept."
         ),
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
@@ -206,7 +199,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "--fixture", type=_fixture_path, metavar="PATH", help="provider fixture (default: bundled)"
     )
     run.add_argument(
-        "-p", "--prompt", metavar="TEXT", help=f"the user message (fixture: {DEFAULT_PROMPT!r})"
+        "-p",
+        "--prompt",
+        metavar="TEXT",
+        help=f"the user message; - reads it from stdin (fixture: {DEFAULT_PROMPT!r})",
     )
     run.add_argument(
         "--max-steps",
@@ -227,10 +223,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "rpc",
         help="drive one agent with JSON lines over stdin/stdout",
         description=(
-            "Drive one agent with JSON-lines commands on stdin; responses and events are\n"
-            "JSON lines on stdout. Commands: prompt, steer, follow_up, abort, get_state,\n"
-            "get_messages, set_model, new_session, compact (the protocol is documented in\n"
-            "the tether.cli.rpc module). Without --model, the config's default_model."
+            "Drive tether chat's coding session with JSON-lines commands on stdin;\n"
+            "responses, run events, approval requests and advice are JSON lines on stdout\n"
+            "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
+            "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
+            "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
+            "compact. Sessions are kept (a new one at start, or -r ID); write_file,\n"
+            "edit_file, bash and python_process calls wait for the client's approve unless\n"
+            "--auto-approve. Without --model, the config's default_model."
         ),
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
@@ -242,6 +242,20 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         default=64,
         metavar="N",
         help=f"model steps per prompt (1-{MODEL_MAX_STEPS}, default 64)",
+    )
+    rpc.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="run every tool call without an approval_request to the client",
+    )
+    rpc.add_argument(
+        "--session-dir",
+        type=non_empty_text,
+        metavar="DIR",
+        help="where sessions are kept (default: tether chat's, <data dir>/tether/sessions)",
+    )
+    rpc.add_argument(
+        "-r", "--resume", metavar="ID", help="resume the session ID (or a unique prefix)"
     )
     models = commands.add_parser(
         "models",
@@ -263,8 +277,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     chat = commands.add_parser(
         "chat",
         help="the interactive coding agent in the current directory",
-        description="Chat with a coding agent in the current directory (tether.cli.chat).",
-        epilog=MODEL_HELP,
+        description=(
+            "Chat with a coding agent in the current directory: the coding tools, the\n"
+            "context files (AGENTS.md/CLAUDE.md), the skills and prompt templates, the\n"
+            "extensions of the config file. Every message is kept in a session file\n"
+            "(<data dir>/tether/sessions/); -c and -r continue one. Tool calls that change\n"
+            "files or run commands are asked about first (unless --auto-approve)."
+        ),
+        epilog=COMMANDS_HELP + "\n" + KEYS_HELP + "\n" + MODEL_HELP + "\n" + CHAT_EXIT_HELP,
         formatter_class=formatter,
     )
     _model_options(chat, tools=False)
@@ -281,7 +301,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="continue the last session of this directory",
     )
     where.add_argument("-r", "--resume", metavar="ID", help="resume the session ID (or prefix)")
-    commands.add_parser("trace", help="print the checkpoint-00 agent trace as JSON lines")
+    commands.add_parser(
+        "trace",
+        help="print the checkpoint-00 agent trace as JSON lines",
+        description="Print the checkpoint-00 agent trace (a scripted run) as JSON lines.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=formatter,
+    )
     from tether.cli.eval import add_parser as add_eval_parser
 
     add_eval_parser(commands)
@@ -335,35 +361,88 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             )
         if args.prompt is None:
             args.prompt = DEFAULT_PROMPT
-        from tether.cli.run import run_command
+        from tether.cli.run import FixtureOptions, run_command
 
-        return _writing("run", lambda: asyncio.run(run_command(args, make(sys.stdout))))
+        fixture = FixtureOptions(
+            fixture=args.fixture, prompt=args.prompt, max_steps=args.max_steps, json=args.json
+        )
+        return _writing("run", lambda: asyncio.run(run_command(fixture, make(sys.stdout))))
     if args.fixture is not None:
         _usage(parser, "--fixture and --model are exclusive (a fixture replays a model)")
-    if args.prompt is None:
-        _usage(parser, "--model needs -p/--prompt TEXT")
+    prompt = _print_prompt(args.prompt, parser)
     if args.max_steps is None:
         args.max_steps = 64
-    choice = _choose(args, "run")
-    if choice is None:
+    chosen = _choose_with_config(args, "run")
+    if chosen is None:
         return EXIT_USAGE
-    from tether.cli.run import run_model_command
+    choice, config = chosen
+    from tether.cli.run import PrintOptions, run_model_command
 
-    chosen = choice
-    return _writing("run", lambda: asyncio.run(run_model_command(args, chosen, make(sys.stdout))))
+    options = PrintOptions(
+        prompt=prompt,
+        json=args.json,
+        tools="coding" if args.tools == "coding" else "none",
+        introduction=args.system,
+        max_steps=args.max_steps,
+        session=None if args.session is None else Path(args.session),
+    )
+    return _writing(
+        "run", lambda: asyncio.run(run_model_command(options, choice, config, make(sys.stdout)))
+    )
+
+
+MAX_STDIN_PROMPT_BYTES: Final = 16 << 20
+"""The longest prompt read from standard input (``-p -``, or a pipe without ``-p``)."""
+
+
+def _print_prompt(given: str | None, parser: argparse.ArgumentParser) -> str:
+    """The prompt of a print run: ``-p TEXT``; with ``-p -``, or no ``-p`` while standard
+    input is not a terminal, standard input read to its end (UTF-8, bad bytes replaced, the
+    final newline dropped), as ``pi -p`` and ``claude -p`` do."""
+    if given is not None and given != "-":
+        return given
+    stream = sys.stdin
+    if stream is None or (given is None and stream.isatty()):
+        _usage(parser, "--model needs -p/--prompt TEXT (or the prompt on standard input)")
+    data = stream.buffer.read(MAX_STDIN_PROMPT_BYTES + 1)
+    if len(data) > MAX_STDIN_PROMPT_BYTES:
+        _usage(parser, f"the prompt on standard input is over {MAX_STDIN_PROMPT_BYTES} bytes")
+    text = stdin_prompt(data)
+    if text is None:
+        _usage(parser, "--model needs -p/--prompt TEXT (standard input was empty)")
+    return text
+
+
+def stdin_prompt(data: bytes) -> str | None:
+    """The prompt ``data`` (standard input's bytes) holds: UTF-8 with bad bytes replaced,
+    one final newline (``\\n`` or ``\\r\\n``) dropped; ``None`` when only whitespace is left."""
+    text = data.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+    return text if text.strip() else None
 
 
 def _rpc(args: argparse.Namespace) -> int:
     import asyncio
 
-    choice = _choose(args, "rpc")
-    if choice is None:
+    chosen = _choose_with_config(args, "rpc")
+    if chosen is None:
         return EXIT_USAGE
-    from tether.cli.rpc import rpc_command
+    choice, config = chosen
+    from tether.cli.chat import chat_data_dir
+    from tether.cli.rpc import RpcOptions, rpc_command
 
-    chosen = choice
+    options = RpcOptions(
+        tools="coding" if args.tools == "coding" else "none",
+        introduction=args.system,
+        max_steps=args.max_steps,
+        auto_approve=args.auto_approve,
+        sessions_dir=(
+            chat_data_dir() / "sessions" if args.session_dir is None else Path(args.session_dir)
+        ),
+        resume=args.resume,
+    )
     return _writing(
-        "rpc", lambda: asyncio.run(rpc_command(args, chosen, Output.for_json(sys.stdout)))
+        "rpc",
+        lambda: asyncio.run(rpc_command(options, choice, config, Output.for_json(sys.stdout))),
     )
 
 
@@ -420,19 +499,35 @@ def _chat(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         warn("tether chat: [CLI_NOT_A_TERMINAL] needs a terminal (use tether run -p or tether rpc)")
         return EXIT_USAGE
-    from tether.cli.chat import chat_command
+    from tether.cli.chat import ChatOptions, chat_command
 
+    options = ChatOptions(
+        introduction=args.system,
+        auto_approve=args.auto_approve,
+        resume=args.resume,
+        continue_last=args.continue_last,
+    )
     chosen = choice
-    return _writing("chat", lambda: asyncio.run(chat_command(args, chosen, config)))
+    return _writing("chat", lambda: asyncio.run(chat_command(options, chosen, config)))
 
 
 def _choose(args: argparse.Namespace, command: str) -> ModelChoice | None:
     """The model ``args`` select (config file read now); ``None`` after one line on stderr."""
+    chosen = _choose_with_config(args, command)
+    return None if chosen is None else chosen[0]
+
+
+def _choose_with_config(
+    args: argparse.Namespace, command: str
+) -> tuple[ModelChoice, CliConfig] | None:
+    """The model ``args`` select and the config file it was chosen with; ``None`` after one
+    line on stderr."""
     from tether.cli.config import CliError, load_config
     from tether.cli.models import choose_model
 
     try:
-        return choose_model(args.model, base_url=args.base_url, config=load_config())
+        config = load_config()
+        return choose_model(args.model, base_url=args.base_url, config=config), config
     except CliError as error:
         warn(f"tether {command}: [{error.code}] {error}")
         return None

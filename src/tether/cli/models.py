@@ -48,7 +48,7 @@ from tether.cli.render import Output, json_line, warn
 from tether.cli.urls import display_url
 
 if TYPE_CHECKING:
-    from tether.protocol import RunResult
+    from tether.protocol import ModelUsage, RunResult
     from tether.providers.anthropic import AnthropicModel
     from tether.providers.errors import ProviderError
     from tether.providers.openai_chat import OpenAIChatModel
@@ -121,6 +121,23 @@ class ModelChoice:
     settings: ModelSettings = field(default_factory=ModelSettings)
     hidden_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
+
+    @property
+    def context_window(self) -> int | None:
+        """The config's ``context_window`` for this model (``None``: not set)."""
+        return self.settings.context_window
+
+    def cost(self, usage: ModelUsage) -> float | None:
+        """What ``usage`` costs at the config's ``input_cost``/``output_cost`` (per million
+        tokens; cached reads and writes at the input price); ``None`` without prices."""
+        settings = self.settings
+        if settings.input_cost is None and settings.output_cost is None:
+            return None
+        tokens_in = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        return (
+            tokens_in * (settings.input_cost or 0.0)
+            + usage.output_tokens * (settings.output_cost or 0.0)
+        ) / 1_000_000
 
     def build(self) -> HttpModel:
         """A new ``Model`` for this choice; it reads its key from the provider's variable and

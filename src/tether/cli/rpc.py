@@ -1,132 +1,115 @@
-"""``tether rpc``: one agent driven by JSON lines over stdin and stdout.
+"""``tether rpc``: one ``CodingSession`` driven by JSON lines over stdin and stdout.
 
-Modelled on the RPC mode of Pi's coding agent: a host (an editor, a test, another program)
-starts ``tether rpc --model PROVIDER/MODEL [--base-url URL] [--tools coding] [--system TEXT]
-[--max-steps N]``, writes commands on its stdin and reads responses and events from its
-stdout, one JSON object per line. The model is chosen as for ``tether run`` (without
-``--model``: the config's ``default_model``); a selection error (unknown provider, missing
-key, invalid config) is one line on stderr and exit status 2 before anything is read.
+The protocol (version ``PROTOCOL_VERSION``, 2) is documented in ``docs/rpc.md``: every
+command, line, error and a transcript; ``tether.coding.rpc_client`` is its typed client.
+In short: a host starts ``tether rpc --model PROVIDER/MODEL [--base-url URL] [--tools
+coding] [--system TEXT] [--max-steps N] [--auto-approve] [--session-dir DIR] [-r ID]``,
+writes commands (``{"id", "type", ...}``: ``COMMANDS``) on its stdin and reads responses
+(``{"type":"response","id","command","success","data"|"error"}``), run events
+(``{"type":"event","event":E}``, ``E`` as in ``tether run --json``), approval requests
+(``{"type":"approval_request","requestId","toolCall"}``, answered by ``approve``), advice
+(``{"type":"error",...}``, just before the ``run.finished`` of a run a person can fix) and
+notices from its stdout, one JSON object per line.
 
-**Framing.** Input is split on ``\\n`` bytes only (a ``\\r`` before it is dropped), never on
-what ``str.splitlines`` also splits on: a U+2028 inside a JSON string is part of the string.
-Blank lines are ignored. A line longer than 1 MiB is refused (``RPC_LINE_TOO_LONG``) and
-skipped up to its ``\\n`` without being held in memory; a last line without ``\\n`` is read
-at end of input. Output lines are written whole, in UTF-8, and never contain a raw line
-separator (``tether.cli.render.json_line``).
+The session is the one ``tether chat`` and ``tether run -p`` drive (``tether.coding``): the
+same system prompt, the same session files (created in ``--session-dir``, by default chat's
+sessions directory, with the first command that needs one, as in chat; ``-r ID`` resumes
+one at start), the same approvals (asked of the
+client unless ``--auto-approve``), model switching, new session, resume, moves in the
+session tree and compaction. This module is only the adapter: framing, parsing, the
+commands' JSON and the order of the lines.
 
-**Commands** are objects with ``"id"`` (a string or an integer, echoed in the response) and
-``"type"``; other fields depend on the type, and a field that is not listed is refused:
+**Framing.** Input is split on ``\\n`` bytes only (a ``\\r`` before it is dropped); a line
+longer than 1 MiB is refused (``RPC_LINE_TOO_LONG``) and skipped without being held in
+memory. Output lines are written whole, in UTF-8, and never contain a raw line separator
+(``tether.cli.render.json_line``). No line of input can end the process.
 
-* ``prompt`` ``{message}``: start a run with a user message. Answered as soon as the run is
-  accepted (``data: {messageId}``); its events follow. ``AGENT_BUSY`` while a run is going.
-* ``steer`` ``{message}``: queue a user message for the next turn boundary of the running
-  prompt (or of the next prompt); ``follow_up`` ``{message}``: queue one for when the model
-  would finish. Both answer ``data: {messageId}``.
-* ``abort``: cancel the running prompt (``data: {cancelled}``, ``false`` when idle). The run
-  ends ``cancelled`` and the transcript keeps only complete turns.
-* ``get_state``: ``data: {isRunning, model, provider, baseUrl, messageCount, queuedSteering,
-  queuedFollowUps, usage, tools, maxSteps}`` (``usage`` in camelCase, summed over the models
-  of this session).
-* ``get_messages``: ``data: {messages}``, the transcript as camelCase JSON (``tether.to_json``).
-* ``set_model`` ``{model, baseUrl?}``: only while idle; a new Agent on that model with the same
-  transcript and queued messages. Without ``baseUrl`` the provider's own URL is used, unless
-  the provider is the current one (then its current URL, ``--base-url`` included, is kept).
-  The config file is read again; selection errors are answered with their ``CLI_...`` code
-  (``CLI_UNKNOWN_PROVIDER``, ``CLI_MISSING_API_KEY``...). ``data: {model, baseUrl}``.
-* ``new_session``: only while idle; an empty transcript and empty queues on the same model
-  (``data: null``).
-* ``compact``: compact the context now (``Agent.compact``), in the background: the response
-  comes when it is done, and ``abort`` cancels it (``CONTEXT_CANCELLED``, nothing changed);
-  ``{compacted: false}`` when there was nothing to compact, else ``{compacted, summaryId,
-  compactedMessages, unitsBefore, unitsAfter}``; a ``CONTEXT_...`` error code when it
-  cannot. Every Agent also compacts on its own near the model's ``context_window`` (from
-  the config; 128,000 tokens by default).
-
-**Responses** echo the ``id``::
-
-    {"type":"response","id":1,"command":"prompt","success":true,"data":{"messageId":"..."}}
-    {"type":"response","id":2,"command":"set_model","success":false,
-     "error":{"code":"AGENT_BUSY","message":"..."}}
-
-A line that is not a command is answered with ``success: false`` too, with ``id`` (and
-``command``) ``null`` when they cannot be read: ``RPC_INVALID_JSON`` (not UTF-8, not JSON),
-``RPC_INVALID_REQUEST`` (not an object; ``id``, ``type`` or a field missing, of the wrong
-type, or not known), ``RPC_UNKNOWN_COMMAND``, ``RPC_LINE_TOO_LONG``. Errors of the agent keep
-their codes (``AGENT_BUSY``, ``AGENT_MESSAGE_LIMIT``); a bug is ``RPC_INTERNAL_ERROR``. No
-line of input can end the process.
-
-**Events.** While a prompt runs, each agent event is a line ``{"type":"event","event":E}``
-where ``E`` is the camelCase event of ``tether run --json`` (``message.accepted``,
-``model.chunk``, ``tool.started``, ``tool.finished``, ``run.finished``); ``run.finished``
-(with the run's result) is the last line of a run. When a run failed in a way a person can
-fix (``tether.cli.models.run_problem``), a line ``{"type":"error","error":{"code","message"[,
-"retryAfter"]}}`` with the advice comes just before its ``run.finished``.
-
-**Lifetime.** End of input cancels a running prompt ("Standard input closed"), writes the
-rest of its events, closes the model and exits 0. Ctrl-C (SIGINT) does the same and exits
-130; a second Ctrl-C exits at once. When stdout cannot be written, the run is cancelled and
-the command exits 4.
-
-Sessions are not persisted yet: ``new_session`` and the Agent's construction are marked as
-where ``--session PATH`` plugs in.
+**Lifetime.** End of input cancels a running prompt ("Standard input closed"), declines a
+waiting approval, writes the rest of its events, closes the session and the model and
+exits 0. Ctrl-C (SIGINT) does the same and exits 130; a second Ctrl-C exits at once. When
+stdout cannot be written, the run is cancelled and the command exits 4.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import os
 import sys
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar, cast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from tether._errors import TetherError
 from tether.abort import AbortController, AbortSignal
-from tether.cli.main import EXIT_INTERRUPTED, EXIT_OK
+from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.models import choose_model, display_url, run_problem
-from tether.cli.render import Output, OutputError, json_line
-from tether.cli.run import (
-    INTERRUPT_REASON,
-    Interrupts,
-    UsageMeter,
-    build_agent,
-    sigint_blocked,
-    starting_transcript,
-)
+from tether.cli.render import Output, OutputError, json_line, warn
 from tether.cli.urls import http_url_problem
-from tether.protocol import ZERO_USAGE, ModelUsage, to_json
+from tether.protocol import to_json
 
 if TYPE_CHECKING:
-    from tether.agent.agent import Agent
-    from tether.cli.models import HttpModel, ModelChoice
+    from tether.agent.extensions import ExtensionDefinition
+    from tether.cli.config import CliConfig
+    from tether.cli.models import ModelChoice
+    from tether.coding import (
+        Answer,
+        ApprovalRequest,
+        CodingEvent,
+        CodingSession,
+        CodingSessionConfig,
+        ToolSet,
+    )
     from tether.protocol import AgentEvent, RunResult
     from tether.stream import EventStream
 
-__all__ = ["COMMANDS", "MAX_LINE_BYTES", "RpcError", "rpc_command"]
+__all__ = [
+    "COMMANDS",
+    "MAX_LINE_BYTES",
+    "PROTOCOL_VERSION",
+    "RpcError",
+    "RpcOptions",
+    "rpc_command",
+    "rpc_config",
+]
 
 MAX_LINE_BYTES: Final = 1 << 20
 """The longest input line read (without its ``\\n``)."""
+PROTOCOL_VERSION: Final = 2
+"""The protocol's version (``get_state``'s ``protocolVersion``): 2 since sessions, approvals
+and the session commands (1 was the first, sessionless protocol)."""
 COMMANDS: Final = (
     "prompt",
     "steer",
     "follow_up",
     "abort",
+    "approve",
     "get_state",
     "get_messages",
+    "get_system_prompt",
     "set_model",
     "new_session",
+    "list_sessions",
+    "resume",
+    "get_tree",
+    "move_to",
+    "set_cwd",
     "compact",
 )
-"""Every command ``type``, in the order of the module docstring."""
+"""Every command ``type``, in the order of ``docs/rpc.md``."""
 
 _FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "prompt": ("message",),
     "steer": ("message",),
     "follow_up": ("message",),
+    "approve": ("requestId", "answer"),
     "set_model": ("model", "baseUrl"),
+    "resume": ("sessionId",),
+    "move_to": ("entryId",),
+    "set_cwd": ("cwd",),
 }
 _READ_BYTES: Final = 65_536
 _QUEUED_CHUNKS: Final = 4
@@ -152,18 +135,54 @@ class _TooLong:
 _TOO_LONG: Final = _TooLong()
 
 
-async def rpc_command(args: argparse.Namespace, choice: ModelChoice, out: Output) -> int:
-    """Serve ``tether rpc`` on stdin and ``out`` with an Agent on ``choice``'s model until
-    end of input (0) or Ctrl-C (130). A failed write raises ``OutputError`` after cleanup."""
+async def rpc_command(
+    options: RpcOptions, choice: ModelChoice, config: CliConfig, out: Output
+) -> int:
+    """Serve ``tether rpc`` on stdin and ``out`` with a ``CodingSession`` on ``choice``'s
+    model (with ``config``'s extensions and approvals) until end of input (0) or Ctrl-C
+    (130); 2 when the session cannot be opened (one line on stderr). A failed write raises
+    ``OutputError`` after cleanup."""
+    from tether.agent.runtime import TetherRuntimeError
+    from tether.cli.config import CliError
+    from tether.cli.context_files import user_config_dir
+    from tether.cli.session_config import configured_extensions
+    from tether.coding import CodingSession, CodingSessionError
+
+    try:
+        extensions = configured_extensions(config)
+    except CliError as error:
+        warn(f"tether rpc: [{error.code}] {error}")
+        return EXIT_USAGE
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller, _NOTICE):
-        session = _Session(args, choice, out)
+        made = rpc_config(
+            options,
+            choice,
+            config,
+            cwd=Path.cwd(),
+            config_dir=user_config_dir(),
+            extensions=extensions,
+        )
+        server: _Session | None = None
+
+        async def approve(request: ApprovalRequest) -> Answer:
+            assert server is not None
+            return await server.approve(request)
+
+        session = CodingSession(made, approver=approve)
+        server = _Session(session, out)
         try:
-            await session.serve(controller.signal)
+            try:
+                if options.resume is not None:
+                    await session.resume(options.resume)
+            except (TetherRuntimeError, CodingSessionError) as error:
+                warn(f"tether rpc: [{error.code}] {error.message}")
+                return EXIT_USAGE
+            await server.serve(controller.signal)
         finally:
-            await session.close(INTERRUPT_REASON if controller.signal.aborted else _EOF_REASON)
-        if session.output_error is not None:
-            raise session.output_error
+            await server.close(INTERRUPT_REASON if controller.signal.aborted else _EOF_REASON)
+        if server.output_error is not None:
+            raise server.output_error
     return EXIT_INTERRUPTED if controller.signal.aborted else EXIT_OK
 
 
@@ -272,26 +291,105 @@ class _Request:
         self.fields = fields
 
 
-class _Session:
-    """One Agent, its model, the running prompt's event pumps and the output."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RpcOptions:
+    """What ``tether rpc`` serves, from the command line: the ``tools``, the
+    ``introduction`` (``--system``), the step budget, whether tool calls are approved without
+    asking (``auto_approve``), the sessions directory and a session to ``resume`` at start
+    (an ID or a unique prefix)."""
 
-    def __init__(self, args: argparse.Namespace, choice: ModelChoice, out: Output) -> None:
-        self.args = args
-        self.choice = choice
+    tools: ToolSet = "none"
+    introduction: str | None = None
+    max_steps: int = 64
+    auto_approve: bool = False
+    sessions_dir: Path
+    resume: str | None = None
+
+
+def rpc_config(
+    options: RpcOptions,
+    choice: ModelChoice,
+    config: CliConfig,
+    *,
+    cwd: Path,
+    config_dir: Path | None,
+    extensions: tuple[ExtensionDefinition, ...] = (),
+) -> CodingSessionConfig[ModelChoice]:
+    """The coding session ``tether rpc`` drives (``tether.cli.session_config``): chat's
+    system prompt, extensions and sessions, its approvals asked of the client
+    (``approval_request``) unless ``auto_approve``."""
+    from tether.cli.session_config import coding_config
+    from tether.coding import SessionPlace
+
+    return coding_config(
+        choice,
+        config,
+        cwd=cwd,
+        tools=options.tools,
+        introduction=options.introduction,
+        sessions=SessionPlace(directory=options.sessions_dir),
+        config_dir=config_dir,
+        extensions=extensions,
+        max_steps=options.max_steps,
+        auto_approve=options.auto_approve,
+    )
+
+
+class _Session:
+    """One ``CodingSession``, the running prompt's event pumps, the pending approvals and
+    the output."""
+
+    def __init__(self, session: CodingSession[ModelChoice], out: Output) -> None:
+        self.session = session
         self.out = out
         self.output_error: OutputError | None = None
-        self.model: HttpModel = choice.build()
-        self.meter = UsageMeter(self.model, None)
-        # SESSION PLUG-IN POINT: with --session PATH the first Agent starts from the file.
-        self.agent: Agent = build_agent(
-            self.meter,
-            args,
-            starting_transcript(args),
-            choice=choice,
-        )
-        self.usage_before: ModelUsage = ZERO_USAGE  # of the Agents set_model replaced
         self.pumps: set[asyncio.Task[None]] = set()
+        self.approvals: dict[str, asyncio.Future[Answer]] = {}
+        self.caught_up = asyncio.Event()
+        self.caught_up.set()
         self.stopping: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        session.subscribe(self.on_event)
+
+    @property
+    def choice(self) -> ModelChoice:
+        return self.session.model
+
+    def on_event(self, event: CodingEvent) -> None:
+        """A notice becomes a line of its own (agent events are written by the pump of their
+        run, in order; which session is open, the responses and ``get_state`` say)."""
+        if event.type == "session.notice":
+            self.write({"type": "notice", "text": event.text})
+
+    async def approve(self, request: ApprovalRequest) -> Answer:
+        """Ask the client: an ``approval_request`` line, answered by an ``approve``
+        command (declined when the run is aborted or the input ends)."""
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self.approvals[request.id] = future
+        call = request.tool_call
+        try:
+            # The run's events so far are written first: a pump just handed one (its wakeup
+            # already scheduled, ahead of this one) takes it in the first loop turn.
+            await asyncio.sleep(0)
+            await self.caught_up.wait()
+            self.write(
+                {
+                    "type": "approval_request",
+                    "requestId": request.id,
+                    "toolCall": {
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": to_json(call.arguments),
+                    },
+                }
+            )
+            return await future
+        finally:
+            self.approvals.pop(request.id, None)
+
+    def decline_pending(self) -> None:
+        for future in self.approvals.values():
+            if not future.done():
+                future.set_result("no")
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -333,12 +431,20 @@ class _Session:
         return None
 
     async def close(self, reason: str) -> None:
-        """Cancel a running prompt, let its events be written, close the model."""
-        self.agent.cancel(reason)
+        """Cancel a running prompt, let its events be written, close the session."""
+        from tether.agent.runtime import TetherRuntimeError
+
+        self.session.abort(reason)
+        self.decline_pending()
         while self.pumps:
             await asyncio.gather(*self.pumps)
-        await self.agent.wait_until_idle()
-        await self.model.aclose()
+        agent = self.session.agent
+        if agent is not None:
+            await agent.wait_until_idle()
+        try:
+            await self.session.close()
+        except TetherRuntimeError as error:
+            warn(f"tether rpc: the session did not close cleanly: [{error.code}] {error}")
 
     # --- one line -----------------------------------------------------------------------------
 
@@ -361,7 +467,7 @@ class _Session:
             data = await self.dispatch(request)
         except _Refused as error:
             self.refuse(error.request_id, error.command, error.code, error.message)
-        except RpcError as error:
+        except TetherError as error:  # ours, the session's, the runtime's, the Agent's
             self.refuse(request_id, command, error.code, error.message)
         except OutputError:
             raise
@@ -406,31 +512,126 @@ class _Session:
     # --- the commands -------------------------------------------------------------------------
 
     async def dispatch(self, request: _Request) -> object:
-        agent = self.agent
+        session = self.session
         fields = request.fields
         match request.command:
             case "prompt":
-                return self.prompt(_message(fields))
+                return await self.prompt(_text(fields, "message"))
             case "steer":
-                return {"messageId": _agent_call(lambda: agent.steer(_message(fields)).id)}
+                text = _text(fields, "message")
+                return {"messageId": (await session.steer(text)).id}
             case "follow_up":
-                return {"messageId": _agent_call(lambda: agent.follow_up(_message(fields)).id)}
+                text = _text(fields, "message")
+                return {"messageId": (await session.follow_up(text)).id}
             case "abort":
-                return {"cancelled": agent.cancel(_ABORT_REASON)}
+                cancelled = session.abort(_ABORT_REASON)
+                self.decline_pending()
+                return {"cancelled": cancelled}
+            case "approve":
+                return self.answer(fields)
             case "get_state":
                 return self.state()
             case "get_messages":
-                return {"messages": [to_json(message) for message in agent.messages]}
+                agent = session.agent
+                messages = () if agent is None else agent.messages
+                return {"messages": [to_json(message) for message in messages]}
+            case "get_system_prompt":
+                await session.start()
+                return {"systemPrompt": session.system_prompt}
             case "set_model":
                 return await self.set_model(fields)
             case "new_session":
                 self.idle("new_session")
-                # SESSION PLUG-IN POINT: --session starts a new session file here.
-                self.agent = build_agent(self.meter, self.args, (), choice=self.choice)
-                self.usage_before = ZERO_USAGE
-                return None
+                await session.new_session()
+                return self.where()
+            case "list_sessions":
+                return await self.list_sessions()
+            case "resume":
+                self.idle("resume")
+                await session.resume(_text(fields, "sessionId"))
+                return self.where()
+            case "get_tree":
+                return self.tree()
+            case "move_to":
+                self.idle("move_to")
+                entry = await session.move_to(_text(fields, "entryId"))
+                return {"entryId": entry, **self.where()}
+            case "set_cwd":
+                return await self.set_cwd(_text(fields, "cwd"))
             case _:  # "compact"
                 return self.compact(request.id)
+
+    def where(self) -> dict[str, object]:
+        session = self.session
+        agent = session.agent
+        return {
+            "sessionId": session.session_id,
+            "messageCount": 0 if agent is None else len(agent.messages),
+        }
+
+    def answer(self, fields: dict[str, object]) -> object:
+        request_id = _text(fields, "requestId")
+        answer = fields.get("answer")
+        if answer not in ("yes", "no", "always"):
+            raise RpcError("RPC_INVALID_REQUEST", '"answer" must be "yes", "no" or "always"')
+        future = self.approvals.get(request_id)
+        if future is None or future.done():
+            raise RpcError(
+                "RPC_NO_SUCH_APPROVAL", f"no approval request {_short(request_id)!r} is waiting"
+            )
+        future.set_result(answer)
+        return {"approved": answer != "no"}
+
+    async def list_sessions(self) -> object:
+        from tether.agent.session import SessionLimits, list_sessions
+
+        directory = self.session.sessions_dir
+        assert directory is not None
+        found = await asyncio.to_thread(list_sessions, directory, limits=SessionLimits.for_coding())
+        return {
+            "sessions": [
+                {
+                    "sessionId": info.id,
+                    "file": info.path.name,
+                    "createdAt": info.created_at,
+                    "entryCount": info.entry_count,
+                    "title": info.title,
+                    "error": info.error,
+                }
+                for info in found
+            ]
+        }
+
+    def tree(self) -> object:
+        from tether.agent.session import MessageEntry
+
+        session = self.session
+        active = {entry.id for entry in session.active_entries()}
+        tree = session.tree
+        entries: list[dict[str, object]] = []
+        for entry in session.entries():
+            item: dict[str, object] = {
+                "id": entry.id,
+                "parentId": entry.parent_id,
+                "active": entry.id in active,
+            }
+            if type(entry) is MessageEntry:
+                item.update(kind="message", role=entry.message.role)
+            else:
+                item.update(kind="compaction")
+            entries.append(item)
+        return {
+            "leafId": None if tree is None else tree.active_leaf_id,
+            "entries": entries,
+        }
+
+    async def set_cwd(self, cwd: str) -> object:
+        self.idle("set_cwd")
+        target = _directory(cwd)
+        if target is None:
+            raise RpcError("RPC_INVALID_REQUEST", '"cwd" must be the absolute path of a directory')
+        await self.session.change_directory(target)
+        return {"cwd": str(self.session.cwd)}
 
     def compact(self, request_id: RequestId) -> object:
         """Start ``Agent.compact`` (a summary replaces the oldest part); the response comes
@@ -445,7 +646,7 @@ class _Session:
         from tether.agent.compaction import ContextCompactionError
 
         try:
-            record = await self.agent.compact()
+            record = None if self.session.agent is None else await self.session.compact()
         except ContextCompactionError as error:
             self.refuse(request_id, "compact", error.code, error.message)
             return
@@ -473,65 +674,79 @@ class _Session:
         )
 
     def idle(self, command: str) -> None:
-        if self.agent.is_running:
+        if self.session.is_running:
             raise RpcError(
                 "AGENT_BUSY", f"a prompt is running: {command} needs an idle agent (abort first)"
             )
 
-    def prompt(self, message: str) -> object:
-        agent = self.agent
-        if agent.is_running:
+    async def prompt(self, message: str) -> object:
+        session = self.session
+        if session.is_running:
             raise RpcError(
                 "AGENT_BUSY", "a prompt is running: steer, follow_up or abort it instead"
             )
+        agent = await session.start()
         before = len(agent.messages)
-        self.meter.last_error = None
-        stream = _agent_call(lambda: agent.prompt(message))
+        stream = await session.prompt(message)
         # The response is written before this task gets a turn: events always follow it.
-        pump = asyncio.get_running_loop().create_task(self.pump(stream, self.meter, self.choice))
+        pump = asyncio.get_running_loop().create_task(self.pump(stream))
         self.pumps.add(pump)
         pump.add_done_callback(self.pumps.discard)
         return {"messageId": agent.messages[before].id}
 
-    async def pump(
-        self,
-        stream: EventStream[AgentEvent, RunResult],
-        meter: UsageMeter,
-        choice: ModelChoice,
-    ) -> None:
-        """Write the events of one run; after an output failure, cancel it."""
+    async def pump(self, stream: EventStream[AgentEvent, RunResult]) -> None:
+        """Write the events of one run; after an output failure, cancel it. ``caught_up``
+        is set while every event so far is written (an approval request waits for it)."""
+        events = stream.__aiter__()
         try:
-            async for event in stream:
+            while True:
+                event = events.poll(None)
+                if event is None:
+                    self.caught_up.set()
+                    event = await events.__anext__()
+                    self.caught_up.clear()
                 if event.type == "run.finished":
-                    self.advise(event.payload.result, meter, choice)
+                    self.advise(event.payload.result)
                 self.write({"type": "event", "event": to_json(event)})
+        except StopAsyncIteration:
+            return
         except OutputError:
-            self.agent.cancel("The output failed")
+            self.session.abort("The output failed")
+            self.decline_pending()
+        finally:
+            self.caught_up.set()
 
-    def advise(self, result: RunResult, meter: UsageMeter, choice: ModelChoice) -> None:
-        problem = run_problem(result, meter.last_error, choice)
+    def advise(self, result: RunResult) -> None:
+        meter = self.session.meter
+        last = None if meter is None else meter.last_error
+        problem = run_problem(result, last, self.choice)
         if problem is None:
             return
         error: dict[str, object] = {"code": problem.code, "message": problem.message}
-        last = meter.last_error
         if problem.code == "CLI_RATE_LIMITED" and last is not None and last.retry_after is not None:
             error["retryAfter"] = last.retry_after
         self.write({"type": "error", "error": error})
 
     def state(self) -> object:
-        agent = self.agent
+        session = self.session
+        agent = session.agent
         choice = self.choice
         return {
-            "isRunning": agent.is_running,
+            "protocolVersion": PROTOCOL_VERSION,
+            "isRunning": session.is_running,
             "model": choice.spec,
             "provider": choice.provider.name,
             "baseUrl": display_url(choice.base_url),
-            "messageCount": len(agent.messages),
-            "queuedSteering": len(agent.queued_steering),
-            "queuedFollowUps": len(agent.queued_follow_ups),
-            "usage": to_json(self.usage_before + agent.usage),
-            "tools": list(agent.tool_names),
-            "maxSteps": agent.max_steps,
+            "sessionId": session.session_id,
+            "cwd": str(session.cwd),
+            "messageCount": 0 if agent is None else len(agent.messages),
+            "queuedSteering": 0 if agent is None else len(agent.queued_steering),
+            "queuedFollowUps": 0 if agent is None else len(agent.queued_follow_ups),
+            "pendingApprovals": sorted(self.approvals),
+            "usage": to_json(session.usage),
+            "cost": session.cost,
+            "tools": [] if agent is None else list(agent.tool_names),
+            "maxSteps": session.config.max_steps,
         }
 
     async def set_model(self, fields: dict[str, object]) -> object:
@@ -556,18 +771,7 @@ class _Session:
             choice = choose_model(spec, base_url=base_url, config=load_config())
         except CliError as error:
             raise RpcError(error.code, error.message) from None
-        old = self.agent
-        model = choice.build()
-        meter = UsageMeter(model, None)
-        agent = build_agent(meter, self.args, old.messages, choice=choice)
-        for queued in old.queued_steering:
-            agent.steer(queued.content)
-        for queued in old.queued_follow_ups:
-            agent.follow_up(queued.content)
-        previous = self.model
-        self.usage_before = self.usage_before + old.usage
-        self.choice, self.model, self.meter, self.agent = choice, model, meter, agent
-        await previous.aclose()
+        await self.session.switch_model(choice)
         return {"model": choice.spec, "baseUrl": display_url(choice.base_url)}
 
 
@@ -631,24 +835,18 @@ def _short(text: str) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _message(fields: dict[str, object]) -> str:
-    message = fields.get("message")
-    if message is None:
-        raise RpcError("RPC_INVALID_REQUEST", 'the command has no "message"')
-    if not isinstance(message, str) or not message:
-        raise RpcError("RPC_INVALID_REQUEST", '"message" must be a non-empty string')
-    return message
+def _directory(text: str) -> Path | None:
+    """The directory the absolute path ``text`` names (symlinks resolved), or ``None``."""
+    target = Path(text)
+    if not target.is_absolute() or not target.is_dir():
+        return None
+    return Path(os.path.realpath(target))
 
 
-_T = TypeVar("_T")
-
-
-def _agent_call(call: Callable[[], _T]) -> _T:
-    """``call()``, with the Agent's own errors (``AGENT_BUSY``, ``AGENT_MESSAGE_LIMIT``...)
-    as ``RpcError`` with the same code."""
-    try:
-        return call()
-    except RpcError:
-        raise
-    except TetherError as error:
-        raise RpcError(error.code, error.message) from None
+def _text(fields: dict[str, object], name: str) -> str:
+    value = fields.get(name)
+    if value is None:
+        raise RpcError("RPC_INVALID_REQUEST", f'the command has no "{name}"')
+    if not isinstance(value, str) or not value:
+        raise RpcError("RPC_INVALID_REQUEST", f'"{name}" must be a non-empty string')
+    return value

@@ -2,14 +2,20 @@
 
 Without ``--model`` (``run_command``) it loads a provider fixture (the bundled round trip by
 default) and runs the agent loop on it with the built-in ``add`` tool: no key, no network.
-With ``--model`` (``run_model_command``) it runs a stateful ``Agent`` on the chosen HTTP model
-(``tether.cli.models``) for one prompt, with ``RunLimits.for_real_models()`` and, with
-``--tools coding``, the coding tools confined to the current directory. Both write the same
-events the same way: the human view, or one camelCase JSON event per line (``--json``). A
+With ``--model`` (``run_model_command``, print mode) it sends one prompt to the coding
+session every mode drives (``tether.coding.CodingSession``, built by
+``tether.cli.session_config`` as for ``tether chat``: the same system prompt, context files,
+skills and extensions; with ``RunLimits.for_real_models()``; with ``--tools coding``, the
+coding tools confined to the current directory, never asked about) on the chosen HTTP model
+(``tether.cli.models``). The prompt is ``-p TEXT``, or standard input (``-p -``, or no
+``-p`` while stdin is not a terminal; ``tether.cli.main``). Both kinds of run write the same
+events the same way: the human view, or one camelCase JSON event per line (``--json``: the
+events ``tether rpc`` sends too). A
 model run that failed in a way a person can fix (``tether.cli.models.run_problem``: server
 unreachable, key refused, rate limited, context overflow) also gets one line of advice on
 stderr and exit status 2. ``--session PATH`` (model runs) continues the session file's
-active branch and records the run into it (created when missing); a file it cannot use
+active branch and records the run into it (created when missing; without it the session is
+ephemeral, in a temporary directory removed at the end); a file it cannot use
 (``SESSION_...``, or ``CLI_SESSION_UNUSABLE`` when the system refuses it: a missing
 directory, a name too long, ``/proc/self/mem``) is exit status 2.
 
@@ -44,17 +50,13 @@ Three things make that hold:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import os
-import signal as signals
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, cast
 
 from tether import (
     AbortController,
@@ -63,12 +65,6 @@ from tether import (
     EventStream,
     FixtureProviderAdapter,
     FixtureProviderError,
-    Message,
-    Model,
-    ModelChunk,
-    ModelRequest,
-    ModelResponse,
-    ModelStream,
     RunResult,
     ToolRegistry,
     run_agent_loop,
@@ -76,33 +72,35 @@ from tether import (
     tool,
     user_message,
 )
-from tether.cli.main import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
+from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
+from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.render import HumanView, Output, json_line, warn
-from tether.providers.errors import ProviderError
+from tether.coding.meter import UsageMeter
 
 if TYPE_CHECKING:
-    from tether.agent.agent import Agent
-    from tether.agent.session import SessionStore
+    from tether.agent.extensions import ExtensionDefinition
+    from tether.agent.runtime import TetherRuntimeError
+    from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
+    from tether.coding import CodingEvent, CodingSession, CodingSessionConfig, ToolSet
 
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STATUS",
     "EXIT_USAGE",
     "INTERRUPT_REASON",
+    "FixtureOptions",
     "Interrupts",
+    "Pacer",
+    "PrintOptions",
     "UsageMeter",
     "add",
+    "print_config",
     "run_command",
     "run_model_command",
-    "session_agent",
+    "show_run",
     "sigint_blocked",
-    "starting_transcript",
 ]
-
-INTERRUPT_REASON: Final = "Interrupted by the user"
-"""Why a run cancelled by Ctrl-C was cancelled."""
-_NOTICE: Final = b"tether run: interrupted; stopping the run (Ctrl-C again quits at once)\n"
 
 
 @tool
@@ -116,10 +114,20 @@ async def add(left: int, right: int) -> int:
     return left + right
 
 
-async def run_command(args: argparse.Namespace, out: Output) -> int:
-    """Run ``tether run`` with parsed ``args``, writing to ``out``; returns the exit status.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixtureOptions:
+    """What ``tether run`` without ``--model`` runs: the provider ``fixture`` (``None``: the
+    bundled round trip), the user message, the step budget and ``json`` output."""
 
-    A failed write raises ``OutputError`` (after the run was told to stop).
+    fixture: Path | None = None
+    prompt: str
+    max_steps: int = 8
+    json: bool = False
+
+
+async def run_command(args: FixtureOptions, out: Output) -> int:
+    """Run ``tether run`` (a fixture) as ``args`` says, writing to ``out``; returns the exit
+    status. A failed write raises ``OutputError`` (after the run was told to stop).
     """
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller):
@@ -132,7 +140,7 @@ async def run_command(args: argparse.Namespace, out: Output) -> int:
             return EXIT_USAGE
         if provider is None:
             return EXIT_INTERRUPTED
-        pacer = _Pacer()
+        pacer = Pacer()
         meter = UsageMeter(provider, pacer.wait)
         view = None if args.json else HumanView(out)
         stream = run_agent_loop(
@@ -143,7 +151,7 @@ async def run_command(args: argparse.Namespace, out: Output) -> int:
             signal=controller.signal,
         )
         try:
-            await _show(stream, pacer, view, out)
+            await show_run(stream, pacer, view, out)
         finally:
             if not stream.settled:  # the output failed: stop the run instead of leaving it
                 controller.abort("The output failed")
@@ -160,185 +168,172 @@ def _bundled_fixture() -> Path:
 # --- a real model ----------------------------------------------------------------------------
 
 
-async def run_model_command(args: argparse.Namespace, choice: ModelChoice, out: Output) -> int:
-    """Run ``tether run --model ...``: one prompt (``args.prompt``) to an ``Agent`` on
-    ``choice``'s model, shown on ``out``; returns the exit status.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrintOptions:
+    """What ``tether run --model`` (print mode) runs, from the command line: the user
+    message (``prompt``), ``json`` output, the ``tools`` (``none`` or ``coding``), the
+    ``introduction`` that replaces the system prompt's first paragraph (``--system``), the
+    step budget and the ``session`` file (``None``: an ephemeral session, nothing kept)."""
 
-    ``args`` also carries ``system``, ``tools`` (``"coding"`` or ``None``), ``max_steps`` and
-    ``json``. A failed write raises ``OutputError`` (after the run was cancelled).
-    """
+    prompt: str
+    json: bool = False
+    tools: ToolSet = "none"
+    introduction: str | None = None
+    max_steps: int = 64
+    session: Path | None = None
+
+
+def print_config(
+    options: PrintOptions,
+    choice: ModelChoice,
+    config: CliConfig,
+    *,
+    cwd: Path,
+    config_dir: Path | None,
+    extensions: tuple[ExtensionDefinition, ...] = (),
+) -> CodingSessionConfig[ModelChoice]:
+    """The coding session of a print run (``tether.cli.session_config``): the same system
+    prompt and extensions as ``tether chat``, its tool calls never asked about (there is
+    nobody to ask)."""
+    from tether.cli.session_config import coding_config
+    from tether.coding import SessionPlace
+
+    return coding_config(
+        choice,
+        config,
+        cwd=cwd,
+        tools=options.tools,
+        introduction=options.introduction,
+        sessions=SessionPlace(file=options.session),
+        config_dir=config_dir,
+        extensions=extensions,
+        max_steps=options.max_steps,
+        auto_approve=True,
+    )
+
+
+async def run_model_command(
+    options: PrintOptions, choice: ModelChoice, config: CliConfig, out: Output
+) -> int:
+    """Run ``tether run --model ...``: one prompt to a ``CodingSession`` on ``choice``'s
+    model (with ``config``'s extensions), shown on ``out``; returns the exit status. A failed
+    write raises ``OutputError`` (after the run was cancelled)."""
+    from tether.cli.config import CliError
+    from tether.cli.context_files import user_config_dir
+    from tether.cli.session_config import configured_extensions
+    from tether.coding import CodingSession
+
+    try:
+        extensions = configured_extensions(config)
+    except CliError as error:
+        warn(f"tether run: [{error.code}] {error}")
+        return EXIT_USAGE
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller):
-        model = choice.build()
+        made = print_config(
+            options,
+            choice,
+            config,
+            cwd=Path.cwd(),
+            config_dir=user_config_dir(),
+            extensions=extensions,
+        )
+        session = CodingSession(made)
         try:
-            return await _run_agent(args, choice, model, controller.signal, out)
+            return await _print_run(session, options, choice, controller.signal, out)
         finally:
-            await model.aclose()
+            await _close_session(session)
 
 
-async def _run_agent(
-    args: argparse.Namespace,
+async def _close_session(session: CodingSession[ModelChoice]) -> None:
+    from tether.agent.runtime import TetherRuntimeError
+
+    try:
+        await session.close()
+    except TetherRuntimeError as error:
+        warn(f"tether run: the session did not close cleanly: [{error.code}] {error}")
+
+
+async def _print_run(
+    session: CodingSession[ModelChoice],
+    options: PrintOptions,
     choice: ModelChoice,
-    model: Model,
     interrupted: AbortSignal,
     out: Output,
 ) -> int:
-    pacer = _Pacer()
-    meter = UsageMeter(model, pacer.wait)
-    session: str | None = getattr(args, "session", None)
-    if session is None:
-        agent = build_agent(meter, args, (), choice=choice)
-    else:
-        from tether.agent.session import SessionStoreError
-
-        try:
-            agent = await session_agent(meter, args, session, choice)
-        except SessionStoreError as error:
-            warn(f"tether run: [{error.code}] {error.message} ({session})")
-            return EXIT_USAGE
-        except OSError as error:  # a directory that is missing, a name too long, /proc/...
-            reason = error.strerror or type(error).__name__
-            warn(
-                f"tether run: [CLI_SESSION_UNUSABLE] cannot use the session file {session}: "
-                f"{reason}"
-            )
-            return EXIT_USAGE
-        store = session_store(agent)
-        try:
-            if store.recovered is not None:
-                warn(f"tether run: recovered: {store.recovered} ({session})")
-            return await _prompt_agent(agent, args, choice, meter, pacer, interrupted, out)
-        finally:
-            await store.close()  # let the file go (its lock)
-    return await _prompt_agent(agent, args, choice, meter, pacer, interrupted, out)
-
-
-async def _prompt_agent(
-    agent: Agent,
-    args: argparse.Namespace,
-    choice: ModelChoice,
-    meter: UsageMeter,
-    pacer: _Pacer,
-    interrupted: AbortSignal,
-    out: Output,
-) -> int:
+    from tether.agent.runtime import TetherRuntimeError
     from tether.cli.models import run_problem
 
+    pacer = Pacer()
+    session.set_pace(pacer.wait)
+    place = "" if options.session is None else f" ({options.session})"
+
+    def notice(event: CodingEvent) -> None:
+        if event.type == "session.notice":
+            warn(f"tether run: {event.text}{place}")
+
+    session.subscribe(notice)
+    try:
+        await session.start()
+    except TetherRuntimeError as error:
+        warn(f"tether run: {_session_problem(error, options.session)}")
+        return EXIT_USAGE
     if interrupted.aborted:
         return EXIT_INTERRUPTED
-    remove = interrupted.add_listener(lambda: agent.cancel(INTERRUPT_REASON))
-    view = None if args.json else HumanView(out)
+    remove = interrupted.add_listener(lambda: session.abort(INTERRUPT_REASON))
+    view = None if options.json else HumanView(out)
     try:
-        stream = agent.prompt(args.prompt)
+        stream = await session.prompt(options.prompt)
         try:
-            await _show(stream, pacer, view, out)
+            await show_run(stream, pacer, view, out)
         finally:
             if not stream.settled:  # the output failed: stop the run instead of leaving it
-                agent.cancel("The output failed")
-                await agent.wait_until_idle()
+                session.abort("The output failed")
+                agent = session.agent
+                if agent is not None:
+                    await agent.wait_until_idle()
         result = await stream.result
     finally:
         remove()
-    if view is not None:
+    meter = session.meter
+    if view is not None and meter is not None:
         view.summary(result, meter.turns, meter.input_tokens, meter.output_tokens)
-    problem = run_problem(result, meter.last_error, choice)
+    problem = run_problem(result, None if meter is None else meter.last_error, choice)
     if problem is not None:
         warn(f"tether run: [{problem.code}] {problem}")
         return EXIT_USAGE
     return EXIT_STATUS[result.status]
 
 
-DEFAULT_CONTEXT_WINDOW: Final = 128_000
-"""Tokens assumed for a model whose ``context_window`` the config does not set."""
+def _session_problem(error: TetherRuntimeError, path: Path | None) -> str:
+    """``[CODE] message`` for a session that could not be opened: the session store's own
+    code (``SESSION_IN_USE``, ``SESSION_INVALID_JSON``...) when it is the cause,
+    ``CLI_SESSION_UNUSABLE`` when the system refused the file, else the runtime's."""
+    from tether.agent.session import SessionStoreError
 
-
-def build_agent(
-    model: Model,
-    args: argparse.Namespace,
-    messages: Sequence[Message],
-    *,
-    choice: ModelChoice,
-) -> Agent:
-    """The ``Agent`` of a model run (``tether run`` and ``tether rpc``): ``args.tools``
-    (``"coding"``: the coding tools confined to the current directory, their processes
-    without ``choice.hidden_env``), ``args.system``, ``args.max_steps`` and the real-model
-    limits, starting from ``messages``; it compacts automatically near the choice's context
-    window (the config's, else 128,000 tokens)."""
-    from tether.agent.agent import Agent
-
-    return Agent(messages=messages, **agent_options(model, args, choice=choice))
-
-
-def agent_options(model: Model, args: argparse.Namespace, *, choice: ModelChoice) -> dict[str, Any]:
-    """The keyword options every model run's ``Agent`` is built with (see ``build_agent``)."""
-    from tether.agent.auto_compaction import AutoCompaction
-    from tether.loop.limits import RunLimits
-
-    tools = None
-    if args.tools == "coding":
-        from tether.tools.coding import coding_tools
-
-        tools = coding_tools(Path.cwd(), hide_env=choice.hidden_env, pass_env=choice.pass_env)
-    window = choice.settings.context_window or DEFAULT_CONTEXT_WINDOW
-    return {
-        "model": model,
-        "tools": tools,
-        "system": args.system,
-        "limits": RunLimits.for_real_models(),
-        "max_steps": args.max_steps,
-        "compaction": AutoCompaction(context_window=window),
-    }
-
-
-def starting_transcript(args: argparse.Namespace) -> Sequence[Message]:
-    """The transcript an ``rpc`` Agent starts from: empty (``tether run --session`` starts
-    from its session file instead, see ``session_agent``)."""
-    return ()
-
-
-def _exists(path: str) -> bool:
-    return os.path.lexists(path)
-
-
-async def session_agent(
-    model: Model, args: argparse.Namespace, path: str, choice: ModelChoice
-) -> Agent:
-    """``tether run --session PATH``: an Agent over the session file's active branch (created
-    when missing, with ``SessionLimits.for_coding()``) that records every message into it as
-    the run goes, compactions included. Raises ``SessionStoreError`` for a file it cannot use
-    (``SESSION_IN_USE`` while another process writes it). The store holds the file's lock:
-    close it (``session_store(agent).close()``) when the run is over.
-    """
-    from tether.agent.persistence import resume_agent
-    from tether.agent.session import SessionLimits, SessionStore, SessionStoreOptions, SessionTree
-
-    options = SessionStoreOptions(limits=SessionLimits.for_coding())
-    if _exists(path):
-        store = await SessionStore.load(path, options)
-    else:
-        store = await SessionStore.create(path, options)
-    try:
-        return await resume_agent(SessionTree(store), **agent_options(model, args, choice=choice))
-    except BaseException:
-        await store.close()
-        raise
-
-
-def session_store(agent: Agent) -> SessionStore:
-    """The session store a ``session_agent`` records into."""
-    from tether.agent.persistence import SessionRecorder
-
-    recorder = agent.recorder
-    assert isinstance(recorder, SessionRecorder)
-    return recorder.tree.store
+    seen: list[BaseException] = [error]
+    while seen:
+        cause = seen.pop(0)
+        if isinstance(cause, SessionStoreError):
+            return f"[{cause.code}] {cause.message} ({path})"
+        if isinstance(cause, OSError):
+            reason = cause.strerror or type(cause).__name__
+            return f"[CLI_SESSION_UNUSABLE] cannot use the session file {path}: {reason}"
+        if isinstance(cause, BaseExceptionGroup):
+            seen.extend(cast("tuple[BaseException, ...]", cause.exceptions))  # pyright: ignore[reportUnknownMemberType]
+        if cause.__cause__ is not None:
+            seen.append(cause.__cause__)
+    if path is not None and error.code == "RUNTIME_INVALID_OPTIONS":
+        return f"[CLI_SESSION_UNUSABLE] cannot use the session file {path}: {error}"
+    return f"[{error.code}] {error}"
 
 
 # --- the display and its pace ---------------------------------------------------------------
 
 
-async def _show(
+async def show_run(
     stream: EventStream[AgentEvent, RunResult],
-    pacer: _Pacer,
+    pacer: Pacer,
     view: HumanView | None,
     out: Output,
 ) -> None:
@@ -363,7 +358,7 @@ async def _show(
         return
 
 
-class _Pacer:
+class Pacer:
     """Holds the run back, turn by turn, until every event it emitted has been written."""
 
     __slots__ = ("_written",)
@@ -387,146 +382,6 @@ class _Pacer:
         """
         await asyncio.sleep(0)
         await self._written.wait()
-
-
-class UsageMeter:
-    """Wraps the model: paces each turn (when given ``pace``), adds up the token usage of
-    every response and keeps the last ``ProviderError`` the model raised (``last_error``)."""
-
-    def __init__(self, model: Model, pace: Callable[[], Awaitable[None]] | None) -> None:
-        self.model = model
-        self.pace = pace
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.turns = 0
-        self.last_error: ProviderError | None = None
-
-    def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream:
-        """The wrapped model's stream for ``request``, paced and metered."""
-        return _MeteredStream(self, self.model.stream(request, signal))
-
-
-class _MeteredStream:
-    def __init__(self, meter: UsageMeter, inner: ModelStream) -> None:
-        self._meter = meter
-        self._inner = inner
-
-    def __aiter__(self) -> AsyncIterator[ModelChunk]:
-        return _PacedIterator(self._inner.__aiter__(), self._meter)
-
-    @property
-    def result(self) -> _MeteredResult:
-        return _MeteredResult(self._meter, self._inner)
-
-
-class _PacedIterator:
-    """The model's chunks, the first one only once the display has caught up.
-
-    The loop races every step against its signal, so an abort while this waits cancels the
-    turn at once.
-    """
-
-    __slots__ = ("_inner", "_meter", "_pace")
-
-    def __init__(self, inner: AsyncIterator[ModelChunk], meter: UsageMeter):
-        self._inner = inner
-        self._meter = meter
-        self._pace = meter.pace
-
-    def __aiter__(self) -> _PacedIterator:
-        return self
-
-    async def __anext__(self) -> ModelChunk:
-        pace = self._pace
-        if pace is not None:
-            self._pace = None
-            await pace()
-        try:
-            return await self._inner.__anext__()
-        except ProviderError as error:
-            self._meter.last_error = error
-            raise
-
-
-class _MeteredResult:
-    def __init__(self, meter: UsageMeter, inner: ModelStream) -> None:
-        self._meter = meter
-        self._inner = inner
-
-    def __await__(self) -> Generator[Any, Any, ModelResponse]:
-        try:
-            response = yield from self._inner.result.__await__()
-        except ProviderError as error:
-            self._meter.last_error = error
-            raise
-        self._meter.turns += 1
-        self._meter.input_tokens += response.usage.input_tokens
-        self._meter.output_tokens += response.usage.output_tokens
-        return response
-
-
-# --- Ctrl-C ---------------------------------------------------------------------------------
-
-
-class Interrupts:
-    """SIGINT during a command: the first aborts ``controller`` (with ``INTERRUPT_REASON``)
-    after writing ``notice`` to stderr, the second exits at once with 130.
-
-    Installed for the ``with`` body (main thread only), then the previous handler is back.
-    """
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        controller: AbortController,
-        notice: bytes = _NOTICE,
-    ) -> None:
-        self._loop = loop
-        self._controller = controller
-        self._notice = notice
-        self._count = 0
-        self._previous: Any = None
-        self._installed = False
-
-    def __enter__(self) -> Interrupts:
-        try:
-            self._previous = signals.signal(signals.SIGINT, self._handle)
-        except ValueError:  # not the main thread: SIGINT is not ours to handle
-            return self
-        self._installed = True
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._installed:
-            previous = self._previous
-            signals.signal(signals.SIGINT, signals.SIG_DFL if previous is None else previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self._count += 1
-        if self._count > 1:
-            os._exit(EXIT_INTERRUPTED)
-        with contextlib.suppress(OSError):  # a raw write: no buffer a handler could re-enter
-            os.write(2, self._notice)
-        with contextlib.suppress(RuntimeError):  # the loop already closed
-            self._loop.call_soon_threadsafe(self._abort)
-
-    def _abort(self) -> None:
-        if not self._controller.signal.aborted:
-            self._controller.abort(INTERRUPT_REASON)
-
-
-@contextlib.contextmanager
-def sigint_blocked() -> Generator[None, None, None]:
-    """Block SIGINT in this thread for the ``with`` body; threads started in it inherit that,
-    so the kernel delivers SIGINT to the main thread, whose handler and event loop see it."""
-    if not hasattr(signals, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    previous = signals.pthread_sigmask(signals.SIG_BLOCK, {signals.SIGINT})
-    try:
-        yield
-    finally:
-        signals.pthread_sigmask(signals.SIG_SETMASK, previous)
 
 
 async def _load(path: Path, signal: AbortSignal) -> FixtureProviderAdapter | None:

@@ -225,6 +225,7 @@ class _Construction:
             before_tool_call=options.before_tool_call,
             after_tool_call=options.after_tool_call,
             compaction=options.compaction,
+            interrupted_turns=options.interrupted_turns,
             **extra,
         )
         if recorder is not None:

@@ -94,13 +94,15 @@ class RuntimeWorkspaceOptions:
 class RuntimeAgentOptions:
     """The ``Agent`` constructor options tether has beyond the workshop, passed through by the
     default agent factory: the system prompt, ``RunLimits``, the tool-call hooks (ask a person
-    before a tool runs) and automatic compaction."""
+    before a tool runs), automatic compaction and what a cancelled turn leaves
+    (``interrupted_turns``, ``Agent``'s: ``"discard"`` or ``"keep"``)."""
 
     system: str | None = None
     limits: RunLimits = DEFAULT_LIMITS
     before_tool_call: BeforeToolCall | None = None
     after_tool_call: AfterToolCall | None = None
     compaction: AutoCompaction | None = None
+    interrupted_turns: Literal["discard", "keep"] = "discard"
 
 
 FactoryOverride: TypeAlias = Callable[[Any, Callable[..., Any]], object]
@@ -460,4 +462,7 @@ def _agent_options(value: object) -> RuntimeAgentOptions:
     compaction = read.get("compaction")
     if compaction is not None and type_of(compaction) is not AutoCompaction:
         raise _invalid("Runtime agent_options.compaction must be an AutoCompaction or None")
+    interrupted = read.get("interrupted_turns", "discard")
+    if type_of(interrupted) is not str or interrupted not in ("discard", "keep"):
+        raise _invalid('Runtime agent_options.interrupted_turns must be "discard" or "keep"')
     return RuntimeAgentOptions(**read)

@@ -1,0 +1,72 @@
+"""The one place a mode of the ``tether`` command turns its options and the config file into
+a ``tether.coding.CodingSessionConfig``: ``tether chat``, ``tether run -p`` and ``tether rpc``
+all build their session here, so they send the same system prompt, load the same extensions
+and ask about the same tools (the config's ``[tools] approve`` list, unless ``auto_approve``
+or ``[tools] auto_approve = true``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tether.cli.config import CliConfig, CliError
+
+if TYPE_CHECKING:
+    from tether.agent.extensions import ExtensionDefinition
+    from tether.cli.models import ModelChoice
+    from tether.coding import CodingSessionConfig, SessionPlace, ToolSet
+
+__all__ = ["coding_config", "configured_extensions"]
+
+
+def configured_extensions(config: CliConfig) -> tuple[ExtensionDefinition, ...]:
+    """The extensions the config file names, loaded from their entry points (``CliError``
+    ``CLI_EXTENSION_UNAVAILABLE`` when one is missing or cannot be imported)."""
+    if not config.extensions:
+        return ()
+    from tether.agent.extensions import ExtensionError, load_entry_point_extensions
+
+    try:
+        return load_entry_point_extensions(config.extensions)
+    except ExtensionError as error:
+        raise CliError(
+            "CLI_EXTENSION_UNAVAILABLE",
+            f"{config.path}: extension not loaded [{error.code}]: {error} "
+            "(install its package, or remove it from 'extensions')",
+        ) from None
+
+
+def coding_config(
+    choice: ModelChoice,
+    config: CliConfig,
+    *,
+    cwd: Path,
+    tools: ToolSet,
+    introduction: str | None,
+    sessions: SessionPlace,
+    config_dir: Path | None,
+    extensions: tuple[ExtensionDefinition, ...] = (),
+    max_steps: int = 64,
+    auto_approve: bool = False,
+) -> CodingSessionConfig[ModelChoice]:
+    """The session of a mode: ``choice``'s model in ``cwd`` with ``tools``, the system prompt
+    of ``introduction`` and the context files and skills of ``cwd`` and ``config_dir``, the
+    ``extensions`` (bounded by the config's ``extension_timeout``), sessions in
+    ``sessions``, ``max_steps`` per prompt, and the config's approvals."""
+    from tether.coding import ApprovalPolicy, CodingSessionConfig
+
+    return CodingSessionConfig(
+        model=choice,
+        cwd=cwd,
+        tools=tools,
+        approval=ApprovalPolicy(
+            tools=frozenset(config.tools.approve),
+            auto=auto_approve or config.tools.auto_approve,
+        ),
+        introduction=introduction,
+        config_dir=config_dir,
+        extensions=extensions,
+        extension_timeout=config.extension_timeout,
+        sessions=sessions,
+        max_steps=max_steps,
+    )

@@ -1,0 +1,62 @@
+"""Tool-call approval in a coding session: the answers a person (or an RPC client) gives and
+what the session remembers of them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from tether.protocol import ToolCall
+
+__all__ = ["Answer", "ApprovalRequest", "Approvals", "Approver", "parse_answer"]
+
+Answer: TypeAlias = Literal["yes", "no", "always"]
+"""An answer to the approval question."""
+
+
+def parse_answer(text: str) -> Answer | None:
+    """``y``/``yes``, ``n``/``no``, ``a``/``always`` (any case, spaces ignored); ``None`` for
+    anything else (the question is asked again)."""
+    word = text.strip().lower()
+    if word in ("y", "yes"):
+        return "yes"
+    if word in ("n", "no"):
+        return "no"
+    if word in ("a", "always"):
+        return "always"
+    return None
+
+
+class Approvals:
+    """Which tool calls need a person's yes: those of ``tools`` unless ``auto``, minus the
+    tools answered ``always`` in this session."""
+
+    def __init__(self, tools: Iterable[str], *, auto: bool) -> None:
+        self.tools = frozenset(tools)
+        self.auto = auto
+        self.always: set[str] = set()
+
+    def needs_asking(self, name: str) -> bool:
+        """Whether a call of ``name`` must be asked about before it runs."""
+        return not self.auto and name in self.tools and name not in self.always
+
+    def decide(self, name: str, answer: Answer) -> bool:
+        """Record ``answer`` for a call of ``name``; whether the call runs."""
+        if answer == "always":
+            self.always.add(name)
+        return answer != "no"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    """A tool call waiting for a yes: ``id`` (the tool call's ID, unique in the session) and
+    the ``tool_call`` itself (its name and arguments)."""
+
+    id: str
+    tool_call: ToolCall
+
+
+Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable[Answer]]
+"""Answers an ``ApprovalRequest`` (the mode: the terminal's question, an RPC client)."""

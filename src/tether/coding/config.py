@@ -1,0 +1,143 @@
+"""The one typed configuration of a coding session (``CodingSessionConfig``).
+
+Every mode of the CLI (``tether chat``, ``tether run -p``, ``tether rpc``) builds one of these
+from its options and hands it to ``CodingSession``; nothing else travels into the session
+(no ``argparse.Namespace``). ``ModelSource`` is what the session needs of a model choice
+(``tether.cli.models.ModelChoice`` is one).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Generic, Literal, Protocol, TypeAlias, TypeVar
+
+from tether.loop.limits import RunLimits
+
+if TYPE_CHECKING:
+    from tether.agent.extensions import ExtensionDefinition
+    from tether.models.base import Model
+    from tether.protocol import ModelUsage
+
+__all__ = [
+    "APPROVED_BY_DEFAULT",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MAX_STEPS",
+    "ApprovalPolicy",
+    "CodingSessionConfig",
+    "InterruptedTurns",
+    "ModelSource",
+    "SessionPlace",
+    "ToolSet",
+]
+
+DEFAULT_CONTEXT_WINDOW: Final = 128_000
+"""Tokens assumed for a model whose ``context_window`` is not known."""
+DEFAULT_MAX_STEPS: Final = 64
+"""Model steps per prompt unless the config says otherwise."""
+APPROVED_BY_DEFAULT: Final = ("write_file", "edit_file", "bash", "python_process")
+"""The tools whose calls are asked about unless the policy says otherwise."""
+
+ToolSet: TypeAlias = Literal["coding", "none"]
+"""``coding``: the seven coding tools confined to the workspace (and ``load_skill`` when the
+workspace has skills); ``none``: no tools of the session's own (extensions may add some)."""
+InterruptedTurns: TypeAlias = Literal["keep", "discard"]
+"""What the Agent does with a turn cancelled half-way (see ``CodingSessionConfig``)."""
+
+
+class ModelSource(Protocol):
+    """What a coding session needs of a model choice: its name (``spec``, e.g.
+    ``"openai/gpt-4o-mini"``), its context window if known, the environment variables its
+    tools' processes must not see (``hidden_env``, except ``pass_env``), a way to build
+    the ``Model`` (``build``; the session closes what it built) and its prices (``cost``)."""
+
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def context_window(self) -> int | None: ...
+
+    @property
+    def hidden_env(self) -> tuple[str, ...]: ...
+
+    @property
+    def pass_env(self) -> tuple[str, ...]: ...
+
+    def build(self) -> Model: ...
+
+    def cost(self, usage: ModelUsage) -> float | None:
+        """What ``usage`` costs on this model (``None``: its prices are not known)."""
+        ...
+
+
+M = TypeVar("M", bound=ModelSource)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalPolicy:
+    """Which tool calls are asked about before they run: those of ``tools``, unless ``auto``
+    (never ask). A call that is asked about goes to the session's approver (the mode: the
+    terminal in chat, an ``approval_request`` in RPC); without one it is declined."""
+
+    tools: frozenset[str] = frozenset(APPROVED_BY_DEFAULT)
+    auto: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionPlace:
+    """Where the session files live.
+
+    * ``directory`` set: a directory of sessions named ``<id>.jsonl`` (``tether chat``,
+      ``tether rpc``); ``new_session`` creates one there, ``resume`` finds one by ID or
+      unique prefix. The directory is made (mode 0700) when missing.
+    * ``file`` set: that one file, resumed when it exists, else created (``tether run
+      --session PATH``).
+    * neither: an ephemeral session in a private temporary directory, removed at ``close``
+      (``tether run -p`` without ``--session``): the same session machinery, nothing kept.
+    """
+
+    directory: Path | None = None
+    file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.directory is not None and self.file is not None:
+            raise ValueError("SessionPlace takes a directory or a file, not both")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodingSessionConfig(Generic[M]):
+    """Everything a ``CodingSession`` is built from.
+
+    * ``model``: the first model (``switch_model`` changes it); ``build_model`` makes its
+      ``Model`` (default: ``model.build()``; tests pass a scripted one).
+    * ``cwd``: the workspace; ``tools``: ``ToolSet``; ``approval``: ``ApprovalPolicy``.
+    * The system prompt: ``introduction`` (``None``: the default paragraph), then the tool
+      names, today's date (``today``, default: the real date) and the project directory,
+      then the context files (``AGENTS.md``/``CLAUDE.md`` of ``config_dir`` and of every
+      directory from ``/`` down to ``cwd``) when ``context_files``, then the skills section
+      (when ``skills`` and the workspace or ``config_dir`` has skills).
+    * ``extensions`` (activated in every runtime, bounded by ``extension_timeout`` seconds).
+    * ``sessions``: ``SessionPlace``.
+    * ``max_steps`` per prompt, ``limits`` (``RunLimits``).
+    * ``interrupted_turns``: what the Agent keeps of a cancelled turn (passed to the Agent
+      once it takes that option; see ``CodingSession``).
+    """
+
+    model: M
+    cwd: Path
+    tools: ToolSet = "coding"
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    introduction: str | None = None
+    context_files: bool = True
+    skills: bool = True
+    config_dir: Path | None = None
+    today: datetime.date | None = None
+    extensions: tuple[ExtensionDefinition, ...] = ()
+    extension_timeout: float | None = 30.0
+    sessions: SessionPlace = field(default_factory=SessionPlace)
+    max_steps: int = DEFAULT_MAX_STEPS
+    limits: RunLimits = field(default_factory=RunLimits.for_real_models)
+    interrupted_turns: InterruptedTurns = "keep"
+    build_model: Callable[[M], Model] | None = None

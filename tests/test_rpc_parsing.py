@@ -1,0 +1,88 @@
+"""Property tests of the ``tether rpc`` command parser (``tether.cli.rpc._parse``): every line
+either becomes a known command with only its listed fields, or is refused with one of the
+protocol's codes; never another exception."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tether.cli import rpc
+from tether.cli.rpc import COMMANDS, RpcError
+
+_FIELDS = rpc._FIELDS  # pyright: ignore[reportPrivateUsage]
+_parse = rpc._parse  # pyright: ignore[reportPrivateUsage]
+CODES = {"RPC_INVALID_JSON", "RPC_INVALID_REQUEST", "RPC_UNKNOWN_COMMAND"}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+names = st.sampled_from(
+    ["id", "type", "message", "requestId", "answer", "sessionId", "entryId", "cwd", "model"]
+) | st.text(max_size=8)
+commands = st.dictionaries(
+    names,
+    json_values | st.sampled_from(COMMANDS) | st.integers(0, 9),
+    max_size=5,
+).map(lambda fields: fields if "type" not in fields else {"id": 1, **fields})
+
+
+def parsed(line: bytes) -> object:
+    """The request, or the code it was refused with."""
+    try:
+        return _parse(line)
+    except RpcError as error:
+        return error.code
+
+
+def check(line: bytes) -> None:
+    request = parsed(line)
+    if isinstance(request, str):
+        assert request in CODES, request
+        return
+    assert isinstance(request, rpc._Request)  # pyright: ignore[reportPrivateUsage]
+    assert request.command in COMMANDS
+    assert set(request.fields) <= set(_FIELDS.get(request.command, ()))
+    assert type(request.id) in (str, int)
+
+
+@given(commands)
+def test_every_object_is_a_command_or_a_coded_refusal(command: dict[str, object]) -> None:
+    check(json.dumps(command).encode())
+
+
+@given(st.binary(max_size=64))
+def test_every_byte_string_is_a_command_or_a_coded_refusal(line: bytes) -> None:
+    check(line)
+
+
+def test_every_command_with_its_fields_is_accepted() -> None:
+    for command in COMMANDS:
+        fields = dict.fromkeys(_FIELDS.get(command, ()), "x")
+        request = _parse(json.dumps({"id": "a", "type": command, **fields}).encode())
+        assert (request.command, request.fields) == (command, fields)
+
+
+@given(st.binary(max_size=200) | st.text(max_size=40).map(lambda t: (t + "\n").encode()))
+def test_a_stdin_prompt_is_text_or_nothing(data: bytes) -> None:
+    from tether.cli.main import stdin_prompt
+
+    decoded = data.decode("utf-8", "replace")
+    text = stdin_prompt(data)
+    if text is None:
+        assert not decoded.strip()
+        return
+    assert text.strip()
+    assert decoded in (text, text + "\n", text + "\r\n")
+
+
+def test_one_final_newline_is_dropped() -> None:
+    from tether.cli.main import stdin_prompt
+
+    assert stdin_prompt(b"two\nlines\r\n") == "two\nlines"
+    assert stdin_prompt(b"\xffx\n") == "\ufffdx"
+    assert stdin_prompt(b" \n") is None
