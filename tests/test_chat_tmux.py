@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from servers.replay import ReplayServer, Script, sse_body, sse_response
+from tether import INTERRUPTED_TURN_NOTE
 from tmux_support import DEADLINE, POLL, Tmux, tmux_binary
 
 pytestmark = [
@@ -282,8 +283,12 @@ async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_
         (session,) = session_files(tmp_path)
         records = [json.loads(line) for line in session.read_text(encoding="utf-8").splitlines()]
         assert records[0]["type"] == "session"
-        assert [record["message"]["role"] for record in records[1:]] == ["user"]
+        # The interrupted turn is kept: what streamed, then a note for the model (issue 27).
+        roles = [record["message"]["role"] for record in records[1:]]
+        assert roles == ["user", "assistant", "user"]
         assert records[1]["message"]["content"] == "Tell me a long story"
+        assert "The first words" in json.dumps(records[2]["message"]["content"])
+        assert records[3]["message"]["content"] == INTERRUPTED_TURN_NOTE
 
         await say(tmux, "Are you there?")
         await tmux.wait_for("Still here.")
@@ -291,8 +296,11 @@ async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_
 
     await stalled.finished.wait()
     assert stalled.outcome == "client-gone"
-    contents = [message["content"] for message in server.requests[1].json["messages"][1:]]
-    assert contents == ["Tell me a long story", "Are you there?"]
+    sent = server.requests[1].json["messages"][1:]
+    assert [message["role"] for message in sent] == ["user", "assistant", "user", "user"]
+    assert sent[0]["content"] == "Tell me a long story"
+    assert "The first words" in json.dumps(sent[1]["content"])
+    assert [sent[2]["content"], sent[3]["content"]] == [INTERRUPTED_TURN_NOTE, "Are you there?"]
     assert_no_key_anywhere(tmux, tmp_path)
 
 

@@ -33,6 +33,7 @@ from cli_support import BOUND, FAKE_KEY, TETHER, assert_no_key, child_env, spawn
 from openai_bodies import call, minimal_chunk, minimal_usage
 from servers.katan import KatanServer
 from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
+from tether import INTERRUPTED_TURN_NOTE
 
 pytestmark = [
     pytest.mark.slow,
@@ -430,7 +431,9 @@ async def test_a_reader_gone_during_a_run_cancels_it_and_exits_4(tmp_path: Path)
     assert FAKE_KEY.encode() not in stderr
 
 
-async def test_abort_during_a_stalled_stream_keeps_only_complete_turns(tmp_path: Path) -> None:
+async def test_abort_during_a_stalled_stream_keeps_the_interrupted_turn(tmp_path: Path) -> None:
+    """The coding session keeps what a cancelled turn streamed and tells the model it was
+    cut off (``Agent(interrupted_turns="keep")``; issue 27), in a transcript that goes on."""
     async with (
         ReplayServer() as server,
         rpc("--model", MODEL, "--base-url", server.url, env=child_env(tmp_path)) as session,
@@ -456,7 +459,9 @@ async def test_abort_during_a_stalled_stream_keeps_only_complete_turns(tmp_path:
             await stalled.finished.wait()
         assert stalled.outcome == "client-gone"
         messages = (await session.ok({"id": 7, "type": "get_messages"}))["messages"]
-        assert roles(messages) == ["user"]
+        assert roles(messages) == ["user", "assistant", "user"]
+        assert "Let me think" in json.dumps(messages[1]["content"])
+        assert messages[2]["content"] == INTERRUPTED_TURN_NOTE
         assert await session.ok({"id": 8, "type": "abort"}) == {"cancelled": False}
 
         # The agent goes on: another prompt completes over the same transcript.
@@ -464,7 +469,8 @@ async def test_abort_during_a_stalled_stream_keeps_only_complete_turns(tmp_path:
         await session.ok({"id": 9, "type": "prompt", "message": "Just answer."})
         result = (await session.until(is_event("run.finished")))[-1]["event"]["payload"]["result"]
         assert result["status"] == "completed"
-        assert roles(server.requests[1].json["messages"]) == ["system", "user", "user"]
+        sent = server.requests[1].json["messages"]
+        assert roles(sent) == ["system", "user", "assistant", "user", "user"]
 
         # End of input during a stalled stream cancels the run, writes its end, exits 0.
         server.respond(stalled_reply("Once more"))
@@ -683,3 +689,45 @@ async def test_compact_runs_in_the_background_and_abort_cancels_it(tmp_path: Pat
         assert len(messages) < len(before)
         status, _ = await session.finish()
     assert status == 0
+
+
+async def test_an_interrupted_command_is_reported_to_the_model(tmp_path: Path) -> None:
+    """Issue 27: after approving ``echo started; sleep 30`` and aborting, the next request
+    shows the model the call it made, an error result saying it was interrupted and may have
+    had side effects, and a note that its answer was cut off (it used to show nothing)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with (
+        ReplayServer() as server,
+        rpc(
+            "--model",
+            MODEL,
+            "--base-url",
+            server.url,
+            "--tools",
+            "coding",
+            "--auto-approve",
+            env=child_env(tmp_path),
+            cwd=workspace,
+        ) as session,
+    ):
+        server.respond(bash_reply("call-sleep", "echo started; sleep 30"))
+        server.respond(text_reply("It was interrupted."))
+        await session.ok({"id": 1, "type": "prompt", "message": "Run the slow command."})
+        await session.until(is_event("tool.started"))
+        assert await session.ok({"id": 2, "type": "abort"}) == {"cancelled": True}
+        result = (await session.until(is_event("run.finished")))[-1]["event"]["payload"]["result"]
+        assert result["status"] == "cancelled"
+        await session.ok({"id": 3, "type": "prompt", "message": "What happened?"})
+        await session.until(is_event("run.finished"))
+        status, _ = await session.finish()
+
+    assert status == 0
+    sent = server.requests[1].json["messages"]
+    assert roles(sent) == ["system", "user", "assistant", "tool", "user", "user"]
+    arguments = sent[2]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(arguments) == {"command": "echo started; sleep 30"}
+    assert sent[3]["tool_call_id"] == "call-sleep"
+    assert sent[3]["content"].startswith("TOOL_CALL_INTERRUPTED: interrupted by the user")
+    assert "side effects" in sent[3]["content"]
+    assert [sent[4]["content"], sent[5]["content"]] == [INTERRUPTED_TURN_NOTE, "What happened?"]

@@ -39,6 +39,7 @@ from cli_support import (
 from openai_bodies import call, minimal_chunk, minimal_usage
 from servers.katan import KatanServer, free_port
 from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
+from tether import INTERRUPTED_TURN_NOTE
 
 pytestmark = [
     pytest.mark.slow,
@@ -483,7 +484,11 @@ async def test_ctrl_c_during_a_stalled_stream_cancels_the_run(tmp_path: Path) ->
     assert last["type"] == "run.finished"
     result = last["payload"]["result"]
     assert (result["status"], result["reason"]) == ("cancelled", "Interrupted by the user")
-    assert [message["role"] for message in result["messages"]] == ["user"]
+    # The interrupted turn is kept for the model (issue 27): what streamed, then a note.
+    messages = result["messages"]
+    assert [message["role"] for message in messages] == ["user", "assistant", "user"]
+    assert "Thinking" in json.dumps(messages[1]["content"])
+    assert messages[2]["content"] == INTERRUPTED_TURN_NOTE
     assert script.outcome == "client-gone"
 
 

@@ -366,11 +366,9 @@ class CodingSession(Generic[M]):
         if move_to is not None and move_to != spec.session.active_leaf_id:
             await spec.session.move_to(move_to)
         options = dataclasses.replace(spec.options, system=system, compaction=self._compaction())
-        # LEAD: Agent takes ``interrupted_turns`` now (merged from issue-27-protocol) and the
-        # runtime passes it through; enabling "keep" (the config's default) changes what a
-        # cancelled turn leaves in chat, run and rpc (tests pin "only complete turns"), so it
-        # is one line for the lead to switch on, with those tests:
-        # options = dataclasses.replace(options, interrupted_turns=self.config.interrupted_turns)
+        # What a cancelled turn leaves: with "keep" (the config's default) the model learns
+        # what was cut off and which calls may have run (Agent(interrupted_turns=...)).
+        options = dataclasses.replace(options, interrupted_turns=self.config.interrupted_turns)
         agent: Agent = await fallback(
             dataclasses.replace(spec, model=self._model(), options=options)
         )
