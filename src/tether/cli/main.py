@@ -147,6 +147,19 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
             metavar="TEXT",
             help="replace the system prompt's introduction (its first paragraph)",
         )
+    _sandbox_option(parser)
+
+
+def _sandbox_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sandbox",
+        choices=["auto", "on", "off"],
+        help=(
+            "run bash and python_process in bubblewrap (workspace writable, no network, "
+            "credentials hidden); auto: where it works; default: the config's [tools] "
+            "sandbox, else off"
+        ),
+    )
 
 
 class _Version(argparse.Action):
@@ -489,7 +502,7 @@ def _chat(args: argparse.Namespace) -> int:
     from tether.cli.config import CliError, load_config
 
     try:
-        config = load_config()
+        config = _sandboxed(args, load_config(), "chat")
     except CliError as error:
         warn(f"tether chat: [{error.code}] {error}")
         return EXIT_USAGE
@@ -526,11 +539,41 @@ def _choose_with_config(
     from tether.cli.models import choose_model
 
     try:
-        config = load_config()
+        config = _sandboxed(args, load_config(), command)
         return choose_model(args.model, base_url=args.base_url, config=config), config
     except CliError as error:
         warn(f"tether {command}: [{error.code}] {error}")
         return None
+
+
+def _sandboxed(args: argparse.Namespace, config: CliConfig, command: str) -> CliConfig:
+    """``config`` with ``--sandbox`` (when given) in place of ``[tools] sandbox``, checked
+    against this machine: ``on`` where bubblewrap cannot run is ``CLI_SANDBOX_UNAVAILABLE``
+    (the command refuses to start); ``auto`` there says once, on stderr, that commands run
+    unsandboxed and why."""
+    import dataclasses
+
+    from tether.cli.config import CliError
+
+    mode = getattr(args, "sandbox", None) or config.tools.sandbox
+    if mode != config.tools.sandbox:
+        config = dataclasses.replace(config, tools=dataclasses.replace(config.tools, sandbox=mode))
+    if mode == "off" or getattr(args, "tools", "coding") is None:
+        return config
+    from tether.tools.coding.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if status.available:
+        return config
+    if mode == "on":
+        raise CliError(
+            "CLI_SANDBOX_UNAVAILABLE",
+            f"the sandbox is on but cannot run: {status.reason} (or use --sandbox auto/off)",
+        )
+    warn(
+        f"tether {command}: the sandbox cannot run here ({status.reason}); commands run unsandboxed"
+    )
+    return config
 
 
 def _usage(parser: argparse.ArgumentParser, message: str) -> NoReturn:

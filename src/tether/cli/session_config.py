@@ -15,8 +15,28 @@ if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
     from tether.cli.models import ModelChoice
     from tether.coding import CodingSessionConfig, SessionPlace, ToolSet
+    from tether.tools.coding.sandbox import Sandbox
 
-__all__ = ["coding_config", "configured_extensions"]
+__all__ = ["SANDBOXED_TOOLS", "coding_config", "configured_extensions", "sandbox_of"]
+
+SANDBOXED_TOOLS: frozenset[str] = frozenset({"bash", "python_process"})
+"""The tools the sandbox contains: a sandboxed session does not ask before they run (they
+can change only the workspace, reach no network and see no credentials)."""
+
+
+def sandbox_of(config: CliConfig) -> Sandbox | None:
+    """The ``Sandbox`` the config's ``[tools] sandbox*`` settings describe (``None`` when
+    ``sandbox = "off"``); ``--sandbox`` has already been written into ``config``."""
+    tools = config.tools
+    if tools.sandbox == "off":
+        return None
+    from tether.tools.coding.sandbox import DEFAULT_HIDDEN_PATHS, Sandbox
+
+    return Sandbox(
+        mode=tools.sandbox,
+        network=tools.sandbox_network,
+        hidden_paths=DEFAULT_HIDDEN_PATHS + tools.sandbox_hide,
+    )
 
 
 def configured_extensions(config: CliConfig) -> tuple[ExtensionDefinition, ...]:
@@ -48,19 +68,34 @@ def coding_config(
     extensions: tuple[ExtensionDefinition, ...] = (),
     max_steps: int = 64,
     auto_approve: bool = False,
+    sandbox_available: bool | None = None,
 ) -> CodingSessionConfig[ModelChoice]:
     """The session of a mode: ``choice``'s model in ``cwd`` with ``tools``, the system prompt
     of ``introduction`` and the context files and skills of ``cwd`` and ``config_dir``, the
     ``extensions`` (bounded by the config's ``extension_timeout``), sessions in
-    ``sessions``, ``max_steps`` per prompt, and the config's approvals."""
+    ``sessions``, ``max_steps`` per prompt, the config's approvals and its sandbox.
+
+    When commands will run sandboxed (``sandbox_available``: whether bubblewrap works here,
+    asked of ``sandbox_status`` when ``None``), ``bash`` and ``python_process`` are not asked
+    about (``SANDBOXED_TOOLS``)."""
     from tether.coding import ApprovalPolicy, CodingSessionConfig
 
+    sandbox = sandbox_of(config)
+    asked = frozenset(config.tools.approve)
+    if sandbox is not None:
+        if sandbox_available is None:
+            from tether.tools.coding.sandbox import sandbox_status
+
+            sandbox_available = sandbox_status(sandbox.bwrap).available
+        if sandbox_available:
+            asked -= SANDBOXED_TOOLS
     return CodingSessionConfig(
         model=choice,
         cwd=cwd,
         tools=tools,
+        sandbox=sandbox,
         approval=ApprovalPolicy(
-            tools=frozenset(config.tools.approve),
+            tools=asked,
             auto=auto_approve or config.tools.auto_approve,
         ),
         introduction=introduction,

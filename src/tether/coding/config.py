@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
     from tether.models.base import Model
     from tether.protocol import ModelUsage
+    from tether.tools.coding.sandbox import Sandbox
 
 __all__ = [
     "APPROVED_BY_DEFAULT",
@@ -121,8 +122,9 @@ class CodingSessionConfig(Generic[M]):
     * ``extensions`` (activated in every runtime, bounded by ``extension_timeout`` seconds).
     * ``sessions``: ``SessionPlace``.
     * ``max_steps`` per prompt, ``limits`` (``RunLimits``).
-    * ``interrupted_turns``: what the Agent keeps of a cancelled turn (passed to the Agent
-      once it takes that option; see ``CodingSession``).
+    * ``interrupted_turns``: what the Agent keeps of a cancelled turn (see ``CodingSession``).
+    * ``sandbox``: how ``bash`` and ``python_process`` are sandboxed (``None``: not at all;
+      ``tether.tools.coding.sandbox``).
     """
 
     model: M
@@ -140,4 +142,5 @@ class CodingSessionConfig(Generic[M]):
     max_steps: int = DEFAULT_MAX_STEPS
     limits: RunLimits = field(default_factory=RunLimits.for_real_models)
     interrupted_turns: InterruptedTurns = "keep"
+    sandbox: Sandbox | None = None
     build_model: Callable[[M], Model] | None = None

@@ -349,7 +349,10 @@ class CodingSession(Generic[M]):
             return ToolRegistry([base.get(name) for name in base.names])
         choice = self._choice
         registry = coding_tools(
-            spec.workspace.root, hide_env=choice.hidden_env, pass_env=choice.pass_env
+            spec.workspace.root,
+            hide_env=choice.hidden_env,
+            pass_env=choice.pass_env,
+            sandbox=self.config.sandbox,
         )
         registry.register_many([base.get(name) for name in base.names])
         if self.config.skills:
