@@ -29,6 +29,7 @@ __all__ = [
     "Run",
     "cell_width",
     "clip",
+    "clip_runs",
     "paint",
     "plain",
     "runs",
@@ -205,3 +206,22 @@ def clip(text: str, width: int) -> str:
         return text
     cut = _split(text, max(width - 1, 0))
     return text[:cut] + "…"
+
+
+def clip_runs(line: Sequence[Run], width: int) -> list[Run]:
+    """``line`` cut to ``width`` cells, ``…`` marking a cut (an escape is never split)."""
+    if sum(cell_width(run.text) for run in line) <= width:
+        return list(line)
+    out: list[Run] = []
+    room = max(width - 1, 0)
+    for run in line:
+        size = cell_width(run.text)
+        if size <= room:
+            out.append(run)
+            room -= size
+            continue
+        if not run.escaped and room > 0:
+            out.append(Run(text=run.text[: _split(run.text, room)]))
+        break
+    out.append(Run(text="…"))
+    return out
