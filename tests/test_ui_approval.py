@@ -21,6 +21,7 @@ from tether.cli.ui.approval import (
     parse_approval,
 )
 from tether.cli.ui.text import cell_width, visible
+from tether.jsonvalue import JsonObject
 from tether.tools.coding import Workspace
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -299,6 +300,28 @@ def test_other_tools_show_their_arguments_as_indented_json() -> None:
         "  }",
         "}",
     ]
+
+
+def test_frozen_json_arguments_as_a_tool_call_holds_them() -> None:
+    arguments = JsonObject({"query": "x", "filters": [{"k": "v"}, 2.5, None, True]})
+    preview = approval_preview("search", arguments, workspace=None, width=60, color=False)
+    assert rows(preview)[1:] == [
+        "{",
+        '  "query": "x",',
+        '  "filters": [',
+        "    {",
+        '      "k": "v"',
+        "    },",
+        "    2.5,",
+        "    null,",
+        "    true",
+        "  ]",
+        "}",
+    ]
+    bash = approval_preview(
+        "bash", JsonObject({"command": "ls -la"}), workspace=None, width=60, color=False
+    )
+    assert rows(bash) == ["bash", "$ ls -la"]
 
 
 def test_a_shape_the_tool_does_not_take_falls_back_to_json() -> None:

@@ -26,13 +26,12 @@ model is told about a ``Deny``.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
-from tether.cli.ui.text import MIN_WIDTH, Run, cell_width, paint, runs, sgr, wrap
+from tether.cli.ui.text import MIN_WIDTH, Run, cell_width, paint, pretty_json, runs, sgr, wrap
 
 if TYPE_CHECKING:
     from tether.tools.coding.workspace import Workspace
@@ -222,9 +221,7 @@ def _python(layout: _Layout, arguments: Mapping[str, object]) -> list[str] | Non
         return None
     items: list[object] = list(argv)  # pyright: ignore[reportUnknownArgumentType]
     out = [*layout.header("python_process")]
-    out += layout.rows(
-        json.dumps(items, ensure_ascii=False), first="arguments: ", rest="           "
-    )
+    out += layout.rows(pretty_json(items, indent=None), first="arguments: ", rest="           ")
     lines = source.split("\n")
     out += layout.numbered(list(enumerate(lines, 1)), len(lines))
     return out
@@ -350,10 +347,7 @@ def _edit(
 
 
 def _json(layout: _Layout, name: str, arguments: Mapping[str, object]) -> list[str]:
-    try:
-        text = json.dumps(arguments, indent=2, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        text = repr(dict(arguments))
+    text = pretty_json(arguments)
     hidden = len(text) - JSON_PREVIEW_MAX_CHARS
     if hidden > 0:
         text = text[:JSON_PREVIEW_MAX_CHARS]

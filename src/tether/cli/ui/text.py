@@ -19,10 +19,11 @@ is never split.
 
 from __future__ import annotations
 
+import json
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 __all__ = [
     "MIN_WIDTH",
@@ -32,6 +33,7 @@ __all__ = [
     "clip_runs",
     "paint",
     "plain",
+    "pretty_json",
     "runs",
     "sgr",
     "visible",
@@ -225,3 +227,22 @@ def clip_runs(line: Sequence[Run], width: int) -> list[Run]:
         break
     out.append(Run(text="…"))
     return out
+
+
+def _thawed(value: object) -> object:
+    if isinstance(value, Mapping):
+        items = cast("Mapping[object, object]", value)
+        return {str(key): _thawed(item) for key, item in items.items()}
+    if isinstance(value, (list, tuple)):
+        return [_thawed(item) for item in cast("Sequence[object]", value)]
+    return value
+
+
+def pretty_json(value: object, *, indent: int | None = 2) -> str:
+    """``value`` (plain JSON values or frozen ones: ``JsonObject``, tuples) as JSON text,
+    non-ASCII kept, ``indent`` spaces per level (``None``: one line); anything else as its
+    ``repr``."""
+    separators = (", ", ": ") if indent is None else (",", ": ")
+    return json.dumps(
+        _thawed(value), indent=indent, ensure_ascii=False, default=repr, separators=separators
+    )
