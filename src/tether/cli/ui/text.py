@@ -7,14 +7,15 @@ splits a line into ``Run`` values, the dangerous characters turned into visible 
 (``\\r``, ``\\x1b``, ``\\u202e``) marked ``escaped`` so a coloured view can highlight them.
 
 ``strict`` (the approval view) escapes every C0/C1 control, DEL, tab, lone surrogate, line or
-paragraph separator and every Unicode format character (zero-width spaces, bidi controls). Not
+paragraph separator, every Unicode format character (zero-width spaces, bidi controls) and
+every unassigned or private-use code point (no width can be known for them). Not
 strict (answers, tool results) keeps tabs as spaces and keeps joiners that emoji need, and
 escapes only controls, separators and the bidi overrides and isolates.
 
 Widths are terminal cells: East Asian wide and fullwidth characters take two, combining marks
 none. ``wrap`` breaks runs into rows of at most ``width`` cells without dropping or adding a
 character (joining the rows gives back the line), preferring to break after a space; an escape
-is never split.
+is split only when it is wider than a whole row.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _dangerous(char: str, strict: bool) -> bool:
         return not (char == "\t" and not strict)
     if category == "Cf":
         return strict or ord(char) in _BIDI
-    return False
+    return strict and category in ("Cn", "Co")  # unassigned, private use: width unknown
 
 
 def _escape(char: str) -> str:
