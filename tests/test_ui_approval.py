@@ -397,3 +397,68 @@ def test_the_denial_text_and_the_question() -> None:
     assert approval_question("evil\x1b[2J") == (
         "allow evil\\x1b[2J? [y]es / [n]o (n: reason) / [a]lways for evil\\x1b[2J: "
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("bash", {"command": 42}),
+        ("bash", {"command": "ls", "timeout_seconds": "soon"}),
+        ("python_process", {"source": "print(1)", "arguments": "not a list"}),
+        ("write_file", {"path": 7, "content": "x"}),
+        ("edit_file", {"path": "f", "old": None, "new": "x"}),
+    ],
+)
+def test_arguments_of_the_wrong_type_are_shown_as_json(
+    name: str, arguments: dict[str, object]
+) -> None:
+    preview = approval_preview(name, arguments, workspace=None, width=60, color=False)
+    assert rows(preview)[:2] == [name, "{"]
+
+
+def test_writes_that_change_the_final_newline_or_nothing_say_so(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("a\nb\n", encoding="utf-8")
+    ws = Workspace(tmp_path)
+    same = approval_preview(
+        "write_file", {"path": "f.txt", "content": "a\nb\n"}, workspace=ws, width=60, color=False
+    )
+    assert rows(same)[-1] == "(no change: the new content is the current content)"
+    newline = approval_preview(
+        "write_file", {"path": "f.txt", "content": "a\nb"}, workspace=ws, width=60, color=False
+    )
+    assert rows(newline)[-1] == "(the final newline changes)"
+    empty = approval_preview(
+        "write_file", {"path": "new.txt", "content": ""}, workspace=ws, width=60, color=False
+    )
+    assert rows(empty) == ["write_file new.txt (new file, 0 lines)", "1 │ "]
+
+
+def test_a_long_diff_says_how_many_lines_are_left_out(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("".join(f"{n}\n" for n in range(600)), encoding="utf-8")
+    preview = approval_preview(
+        "write_file",
+        {"path": "f.txt", "content": "".join(f"{n}!\n" for n in range(600))},
+        workspace=Workspace(tmp_path),
+        width=60,
+        color=False,
+    )
+    assert rows(preview)[-1] == "… 803 more diff lines"
+    assert len(rows(preview)) == 1 + 400 + 1
+
+
+def test_a_name_the_file_system_refuses_is_shown_as_unknown(tmp_path: Path) -> None:
+    preview = approval_preview(
+        "write_file",
+        {"path": "x" * 300 + ".txt", "content": "y\n"},
+        workspace=Workspace(tmp_path),
+        width=80,
+        color=False,
+    )
+    assert "current content unknown" in preview
+    assert rows(preview)[-1] == "1 │ y"
+
+
+def test_an_answer_word_glued_to_something_else_is_no_answer() -> None:
+    assert parse_approval("n1") is None
+    assert parse_approval("n-x") is None
+    assert parse_approval("?") is None

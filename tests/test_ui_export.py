@@ -193,3 +193,14 @@ def test_a_failed_export_says_why_and_leaves_nothing(tmp_path: Path) -> None:
         export_html(transcript(), not_a_directory / "x.html", title="t")
     assert blocked.value.code == "CLI_EXPORT_FAILED"
     assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+def test_a_rename_that_fails_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "out.html"
+    target.mkdir()
+    (target / "keep").write_text("x", encoding="utf-8")
+    with pytest.raises(CliError) as failed:
+        export_html(transcript(), target, title="t")
+    assert failed.value.code == "CLI_EXPORT_FAILED"
+    assert sorted(os.listdir(tmp_path)) == ["out.html"]
+    assert os.listdir(target) == ["keep"]

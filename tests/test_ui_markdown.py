@@ -311,3 +311,11 @@ def test_import_and_help_do_not_load_rich_and_a_render_does() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
     ).stdout
     assert out.strip() == "[] True"
+
+
+def test_a_block_that_shows_nothing_adds_no_empty_row() -> None:
+    md = StreamingMarkdown(width=40, color=False)
+    assert md.feed("[ref]: https://example.com\n\n") == ""
+    assert md.feed("Text\n\n# H\n") == "Text\n\n# H\n"
+    assert md.source == "[ref]: https://example.com\n\nText\n\n# H\n"
+    assert md.feed("") == ""

@@ -78,3 +78,12 @@ def test_wrapping_keeps_every_character_and_fits(text: str, width: int, strict: 
         assert cell_width(shown) <= width or len(shown) == 1  # a wide character alone
     clipped = plain(clip_runs(line, width))
     assert cell_width(clipped) <= max(width, 1) or len(clipped) == 1
+
+
+def test_a_row_breaks_after_a_space_and_never_overflows() -> None:
+    line = [Run(text="aaaaaaaaaa bbb")]
+    assert [plain(row) for row in wrap(line, 10)] == ["aaaaaaaaaa", " bbb"]
+    assert [plain(row) for row in wrap([Run(text="aaaa bbbbbbbb")], 10)] == ["aaaa ", "bbbbbbbb"]
+    assert [plain(row) for row in wrap([Run(text="ab"), Run(text="日本")], 3)] == ["ab", "日", "本"]
+    assert [plain(row) for row in wrap([Run(text="日")], 1)] == ["日"]
+    assert wrap([], 5) == [[]]

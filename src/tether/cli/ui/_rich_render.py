@@ -75,10 +75,8 @@ class BlockRenderer:
         self._dim = dim
 
     def render(self, source: str) -> str:
-        """``source`` as terminal rows without leading or trailing empty rows (``""`` for
-        blank source)."""
-        if not source.strip():
-            return ""
+        """``source`` as terminal rows without leading or trailing empty rows (``""`` when it
+        shows nothing)."""
         markdown = _ChatMarkdown(
             source,
             code_theme=self._code_theme,

@@ -181,8 +181,6 @@ def export_html(
     page = session_html(messages, title=title, summary=summary, note=note).encode("utf-8")
     temporary: str | None = None
     try:
-        if target.is_dir():
-            raise IsADirectoryError(f"{target} is a directory")
         handle, temporary = tempfile.mkstemp(
             prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
         )

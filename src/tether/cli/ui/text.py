@@ -143,13 +143,17 @@ def paint(line: Iterable[Run], *, color: bool, style: str = "", escape_style: st
     return "".join(out)
 
 
-def _split(text: str, room: int) -> int:
-    """How many characters of ``text`` fit in ``room`` cells (at least one)."""
+def _fit(text: str, room: int) -> int:
+    """How many leading characters of ``text`` fit in ``room`` cells (``len(text)``: all);
+    it looks at no more than ``room + 1`` characters, so a long line is wrapped in linear
+    time."""
+    if text.isascii():
+        return max(min(len(text), room), 0)
     used = 0
     for index, char in enumerate(text):
         used += _char_width(char)
         if used > room:
-            return max(index, 1) if room > 0 else 0
+            return index
     return len(text)
 
 
@@ -158,46 +162,38 @@ def wrap(line: Sequence[Run], width: int) -> list[list[Run]]:
 
     Joining the rows' text gives back the line exactly. A row breaks after the last space
     that leaves it at least half full, else where the width ends; an escape moves whole to
-    the next row.
+    the next row (it is split only when wider than a row). A wide character alone in a row
+    narrower than it still takes that row.
     """
     width = max(width, 1)
     rows: list[list[Run]] = []
     row: list[Run] = []
     used = 0
-    queue = list(line)
+    queue = list(reversed(line))  # popped from the end
     while queue:
-        run = queue.pop(0)
-        size = cell_width(run.text)
-        if used + size <= width:
+        run = queue.pop()
+        cut = _fit(run.text, width - used)
+        if cut == len(run.text):
             row.append(run)
-            used += size
+            used += cell_width(run.text)
             continue
-        if run.escaped:
-            if row:
-                rows.append(row)
-                row, used = [], 0
-                queue.insert(0, run)
-            else:  # an escape wider than the row: split it after all
-                cut = _split(run.text, width)
-                rows.append([Run(text=run.text[:cut], escaped=True)])
-                queue.insert(0, Run(text=run.text[cut:], escaped=True))
-            continue
-        cut = _split(run.text, width - used)
-        space = run.text.rfind(" ", 0, cut + 1)
-        if space != -1 and cell_width(run.text[: space + 1]) + used >= width // 2:
-            cut = space + 1
-        if cut == 0:
-            if row:
-                rows.append(row)
-                row, used = [], 0
-                queue.insert(0, run)
-                continue
-            cut = 1
-        row.append(Run(text=run.text[:cut]))
+        if run.escaped and row:
+            queue.append(run)  # to the next row, whole
+        elif run.escaped:  # an escape wider than the row: split it after all
+            row.append(Run(text=run.text[:cut], escaped=True))
+            queue.append(Run(text=run.text[cut:], escaped=True))
+        else:
+            space = run.text.rfind(" ", 0, cut)
+            if space != -1 and cell_width(run.text[: space + 1]) + used >= width // 2:
+                cut = space + 1
+            if cut == 0 and not row:
+                cut = 1  # a wide character alone in a row narrower than it
+            if cut:
+                row.append(Run(text=run.text[:cut]))
+            if run.text[cut:]:
+                queue.append(Run(text=run.text[cut:]))
         rows.append(row)
         row, used = [], 0
-        if run.text[cut:]:
-            queue.insert(0, Run(text=run.text[cut:]))
     if row or not rows:
         rows.append(row)
     return rows
@@ -207,8 +203,7 @@ def clip(text: str, width: int) -> str:
     """``text`` (one printable line) cut to ``width`` cells, ``…`` marking a cut."""
     if cell_width(text) <= width:
         return text
-    cut = _split(text, max(width - 1, 0))
-    return text[:cut] + "…"
+    return text[: _fit(text, max(width - 1, 0))] + "…"
 
 
 def clip_runs(line: Sequence[Run], width: int) -> list[Run]:
@@ -223,8 +218,9 @@ def clip_runs(line: Sequence[Run], width: int) -> list[Run]:
             out.append(run)
             room -= size
             continue
-        if not run.escaped and room > 0:
-            out.append(Run(text=run.text[: _split(run.text, room)]))
+        cut = 0 if run.escaped else _fit(run.text, room)
+        if cut:
+            out.append(Run(text=run.text[:cut]))
         break
     out.append(Run(text="…"))
     return out
