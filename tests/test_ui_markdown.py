@@ -275,8 +275,9 @@ def test_the_live_region_erases_what_it_drew() -> None:
     region = LiveRegion(height=24)
     assert region.update("", "") == ""
     assert region.update("", "a\nb\n") == "a\nb\n"
-    assert region.update("", "a\nbc\n") == "\x1b[2F\x1b[Ja\nbc\n"
-    assert region.update("done\n", "") == "\x1b[2F\x1b[Jdone\n"
+    erase_two = "\r\x1b[2K\x1b[1F\x1b[2K\x1b[1F\x1b[2K"
+    assert region.update("", "a\nbc\n") == erase_two + "a\nbc\n"
+    assert region.update("done\n", "") == erase_two + "done\n"
     assert region.update("", "") == ""
     assert region.erase() == ""
 
@@ -286,7 +287,7 @@ def test_the_live_region_never_draws_more_rows_than_the_screen_holds() -> None:
     live = "".join(f"{n}\n" for n in range(10))
     assert region.update("", live) == "7\n8\n9\n"
     assert region.drawn == 3
-    assert region.update("x\n", live).startswith("\x1b[3F\x1b[Jx\n")
+    assert region.update("x\n", live) == "\r\x1b[2K" + "\x1b[1F\x1b[2K" * 3 + "x\n7\n8\n9\n"
 
 
 # --- lazy import ---------------------------------------------------------------------------

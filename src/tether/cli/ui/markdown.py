@@ -263,8 +263,10 @@ class LiveRegion:
 
     The live tail is drawn below everything committed, and only its last ``height - 1`` rows
     (``height``: the terminal's rows), since the cursor cannot move back up to a row that
-    scrolled off the screen. The previous tail is erased by moving the cursor up over its rows
-    and clearing to the end of the screen (``ESC[nF ESC[J``). Every row given ends in a newline.
+    scrolled off the screen. The previous tail is erased row by row, from the cursor's row up to
+    the tail's first row (``ESC[2K``, then ``ESC[1F ESC[2K`` per row): erasing a line, unlike
+    clearing to the end of the screen, never makes a terminal (tmux does, from the top row)
+    copy the screen into its scrollback. Every row given ends in a newline.
     """
 
     height: int
@@ -287,6 +289,6 @@ class LiveRegion:
         """The text that erases the drawn tail (``""`` if none is drawn)."""
         if not self.drawn:
             return ""
-        text = f"\x1b[{self.drawn}F\x1b[J"
+        text = "\r\x1b[2K" + "\x1b[1F\x1b[2K" * self.drawn
         self.drawn = 0
         return text
