@@ -87,6 +87,8 @@ def test_outside_text_cannot_move_the_cursor() -> None:
     assert line == "⠋ running x\\r\\x1b[2Ky"
     retry = StatusState(activity="retrying", retry_reason="\x1b]0;t\x07")
     assert status_line(retry, width=80, color=False) == "⠋ retrying (\\x1b]0;t\\x07)"
+    two_lines = StatusState(activity="tool", tool="a\nb")
+    assert status_line(two_lines, width=80, color=False) == "⠋ running a\\nb"
 
 
 def test_the_spinner_turns_and_has_an_ascii_form() -> None:

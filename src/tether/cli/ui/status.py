@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, assert_never
 
-from tether.cli.ui.text import cell_width, clip, sgr, visible
+from tether.cli.ui.text import cell_width, clip, plain, runs, sgr
 
 __all__ = [
     "ASCII_SPINNER",
@@ -90,6 +90,11 @@ def format_count(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
+def _one_line(text: str) -> str:
+    """``text`` with every control character, a newline too, shown as an escape."""
+    return plain(runs(text, strict=True))
+
+
 def _activity(state: StatusState) -> str:
     match state.activity:
         case "idle":
@@ -101,14 +106,14 @@ def _activity(state: StatusState) -> str:
         case "writing":
             return "writing"
         case "tool":
-            name = visible(state.tool, strict=True) if state.tool else "a tool"
+            name = _one_line(state.tool) if state.tool else "a tool"
             return f"running {name}"
         case "retrying":
             text = "retrying"
             if state.retry_in is not None:
                 text += f" in {max(state.retry_in, 0):.0f} s"
             if state.retry_reason:
-                text += f" ({visible(state.retry_reason, strict=True)})"
+                text += f" ({_one_line(state.retry_reason)})"
             return text
         case "compacting":
             return "compacting the context"
