@@ -320,3 +320,24 @@ def test_a_block_that_shows_nothing_adds_no_empty_row() -> None:
     assert md.feed("Text\n\n# H\n") == "Text\n\n# H\n"
     assert md.source == "[ref]: https://example.com\n\nText\n\n# H\n"
     assert md.feed("") == ""
+
+
+def test_a_long_code_block_renders_only_its_last_lines_while_it_streams() -> None:
+    md = StreamingMarkdown(width=60, color=False)
+    md.feed("Here:\n\n```python\n")
+    for n in range(300):
+        md.feed(f"value_{n} = {n}\n")
+    bounded = rows(md.live(max_rows=10))
+    assert len(bounded) <= 10 + 3  # the lines, the code block's padding, the separator
+    assert bounded[-1].strip() == "value_299 = 299"
+    assert "value_289 = 289" not in md.live(max_rows=10)
+    whole_tail = md.live()
+    assert "value_0 = 0" in whole_tail
+    assert md.live(max_rows=10) == "\n".join(bounded) + "\n"  # cached per max_rows
+    assert md.feed("```\n").count("value_") == 300  # committed whole
+    assert md.live(max_rows=10) == ""
+    splitter = BlockSplitter()
+    splitter.feed("```\nx\n")
+    assert splitter.open_code == ("```\n", "x\n")
+    splitter.feed("```\n")
+    assert splitter.open_code is None

@@ -9,7 +9,9 @@ renders each block once, when it is complete:
   caller writes them once; they never change).
 * ``live()`` renders the one unfinished block (the *live tail*; cached until the next
   feed). The terminal writer erases it and draws it again (``LiveRegion``), so only a few
-  rows are ever redrawn. A caller may call ``live()`` at its frame rate rather than per delta.
+  rows are ever redrawn. A caller may call ``live()`` at its frame rate rather than per delta,
+  and passes the terminal's height so that a long code block still streaming costs the same
+  per redraw however long it grows (only its last lines are rendered).
 * ``finish()`` commits the rest; ``render_all(width)`` renders everything again (a new
   terminal width), the same rows ``feed``/``finish`` gave when the width is unchanged.
 
@@ -54,6 +56,7 @@ class _Fence:
     mark: str  # the fence's character
     length: int
     top: bool  # not inside a list: its closing line ends the block
+    body: int  # where the code starts in the block (after the opening line)
 
 
 class BlockSplitter:
@@ -78,6 +81,15 @@ class BlockSplitter:
     def pending(self) -> str:
         """The source of the unfinished block."""
         return self._block
+
+    @property
+    def open_code(self) -> tuple[str, str] | None:
+        """``(opening fence line, code so far)`` while the unfinished block is a fenced code
+        block that is still open; ``None`` otherwise."""
+        fence = self._fence
+        if fence is None or self._kind != "fence":
+            return None
+        return self._block[: fence.body], self._block[fence.body :]
 
     def feed(self, text: str) -> list[str]:
         """Add ``text``; the blocks it completed."""
@@ -141,6 +153,7 @@ class BlockSplitter:
                 mark=match.group(2)[0],
                 length=len(match.group(2)),
                 top=self._kind != "list" or indent == 0,
+                body=end,
             )
             if self._kind == "none":
                 self._kind = "fence"
@@ -186,7 +199,7 @@ class StreamingMarkdown:
         self._splitter = BlockSplitter()
         self._blocks: list[str] = []  # committed blocks' source
         self._renderer: BlockRenderer | None = None
-        self._live: str | None = None  # the cached live tail
+        self._live: tuple[int | None, str] | None = None  # the cached live tail, its max_rows
         self._shown = False  # some committed block rendered rows
 
     @property
@@ -229,18 +242,32 @@ class StreamingMarkdown:
         self._live = None
         return self._commit(self._splitter.feed(delta))
 
-    def live(self) -> str:
+    def live(self, max_rows: int | None = None) -> str:
         """The unfinished block's rows (``""`` when there is none), with the empty row that
-        will separate it from the committed rows above."""
-        if self._live is None:
-            pending = self._splitter.pending
-            rows = self._render(pending) if pending.strip() else ""
-            self._live = "\n" + rows if rows and self._shown else rows
-        return self._live
+        will separate it from the committed rows above.
+
+        ``max_rows`` (the terminal's height: no more of the tail can be seen) bounds the work
+        of a long code block still streaming: only its last ``max_rows`` lines are rendered,
+        so each redraw costs the same however long the block grows.
+        """
+        cached = self._live
+        if cached is not None and cached[0] == max_rows:
+            return cached[1]
+        pending = self._splitter.pending
+        code = self._splitter.open_code
+        if max_rows is not None and code is not None:
+            opening, body = code
+            lines = body.split("\n")
+            if len(lines) > max_rows:
+                pending = opening + "\n".join(lines[-max(max_rows, 1) :])
+        rows = self._render(pending) if pending.strip() else ""
+        shown = "\n" + rows if rows and self._shown else rows
+        self._live = (max_rows, shown)
+        return shown
 
     def finish(self) -> str:
         """Commit the unfinished block; its rows (the live tail is then empty)."""
-        self._live = ""
+        self._live = None
         return self._commit(self._splitter.finish())
 
     def render_all(self, width: int | None = None) -> str:
