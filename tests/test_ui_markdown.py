@@ -13,7 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import examples
-from tether.cli.ui.markdown import BlockSplitter, LiveRegion, StreamingMarkdown
+from tether.cli.ui.markdown import (
+    CODE_HIGHLIGHT_EVERY,
+    BlockSplitter,
+    LiveRegion,
+    StreamingMarkdown,
+)
 from tether.cli.ui.text import cell_width
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -341,3 +346,19 @@ def test_a_long_code_block_renders_only_its_last_lines_while_it_streams() -> Non
     assert splitter.open_code == ("```\n", "x\n")
     splitter.feed("```\n")
     assert splitter.open_code is None
+
+
+def test_a_streaming_code_block_is_highlighted_in_groups_of_lines() -> None:
+    md = StreamingMarkdown(width=60, color=True)
+    md.feed("```python\n")
+    for n in range(CODE_HIGHLIGHT_EVERY + 3):
+        md.feed(f"x_{n} = {n}\n")
+    md.feed("y = (")
+    live = rows(md.live(max_rows=40))
+    plain_rows = [row for row in live if "\x1b" not in row]
+    assert [row.strip() for row in plain_rows] == ["x_8 = 8", "x_9 = 9", "x_10 = 10", "y = ("]
+    highlighted = SGR.sub("", "\n".join(live))
+    assert all(f"x_{n} = {n}" in highlighted for n in range(CODE_HIGHLIGHT_EVERY))
+    committed = md.feed(")\n```\n")
+    assert all("\x1b[" in row for row in rows(committed) if "x_10" in SGR.sub("", row))
+    assert SGR.sub("", committed).count("x_") == CODE_HIGHLIGHT_EVERY + 3

@@ -34,12 +34,22 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
-from tether.cli.ui.text import MIN_WIDTH, visible
+from tether.cli.ui.text import MIN_WIDTH, clip, visible
 
 if TYPE_CHECKING:
     from tether.cli.ui._rich_render import BlockRenderer
 
-__all__ = ["BlockSplitter", "LiveRegion", "MarkdownTheme", "StreamingMarkdown"]
+__all__ = [
+    "CODE_HIGHLIGHT_EVERY",
+    "BlockSplitter",
+    "LiveRegion",
+    "MarkdownTheme",
+    "StreamingMarkdown",
+]
+
+CODE_HIGHLIGHT_EVERY: Final = 8
+"""While a code block streams (``live(max_rows=...)``), its lines are highlighted in groups
+of this many; the newest lines are shown plain until their group is complete."""
 
 MarkdownTheme: TypeAlias = Literal["dark", "light"]
 """The terminal's background: picks the code highlighting and a few element colours."""
@@ -174,6 +184,7 @@ class StreamingMarkdown:
 
     __slots__ = (
         "_blocks",
+        "_code_rows",
         "_color",
         "_live",
         "_renderer",
@@ -201,6 +212,8 @@ class StreamingMarkdown:
         self._renderer: BlockRenderer | None = None
         self._live: tuple[int | None, str] | None = None  # the cached live tail, its max_rows
         self._shown = False  # some committed block rendered rows
+        # the highlighted rows of an open code block's lines: ((opening, lines, max_rows), rows)
+        self._code_rows: tuple[tuple[str, int, int], str] | None = None
 
     @property
     def width(self) -> int:
@@ -247,23 +260,38 @@ class StreamingMarkdown:
         will separate it from the committed rows above.
 
         ``max_rows`` (the terminal's height: no more of the tail can be seen) bounds the work
-        of a long code block still streaming: only its last ``max_rows`` lines are rendered,
-        so each redraw costs the same however long the block grows.
+        of a fenced code block still streaming: its last complete lines (``max_rows`` in all
+        with the newest) are highlighted once every ``CODE_HIGHLIGHT_EVERY`` lines and kept,
+        and the lines since are shown plain below them until the next time, so a redraw costs
+        almost nothing however long the block grows (the committed rows are highlighted whole).
         """
         cached = self._live
         if cached is not None and cached[0] == max_rows:
             return cached[1]
-        pending = self._splitter.pending
         code = self._splitter.open_code
         if max_rows is not None and code is not None:
-            opening, body = code
-            lines = body.split("\n")
-            if len(lines) > max_rows:
-                pending = opening + "\n".join(lines[-max(max_rows, 1) :])
-        rows = self._render(pending) if pending.strip() else ""
+            rows = self._code_tail(code[0], code[1], max(max_rows, 1))
+        else:
+            pending = self._splitter.pending
+            rows = self._render(pending) if pending.strip() else ""
         shown = "\n" + rows if rows and self._shown else rows
         self._live = (max_rows, shown)
         return shown
+
+    def _code_tail(self, opening: str, body: str, max_rows: int) -> str:
+        complete, _, partial = body.rpartition("\n")
+        lines = complete.split("\n") if complete else []
+        done = len(lines) - len(lines) % CODE_HIGHLIGHT_EVERY
+        key = (opening, done, max_rows)
+        if self._code_rows is None or self._code_rows[0] != key:
+            start = max(done - max(max_rows - CODE_HIGHLIGHT_EVERY, 0), 0)
+            shown = lines[start:done]
+            source = opening + "".join(line + "\n" for line in shown)
+            self._code_rows = (key, self._render(source) if shown else "")
+        rest = [*lines[done:], partial] if partial else lines[done:]
+        room = max(self._width - 1, 1)
+        plain = "".join(" " + clip(visible(line, strict=False), room) + "\n" for line in rest)
+        return self._code_rows[1] + plain
 
     def finish(self) -> str:
         """Commit the unfinished block; its rows (the live tail is then empty)."""
