@@ -18,6 +18,7 @@ from tether.cli.ui.markdown import (
     BlockSplitter,
     LiveRegion,
     StreamingMarkdown,
+    theme_from_environment,
 )
 from tether.cli.ui.text import cell_width
 
@@ -362,3 +363,20 @@ def test_a_streaming_code_block_is_highlighted_in_groups_of_lines() -> None:
     committed = md.feed(")\n```\n")
     assert all("\x1b[" in row for row in rows(committed) if "x_10" in SGR.sub("", row))
     assert SGR.sub("", committed).count("x_") == CODE_HIGHLIGHT_EVERY + 3
+
+
+@pytest.mark.parametrize(
+    ("colorfgbg", "theme"),
+    [
+        ("15;0", "dark"),
+        ("0;15", "light"),
+        ("0;7", "light"),
+        ("12;8", "dark"),
+        ("0;default;15", "light"),
+        ("junk", "dark"),
+        (None, "dark"),
+    ],
+)
+def test_the_theme_follows_the_terminal_background(colorfgbg: str | None, theme: str) -> None:
+    environ = {} if colorfgbg is None else {"COLORFGBG": colorfgbg}
+    assert theme_from_environment(environ) == theme

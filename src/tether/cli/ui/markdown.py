@@ -31,6 +31,7 @@ in the source (an ANSI escape, a ``\\r``, a bidi override) are shown as visible 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
@@ -45,6 +46,7 @@ __all__ = [
     "LiveRegion",
     "MarkdownTheme",
     "StreamingMarkdown",
+    "theme_from_environment",
 ]
 
 CODE_HIGHLIGHT_EVERY: Final = 8
@@ -53,6 +55,17 @@ of this many; the newest lines are shown plain until their group is complete."""
 
 MarkdownTheme: TypeAlias = Literal["dark", "light"]
 """The terminal's background: picks the code highlighting and a few element colours."""
+
+
+def theme_from_environment(environ: Mapping[str, str]) -> MarkdownTheme:
+    """The theme a terminal's ``COLORFGBG`` (``"foreground;background"``, set by rxvt,
+    Konsole, iTerm2 and others) suggests: ``"light"`` for a background of colour 7 or 9-15,
+    ``"dark"`` otherwise and when it is not set (most terminals are dark)."""
+    background = environ.get("COLORFGBG", "").rpartition(";")[2]
+    if background.isdigit() and (background == "7" or 9 <= int(background) <= 15):
+        return "light"
+    return "dark"
+
 
 _FENCE: Final = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 _ITEM: Final = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
