@@ -59,6 +59,8 @@ def _goal(
 
 
 def _number(value: float, unit: str) -> str:
+    if unit == "µs":
+        return f"{value:,.0f} µs"
     if unit == "ms":
         return f"{value:+.1f} ms" if value < 0 else f"{value:.1f} ms"
     return f"{value:.3g}x"
@@ -69,6 +71,8 @@ def spread(goal: dict[str, Any]) -> str:
     if goal["status"] == "SKIPPED":
         return "—"
     unit = goal.get("unit", "x")
+    if unit == "µs":
+        return f"{goal['min']:,.0f} / {goal['median']:,.0f} / {goal['max']:,.0f} µs"
     if unit == "ms":
         return f"{goal['min']:.1f} / {goal['median']:.1f} / {goal['max']:.1f} ms"
     return f"{goal['min']:.2f} / {goal['median']:.2f} / {goal['max']:.2f}x"

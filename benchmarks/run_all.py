@@ -38,6 +38,7 @@ BENCHES = (
     "bench_session",
     "bench_import",
     "bench_cli_startup",
+    "bench_render",
     "bench_scale",
 )
 
