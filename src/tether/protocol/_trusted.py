@@ -48,7 +48,7 @@ from tether.protocol.model import (
     ToolCallChunk,
     ToolCallDeltaChunk,
 )
-from tether.protocol.tools import RunContext
+from tether.protocol.tools import RunContext, Valid
 
 __all__ = ["BUILDERS", "RAW_ARGUMENTS_CUT", "bounded_raw_arguments", "builder", "invalid_tool_call"]
 
@@ -176,6 +176,9 @@ model_usage: Callable[[int, int, int, int], ModelUsage] = builder(
 execution_context: Callable[[Any, str, object], RunContext[Any]] = builder(
     RunContext, "signal", "tool_call_id", "deps"
 )
+valid: Callable[[Any], Valid[Any]] = builder(Valid, "value")
+"""An accepted validation (``value`` is any value: ``Valid`` checks nothing of it), for
+``@tool``'s validator, which runs once per tool call."""
 
 _message_accepted_payload = builder(MessageAcceptedPayload, "message")
 _model_chunk_payload = builder(ModelChunkPayload, "chunk")

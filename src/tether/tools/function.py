@@ -55,6 +55,7 @@ from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar,
 
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
 from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol import _trusted as trusted
 from tether.tools.contract import FunctionTool, ToolContractError, define_tool
 from tether.tools.serialize import TOOL_OUTPUT_CAP_CHARACTERS
 
@@ -269,7 +270,7 @@ def _build(
                     return Invalid(error=f"missing required argument {key!r}")
         except _Reject as problem:
             return Invalid(error=str(problem))
-        return Valid(value=result)
+        return trusted.valid(result)  # Valid(value=result), without re-checking its fields
 
     if is_async:
 
