@@ -54,7 +54,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar, Union, overload
 
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
-from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation
 from tether.protocol import _trusted as trusted
 from tether.tools.contract import FunctionTool, ToolContractError, define_tool
 from tether.tools.serialize import TOOL_OUTPUT_CAP_CHARACTERS

@@ -1,0 +1,73 @@
+"""The loop's fast paths (issue 30) against the plain paths they shortcut.
+
+Each shortcut must give what the path it skips gives, on any input it accepts:
+
+* ``stream_reply`` (a ``ScriptedReply`` played straight into a stream) pushes the items that
+  iterating the reply as a response factory yields, in order, and finishes with its response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import examples, run_async
+from tether import (
+    AbortController,
+    ModelRequest,
+    ScriptedReply,
+    ScriptedToolCall,
+    UserMessage,
+)
+from tether.jsonvalue import freeze_json
+from tether.models.scripted import stream_reply
+from tether.stream import EventStream
+
+TEXTS = st.lists(st.text(max_size=3), max_size=3).map(tuple)
+ARGUMENTS = st.dictionaries(st.sampled_from(["left", "right", "path"]), st.integers(-3, 3))
+CALLS = st.builds(
+    ScriptedToolCall,
+    name=st.sampled_from(["add", "echo"]),
+    arguments=ARGUMENTS.map(freeze_json),
+    id=st.one_of(st.none(), st.sampled_from(["call-a", "call-b"])),
+)
+INVALID_CALLS = st.builds(
+    ScriptedToolCall,
+    name=st.just("write"),
+    raw_arguments=st.sampled_from(['{"path": ', "[1]", ""]),
+)
+
+
+@st.composite
+def replies(draw: st.DrawFn) -> ScriptedReply:
+    calls = tuple(draw(st.lists(st.one_of(CALLS, INVALID_CALLS), max_size=3)))
+    reasons: list[Any] = [None, "length", "refusal", "toolCall" if calls else "stop"]
+    return ScriptedReply(
+        text=draw(TEXTS),
+        thinking=draw(st.lists(st.text(max_size=3), max_size=2).map(tuple)),
+        tool_calls=calls,
+        response_id=draw(st.one_of(st.none(), st.just("r-7"))),
+        stop_reason=draw(st.sampled_from(reasons)),
+        model=draw(st.one_of(st.none(), st.just("scripted-model"))),
+        tool_call_deltas=draw(st.booleans()),
+    )
+
+
+REQUEST = ModelRequest(id="request-004", messages=(UserMessage(id="user-1", content="go"),))
+
+
+@settings(max_examples=examples(200))
+@given(reply=replies())
+def test_stream_reply_pushes_what_the_reply_as_a_factory_yields(reply: ScriptedReply) -> None:
+    async def check() -> None:
+        yielded = [item async for item in reply(REQUEST, AbortController().signal)]
+        stream: EventStream[Any, Any] = EventStream()
+        stream_reply(reply, REQUEST, stream)
+        assert stream.settled
+        pushed = [item async for item in stream]
+        assert [*pushed, await stream.result] == yielded
+        assert [type(item) for item in [*pushed, await stream.result]] == list(map(type, yielded))
+
+    run_async(check)
