@@ -3,7 +3,9 @@
 Each shortcut must give what the path it skips gives, on any input it accepts:
 
 * ``stream_reply`` (a ``ScriptedReply`` played straight into a stream) pushes the items that
-  iterating the reply as a response factory yields, in order, and finishes with its response.
+  iterating the reply as a response factory yields, in order, and finishes with its response;
+* ``_measure_frozen`` (one pass over flat arguments) measures what the container walk
+  ``_measure_frozen_walk`` measures.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from tether import (
     ScriptedToolCall,
     UserMessage,
 )
-from tether.jsonvalue import freeze_json
+from tether.jsonvalue import JsonObject, freeze_json
+from tether.loop.checks import (  # pyright: ignore[reportPrivateUsage]
+    _measure_frozen,  # pyright: ignore[reportPrivateUsage]
+    _measure_frozen_walk,  # pyright: ignore[reportPrivateUsage]
+)
 from tether.models.scripted import stream_reply
 from tether.stream import EventStream
 
@@ -71,3 +77,26 @@ def test_stream_reply_pushes_what_the_reply_as_a_factory_yields(reply: ScriptedR
         assert [type(item) for item in [*pushed, await stream.result]] == list(map(type, yielded))
 
     run_async(check)
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=4),
+)
+KEYS = st.text(max_size=3)  # non-ASCII and surrogate keys included
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=examples(300))
+@given(value=st.dictionaries(KEYS, JSON, max_size=4))
+def test_the_flat_measure_equals_the_walk(value: dict[str, object]) -> None:
+    frozen = freeze_json(value)
+    assert type(frozen) is JsonObject
+    assert _measure_frozen(frozen) == _measure_frozen_walk(frozen)
