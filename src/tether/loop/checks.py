@@ -17,7 +17,7 @@ from typing import Any, Final, TypeAlias, cast, get_args
 
 from tether._text import code_points, is_non_empty, message_of
 from tether._types import real_items, type_of
-from tether.jsonvalue import JsonObject, cached_size, store_size
+from tether.jsonvalue import JsonObject, cached_size, entries, store_size
 from tether.loop.limits import RunLimits
 from tether.messages import (
     MISSING,
@@ -380,14 +380,15 @@ def _measure_frozen(arguments: Any) -> tuple[int, int, int]:
     the measure. ``tests/test_loop_fast_paths.py`` checks both on any JSON object.
     """
     strings = 0
-    for key, value in arguments.items():
+    items = entries(arguments)  # the object's own dict
+    for key, value in items.items():
         strings += len(key) if key.isascii() else code_points(key)[0]
         value_type = type_of(value)
         if value_type is str:
             strings += len(value) if value.isascii() else code_points(value)[0]
         elif value_type is JsonObject or value_type is tuple:
             return _measure_frozen_walk(arguments)
-    return len(arguments), strings, 0
+    return len(items), strings, 0
 
 
 def _measure_frozen_walk(arguments: Any) -> tuple[int, int, int]:

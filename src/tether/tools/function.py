@@ -53,7 +53,14 @@ import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar, Union, overload
 
-from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
+from tether.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    JsonValueError,
+    entries,
+    freeze_json,
+    thaw_json,
+)
 from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation
 from tether.protocol import _trusted as trusted
 from tether.tools.contract import FunctionTool, ToolContractError, define_tool
@@ -255,7 +262,7 @@ def _build(
             return Invalid(error=str(error))
         if type(frozen) is not JsonObject:
             return Invalid(error="arguments must be a JSON object")
-        values: JsonObject = frozen
+        values = entries(frozen)  # the object's own dict: read without a call per item
         if not values.keys() <= names:
             unexpected = next(key for key in values if key not in checks)
             return Invalid(error=f"unexpected argument {unexpected!r}")
