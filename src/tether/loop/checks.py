@@ -552,7 +552,8 @@ def snapshot_response(
         ) from error
     if response.request_id != active:
         raise ModelProtocolError(f'Model response requestId must equal active request "{active}"')
-    has_calls = any(block.type == "toolCall" for block in response.message.content)
+    # The blocks are exact protocol classes (the message's constructor admits no other).
+    has_calls = ToolCall in map(type_of, response.message.content)
     if response.stop_reason == "stop" and has_calls:
         raise ModelProtocolError("A stop response must not contain Tool calls")
     if response.stop_reason == "toolCall" and not has_calls:

@@ -628,6 +628,7 @@ class _Run:
         source: RacedIterator[object] = RacedIterator(iterator, signal)
         active = request.id
         chunks: list[ModelChunk] = []  # text, thinking and tool calls: matched at the end
+        streamed_calls: set[int] = set()  # the tool calls checked as chunks, by identity
         count = 0
         max_chunks = limits.max_chunks_per_step
         max_text = limits.max_text_code_points
@@ -671,6 +672,7 @@ class _Run:
                 elif chunk.type == "toolCall":
                     pending_high = False
                     chunks.append(chunk)
+                    streamed_calls.add(id(chunk.tool_call))
                 elif chunk.type != "toolCallDelta":
                     assert_never(chunk)
                 if text > max_text:
@@ -690,7 +692,6 @@ class _Run:
         if raw is _PENDING:
             raw = await _awaited_response(stream, signal)
         check_signal(signal)
-        streamed_calls = {id(chunk.tool_call) for chunk in chunks if chunk.type == "toolCall"}
         response = snapshot_response(raw, active, streamed_calls, limits)
         if response is not raw:  # a mapping was read: caller code ran since the last check
             check_signal(signal)

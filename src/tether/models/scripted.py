@@ -230,7 +230,7 @@ def _checked_response(response: ModelResponse, active: str) -> ModelResponse:
             f'Scripted response requestId "{response.request_id}" does not match active request '
             f'"{active}"',
         )
-    has_tool_call = any(block.type == "toolCall" for block in response.message.content)
+    has_tool_call = ToolCall in map(type, response.message.content)  # exact block classes
     if response.stop_reason == "toolCall" and not has_tool_call:
         raise ScriptedModelError(
             "SCRIPT_INVALID_RESPONSE",
