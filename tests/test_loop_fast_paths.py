@@ -24,7 +24,7 @@ from tether import (
     UserMessage,
 )
 from tether.jsonvalue import JsonObject, freeze_json
-from tether.loop.checks import (  # pyright: ignore[reportPrivateUsage]
+from tether.loop.checks import (
     _measure_frozen,  # pyright: ignore[reportPrivateUsage]
     _measure_frozen_walk,  # pyright: ignore[reportPrivateUsage]
 )

@@ -212,11 +212,11 @@ def test_the_async_generator_step_class_is_final() -> None:
 @given(actions=st.lists(ACTIONS, max_size=6))
 def test_an_async_generator_step_is_its_own_await_steps(actions: list[Action]) -> None:
     async def check() -> None:
-        generator_ = generator(actions, AbortController())
-        step = generator_.__anext__()
+        generator_: Any = generator(actions, AbortController())
+        step: Any = generator_.__anext__()
         assert type(step) is _ASEND
         assert _steps_of(step) is await_steps(step) is step
-        step.close()  # pyright: ignore[reportAttributeAccessIssue]
+        step.close()
         await generator_.aclose()
 
     run_async(check)
@@ -227,7 +227,7 @@ PLAIN_ACTIONS = st.sampled_from(["return", "raise", "stop", "yield", "wait"])
 
 async def awaited_directly(actions: list[Action]) -> tuple[list[object], object]:
     """What ``await __anext__()`` gives, step after step, with no race at all."""
-    iterator = generator(actions, AbortController())
+    iterator: Any = generator(actions, AbortController())
     items: list[object] = []
     end: object = None
     try:

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Gener
 from typing import Any, Generic, TypeVar
 
 from tether._ownership import release_claim
-from tether._types import await_steps, is_awaitable
+from tether._types import await_steps, is_awaitable, type_of
 from tether.abort import AbortController, AbortError, AbortSignal, abort_exception
 from tether.stream import EventStreamIterator
 
@@ -68,9 +68,9 @@ def _asend_type() -> type[Any]:
     """The class of an async generator's ``__anext__()`` awaitable (``async_generator_asend``,
     not exposed by ``types``), read from a generator that never runs."""
     generator = _probe()
-    step = generator.__anext__()
-    kind = type(step)
-    step.close()  # pyright: ignore[reportAttributeAccessIssue]
+    step: Any = generator.__anext__()
+    kind: type[Any] = type_of(step)
+    step.close()
     return kind
 
 

@@ -380,12 +380,13 @@ def _measure_frozen(arguments: Any) -> tuple[int, int, int]:
     the measure. ``tests/test_loop_fast_paths.py`` checks both on any JSON object.
     """
     strings = 0
-    items = entries(arguments)  # the object's own dict
+    items: dict[str, Any] = entries(arguments)  # the object's own dict
     for key, value in items.items():
         strings += len(key) if key.isascii() else code_points(key)[0]
         value_type = type_of(value)
         if value_type is str:
-            strings += len(value) if value.isascii() else code_points(value)[0]
+            text: str = value
+            strings += len(text) if text.isascii() else code_points(text)[0]
         elif value_type is JsonObject or value_type is tuple:
             return _measure_frozen_walk(arguments)
     return len(items), strings, 0
