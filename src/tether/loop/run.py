@@ -101,9 +101,7 @@ from tether.protocol import (
     AgentEvent,
     AssistantMessage,
     CancelledRunResult,
-    CompletedRunResult,
     FailedRunResult,
-    MaxStepsRunResult,
     Message,
     ModelChunk,
     ModelRequest,
@@ -502,18 +500,16 @@ class _Run:
             stop_reason = response.stop_reason
             if stop_reason == "stop":
                 if output is None:
-                    return CompletedRunResult(
-                        messages=tuple(self.transcript),
-                        final_text=joined(text_from_assistant(message)),
-                        usage=self.usage,
+                    return trusted.completed_result(
+                        tuple(self.transcript), joined(text_from_assistant(message)), self.usage
                     )
                 output.failed("a text answer")
                 reminder = output.reminder(request_id)
                 self.transcript.append(reminder)
                 self.emit(trusted.message_accepted_event(self.sequence, reminder))
                 if step == self.max_steps:
-                    return MaxStepsRunResult(
-                        messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage
+                    return trusted.max_steps_result(
+                        tuple(self.transcript), self.max_steps, self.usage
                     )
                 continue
             if stop_reason == "length":
@@ -569,16 +565,14 @@ class _Run:
                 if budget is not None:
                     budget.record(result)
             if final is not NO_OUTPUT:
-                return CompletedRunResult(
-                    messages=tuple(self.transcript),
-                    final_text=joined(text_from_assistant(message)),
-                    usage=self.usage,
-                    output=final,
+                return trusted.completed_result(
+                    tuple(self.transcript),
+                    joined(text_from_assistant(message)),
+                    self.usage,
+                    final,
                 )
             if step == self.max_steps:
-                return MaxStepsRunResult(
-                    messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage
-                )
+                return trusted.max_steps_result(tuple(self.transcript), self.max_steps, self.usage)
         raise AssertionError("unreachable: the last step always returns")  # pragma: no cover
 
     def extend(self, message: AssistantMessage) -> None:
