@@ -4,6 +4,9 @@ Each shortcut must give what the path it skips gives, on any input it accepts:
 
 * ``stream_reply`` (a ``ScriptedReply`` played straight into a stream) pushes the items that
   iterating the reply as a response factory yields, in order, and finishes with its response;
+* a run over plain-data replies gives the events and the result of the same run over the
+  same replies wrapped as response factories (the general path: a producer drives each
+  reply's async iterator; the fast-path changes of issue 30 all lie between the two);
 * ``_measure_frozen`` (one pass over flat arguments) measures what the container walk
   ``_measure_frozen_walk`` measures.
 """
@@ -18,10 +21,17 @@ from hypothesis import strategies as st
 from support import examples, run_async
 from tether import (
     AbortController,
+    AgentEvent,
     ModelRequest,
+    ResponseFactory,
+    RunResult,
+    ScriptedModel,
     ScriptedReply,
     ScriptedToolCall,
+    ToolRegistry,
     UserMessage,
+    run_agent_loop,
+    tool,
 )
 from tether.jsonvalue import JsonObject, freeze_json
 from tether.loop.checks import (
@@ -100,3 +110,54 @@ def test_the_flat_measure_equals_the_walk(value: dict[str, object]) -> None:
     frozen = freeze_json(value)
     assert type(frozen) is JsonObject
     assert _measure_frozen(frozen) == _measure_frozen_walk(frozen)
+
+
+@tool
+async def add(left: int = 0, right: int = 0) -> int:
+    """Add two integers."""
+    return left + right
+
+
+@tool
+async def echo(path: int = 0) -> str:
+    """Echo a number as text."""
+    return str(path)
+
+
+REGISTRY = ToolRegistry([add, echo])
+
+
+def as_factory(reply: ScriptedReply) -> ResponseFactory:
+    """The same turn as a hand-written factory: not a ``ScriptedReply``, so the model drives
+    it as an async iterator on its general path."""
+
+    def factory(request: ModelRequest, signal: Any) -> Any:
+        return reply(request, signal)
+
+    return factory
+
+
+async def run_script(
+    replies: list[ResponseFactory], max_steps: int
+) -> tuple[list[AgentEvent], RunResult]:
+    stream = run_agent_loop(
+        messages=[UserMessage(id="user-1", content="go")],
+        model=ScriptedModel(replies),
+        tools=REGISTRY,
+        max_steps=max_steps,
+    )
+    events = [event async for event in stream]
+    return events, await stream.result
+
+
+@settings(max_examples=examples(150))
+@given(script=st.lists(replies(), min_size=1, max_size=4), max_steps=st.integers(1, 5))
+def test_a_run_over_plain_replies_equals_the_run_over_factories(
+    script: list[ScriptedReply], max_steps: int
+) -> None:
+    async def both() -> None:
+        fast = await run_script(list[ResponseFactory](script), max_steps)
+        general = await run_script([as_factory(reply) for reply in script], max_steps)
+        assert fast == general
+
+    run_async(both)
