@@ -7,7 +7,10 @@ import dataclasses
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from tether._text import JS_WHITESPACE
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
     AssistantMessage,
@@ -95,3 +98,17 @@ def test_the_generated_checks_are_installed_on_first_construction() -> None:
     TextBlock(text="warm")
     assert "__post_init__" in vars(TextBlock)
     assert vars(TextBlock)["__post_init__"] is not ProtocolValue.__post_init__
+
+
+# Blank and non-blank IDs: JavaScript whitespace (every code point ``trim()`` removes), other
+# text, and values that are not strings at all.
+ID_TEXT = st.text(alphabet=st.sampled_from([*JS_WHITESPACE, "a", "\u00e9", "\u200b"]), max_size=4)
+NON_EMPTY_CANDIDATES = st.one_of(ID_TEXT, st.integers(), st.none())
+
+
+@given(call_id=NON_EMPTY_CANDIDATES, name=NON_EMPTY_CANDIDATES)
+def test_the_inline_non_empty_test_agrees_with_is_non_empty(call_id: object, name: object) -> None:
+    kwargs: dict[str, Any] = {"id": call_id, "name": name, "arguments": {}}
+    fast = _outcome(lambda: ToolCall(**kwargs))
+    generic = _outcome(lambda: _generic(ToolCall, kwargs))
+    assert fast == generic

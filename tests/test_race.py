@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from support import run_async
 from tether import AbortController, AbortError
-from tether._race import RacedIterator, Started, race, race_eagerly
+from tether._race import _ASEND, RacedIterator, Started, _steps_of, race, race_eagerly  # pyright: ignore[reportPrivateUsage]
+from tether._types import await_steps
 
 Action = Literal["return", "raise", "stop", "yield", "wait", "abort", "raw-abort"]
 ACTIONS = st.sampled_from(["return", "raise", "stop", "yield", "wait", "abort", "raw-abort"])
@@ -198,3 +199,51 @@ def test_closing_after_a_suspended_ready_step_abandons_it() -> None:
         assert closed == [True]
 
     run_async(check)
+
+
+# --- an async generator's step is its own ``await_steps`` (``_steps_of``'s shortcut) ---------
+
+
+def test_the_async_generator_step_class_is_final() -> None:
+    with pytest.raises(TypeError):
+        type("Sub", (_ASEND,), {})
+
+
+@given(actions=st.lists(ACTIONS, max_size=6))
+def test_an_async_generator_step_is_its_own_await_steps(actions: list[Action]) -> None:
+    async def check() -> None:
+        generator_: Any = generator(actions, AbortController())
+        step: Any = generator_.__anext__()
+        assert type(step) is _ASEND
+        assert _steps_of(step) is await_steps(step) is step
+        step.close()
+        await generator_.aclose()
+
+    run_async(check)
+
+
+PLAIN_ACTIONS = st.sampled_from(["return", "raise", "stop", "yield", "wait"])
+
+
+async def awaited_directly(actions: list[Action]) -> tuple[list[object], object]:
+    """What ``await __anext__()`` gives, step after step, with no race at all."""
+    iterator: Any = generator(actions, AbortController())
+    items: list[object] = []
+    end: object = None
+    try:
+        while True:
+            items.append(await iterator.__anext__())
+    except BaseException as error:
+        end = summary(error)
+    await iterator.aclose()
+    return items, end
+
+
+@given(actions=st.lists(PLAIN_ACTIONS, max_size=6), ready=st.booleans())
+def test_racing_an_async_generator_gives_what_awaiting_it_gives(
+    actions: list[Action], ready: bool
+) -> None:
+    async def both() -> None:
+        assert await drain(ready, actions) == await awaited_directly(actions)
+
+    run_async(both)

@@ -17,7 +17,7 @@ from typing import Any, Final, TypeAlias, cast, get_args
 
 from tether._text import code_points, is_non_empty, message_of
 from tether._types import real_items, type_of
-from tether.jsonvalue import JsonObject, cached_size, store_size
+from tether.jsonvalue import JsonObject, cached_size, entries, store_size
 from tether.loop.limits import RunLimits
 from tether.messages import (
     MISSING,
@@ -371,7 +371,29 @@ def _check_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
 
 
 def _measure_frozen(arguments: Any) -> tuple[int, int, int]:
-    """``(entries, string code points, deepest container depth)`` of frozen arguments."""
+    """``(entries, string code points, deepest container depth)`` of frozen arguments.
+
+    Flat arguments (no nested object or array: the common call) are measured in one pass
+    over their items, with no stack; the first nested container hands the whole measure to
+    ``_measure_frozen_walk``. Why: a model that builds fresh arguments every turn (a real
+    one, a scripted factory) pays this once per call, and the walk's set-up cost more than
+    the measure. ``tests/test_loop_fast_paths.py`` checks both on any JSON object.
+    """
+    strings = 0
+    items: dict[str, Any] = entries(arguments)  # the object's own dict
+    for key, value in items.items():
+        strings += len(key) if key.isascii() else code_points(key)[0]
+        value_type = type_of(value)
+        if value_type is str:
+            text: str = value
+            strings += len(text) if text.isascii() else code_points(text)[0]
+        elif value_type is JsonObject or value_type is tuple:
+            return _measure_frozen_walk(arguments)
+    return len(items), strings, 0
+
+
+def _measure_frozen_walk(arguments: Any) -> tuple[int, int, int]:
+    """``_measure_frozen`` for any frozen arguments, one container at a time."""
     entries = 0
     strings = 0
     deepest = 0
@@ -531,7 +553,8 @@ def snapshot_response(
         ) from error
     if response.request_id != active:
         raise ModelProtocolError(f'Model response requestId must equal active request "{active}"')
-    has_calls = any(block.type == "toolCall" for block in response.message.content)
+    # The blocks are exact protocol classes (the message's constructor admits no other).
+    has_calls = ToolCall in map(type_of, response.message.content)
     if response.stop_reason == "stop" and has_calls:
         raise ModelProtocolError("A stop response must not contain Tool calls")
     if response.stop_reason == "toolCall" and not has_calls:

@@ -101,9 +101,7 @@ from tether.protocol import (
     AgentEvent,
     AssistantMessage,
     CancelledRunResult,
-    CompletedRunResult,
     FailedRunResult,
-    MaxStepsRunResult,
     Message,
     ModelChunk,
     ModelRequest,
@@ -502,18 +500,16 @@ class _Run:
             stop_reason = response.stop_reason
             if stop_reason == "stop":
                 if output is None:
-                    return CompletedRunResult(
-                        messages=tuple(self.transcript),
-                        final_text=joined(text_from_assistant(message)),
-                        usage=self.usage,
+                    return trusted.completed_result(
+                        tuple(self.transcript), joined(text_from_assistant(message)), self.usage
                     )
                 output.failed("a text answer")
                 reminder = output.reminder(request_id)
                 self.transcript.append(reminder)
                 self.emit(trusted.message_accepted_event(self.sequence, reminder))
                 if step == self.max_steps:
-                    return MaxStepsRunResult(
-                        messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage
+                    return trusted.max_steps_result(
+                        tuple(self.transcript), self.max_steps, self.usage
                     )
                 continue
             if stop_reason == "length":
@@ -569,16 +565,14 @@ class _Run:
                 if budget is not None:
                     budget.record(result)
             if final is not NO_OUTPUT:
-                return CompletedRunResult(
-                    messages=tuple(self.transcript),
-                    final_text=joined(text_from_assistant(message)),
-                    usage=self.usage,
-                    output=final,
+                return trusted.completed_result(
+                    tuple(self.transcript),
+                    joined(text_from_assistant(message)),
+                    self.usage,
+                    final,
                 )
             if step == self.max_steps:
-                return MaxStepsRunResult(
-                    messages=tuple(self.transcript), max_steps=self.max_steps, usage=self.usage
-                )
+                return trusted.max_steps_result(tuple(self.transcript), self.max_steps, self.usage)
         raise AssertionError("unreachable: the last step always returns")  # pragma: no cover
 
     def extend(self, message: AssistantMessage) -> None:
@@ -628,6 +622,7 @@ class _Run:
         source: RacedIterator[object] = RacedIterator(iterator, signal)
         active = request.id
         chunks: list[ModelChunk] = []  # text, thinking and tool calls: matched at the end
+        streamed_calls: set[int] = set()  # the tool calls checked as chunks, by identity
         count = 0
         max_chunks = limits.max_chunks_per_step
         max_text = limits.max_text_code_points
@@ -671,6 +666,7 @@ class _Run:
                 elif chunk.type == "toolCall":
                     pending_high = False
                     chunks.append(chunk)
+                    streamed_calls.add(id(chunk.tool_call))
                 elif chunk.type != "toolCallDelta":
                     assert_never(chunk)
                 if text > max_text:
@@ -690,7 +686,6 @@ class _Run:
         if raw is _PENDING:
             raw = await _awaited_response(stream, signal)
         check_signal(signal)
-        streamed_calls = {id(chunk.tool_call) for chunk in chunks if chunk.type == "toolCall"}
         response = snapshot_response(raw, active, streamed_calls, limits)
         if response is not raw:  # a mapping was read: caller code ran since the last check
             check_signal(signal)

@@ -230,7 +230,7 @@ def _checked_response(response: ModelResponse, active: str) -> ModelResponse:
             f'Scripted response requestId "{response.request_id}" does not match active request '
             f'"{active}"',
         )
-    has_tool_call = any(block.type == "toolCall" for block in response.message.content)
+    has_tool_call = ToolCall in map(type, response.message.content)  # exact block classes
     if response.stop_reason == "toolCall" and not has_tool_call:
         raise ScriptedModelError(
             "SCRIPT_INVALID_RESPONSE",
@@ -369,11 +369,17 @@ class ScriptedReply:
 
     def _response(self, request: ModelRequest, calls: tuple[ToolCall, ...]) -> ModelResponse:
         response_id = self.response_id or f"response-{request.id}"
-        blocks: tuple[AssistantBlock, ...] = (
-            *map(trusted.thinking_block, self.thinking),
-            *map(trusted.text_block, self.text),
-            *calls,
-        )
+        thinking, text = self.thinking, self.text
+        if thinking or len(text) > 1:
+            blocks: tuple[AssistantBlock, ...] = (
+                *map(trusted.thinking_block, thinking),
+                *map(trusted.text_block, text),
+                *calls,
+            )
+        elif text:  # the common shapes, without the generic unpacking
+            blocks = (trusted.text_block(text[0]), *calls)
+        else:
+            blocks = calls
         message = trusted.assistant_message(f"message-{response_id}", blocks)
         stop_reason: StopReason = self.stop_reason or ("toolCall" if calls else "stop")
         return trusted.model_response(
@@ -413,11 +419,41 @@ class ScriptedReply:
 def stream_reply(
     reply: ScriptedReply, request: ModelRequest, stream: EventStream[ModelChunk, ModelResponse]
 ) -> None:
-    """Play a plain-data reply straight into ``stream``: its chunks, then its response."""
-    *chunks, response = reply._chunks(request, reply._calls(request))  # pyright: ignore[reportPrivateUsage]
-    for chunk in chunks:
-        stream.push(chunk)  # pyright: ignore[reportArgumentType]
-    stream.finish(response)  # pyright: ignore[reportArgumentType]
+    """Play a plain-data reply straight into ``stream``: its chunks, then its response.
+
+    The same items, in the same order, as iterating ``reply(request, signal)`` (what
+    ``ScriptedReply._chunks`` lists), built and pushed one by one instead of listed first.
+    Why: a scripted step of a run is mostly this function, and the list, its unpacking and
+    the generator expressions cost as much as the values. Without tool-call deltas the
+    items are the thinking deltas, the text deltas, the tool-call chunks, then the
+    response; a reply with deltas takes ``_chunks`` itself. ``tests/test_scripted_model.py``
+    checks both against each other on any reply.
+    """
+    if reply.tool_call_deltas:
+        *items, response = reply._chunks(request, reply._calls(request))  # pyright: ignore[reportPrivateUsage]
+        for item in items:
+            stream.push(item)  # pyright: ignore[reportArgumentType]
+        stream.finish(response)  # pyright: ignore[reportArgumentType]
+        return
+    request_id = request.id
+    push = stream.push
+    for part in reply.thinking:
+        push(_thinking_delta_chunk(request_id, part))
+    for part in reply.text:
+        push(_text_delta_chunk(request_id, part))
+    specs = reply.tool_calls
+    if specs:
+        calls = tuple([spec.build(request, position) for position, spec in enumerate(specs, 1)])
+        for call in calls:
+            push(_tool_call_chunk(request_id, call))
+    else:
+        calls = ()
+    stream.finish(reply._response(request, calls))  # pyright: ignore[reportPrivateUsage]
+
+
+_thinking_delta_chunk: Final = trusted.thinking_delta_chunk
+_text_delta_chunk: Final = trusted.text_delta_chunk
+_tool_call_chunk: Final = trusted.tool_call_chunk
 
 
 def text_reply(

@@ -33,7 +33,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_args, get_origin
 
-from tether._text import is_non_empty
+from tether._text import JS_WHITESPACE, is_non_empty
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 
 __all__ = [
@@ -151,6 +151,8 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
         "generic": ProtocolValue.__post_init__,
         "setattr_": object.__setattr__,
         "is_non_empty": is_non_empty,
+        "WHITESPACE": frozenset(JS_WHITESPACE),
+        "JS_WHITESPACE": JS_WHITESPACE,
         "MAX": MAX_SAFE_INTEGER,
     }
     lines = [
@@ -198,7 +200,13 @@ def _inline_test(hint: Any, index: int, namespace: dict[str, Any]) -> str | None
         namespace[f"option_types_{index}"] = frozenset(map(type, options))
         return f"type(v) in option_types_{index} and v in options_{index}"
     if base is str:
-        return "type(v) is str and is_non_empty(v)" if NON_EMPTY in metadata else "type(v) is str"
+        if NON_EMPTY not in metadata:
+            return "type(v) is str"
+        # ``is_non_empty(v)`` written out (no call per ID and name): not blank under ``trim()``
+        return (
+            'type(v) is str and v != "" '
+            'and (v[0] not in WHITESPACE or v.strip(JS_WHITESPACE) != "")'
+        )
     if base is bool:
         return "type(v) is bool"
     if base is int:

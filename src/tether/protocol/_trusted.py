@@ -48,7 +48,8 @@ from tether.protocol.model import (
     ToolCallChunk,
     ToolCallDeltaChunk,
 )
-from tether.protocol.tools import RunContext
+from tether.protocol.results import CompletedRunResult, MaxStepsRunResult
+from tether.protocol.tools import RunContext, Valid
 
 __all__ = ["BUILDERS", "RAW_ARGUMENTS_CUT", "bounded_raw_arguments", "builder", "invalid_tool_call"]
 
@@ -176,6 +177,18 @@ model_usage: Callable[[int, int, int, int], ModelUsage] = builder(
 execution_context: Callable[[Any, str, object], RunContext[Any]] = builder(
     RunContext, "signal", "tool_call_id", "deps"
 )
+valid: Callable[[Any], Valid[Any]] = builder(Valid, "value")
+completed_result: Callable[..., CompletedRunResult[Any]] = builder(
+    CompletedRunResult, "messages", "final_text", "usage", optional=("output",)
+)
+"""A run's ``completed`` result. Why a builder: the public constructor checks every message
+of the transcript, once per run and, for the ``Agent``'s one-step sub-runs, once per step."""
+max_steps_result: Callable[[tuple[Any, ...], int, ModelUsage], MaxStepsRunResult] = builder(
+    MaxStepsRunResult, "messages", "max_steps", "usage"
+)
+"""A run's ``maxSteps`` result (see ``completed_result``)."""
+"""An accepted validation (``value`` is any value: ``Valid`` checks nothing of it), for
+``@tool``'s validator, which runs once per tool call."""
 
 _message_accepted_payload = builder(MessageAcceptedPayload, "message")
 _model_chunk_payload = builder(ModelChunkPayload, "chunk")

@@ -53,8 +53,16 @@ import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar, Union, overload
 
-from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
-from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation, Valid
+from tether.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    JsonValueError,
+    entries,
+    freeze_json,
+    thaw_json,
+)
+from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation
+from tether.protocol import _trusted as trusted
 from tether.tools.contract import FunctionTool, ToolContractError, define_tool
 from tether.tools.serialize import TOOL_OUTPUT_CAP_CHARACTERS
 
@@ -254,7 +262,7 @@ def _build(
             return Invalid(error=str(error))
         if type(frozen) is not JsonObject:
             return Invalid(error="arguments must be a JSON object")
-        values: JsonObject = frozen
+        values = entries(frozen)  # the object's own dict: read without a call per item
         if not values.keys() <= names:
             unexpected = next(key for key in values if key not in checks)
             return Invalid(error=f"unexpected argument {unexpected!r}")
@@ -269,7 +277,7 @@ def _build(
                     return Invalid(error=f"missing required argument {key!r}")
         except _Reject as problem:
             return Invalid(error=str(problem))
-        return Valid(value=result)
+        return trusted.valid(result)  # Valid(value=result), without re-checking its fields
 
     if is_async:
 

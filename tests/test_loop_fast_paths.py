@@ -1,0 +1,163 @@
+"""The loop's fast paths (issue 30) against the plain paths they shortcut.
+
+Each shortcut must give what the path it skips gives, on any input it accepts:
+
+* ``stream_reply`` (a ``ScriptedReply`` played straight into a stream) pushes the items that
+  iterating the reply as a response factory yields, in order, and finishes with its response;
+* a run over plain-data replies gives the events and the result of the same run over the
+  same replies wrapped as response factories (the general path: a producer drives each
+  reply's async iterator; the fast-path changes of issue 30 all lie between the two);
+* ``_measure_frozen`` (one pass over flat arguments) measures what the container walk
+  ``_measure_frozen_walk`` measures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import examples, run_async
+from tether import (
+    AbortController,
+    AgentEvent,
+    ModelRequest,
+    ResponseFactory,
+    RunResult,
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    ToolRegistry,
+    UserMessage,
+    run_agent_loop,
+    tool,
+)
+from tether.jsonvalue import JsonObject, freeze_json
+from tether.loop.checks import (
+    _measure_frozen,  # pyright: ignore[reportPrivateUsage]
+    _measure_frozen_walk,  # pyright: ignore[reportPrivateUsage]
+)
+from tether.models.scripted import stream_reply
+from tether.stream import EventStream
+
+TEXTS = st.lists(st.text(max_size=3), max_size=3).map(tuple)
+ARGUMENTS = st.dictionaries(st.sampled_from(["left", "right", "path"]), st.integers(-3, 3))
+CALLS = st.builds(
+    ScriptedToolCall,
+    name=st.sampled_from(["add", "echo"]),
+    arguments=ARGUMENTS.map(freeze_json),
+    id=st.one_of(st.none(), st.sampled_from(["call-a", "call-b"])),
+)
+INVALID_CALLS = st.builds(
+    ScriptedToolCall,
+    name=st.just("write"),
+    raw_arguments=st.sampled_from(['{"path": ', "[1]", ""]),
+)
+
+
+@st.composite
+def replies(draw: st.DrawFn) -> ScriptedReply:
+    calls = tuple(draw(st.lists(st.one_of(CALLS, INVALID_CALLS), max_size=3)))
+    reasons: list[Any] = [None, "length", "refusal", "toolCall" if calls else "stop"]
+    return ScriptedReply(
+        text=draw(TEXTS),
+        thinking=draw(st.lists(st.text(max_size=3), max_size=2).map(tuple)),
+        tool_calls=calls,
+        response_id=draw(st.one_of(st.none(), st.just("r-7"))),
+        stop_reason=draw(st.sampled_from(reasons)),
+        model=draw(st.one_of(st.none(), st.just("scripted-model"))),
+        tool_call_deltas=draw(st.booleans()),
+    )
+
+
+REQUEST = ModelRequest(id="request-004", messages=(UserMessage(id="user-1", content="go"),))
+
+
+@settings(max_examples=examples(200))
+@given(reply=replies())
+def test_stream_reply_pushes_what_the_reply_as_a_factory_yields(reply: ScriptedReply) -> None:
+    async def check() -> None:
+        yielded = [item async for item in reply(REQUEST, AbortController().signal)]
+        stream: EventStream[Any, Any] = EventStream()
+        stream_reply(reply, REQUEST, stream)
+        assert stream.settled
+        pushed = [item async for item in stream]
+        assert [*pushed, await stream.result] == yielded
+        assert [type(item) for item in [*pushed, await stream.result]] == list(map(type, yielded))
+
+    run_async(check)
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=4),
+)
+KEYS = st.text(max_size=3)  # non-ASCII and surrogate keys included
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=examples(300))
+@given(value=st.dictionaries(KEYS, JSON, max_size=4))
+def test_the_flat_measure_equals_the_walk(value: dict[str, object]) -> None:
+    frozen = freeze_json(value)
+    assert type(frozen) is JsonObject
+    assert _measure_frozen(frozen) == _measure_frozen_walk(frozen)
+
+
+@tool
+async def add(left: int = 0, right: int = 0) -> int:
+    """Add two integers."""
+    return left + right
+
+
+@tool
+async def echo(path: int = 0) -> str:
+    """Echo a number as text."""
+    return str(path)
+
+
+REGISTRY = ToolRegistry([add, echo])
+
+
+def as_factory(reply: ScriptedReply) -> ResponseFactory:
+    """The same turn as a hand-written factory: not a ``ScriptedReply``, so the model drives
+    it as an async iterator on its general path."""
+
+    def factory(request: ModelRequest, signal: Any) -> Any:
+        return reply(request, signal)
+
+    return factory
+
+
+async def run_script(
+    replies: list[ResponseFactory], max_steps: int
+) -> tuple[list[AgentEvent], RunResult]:
+    stream = run_agent_loop(
+        messages=[UserMessage(id="user-1", content="go")],
+        model=ScriptedModel(replies),
+        tools=REGISTRY,
+        max_steps=max_steps,
+    )
+    events = [event async for event in stream]
+    return events, await stream.result
+
+
+@settings(max_examples=examples(150))
+@given(script=st.lists(replies(), min_size=1, max_size=4), max_steps=st.integers(1, 5))
+def test_a_run_over_plain_replies_equals_the_run_over_factories(
+    script: list[ScriptedReply], max_steps: int
+) -> None:
+    async def both() -> None:
+        fast = await run_script(list[ResponseFactory](script), max_steps)
+        general = await run_script([as_factory(reply) for reply in script], max_steps)
+        assert fast == general
+
+    run_async(both)
