@@ -304,3 +304,43 @@ async def test_a_cancelled_loop_transcript_is_closed_by_the_public_helpers() -> 
     closing = unanswered_call_results(result.messages, "cancelled")
     assert [(m.tool_call_id, m.is_error) for m in closing] == [("c1", True)]
     assert validate_transcript([*result.messages, *closing]) == ()
+
+
+async def test_a_cancelled_loop_transcript_is_continued_after_closing() -> None:
+    """Issue 29: the transcript a cancelled loop leaves (a call with no result) is refused
+    as it is (INVALID_TRANSCRIPT) and runs on once the public helper closes its calls."""
+    shell = Shell()
+    controller = AbortController()
+    stream = run_agent_loop(
+        messages=[UserMessage(id="u", content="go")],
+        model=ScriptedModel([tool_call_reply(("shell", {"command": "sleep 30"}, "c1"))]),
+        tools=shell.registry,
+        max_steps=2,
+        signal=controller.signal,
+    )
+
+    async def consume() -> Any:
+        async for event in stream:
+            if event.type == "tool.started":
+                controller.abort("stop")
+        return await stream.result
+
+    cancelled = await bounded(consume())
+    follow_up = UserMessage(id="u2", content="go on")
+
+    async def run_on(messages: list[Message]) -> Any:
+        again = run_agent_loop(
+            messages=messages,
+            model=ScriptedModel([text_reply("continued")]),
+            tools=shell.registry,
+            max_steps=2,
+        )
+        async for _ in again:
+            pass
+        return await again.result
+
+    refused = await bounded(run_on([*cancelled.messages, follow_up]))
+    assert (refused.status, refused.error.code) == ("failed", "INVALID_TRANSCRIPT")
+    closing = unanswered_call_results(cancelled.messages, "cancelled")
+    continued = await bounded(run_on([*cancelled.messages, *closing, follow_up]))
+    assert (continued.status, continued.final_text) == ("completed", "continued")
