@@ -347,9 +347,9 @@ tether.SessionStore
 session_only = sorted(name for name in ("tether.agent.agent", "tether.agent.compaction")
                       if name in sys.modules)
 tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools
-deferred = ["email.utils", "difflib", "uuid", "tether.models.scripted", "tether.providers.fixture"]
-if "coverage" not in sys.modules:
-    deferred.append("random")
+deferred = ["email.utils", "difflib", "tether.models.scripted", "tether.providers.fixture"]
+if "coverage" not in sys.modules:  # coverage imports these itself
+    deferred += ["random", "uuid"]
 print(json.dumps({"session_only": session_only,
                   "deferred": [name for name in deferred if name in sys.modules]}))
 """
@@ -359,8 +359,8 @@ print(json.dumps({"session_only": session_only,
 def test_the_usable_api_loads_only_what_it_uses() -> None:
     """A ``SessionStore`` does not load the ``Agent`` and compaction (``tether.agent`` loads
     its own names on first use), and the HTTP layer imports ``email.utils`` (a Retry-After
-    date) and ``random`` (backoff jitter) only when it needs them (``random`` is not checked
-    under coverage, which imports it itself); ``difflib`` (an edit's diff) and ``uuid`` (a
+    date) and ``random`` (backoff jitter) only when it needs them (``random`` and ``uuid``
+    are not checked under coverage, which imports them itself); ``difflib`` (an edit's diff) and ``uuid`` (a
     session ID, a script name) load when first used, and the loop's imports of
     ``tether.models.base`` and ``tether.providers.errors`` leave the scripted model and the
     fixture provider unloaded (their packages load their names on first use)."""
