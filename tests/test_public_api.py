@@ -359,9 +359,9 @@ print(json.dumps({"session_only": session_only,
 def test_the_usable_api_loads_only_what_it_uses() -> None:
     """A ``SessionStore`` does not load the ``Agent`` and compaction (``tether.agent`` loads
     its own names on first use), and the HTTP layer imports ``email.utils`` (a Retry-After
-    date) and ``random`` (backoff jitter) only when it needs them (``random`` and ``uuid``
-    are not checked under coverage, which imports them itself); ``difflib`` (an edit's diff) and ``uuid`` (a
-    session ID, a script name) load when first used, and the loop's imports of
+    date) and ``random`` (backoff jitter) only when it needs them; ``difflib`` (an edit's
+    diff) and ``uuid`` (a session ID, a script name) load when first used (``random`` and
+    ``uuid`` are not checked under coverage, which imports them itself), and the loop's imports of
     ``tether.models.base`` and ``tether.providers.errors`` leave the scripted model and the
     fixture provider unloaded (their packages load their names on first use)."""
     assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
