@@ -97,14 +97,14 @@ def view(*, color: bool = False) -> tuple[ChatView, io.BytesIO]:
 
 
 def test_tool_calls_results_and_usage_are_rendered() -> None:
-    chat_view, _ = view()
+    chat_view, buffer = view()
     call = ToolCall(
         id="c1", name="write_file", arguments=JsonObject({"path": "a.txt", "content": "hi"})
     )
     assert chat_view.tool_call_line(call) == '→ write_file({"path":"a.txt","content":"hi"})'
     long = ToolCall(id="c2", name="bash", arguments=JsonObject({"command": "x" * 500}))
     assert len(chat_view.tool_call_line(long)) < 300
-    many = "\n".join(f"line {n}" for n in range(10))
+    many = "\n".join(f"line {n}" for n in range(29)) + "\nFAILED"
     result = ToolResultMessage(tool_call_id="c3", tool_name="read_file", content=many)
     assert chat_view.tool_result_lines(result) == [
         "  ✓ read_file",
@@ -112,8 +112,18 @@ def test_tool_calls_results_and_usage_are_rendered() -> None:
         "    line 1",
         "    line 2",
         "    line 3",
-        "    … (6 more lines)",
+        "    … 20 lines hidden (Ctrl-O to expand)",
+        "    line 24",
+        "    line 25",
+        "    line 26",
+        "    line 27",
+        "    line 28",
+        "    FAILED",
     ]
+    chat_view.expand_last()  # Ctrl-O: every line
+    expanded = shown(buffer)
+    assert "(all 30 lines of the last tool result)" in expanded
+    assert all(f"    line {n}\n" in expanded for n in range(29))
     diff = "Edited a.py:\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-old\n+new\n"
     edited = ToolResultMessage(tool_call_id="c4", tool_name="edit_file", content=diff)
     lines = chat_view.tool_result_lines(edited)
@@ -123,7 +133,7 @@ def test_tool_calls_results_and_usage_are_rendered() -> None:
     failed = ToolResultMessage(
         tool_call_id="c5", tool_name="bash", content='{"error":"boom"}', is_error=True
     )
-    assert chat_view.tool_result_lines(failed) == ['  ✗ bash error: {"error":"boom"}']
+    assert chat_view.tool_result_lines(failed) == ["  ✗ bash error", '    {"error":"boom"}']
     assert (
         chat_view.usage_line((3, 4), (10, 20)) == "[tokens: 3 in, 4 out · session: 10 in, 20 out]"
     )
@@ -260,9 +270,12 @@ async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: Cli
     project = tmp_path / "project"
     assert (project / "a.txt").read_text(encoding="utf-8") == "A"
     assert not (project / "b.txt").exists()
-    assert answers.asked == ["allow write_file? [y]es / [n]o / [a]lways for write_file: "] * 3
+    assert answers.asked == [
+        "allow write_file? [y]es / [n]o (n: reason) / [a]lways for write_file: "
+    ] * 3
     text = shown(buffer)
-    assert "answer y, n or a" in text
+    assert "answer y, n (or n: a reason for the model) or a" in text
+    assert "write_file a.txt" in text  # the preview, before the question
     assert "Wrote a." in text
     assert "(declined: write_file did not run)" in text
     blocked = model.requests[3].messages[-1]
@@ -279,6 +292,24 @@ async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: Cli
     lines = (sessions / f"{ident}.jsonl").read_text(encoding="utf-8").splitlines()
     roles = [json.loads(line)["message"]["role"] for line in lines[1:]]
     assert roles == ["user", "assistant", "toolResult", "assistant"] * 2
+
+
+async def test_a_reason_given_with_no_reaches_the_model(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    model = ScriptedModel([write("b.txt", "B", "c1"), ScriptedReply(text=("Fine.",))])
+    answers = Answers("n: use pytest -x")
+    chat, buffer = make_chat(tmp_path, config, model, answers)
+    result = await chat.turn("write b")
+    await chat.close()
+    assert result is not None
+    assert result.status == "completed"
+    assert not (tmp_path / "project" / "b.txt").exists()
+    blocked = model.requests[1].messages[-1]
+    assert blocked.role == "toolResult"
+    assert "TOOL_CALL_BLOCKED" in blocked.content
+    assert "Their reason: use pytest -x" in blocked.content
+    assert "(declined: write_file did not run)" in shown(buffer)
 
 
 async def test_always_stops_asking_for_that_tool(tmp_path: Path, config: CliConfig) -> None:

@@ -72,6 +72,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal as signals
 import sys
 import threading
@@ -85,7 +86,8 @@ from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 from tether.cli.session_config import configured_extensions
 from tether.cli.slash_commands import COMMANDS, HELP
-from tether.coding.approval import Answer, ApprovalRequest, Approvals, parse_answer
+from tether.cli.ui.approval import APPROVAL_QUESTION, Deny
+from tether.coding.approval import Answer, ApprovalRequest, Approvals, Decline, parse_answer
 from tether.coding.session import DECLINED
 
 if TYPE_CHECKING:
@@ -95,6 +97,9 @@ if TYPE_CHECKING:
     from tether.agent.session import SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
+    from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
+    from tether.cli.ui.results import ResultView
+    from tether.tools.coding.workspace import Workspace
     from tether.coding.meter import UsageMeter
     from tether.coding.session import CodingEvent, CodingSession
     from tether.loop.hooks import BlockToolCall, ToolCallContext
@@ -124,16 +129,17 @@ __all__ = [
 
 PROMPT: Final = "chat> "
 """The input prompt."""
-APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o / [a]lways for {name}: "
-"""The approval question (``{name}``: the tool)."""
+APPROVE_PROMPT: Final = APPROVAL_QUESTION
+"""The approval question (``{name}``: the tool; ``tether.cli.ui.approval``)."""
 INDEX_NAME: Final = "cwd-index.json"
 MAX_INDEX_BYTES: Final = 4 << 20
 """The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
 HISTORY_NAME: Final = "chat-history"
 _INTERRUPT: Final = "Interrupted by the user"
 _EXIT_INTERRUPTED: Final = 130
-_RESULT_LINES: Final = 4
 _DIFF_LINES: Final = 12
+_DEFAULT_WIDTH: Final = 100
+_DEFAULT_HEIGHT: Final = 40
 _LIST_SESSIONS: Final = 20
 
 
@@ -242,37 +248,105 @@ def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
 
 
 class ChatView:
-    """Writes a chat's events for a person (see the module docstring); ``color`` adds ANSI
-    dim/red/green, and styles the assistant's markdown as it streams
-    (``tether.cli.markdown``)."""
+    """Writes a chat's events for a person (see the module docstring).
 
-    def __init__(self, out: Output, *, color: bool) -> None:
-        from tether.cli.markdown import MarkdownStream
+    ``color`` styles the output (ANSI); ``live`` (a terminal) draws the answer's unfinished
+    Markdown block and the status line below what is final, erased and redrawn as they change
+    (``tether.cli.ui.markdown.LiveRegion``); without it only final rows are written. ``size``
+    gives the terminal's columns and rows (read at every draw); ``theme`` the background.
+    """
 
+    def __init__(
+        self,
+        out: Output,
+        *,
+        color: bool,
+        live: bool = False,
+        size: Callable[[], tuple[int, int]] | None = None,
+        theme: Literal["dark", "light"] = "dark",
+    ) -> None:
         self.out = out
         self.color = color
+        self.live = live
+        self.theme: Literal["dark", "light"] = theme
+        self._size = size or (lambda: (_DEFAULT_WIDTH, _DEFAULT_HEIGHT))
         self.mode: Literal["line", "text", "thinking"] = "line"
-        self.markdown = MarkdownStream(color=color)
+        self.markdown: StreamingMarkdown | None = None
+        self.status = ""
+        """The status row drawn below the live tail (``""``: none)."""
+        self.last_result: ResultView | None = None
+        """The last tool result with hidden lines (``expand_last`` shows it whole)."""
+        self._region: LiveRegion | None = None
+
+    @property
+    def width(self) -> int:
+        """The terminal's width in cells."""
+        return max(self._size()[0], 20)
+
+    @property
+    def height(self) -> int:
+        """The terminal's height in rows."""
+        return max(self._size()[1], 2)
 
     def _style(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
+    def _draw(self, committed: str) -> None:
+        """Write ``committed`` (final rows) and, when ``live``, redraw the live tail and the
+        status row below it."""
+        if not self.live:
+            if committed:
+                self.out.write(committed)
+            return
+        from tether.cli.ui.markdown import LiveRegion
+
+        height = self.height
+        region = self._region
+        if region is None:
+            region = self._region = LiveRegion(height)
+        region.height = height
+        tail = "" if self.markdown is None else self.markdown.live(max_rows=height)
+        if self.status:
+            tail += self.status + "\n"
+        text = region.update(committed, tail)
+        if text:
+            self.out.write(text)
+
     def write(self, text: str) -> None:
-        """Write ``text`` as it is (streamed)."""
-        self.out.write(text)
+        """Write ``text`` (whole lines) as it is."""
+        self._draw(text)
 
     def line(self, text: str) -> None:
         """Write ``text`` on a line of its own (ending any streamed text first)."""
         self.end_stream()
-        self.out.write(text + "\n")
+        self._draw(text + "\n")
+
+    def set_status(self, text: str) -> None:
+        """Show ``text`` as the status row (``""`` erases it); only when ``live``."""
+        if text != self.status:
+            self.status = text
+            self._draw("")
 
     def end_stream(self) -> None:
-        """End streamed text or thinking with a newline, if any was written."""
-        if self.mode == "text":
-            self.out.write(self.markdown.finish())
-        if self.mode != "line":
-            self.mode = "line"
-            self.out.write("\n")
+        """Finish streamed text or thinking: its last rows are written for good."""
+        markdown = self.markdown
+        self.mode = "line"
+        if markdown is not None:
+            committed = markdown.finish()
+            self.markdown = None
+            self._draw(committed)
+
+    def _stream(self, mode: Literal["text", "thinking"], delta: str) -> None:
+        if self.mode != mode:
+            self.end_stream()
+            from tether.cli.ui.markdown import StreamingMarkdown
+
+            self.mode = mode
+            self.markdown = StreamingMarkdown(
+                width=self.width, color=self.color, theme=self.theme, thinking=mode == "thinking"
+            )
+        assert self.markdown is not None
+        self._draw(self.markdown.feed(delta))
 
     def show(self, event: AgentEvent) -> None:
         """Write one event of a run."""
@@ -280,15 +354,9 @@ class ChatView:
             case "model.chunk":
                 chunk = event.payload.chunk
                 if chunk.type == "textDelta" and chunk.delta:
-                    if self.mode == "thinking":
-                        self.end_stream()
-                    self.mode = "text"
-                    self.write(self.markdown.feed(chunk.delta))
+                    self._stream("text", chunk.delta)
                 elif chunk.type == "thinkingDelta" and chunk.delta:
-                    if self.mode == "text":
-                        self.end_stream()
-                    self.mode = "thinking"
-                    self.write(self._style("2", chunk.delta))
+                    self._stream("thinking", chunk.delta)
             case "tool.started":
                 self.line(self.tool_call_line(event.payload.tool_call))
             case "tool.finished":
@@ -308,26 +376,36 @@ class ChatView:
         return f"→ {call.name}({shorten(compact(to_json(call.arguments)), 200)})"
 
     def tool_result_lines(self, result: ToolResultMessage) -> list[str]:
-        """The first lines of a tool's result (``edit_file``: of its diff), marked ok or
-        error."""
-        content = result.content
-        lines = content.splitlines() or [""]
+        """A tool's result, marked ok or error: its first and last lines
+        (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured), the ones
+        between hidden (``expand_last`` shows them)."""
+        from tether.cli.ui.results import result_view
+
+        edit = result.tool_name == "edit_file"
+        view = result_view(
+            result.content,
+            width=self.width,
+            color=self.color,
+            indent="    ",
+            is_error=result.is_error,
+            **({"head": _DIFF_LINES, "tail": 2} if edit else {}),
+        )
+        self.last_result = view if view.hidden else None
+        rows = view.preview.splitlines()
+        if edit and self.color:
+            rows = [_diff_colour(row, self._style) for row in rows]
         if result.is_error:
-            head = self._style("31", f"  ✗ {result.tool_name} error: ")
-            return [head + shorten(content, 300)]
-        limit = _DIFF_LINES if result.tool_name == "edit_file" else _RESULT_LINES
-        shown: list[str] = []
-        for text in lines[:limit]:
-            text = text if len(text) <= 200 else text[:199] + "…"
-            if result.tool_name == "edit_file" and self.color:
-                if text.startswith("+") and not text.startswith("+++"):
-                    text = self._style("32", text)
-                elif text.startswith("-") and not text.startswith("---"):
-                    text = self._style("31", text)
-            shown.append("    " + text)
-        if len(lines) > limit:
-            shown.append(f"    … ({len(lines) - limit} more lines)")
-        return [f"  ✓ {result.tool_name}", *shown]
+            return [self._style("31", f"  ✗ {result.tool_name} error"), *rows]
+        return [f"  ✓ {result.tool_name}", *rows]
+
+    def expand_last(self) -> None:
+        """Ctrl-O: write the last tool result whole (or say there is none hidden)."""
+        view = self.last_result
+        if view is None:
+            self.line(self._style("2", "(no hidden tool output)"))
+            return
+        self.line(self._style("2", f"(all {view.lines} lines of the last tool result)"))
+        self.write(view.full)
 
     def usage_line(self, turn: tuple[int, int], session: tuple[int, int]) -> str:
         """The token usage of a turn and of the session."""
@@ -335,6 +413,15 @@ class ChatView:
             "2",
             f"[tokens: {turn[0]} in, {turn[1]} out · session: {session[0]} in, {session[1]} out]",
         )
+
+
+def _diff_colour(row: str, style: Callable[[str, str], str]) -> str:
+    indent, text = row[:4], row[4:]
+    if text.startswith("+") and not text.startswith("+++"):
+        return indent + style("32", text)
+    if text.startswith("-") and not text.startswith("---"):
+        return indent + style("31", text)
+    return row
 
 
 # --- the chat ---------------------------------------------------------------------------------
@@ -433,6 +520,8 @@ class Chat:
         self._shown_error: BaseException | None = None
         self._busy: asyncio.Future[Any] | None = None  # what Ctrl-C cancels between turns
         self._busy_cancelled = False
+        self._asking = False  # the approval question is up
+        self._preview_workspace: tuple[Path, Workspace | None] | None = None
 
     def _on_event(self, event: CodingEvent) -> None:
         if event.type == "session.notice":
@@ -623,22 +712,65 @@ class Chat:
         is asked, ``ask`` asks)."""
         return await self.coding.before_tool_call(context)
 
-    async def _approve(self, request: ApprovalRequest) -> Answer:
-        name = request.tool_call.name
-        self.view.end_stream()
-        while True:
-            try:
-                reply = await self.ask(APPROVE_PROMPT.format(name=name))
-            except (KeyboardInterrupt, EOFError):
-                self.interrupt()
-                return "no"
-            answer = parse_answer(reply)
-            if answer is not None:
-                break
-            self.view.line("answer y, n or a")
-        if answer == "no":
-            self.view.line(f"  (declined: {name} did not run)")
-        return answer
+    def _workspace(self) -> Workspace | None:
+        """The coding tools' view of the workspace, for the approval preview's reads."""
+        from tether.tools.coding.workspace import Workspace
+
+        cached = self._preview_workspace
+        if cached is not None and cached[0] == self.cwd:
+            return cached[1]
+        try:
+            made: Workspace | None = Workspace(self.cwd)
+        except TetherError:
+            made = None
+        self._preview_workspace = (self.cwd, made)
+        return made
+
+    async def _approve(self, request: ApprovalRequest) -> Answer | Decline:
+        from tether.cli.ui.approval import (
+            approval_preview,
+            approval_question,
+            denial_text,
+            parse_approval,
+        )
+
+        call = request.tool_call
+        name = call.name
+        view = self.view
+        view.end_stream()
+        status, view.status = view.status, ""
+        view.write(
+            approval_preview(
+                name, call.arguments, workspace=self._workspace(), width=view.width, color=view.color
+            )
+        )
+        view.set_status("")
+        self._asking = True
+        try:
+            while True:
+                try:
+                    reply = await self.ask(approval_question(name))
+                except (KeyboardInterrupt, EOFError):
+                    self.interrupt()
+                    return "no"
+                answer = parse_approval(reply)
+                if answer is not None:
+                    break
+                view.line("answer y, n (or n: a reason for the model) or a")
+        finally:
+            self._asking = False
+            view.set_status(status)
+        match answer.kind:
+            case "yes":
+                return "yes"
+            case "always":
+                return "always"
+            case "no":
+                assert isinstance(answer, Deny)
+                view.line(f"  (declined: {name} did not run)")
+                if answer.reason is None:
+                    return "no"
+                return Decline(reason=denial_text(answer))
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -919,10 +1051,26 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         warn(f"tether chat: [{error.code}] {error}")
         return 2
     out = Output.for_people(sys.stdout)
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    view = ChatView(out, color=color)
+    from tether.cli.ui.markdown import theme_from_environment
+
+    terminal = sys.stdout.isatty()
+    color = terminal and not os.environ.get("NO_COLOR")
+
+    def size() -> tuple[int, int]:
+        columns, rows = shutil.get_terminal_size()
+        return columns, rows
+
+    view = ChatView(
+        out, color=color, live=terminal, size=size, theme=theme_from_environment(os.environ)
+    )
 
     bindings = KeyBindings()
+
+    @bindings.add("c-o")
+    def _expand(event: KeyPressEvent) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
+        run_in_terminal(view.expand_last)
 
     @bindings.add("escape", "enter")
     def _newline(event: KeyPressEvent) -> None:
