@@ -239,8 +239,9 @@ async def test_a_tool_runs_after_yes_and_not_after_no(tmux: Tmux, tmp_path: Path
         await tmux.wait_for(PROMPT)
 
         await say(tmux, "Write yes.txt")
-        screen = await tmux.wait_for("allow write_file? [y]es / [n]o / [a]lways")
+        screen = await tmux.wait_for("allow write_file? [y]es / [n]o (n: reason) / [a]lways")
         assert '→ write_file({"path":"yes.txt","content":"hi\\n"})' in screen
+        assert "write_file yes.txt (new file, 1 line)" in screen  # the preview
         assert not (project / "yes.txt").exists()  # asked before it ran
         await say(tmux, "y")
         await tmux.wait_for("Wrote it.")
@@ -265,6 +266,121 @@ async def test_a_tool_runs_after_yes_and_not_after_no(tmux: Tmux, tmp_path: Path
     assert ran["tool_call_id"] == "call-1"
     assert "TOOL_CALL_BLOCKED" not in ran["content"]
     assert_no_key_anywhere(tmux, tmp_path)
+
+
+def preview_rows(screen: str, header: str, question: str) -> list[str]:
+    """The rows of the last approval preview on ``screen``: after ``header``, before the
+    question."""
+    lines = screen.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith(header))
+    end = max(i for i, line in enumerate(lines) if line.startswith(question))
+    return lines[start + 1 : end]
+
+
+async def test_the_whole_command_is_shown_and_a_reason_reaches_the_model(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    tail = " && echo HIDDEN-TAIL-rm-rf"
+    command = "echo " + " ".join(f"word{n:03}" for n in range(60))
+    command = command[: 300 - len(tail)] + tail
+    assert len(command) == 300
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "bash", {"command": command}))
+        server.respond(text_reply("Understood, pytest -x then."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Run the tests")
+        screen = await tmux.wait_for("allow bash? [y]es / [n]o (n: reason) / [a]lways for bash")
+        rows = preview_rows(screen, "bash", "allow bash?")
+        assert rows[0].startswith("$ ")
+        assert all(row.startswith("  ") for row in rows[1:])
+        assert "".join(row[2:] for row in rows) == command  # all of it, the tail included
+        assert "HIDDEN-TAIL-rm-rf" in rows[-1]
+        assert all(len(row) <= 120 for row in rows)
+        await say(tmux, "n: use pytest -x")
+        await tmux.wait_for("Understood, pytest -x then.")
+        assert "(declined: bash did not run)" in tmux.screen()
+        await quit_chat(tmux)
+
+    blocked = server.requests[1].json["messages"][-1]
+    assert blocked["role"] == "tool"
+    assert blocked["tool_call_id"] == "call-1"
+    assert "TOOL_CALL_BLOCKED" in blocked["content"]
+    assert "Their reason: use pytest -x" in blocked["content"]
+
+
+async def test_an_edit_shows_its_diff_before_it_runs(tmux: Tmux, tmp_path: Path) -> None:
+    project = workspace(tmp_path)
+    (project / "app.py").write_text("def main():\n    return 'old'\n", encoding="utf-8")
+    arguments = {"path": "app.py", "old": "return 'old'", "new": "return 'new'"}
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "edit_file", arguments))
+        server.respond(text_reply("Edited."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Change it")
+        screen = await tmux.wait_for("allow edit_file?")
+        rows = preview_rows(screen, "edit_file", "allow edit_file?")
+        assert any(row.strip().startswith("-") and "return 'old'" in row for row in rows), screen
+        assert any(row.strip().startswith("+") and "return 'new'" in row for row in rows), screen
+        assert "'old'" in (project / "app.py").read_text(encoding="utf-8")  # not yet
+        await say(tmux, "y")
+        await tmux.wait_for("Edited.")
+        await quit_chat(tmux)
+    assert (project / "app.py").read_text(encoding="utf-8") == "def main():\n    return 'new'\n"
+
+
+async def test_markdown_is_rendered_and_wrapped(tmux: Tmux, tmp_path: Path) -> None:
+    words = " ".join(f"lorem{n:02}" for n in range(60))
+    answer = (
+        "# The Title\n\nSome **bold words** here.\n\n"
+        "| name | size |\n|------|------|\n| alpha | 1 |\n| beta | 2 |\n\n" + words + "\n"
+    )
+    env = chat_env(tmp_path)
+    del env["NO_COLOR"]
+    async with ReplayServer() as server:
+        server.respond(text_reply(*(answer[i : i + 7] for i in range(0, len(answer), 7))))
+        tmux.start(
+            [str(TETHER), "chat", "--model", MODEL, "--base-url", server.url],
+            env=env,
+            cwd=workspace(tmp_path),
+        )
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Show me")
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    shown = screen[screen.index("chat> Show me") : screen.index("[tokens: 11 in,")]
+    assert "The Title" in shown
+    assert "bold words" in shown
+    assert "**" not in shown
+    assert "# The" not in shown
+    assert "|" not in shown  # a table, not raw pipes
+    assert "alpha" in shown and "beta" in shown
+    rows = [line for line in shown.splitlines() if "lorem" in line]
+    assert len(rows) > 1  # wrapped
+    assert all(len(row) <= 120 for row in rows)
+    tokens = " ".join(rows).split()
+    assert [token for token in tokens if token.startswith("lorem")] == words.split()
+
+
+async def test_a_long_result_shows_head_and_tail_and_ctrl_o_all(tmux: Tmux, tmp_path: Path) -> None:
+    command = "for i in $(seq 1 29); do echo line-$i; done; echo FAILED"
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "bash", {"command": command}))
+        server.respond(text_reply("The tests failed."))
+        start_chat(tmux, tmp_path, server.url, "--auto-approve")
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Run it")
+        screen = await tmux.wait_for("The tests failed.")
+        assert "lines hidden (Ctrl-O to expand)" in screen
+        assert "FAILED" in screen
+        assert "line-1\n" in screen
+        assert "line-15" not in screen
+        await at_prompt(tmux)
+        tmux.send("C-o")
+        screen = await tmux.wait_for("line-15")
+        assert all(f"line-{n}\n" in screen for n in range(1, 30))
+        await quit_chat(tmux)
 
 
 async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_path: Path) -> None:
