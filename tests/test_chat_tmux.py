@@ -16,6 +16,7 @@ No sleeps: every wait polls the screen for an expected string up to a deadline
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -380,6 +381,26 @@ async def test_a_long_result_shows_head_and_tail_and_ctrl_o_all(tmux: Tmux, tmp_
         tmux.send("C-o")
         screen = await tmux.wait_for("line-15")
         assert all(f"line-{n}\n" in screen for n in range(1, 30))
+        await quit_chat(tmux)
+
+
+async def test_a_status_line_shows_while_waiting_and_goes_at_the_end(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    headers = asyncio.Event()
+    async with ReplayServer() as server:
+        reply = text_reply("Here ", "it is.")
+        server.respond(dataclasses.replace(reply, delay_headers=headers))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Take your time")
+        screen = await tmux.wait_for("waiting for the model")
+        status = next(line for line in screen.splitlines() if "waiting for the model" in line)
+        assert re.search(r"waiting for the model · \d", status), status  # the elapsed time
+        headers.set()
+        await tmux.wait_for("Here it is.")
+        await at_prompt(tmux)
+        assert "waiting for the model" not in tmux.screen()  # erased with the turn
         await quit_chat(tmux)
 
 

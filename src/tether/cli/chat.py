@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     from tether.cli.models import ModelChoice
     from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
     from tether.cli.ui.results import ResultView
+    from tether.cli.ui.status import Activity
     from tether.tools.coding.workspace import Workspace
     from tether.coding.meter import UsageMeter
     from tether.coding.session import CodingEvent, CodingSession
@@ -140,6 +141,10 @@ _EXIT_INTERRUPTED: Final = 130
 _DIFF_LINES: Final = 12
 _DEFAULT_WIDTH: Final = 100
 _DEFAULT_HEIGHT: Final = 40
+_STATUS_PERIOD: Final = 0.1
+"""Seconds between two redraws of the status line."""
+_STALL_SECONDS: Final = 2.0
+"""A stream quiet this long shows as waiting for the model again."""
 _LIST_SESSIONS: Final = 20
 
 
@@ -521,9 +526,12 @@ class Chat:
         self._busy: asyncio.Future[Any] | None = None  # what Ctrl-C cancels between turns
         self._busy_cancelled = False
         self._asking = False  # the approval question is up
+        self._activity: tuple[Activity, str | None] = ("waiting", None)
+        self._last_chunk = 0.0
         self._preview_workspace: tuple[Path, Workspace | None] | None = None
 
     def _on_event(self, event: CodingEvent) -> None:
+        self._note_activity(event)
         if event.type == "session.notice":
             self.view.line(event.text)
         elif event.type == "session.opened":
@@ -531,6 +539,63 @@ class Chat:
                 remember_session(self.sessions_dir, self.cwd, event.session_id)
         else:
             self.view.show(event)
+
+    def _note_activity(self, event: CodingEvent) -> None:
+        """What the status line says the turn is doing, from its events."""
+        loop_time = asyncio.get_running_loop().time()
+        if event.type == "model.chunk":
+            kind = event.payload.chunk.type
+            if kind == "textDelta":
+                self._activity = ("writing", None)
+            elif kind == "thinkingDelta":
+                self._activity = ("thinking", None)
+            self._last_chunk = loop_time
+        elif event.type == "tool.started":
+            self._activity = ("tool", event.payload.tool_call.name)
+        elif event.type in ("tool.finished", "message.accepted"):
+            self._activity = ("waiting", None)
+            self._last_chunk = loop_time
+
+    def _current_activity(self) -> tuple[Activity, str | None]:
+        return self._activity
+
+    async def _tick(self) -> None:
+        """Redraw the status line under the live tail about ten times a second while a turn
+        runs (not while the approval question is up)."""
+        from tether.cli.ui.status import StatusState, status_line
+
+        loop = asyncio.get_running_loop()
+        started = self._last_chunk = loop.time()
+        self._activity = ("waiting", None)
+        meter = self.meter
+        base = (0, 0) if meter is None else (meter.input_tokens, meter.output_tokens)
+        frame = 0
+        while True:
+            now = loop.time()
+            activity, tool = self._current_activity()
+            if activity in ("writing", "thinking") and now - self._last_chunk > _STALL_SECONDS:
+                activity = "waiting"  # the stream went quiet
+            meter = self.meter
+            tokens = (
+                (None, None)
+                if meter is None
+                else (meter.input_tokens - base[0], meter.output_tokens - base[1])
+            )
+            state = StatusState(
+                activity=activity,
+                frame=frame,
+                tool=tool,
+                elapsed=now - started,
+                input_tokens=tokens[0] or None,
+                output_tokens=tokens[1] or None,
+                cost=self.coding.cost,
+            )
+            if not self._asking:
+                self.view.set_status(
+                    status_line(state, width=self.view.width - 1, color=self.view.color)
+                )
+            frame += 1
+            await asyncio.sleep(_STATUS_PERIOD)
 
     # -- what it is ----------------------------------------------------------------------------
 
@@ -662,10 +727,16 @@ class Chat:
             self.view.line("(cancelled: the turn was not sent)")
             return None
         self._running = agent
+        ticker = asyncio.ensure_future(self._tick()) if self.view.live else None
         try:
             result = await (await self.coding.prompt(text)).result
         finally:
             self._running = None
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+            self.view.set_status("")
         view = self.view
         view.end_stream()
         if result.status == "cancelled":
