@@ -404,6 +404,52 @@ async def test_a_status_line_shows_while_waiting_and_goes_at_the_end(
         await quit_chat(tmux)
 
 
+async def test_esc_cancels_a_stalled_turn_without_echo(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        stalled = server.respond(stalled_reply("The first words"))
+        server.respond(text_reply("Still here."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Tell me a long story")
+        await tmux.wait_for("The first words")
+        await stalled.stalled.wait()
+        tmux.send("Escape")
+        await tmux.wait_for("(turn cancelled)")
+        assert "Esc: cancelling the turn" in tmux.screen()
+        await at_prompt(tmux)
+        assert "^[" not in tmux.screen()
+        await say(tmux, "Are you there?")
+        await tmux.wait_for("Still here.")
+        await quit_chat(tmux)
+    await stalled.finished.wait()
+    assert stalled.outcome == "client-gone"
+
+
+async def test_enter_during_a_turn_steers_and_nothing_is_echoed(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    async with ReplayServer() as server:
+        stalled = server.respond(stalled_reply("The first words"))
+        server.respond(text_reply("Checked the docs too."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Fix the bug")
+        await tmux.wait_for("The first words")
+        await stalled.stalled.wait()
+        tmux.type("also check the docs")
+        screen = await tmux.wait_for("› also check the docs  (Enter steers")  # under the status
+        tmux.send("Enter")
+        await tmux.wait_for("(steer queued: also check the docs)")
+        stalled.release.set()
+        screen = await tmux.wait_for("Checked the docs too.")
+        answer = screen[screen.index("chat> Fix the bug") : screen.index("(steer queued")]
+        assert "also check" not in answer  # not echoed into the answer
+        await quit_chat(tmux)
+    sent = server.requests[1].json["messages"]
+    assert sent[-1] == {"role": "user", "content": "also check the docs"}
+    assert "The first words and the rest" in json.dumps(sent[-2])
+
+
 async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_path: Path) -> None:
     async with ReplayServer() as server:
         stalled = server.respond(stalled_reply("The first words"))

@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     from tether.cli.models import ModelChoice
     from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
     from tether.cli.ui.results import ResultView
+    from tether.cli.ui.keys import TurnKeys
     from tether.cli.ui.status import Activity
     from tether.tools.coding.workspace import Workspace
     from tether.coding.meter import UsageMeter
@@ -296,6 +297,10 @@ class ChatView:
     def _style(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
+    def dim(self, text: str) -> str:
+        """``text`` dimmed (with colour)."""
+        return self._style("2", text)
+
     def _draw(self, committed: str) -> None:
         """Write ``committed`` (final rows) and, when ``live``, redraw the live tail and the
         status row below it."""
@@ -420,6 +425,14 @@ class ChatView:
         )
 
 
+def _typed_row(typed: str, width: int) -> str:
+    """The row under the status line showing what was typed during the turn."""
+    from tether.cli.ui.text import clip, visible
+
+    hint = "  (Enter steers, Alt-Enter follows up)"
+    return clip("› " + visible(typed, strict=True) + hint, max(width, 1))
+
+
 def _diff_colour(row: str, style: Callable[[str, str], str]) -> str:
     indent, text = row[:4], row[4:]
     if text.startswith("+") and not text.startswith("+++"):
@@ -526,6 +539,11 @@ class Chat:
         self._busy: asyncio.Future[Any] | None = None  # what Ctrl-C cancels between turns
         self._busy_cancelled = False
         self._asking = False  # the approval question is up
+        self.keys: TurnKeys | None = None
+        """The terminal's keys during a turn (``tether chat`` sets them)."""
+        self.typed = ""
+        """What was typed during the turn and not yet sent (shown under the status)."""
+        self._queued: set[asyncio.Future[Any]] = set()
         self._activity: tuple[Activity, str | None] = ("waiting", None)
         self._last_chunk = 0.0
         self._preview_workspace: tuple[Path, Workspace | None] | None = None
@@ -555,6 +573,22 @@ class Chat:
         elif event.type in ("tool.finished", "message.accepted"):
             self._activity = ("waiting", None)
             self._last_chunk = loop_time
+
+    def queue(self, text: str, *, follow_up: bool) -> None:
+        """Enter (a steer: the next turn boundary) or Alt-Enter (a follow-up: when the model
+        would finish) while a turn runs: queue ``text`` and say so."""
+        work = self.coding.follow_up(text) if follow_up else self.coding.steer(text)
+        task = asyncio.ensure_future(work)
+        self._queued.add(task)
+
+        def done(finished: asyncio.Future[Any]) -> None:
+            self._queued.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                self.view.line(f"(not queued: {finished.exception()})")
+
+        task.add_done_callback(done)
+        kind = "follow-up" if follow_up else "steer"
+        self.view.line(self.view.dim(f"({kind} queued: {shorten(text, 100)})"))
 
     def _current_activity(self) -> tuple[Activity, str | None]:
         return self._activity
@@ -591,9 +625,11 @@ class Chat:
                 cost=self.coding.cost,
             )
             if not self._asking:
-                self.view.set_status(
-                    status_line(state, width=self.view.width - 1, color=self.view.color)
-                )
+                width = self.view.width - 1
+                line = status_line(state, width=width, color=self.view.color)
+                if self.typed:
+                    line += "\n" + _typed_row(self.typed, width)
+                self.view.set_status(line)
             frame += 1
             await asyncio.sleep(_STATUS_PERIOD)
 
@@ -728,10 +764,16 @@ class Chat:
             return None
         self._running = agent
         ticker = asyncio.ensure_future(self._tick()) if self.view.live else None
+        keys = self.keys
+        if keys is not None:
+            keys.start()
         try:
             result = await (await self.coding.prompt(text)).result
         finally:
             self._running = None
+            if keys is not None:
+                keys.stop()
+            self.typed = ""
             if ticker is not None:
                 ticker.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -817,6 +859,8 @@ class Chat:
         )
         view.set_status("")
         self._asking = True
+        keys = self.keys
+        taken = keys is not None and keys.pause()
         try:
             while True:
                 try:
@@ -830,6 +874,8 @@ class Chat:
                 view.line("answer y, n (or n: a reason for the model) or a")
         finally:
             self._asking = False
+            if taken and keys is not None:
+                keys.resume()
             view.set_status(status)
         match answer.kind:
             case "yes":
@@ -1175,6 +1221,23 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         extensions=extensions,
     )
     loop = asyncio.get_running_loop()
+    if sys.stdin.isatty():
+        from tether.cli.ui.keys import TurnKeys
+
+        def on_escape() -> None:
+            if chat.interrupt() == "turn":
+                view.line("Esc: cancelling the turn")
+
+        def on_typed(typed: str) -> None:
+            chat.typed = typed
+
+        chat.keys = TurnKeys(
+            sys.stdin.fileno(),
+            on_escape=on_escape,
+            on_enter=lambda text: chat.queue(text, follow_up=False),
+            on_alt_enter=lambda text: chat.queue(text, follow_up=True),
+            on_change=on_typed,
+        )
 
     def on_sigint() -> None:
         done = chat.interrupt()
