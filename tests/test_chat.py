@@ -270,9 +270,10 @@ async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: Cli
     project = tmp_path / "project"
     assert (project / "a.txt").read_text(encoding="utf-8") == "A"
     assert not (project / "b.txt").exists()
-    assert answers.asked == [
-        "allow write_file? [y]es / [n]o (n: reason) / [a]lways for write_file: "
-    ] * 3
+    assert (
+        answers.asked
+        == ["allow write_file? [y]es / [n]o (n: reason) / [a]lways for write_file: "] * 3
+    )
     text = shown(buffer)
     assert "answer y, n (or n: a reason for the model) or a" in text
     assert "write_file a.txt" in text  # the preview, before the question
@@ -294,9 +295,7 @@ async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: Cli
     assert roles == ["user", "assistant", "toolResult", "assistant"] * 2
 
 
-async def test_a_reason_given_with_no_reaches_the_model(
-    tmp_path: Path, config: CliConfig
-) -> None:
+async def test_a_reason_given_with_no_reaches_the_model(tmp_path: Path, config: CliConfig) -> None:
     model = ScriptedModel([write("b.txt", "B", "c1"), ScriptedReply(text=("Fine.",))])
     answers = Answers("n: use pytest -x")
     chat, buffer = make_chat(tmp_path, config, model, answers)

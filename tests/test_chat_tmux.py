@@ -356,7 +356,8 @@ async def test_markdown_is_rendered_and_wrapped(tmux: Tmux, tmp_path: Path) -> N
     assert "**" not in shown
     assert "# The" not in shown
     assert "|" not in shown  # a table, not raw pipes
-    assert "alpha" in shown and "beta" in shown
+    assert "alpha" in shown
+    assert "beta" in shown
     rows = [line for line in shown.splitlines() if "lorem" in line]
     assert len(rows) > 1  # wrapped
     assert all(len(row) <= 120 for row in rows)
@@ -425,9 +426,7 @@ async def test_esc_cancels_a_stalled_turn_without_echo(tmux: Tmux, tmp_path: Pat
     assert stalled.outcome == "client-gone"
 
 
-async def test_enter_during_a_turn_steers_and_nothing_is_echoed(
-    tmux: Tmux, tmp_path: Path
-) -> None:
+async def test_enter_during_a_turn_steers_and_nothing_is_echoed(tmux: Tmux, tmp_path: Path) -> None:
     async with ReplayServer() as server:
         stalled = server.respond(stalled_reply("The first words"))
         server.respond(text_reply("Checked the docs too."))
@@ -437,7 +436,7 @@ async def test_enter_during_a_turn_steers_and_nothing_is_echoed(
         await tmux.wait_for("The first words")
         await stalled.stalled.wait()
         tmux.type("also check the docs")
-        screen = await tmux.wait_for("› also check the docs  (Enter steers")  # under the status
+        screen = await tmux.wait_for("> also check the docs  (Enter steers")  # under the status
         tmux.send("Enter")
         await tmux.wait_for("(steer queued: also check the docs)")
         stalled.release.set()

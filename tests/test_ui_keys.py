@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,10 +38,9 @@ def test_any_input_parses_to_keys_without_control_characters(text: str) -> None:
     typed = "".join(key.text for key in keys)
     assert len(typed) <= len(text)
     assert all(char in text for char in typed)
-    runs = [key for key in keys if key.name == "text"]
     assert all(
-        not (first.name == second.name == "text") for first, second in zip(keys, keys[1:])
-    ), runs
+        not (first.name == second.name == "text") for first, second in itertools.pairwise(keys)
+    )
 
 
 @given(

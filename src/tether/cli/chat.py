@@ -97,16 +97,16 @@ if TYPE_CHECKING:
     from tether.agent.session import SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
+    from tether.cli.ui.keys import TurnKeys
     from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
     from tether.cli.ui.results import ResultView
-    from tether.cli.ui.keys import TurnKeys
     from tether.cli.ui.status import Activity
-    from tether.tools.coding.workspace import Workspace
     from tether.coding.meter import UsageMeter
     from tether.coding.session import CodingEvent, CodingSession
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.models.base import Model
     from tether.protocol import AgentEvent, Message, RunResult, ToolCall, ToolResultMessage
+    from tether.tools.coding.workspace import Workspace
 
 __all__ = [
     "APPROVE_PROMPT",
@@ -430,7 +430,7 @@ def _typed_row(typed: str, width: int) -> str:
     from tether.cli.ui.text import clip, visible
 
     hint = "  (Enter steers, Alt-Enter follows up)"
-    return clip("› " + visible(typed, strict=True) + hint, max(width, 1))
+    return clip("> " + visible(typed, strict=True) + hint, max(width, 1))
 
 
 def _diff_colour(row: str, style: Callable[[str, str], str]) -> str:
@@ -854,7 +854,11 @@ class Chat:
         status, view.status = view.status, ""
         view.write(
             approval_preview(
-                name, call.arguments, workspace=self._workspace(), width=view.width, color=view.color
+                name,
+                call.arguments,
+                workspace=self._workspace(),
+                width=view.width,
+                color=view.color,
             )
         )
         view.set_status("")
