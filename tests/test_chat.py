@@ -985,3 +985,23 @@ async def test_a_tree_move_survives_a_model_switch(
     users = [m.content for m in second.requests[0].messages if m.role == "user"]
     assert users == ["first", "branch"]
     await chat.close()
+
+
+# --- completion -------------------------------------------------------------------------------
+
+
+def test_tab_completes_commands_model_names_and_paths(tmp_path: Path) -> None:
+    from tether.cli.chat import chat_completions
+    from tether.tools.coding.workspace import Workspace
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "setup.py").write_text("", encoding="utf-8")
+    models = ["openai/gpt-test", "openai/", "anthropic/"]
+    space = Workspace(tmp_path)
+    assert [c.text for c in chat_completions("/us", workspace=space, models=models)] == ["/usage"]
+    found = chat_completions("/model op", workspace=space, models=models)
+    assert [(c.text, c.start_position) for c in found] == [("openai/gpt-test", -2), ("openai/", -2)]
+    assert chat_completions("/model a b", workspace=space, models=models) == []
+    paths = chat_completions("look at @s", workspace=space, models=models)
+    assert [c.text for c in paths] == ["@src/", "@setup.py"]
+    assert chat_completions("look at @s", workspace=None, models=models) == []

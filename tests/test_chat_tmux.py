@@ -449,6 +449,32 @@ async def test_enter_during_a_turn_steers_and_nothing_is_echoed(tmux: Tmux, tmp_
     assert "The first words and the rest" in json.dumps(sent[-2])
 
 
+async def test_tab_completes_commands_paths_and_model_names(tmux: Tmux, tmp_path: Path) -> None:
+    (workspace(tmp_path) / "notes").mkdir()
+    async with ReplayServer() as server:
+        server.respond(text_reply("Read them."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        tmux.type("/usa")
+        tmux.send("Tab")
+        await tmux.wait_for("chat> /usage")
+        tmux.send("Enter")
+        await tmux.wait_for("session tokens: 0 in, 0 out")
+        await at_prompt(tmux)
+        tmux.type("/model openai/gpt-t")
+        tmux.send("Tab")
+        await tmux.wait_for("chat> /model openai/gpt-test")
+        tmux.send("C-c")  # clears the line
+        await at_prompt(tmux)
+        tmux.type("summarise @no")
+        tmux.send("Tab")
+        await tmux.wait_for("chat> summarise @notes/")
+        tmux.send("Enter")
+        await tmux.wait_for("Read them.")
+        await quit_chat(tmux)
+    assert server.requests[0].json["messages"][-1]["content"] == "summarise @notes/"
+
+
 async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_path: Path) -> None:
     async with ReplayServer() as server:
         stalled = server.respond(stalled_reply("The first words"))

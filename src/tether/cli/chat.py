@@ -76,7 +76,7 @@ import shutil
 import signal as signals
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from tether.agent.session import SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
+    from tether.cli.ui.complete import Completion
     from tether.cli.ui.keys import TurnKeys
     from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
     from tether.cli.ui.results import ResultView
@@ -122,6 +123,7 @@ __all__ = [
     "Command",
     "Interrupt",
     "chat_command",
+    "chat_completions",
     "chat_data_dir",
     "last_session",
     "parse_answer",
@@ -180,6 +182,37 @@ def message_text(line: str) -> str:
     """What a non-command line sends: ``//text`` sends ``/text``."""
     text = line.strip()
     return text[1:] if text.startswith("//") else text
+
+
+# --- completion -------------------------------------------------------------------------------
+
+
+def chat_completions(
+    before_cursor: str,
+    *,
+    workspace: Workspace | None,
+    models: Sequence[str],
+) -> list[Completion]:
+    """What Tab offers for the line before the cursor: ``/model`` names (``models``: specs
+    and ``PROVIDER/`` prefixes), slash commands (``COMMANDS``), ``@path`` mentions inside the
+    workspace (``tether.cli.ui.complete``)."""
+    from tether.cli.ui.complete import Completion, complete_command, complete_path
+
+    head, space, rest = before_cursor.partition(" ")
+    if head.lower() == "/model" and space:
+        if any(char.isspace() for char in rest):
+            return []
+        folded = rest.casefold()
+        return [
+            Completion(text=spec, start_position=-len(rest), display=spec)
+            for spec in dict.fromkeys(models)
+            if spec.casefold().startswith(folded)
+        ]
+    if before_cursor.startswith("/"):
+        return complete_command(before_cursor, COMMANDS)
+    if workspace is None:
+        return []
+    return complete_path(before_cursor, workspace)
 
 
 # --- approval ---------------------------------------------------------------------------------
@@ -825,6 +858,24 @@ class Chat:
         is asked, ``ask`` asks)."""
         return await self.coding.before_tool_call(context)
 
+    def model_names(self) -> list[str]:
+        """The ``/model`` names Tab offers: the current model, the default one, the config's
+        models, then every provider as ``PROVIDER/``."""
+        from tether.cli.models import known_providers
+
+        config = self.config
+        names = [self.choice.spec]
+        if config.default_model:
+            names.append(config.default_model)
+        names += list(config.models)
+        names += [f"{name}/" for name in known_providers(config)]
+        return names
+
+    def workspace_view(self) -> Workspace | None:
+        """The coding tools' view of the current workspace (``None`` if it cannot be
+        opened), for previews and ``@path`` completion."""
+        return self._workspace()
+
     def _workspace(self) -> Workspace | None:
         """The coding tools' view of the workspace, for the approval preview's reads."""
         from tether.tools.coding.workspace import Workspace
@@ -1145,6 +1196,33 @@ def _describe(message: Message) -> str:
 # --- the terminal -----------------------------------------------------------------------------
 
 
+def _completer(chat: Callable[[], Chat]) -> Any:
+    """A prompt_toolkit ``Completer`` over ``chat_completions`` for the chat ``chat()``."""
+    from prompt_toolkit.completion import CompleteEvent, Completer
+    from prompt_toolkit.completion import Completion as ToolkitCompletion
+    from prompt_toolkit.document import Document
+
+    class ChatCompleter(Completer):
+        def get_completions(
+            self, document: Document, complete_event: CompleteEvent
+        ) -> Iterator[ToolkitCompletion]:
+            current = chat()
+            found = chat_completions(
+                document.text_before_cursor,
+                workspace=current.workspace_view(),
+                models=current.model_names(),
+            )
+            for item in found:
+                yield ToolkitCompletion(
+                    item.text,
+                    start_position=item.start_position,
+                    display=item.display,
+                    display_meta=item.meta,
+                )
+
+    return ChatCompleter()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatOptions:
     """What ``tether chat`` was asked for on the command line: the ``introduction`` that
@@ -1202,8 +1280,13 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         history: Any = FileHistory(str(data_dir / HISTORY_NAME))
     except OSError:
         history = InMemoryHistory()
+    completer = _completer(lambda: chat)
     session: PromptSession[str] = PromptSession(
-        history=history, key_bindings=bindings, multiline=False
+        history=history,
+        key_bindings=bindings,
+        multiline=False,
+        completer=completer,
+        complete_while_typing=False,
     )
     questions: PromptSession[str] | None = None
 
