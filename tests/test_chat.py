@@ -36,6 +36,7 @@ from tether.cli.chat import (
     parse_answer,
     parse_command,
     remember_session,
+    session_directories,
 )
 from tether.cli.config import CliConfig, load_config
 from tether.cli.main import main
@@ -158,7 +159,12 @@ def test_the_cwd_index_finds_the_last_session_of_a_directory(tmp_path: Path) -> 
     assert last_session(sessions, here) == "s-3"
     assert last_session(sessions, there) == "s-2"
     data = json.loads((sessions / "cwd-index.json").read_text(encoding="utf-8"))
-    assert data == {"version": 1, "sessions": {str(here): "s-3", str(there): "s-2"}}
+    assert data == {
+        "version": 1,
+        "sessions": {str(here): "s-3", str(there): "s-2"},
+        "directories": {"s-1": str(here), "s-2": str(there), "s-3": str(here)},
+    }
+    assert list(session_directories(sessions)) == ["s-1", "s-2", "s-3"]  # oldest first
     assert (sessions / "cwd-index.json").stat().st_mode & 0o777 == 0o600
     (sessions / "s-2.jsonl").unlink()
     assert last_session(sessions, there) is None  # its file is gone
@@ -1005,3 +1011,48 @@ def test_tab_completes_commands_model_names_and_paths(tmp_path: Path) -> None:
     paths = chat_completions("look at @s", workspace=space, models=models)
     assert [c.text for c in paths] == ["@src/", "@setup.py"]
     assert chat_completions("look at @s", workspace=None, models=models) == []
+
+
+# --- /export and /sessions' directories -------------------------------------------------------
+
+
+async def test_export_writes_the_session_as_html(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel([ScriptedReply(text=("The <answer> & more.",))])
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    await chat.command(Command("export"))
+    assert "nothing to export yet" in shown(buffer)
+    await chat.turn("a question")
+    await chat.command(Command("export", "out/page.html"))
+    assert "could not write" in shown(buffer)  # no such directory: said, not raised
+    await chat.command(Command("export", "page.html"))
+    page = (tmp_path / "project" / "page.html").read_text(encoding="utf-8")
+    assert "a question" in page
+    assert "The &lt;answer&gt; &amp; more." in page
+    assert f"exported to {tmp_path / 'project' / 'page.html'}" in shown(buffer)
+    ident = chat.session_id
+    assert ident is not None
+    await chat.command(Command("export"))
+    assert (tmp_path / "project" / f"tether-{ident[:8]}.html").is_file()
+    await chat.close()
+
+
+async def test_sessions_show_the_directory_each_was_started_in(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    model = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("two",))])
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    await chat.turn("first")
+    first = chat.session_id
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    await chat.command(Command("cd", str(other)))
+    await chat.command(Command("new"))
+    await chat.turn("second")
+    await chat.command(Command("sessions"))
+    await chat.close()
+    rows = shown(buffer).splitlines()
+    assert first is not None
+    (row,) = [row for row in rows if row.startswith(f"  {first[:8]}")]
+    assert str(tmp_path / "project") in row
+    (current,) = [row for row in rows if row.startswith("* ")]
+    assert str(other) in current

@@ -475,6 +475,30 @@ async def test_tab_completes_commands_paths_and_model_names(tmux: Tmux, tmp_path
     assert server.requests[0].json["messages"][-1]["content"] == "summarise @notes/"
 
 
+async def test_export_writes_html_and_sessions_show_their_directory(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    project = workspace(tmp_path)
+    async with ReplayServer() as server:
+        server.respond(text_reply("An answer to export."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Something worth keeping")
+        await tmux.wait_for("An answer to export.")
+        await at_prompt(tmux)
+        await say(tmux, "/export talk.html")
+        await tmux.wait_for(f"exported to {project / 'talk.html'}")
+        await at_prompt(tmux)
+        await say(tmux, "/sessions")
+        screen = await tmux.wait_for("Something worth keeping", count=2)
+        (row,) = [line for line in screen.splitlines() if line.startswith("* ")]
+        assert str(project) in row
+        await quit_chat(tmux)
+    page = (project / "talk.html").read_text(encoding="utf-8")
+    assert "Something worth keeping" in page
+    assert "An answer to export." in page
+
+
 async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_path: Path) -> None:
     async with ReplayServer() as server:
         stalled = server.respond(stalled_reply("The first words"))

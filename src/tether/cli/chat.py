@@ -129,6 +129,7 @@ __all__ = [
     "parse_answer",
     "parse_command",
     "remember_session",
+    "session_directories",
 ]
 
 PROMPT: Final = "chat> "
@@ -138,6 +139,8 @@ APPROVE_PROMPT: Final = APPROVAL_QUESTION
 INDEX_NAME: Final = "cwd-index.json"
 MAX_INDEX_BYTES: Final = 4 << 20
 """The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
+MAX_INDEXED_DIRECTORIES: Final = 2000
+"""The most sessions whose directory the index remembers (the newest)."""
 HISTORY_NAME: Final = "chat-history"
 _INTERRUPT: Final = "Interrupted by the user"
 _EXIT_INTERRUPTED: Final = 130
@@ -235,26 +238,35 @@ def chat_data_dir(environ: dict[str, str] | None = None) -> Path:
     return base / "tether"
 
 
-def _read_index(path: Path) -> dict[str, str]:
-    """The index's sessions by directory; ``{}`` when it is missing, is not a regular file
-    (a FIFO cannot hold the chat: ``tether.cli.reading``), is larger than
-    ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply included)."""
+def _strings(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(key): item
+        for key, item in cast("dict[object, object]", value).items()
+        if isinstance(item, str)
+    }
+
+
+def _read_index_file(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The index's sessions by directory and directories by session; empty when it is
+    missing, is not a regular file (a FIFO cannot hold the chat: ``tether.cli.reading``), is
+    larger than ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply
+    included)."""
     from tether.cli.reading import UnreadableFile, read_regular_file
 
     try:
         data: object = json.loads(read_regular_file(path, limit=MAX_INDEX_BYTES))
     except (UnreadableFile, ValueError, RecursionError):
-        return {}
+        return {}, {}
     if not isinstance(data, dict):
-        return {}
-    sessions = cast("dict[str, object]", data).get("sessions")
-    if not isinstance(sessions, dict):
-        return {}
-    return {
-        str(key): value
-        for key, value in cast("dict[object, object]", sessions).items()
-        if isinstance(value, str)
-    }
+        return {}, {}
+    index = cast("dict[str, object]", data)
+    return _strings(index.get("sessions")), _strings(index.get("directories"))
+
+
+def _read_index(path: Path) -> dict[str, str]:
+    return _read_index_file(path)[0]
 
 
 def last_session(sessions_dir: Path, cwd: Path) -> str | None:
@@ -265,17 +277,28 @@ def last_session(sessions_dir: Path, cwd: Path) -> str | None:
     return found
 
 
+def session_directories(sessions_dir: Path) -> dict[str, str]:
+    """The directory each session was started in, by session ID, as far as the index knows
+    (its ``directories``: the last ``MAX_INDEXED_DIRECTORIES`` sessions a chat created)."""
+    return _read_index_file(sessions_dir / INDEX_NAME)[1]
+
+
 def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
-    """Make ``session_id`` the last session of ``cwd`` in the index (an atomic rewrite, mode
-    0600); a failure to write is ignored (``-c`` then finds the previous one)."""
+    """Make ``session_id`` the last session of ``cwd`` in the index, and ``cwd`` its
+    directory (an atomic rewrite, mode 0600); a failure to write is ignored (``-c`` then
+    finds the previous one)."""
     path = sessions_dir / INDEX_NAME
-    sessions = _read_index(path)
+    sessions, directories = _read_index_file(path)
     sessions[os.path.abspath(cwd)] = session_id
+    directories.pop(session_id, None)
+    directories[session_id] = os.path.abspath(cwd)
+    kept = dict(list(directories.items())[-MAX_INDEXED_DIRECTORIES:])
     temporary = path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            json.dump({"version": 1, "sessions": sessions}, file, indent=1, sort_keys=True)
+            index = {"version": 1, "sessions": sessions, "directories": kept}
+            json.dump(index, file, indent=1)  # directories oldest first: the order is kept
             file.write("\n")
         os.replace(temporary, path)
     except OSError:
@@ -991,6 +1014,8 @@ class Chat:
             await self._resume_command(argument)
         elif name == "tree":
             await self._tree(argument)
+        elif name == "export":
+            self._export(argument)
         else:  # compact
             await self._compact()
         return True
@@ -1048,14 +1073,17 @@ class Chat:
         if not found:
             self.view.line("no saved sessions")
             return
+        directories = session_directories(self.sessions_dir)
         for info in found[:_LIST_SESSIONS]:
             if info.id is None:
                 self.view.line(f"  {info.path.name}: unreadable [{info.error}]")
                 continue
             mark = "*" if info.id == self.session_id else " "
             title = info.title or "(no user message)"
+            where = directories.get(info.id, "(directory unknown)")
             self.view.line(
-                f"{mark} {info.id[:8]}  {info.created_at}  {info.entry_count:>4} entries  {title}"
+                f"{mark} {info.id[:8]}  {info.created_at}  {info.entry_count:>4} entries  "
+                f"{where}  {title}"
             )
         if len(found) > _LIST_SESSIONS:
             self.view.line(f"  … and {len(found) - _LIST_SESSIONS} more")
@@ -1126,6 +1154,27 @@ class Chat:
             f"moved to {matches[0][:8]} ({len(agent.messages)} messages): the next prompt "
             "starts a branch there"
         )
+
+    def _export(self, argument: str) -> None:
+        """``/export [FILE]``: the conversation as one HTML page (``tether.cli.ui.export``),
+        ``FILE`` relative to the workspace (default ``tether-ID.html`` there)."""
+        from tether.cli.ui.export import export_html
+
+        runtime, ident = self.runtime, self.session_id
+        if runtime is None or ident is None or not runtime.agent.messages:
+            self.view.line("nothing to export yet")
+            return
+        target = Path(os.path.expanduser(argument or f"tether-{ident[:8]}.html"))
+        if not target.is_absolute():
+            target = self.cwd / target
+        try:
+            written = export_html(
+                runtime.agent.messages, target, title=f"tether session {ident} · {self.cwd}"
+            )
+        except CliError as error:
+            self.view.line(f"[{error.code}] {error}")
+            return
+        self.view.line(f"exported to {written}")
 
     async def _compact(self) -> None:
         """``/compact``: ``Agent.compact()`` (the summary is written by the model and the
