@@ -24,6 +24,7 @@ from tether.agent.extensions import ExtensionContext, ExtensionDefinition
 from tether.agent.session import default_sessions_dir
 from tether.cli import chat as chat_module
 from tether.cli.chat import (
+    APPROVE_PROMPT,
     DECLINED,
     HELP,
     Approvals,
@@ -95,6 +96,12 @@ def view(*, color: bool = False) -> tuple[ChatView, io.BytesIO]:
     buffer = io.BytesIO()
     stream = io.TextIOWrapper(buffer, encoding="utf-8")
     return ChatView(Output.for_people(stream), color=color), buffer
+
+
+def test_the_approval_question_is_the_ui_one() -> None:
+    from tether.cli.ui.approval import APPROVAL_QUESTION
+
+    assert APPROVE_PROMPT == APPROVAL_QUESTION
 
 
 def test_tool_calls_results_and_usage_are_rendered() -> None:
@@ -489,7 +496,7 @@ def test_help_and_import_do_not_load_prompt_toolkit() -> None:
         "    main(['--help'])\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    main(['chat', '--help'])\n"
-        "names = ('prompt_toolkit', 'tether.cli.chat')\n"
+        "names = ('prompt_toolkit', 'tether.cli.chat', 'rich')\n"
         "print(sorted(m for m in sys.modules if m.startswith(names)))\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "PYTHONWARNINGS"}
@@ -498,6 +505,19 @@ def test_help_and_import_do_not_load_prompt_toolkit() -> None:
     ).stdout
     assert out.strip() == "[]"
     assert chat_module.__doc__ is not None
+
+
+def test_the_chat_loads_rich_only_at_the_first_render() -> None:
+    code = (
+        "import sys, io\n"
+        "from tether.cli.chat import ChatView\n"
+        "from tether.cli.render import Output\n"
+        "view = ChatView(Output.for_people(io.StringIO()), color=True, live=True)\n"
+        "view.line('a line')\n"
+        "print('rich' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"
 
 
 # --- skills and prompt templates (tether.cli.chat_resources) ----------------------------------

@@ -13,17 +13,30 @@ in use until the new one is fully built, and a failure leaves it as it was; the 
 session stands on (``/tree ID``) is the session's, so ``/model`` and ``/cd`` keep it. This
 module is what a person sees and can do:
 
-* **Output.** Assistant text is written as it streams, its markdown styled on a colour
-  terminal (code blocks and inline code cyan, headings and bold bold; every character kept,
-  see ``tether.cli.markdown``), thinking dimmed, each tool call as ``→ name({arguments})`` and
-  its result as the first lines (``edit_file``: the first lines of its diff), then a usage
-  line per turn: the turn's tokens and the session's. Colour only on a terminal without
-  ``NO_COLOR``.
+* **Output.** Assistant text is rendered as Markdown as it streams
+  (``tether.cli.ui.markdown``: headings, emphasis, lists, tables and highlighted code, wrapped
+  to the terminal's width, read when each message starts): each finished block is written
+  once, the unfinished one is drawn below it and redrawn as it grows; thinking is rendered
+  the same way, dimmed. Each tool call shows as ``→ name({arguments})`` and its result as its
+  first and last lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured),
+  with how many are hidden between; then a usage line per turn: the turn's tokens and the
+  session's. While a turn runs, a status line under the output (``tether.cli.ui.status``,
+  redrawn ten times a second, erased when the turn ends) shows what is happening (waiting for
+  the model, thinking, writing, running a tool; a stream quiet for 2 s shows waiting again),
+  the elapsed time, the turn's tokens, the session's cost and how much of the context window
+  the last response filled. Colour only on a terminal without ``NO_COLOR``; off a terminal
+  only finished rows are written (no live redraw, no status line).
 * **Input.** ``prompt_toolkit`` line editing (readline keys) with a history file,
   ``<data dir>/tether/chat-history``; Enter sends, Alt-Enter (or Esc then Enter) starts a
-  new line.
-* **Keys.** Ctrl-C during a turn cancels the turn (``Agent.cancel``): the transcript and the
-  session file keep only complete messages, and the prompt comes back. Ctrl-C while a
+  new line. Tab completes slash commands, ``/model`` names (the current model, the default,
+  the config's models, ``PROVIDER/``) and ``@path`` mentions inside the workspace
+  (``tether.cli.ui.complete``).
+* **Keys.** Ctrl-C or Esc during a turn cancels the turn (``Agent.cancel``): what streamed is
+  kept with a note for the model, and the prompt comes back. While a turn runs the terminal
+  does not echo (``tether.cli.ui.keys``): what is typed shows under the status line, Enter
+  queues it as a steer (``CodingSession.steer``: the model sees it at the next turn
+  boundary) and Alt-Enter as a follow-up (``CodingSession.follow_up``). Ctrl-O at the prompt
+  shows the last tool result whole. Ctrl-C while a
   runtime is being built (the first prompt, ``/new``, ``/resume``, ``/tree ID``, ``/model``,
   ``/cd``) cancels the build: what it made is rolled back, the current runtime stays, the
   prompt comes back. Ctrl-C while the chat waits for extension hooks after a turn stops
@@ -34,20 +47,26 @@ module is what a person sees and can do:
   extension. Ctrl-C at the prompt clears the line. Ctrl-D on an empty line, or ``/quit``,
   exits (status 0).
 * **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept);
-  ``/new`` (a new session); ``/sessions`` (the saved ones, newest first); ``/resume ID``
+  ``/new`` (a new session); ``/sessions`` (the saved ones, newest first, each with the
+  directory it was started in); ``/resume ID``
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
   branch beside the old one); ``/cd DIR`` (the same session in another workspace: tools,
-  context files, skills and extensions rebuilt there); ``/compact`` (compact the context
+  context files, skills and extensions rebuilt there); ``/export [FILE]`` (the conversation
+  as one self-contained HTML page, ``tether.cli.ui.export``; ``FILE`` relative to the
+  workspace, ``tether-ID.html`` by default); ``/compact`` (compact the context
   now; the Agent also compacts on its own near the model's ``context_window``: the
   config's, else 128,000 tokens); ``/usage``; ``/quit``. ``/NAME args`` expands the prompt
   template ``NAME`` (``.tether/prompts/NAME.md`` in the workspace, or ``prompts/NAME.md``
   in the user's config directory) and sends it.
 * **Approval.** Before ``write_file``, ``edit_file``, ``bash`` and ``python_process`` run
-  (the config's ``[tools] approve`` list), the call is shown and the person answers ``y``
-  (run it), ``n`` (do not: the model gets ``TOOL_CALL_BLOCKED`` "the user declined") or ``a``
-  (run it and every later call of that tool in this session). ``--auto-approve``, or
-  ``[tools] auto_approve = true``, never asks. Ctrl-C at that question cancels the turn.
+  (the config's ``[tools] approve`` list), what would run is shown in full
+  (``tether.cli.ui.approval``: the whole command wrapped, a new file's content or the diff
+  an edit or overwrite would make) and the person answers ``y`` (run it), ``n`` (do not: the
+  model gets ``TOOL_CALL_BLOCKED`` "the user declined"), ``n: REASON`` (do not, and the model
+  is told the reason: ``coding.Decline``) or ``a`` (run it and every later call of that tool
+  in this session). ``--auto-approve``, or ``[tools] auto_approve = true``, never asks.
+  Ctrl-C at that question cancels the turn.
 
 **Sessions.** Every message is appended, as it enters the transcript, to a session file in
 ``<data dir>/tether/sessions/`` (the runtime's session, recorded by ``SessionRecorder``; the
@@ -56,8 +75,10 @@ nothing leaves nothing). The
 data directory follows the XDG rules of ``tether.agent.session.default_sessions_dir``.
 ``-r ID`` resumes a session (an ID or unique prefix); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
-``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}}``, rewritten atomically
-whenever a chat creates a session. An index that is not a regular file, is larger than 4 MiB
+``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}, "directories":
+{"<session id>": "<absolute cwd>"}}`` (``directories``: where each of the newest 2,000
+sessions was started, for ``/sessions``), rewritten atomically whenever a chat creates a
+session. An index that is not a regular file, is larger than 4 MiB
 or is not that JSON is ignored (and replaced at the next rewrite).
 
 The model, the tools and the agent are built when the first prompt is sent; the modules
@@ -86,7 +107,6 @@ from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 from tether.cli.session_config import configured_extensions
 from tether.cli.slash_commands import COMMANDS, HELP
-from tether.cli.ui.approval import APPROVAL_QUESTION, Deny
 from tether.coding.approval import Answer, ApprovalRequest, Approvals, Decline, parse_answer
 from tether.coding.session import DECLINED
 
@@ -134,7 +154,7 @@ __all__ = [
 
 PROMPT: Final = "chat> "
 """The input prompt."""
-APPROVE_PROMPT: Final = APPROVAL_QUESTION
+APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o (n: reason) / [a]lways for {name}: "
 """The approval question (``{name}``: the tool; ``tether.cli.ui.approval``)."""
 INDEX_NAME: Final = "cwd-index.json"
 MAX_INDEX_BYTES: Final = 4 << 20
@@ -653,6 +673,7 @@ class Chat:
         """Redraw the status line under the live tail about ten times a second while a turn
         runs (not while the approval question is up)."""
         from tether.cli.ui.status import StatusState, status_line
+        from tether.coding.config import DEFAULT_CONTEXT_WINDOW
 
         loop = asyncio.get_running_loop()
         started = self._last_chunk = loop.time()
@@ -679,6 +700,8 @@ class Chat:
                 input_tokens=tokens[0] or None,
                 output_tokens=tokens[1] or None,
                 cost=self.coding.cost,
+                context_used=None if meter is None else meter.context_tokens,
+                context_window=self.choice.context_window or DEFAULT_CONTEXT_WINDOW,
             )
             if not self._asking:
                 width = self.view.width - 1
@@ -915,6 +938,7 @@ class Chat:
 
     async def _approve(self, request: ApprovalRequest) -> Answer | Decline:
         from tether.cli.ui.approval import (
+            Deny,
             approval_preview,
             approval_question,
             denial_text,
