@@ -365,6 +365,27 @@ async def test_markdown_is_rendered_and_wrapped(tmux: Tmux, tmp_path: Path) -> N
     assert [token for token in tokens if token.startswith("lorem")] == words.split()
 
 
+async def test_after_a_resize_the_answer_wraps_to_the_new_width(tmux: Tmux, tmp_path: Path) -> None:
+    words = " ".join(f"ipsum{n:02}" for n in range(40))
+    payloads = text_payloads("First paragraph.\n\n", words + "\n")
+    offset = len(sse_body(payloads[:2], done=False))
+    async with ReplayServer() as server:
+        stalled = server.respond(sse_response(sse_body(payloads), stall_after=offset))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Write two paragraphs")
+        await tmux.wait_for("First paragraph.")
+        await stalled.stalled.wait()
+        tmux.resize(60, 40)
+        stalled.release.set()
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    rows = [line for line in screen.splitlines() if "ipsum" in line]
+    assert len(rows) > 3, screen
+    assert all(len(row) <= 60 for row in rows), screen
+    assert " ".join(rows).split() == words.split()
+
+
 async def test_a_long_result_shows_head_and_tail_and_ctrl_o_all(tmux: Tmux, tmp_path: Path) -> None:
     command = "for i in $(seq 1 29); do echo line-$i; done; echo FAILED"
     async with ReplayServer() as server:

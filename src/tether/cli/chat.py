@@ -15,7 +15,7 @@ module is what a person sees and can do:
 
 * **Output.** Assistant text is rendered as Markdown as it streams
   (``tether.cli.ui.markdown``: headings, emphasis, lists, tables and highlighted code, wrapped
-  to the terminal's width, read when each message starts): each finished block is written
+  to the terminal's width, read again after a resize): each finished block is written
   once, the unfinished one is drawn below it and redrawn as it grows; thinking is rendered
   the same way, dimmed. Each tool call shows as ``→ name({arguments})`` and its result as its
   first and last lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured),
@@ -387,6 +387,9 @@ class ChatView:
         from tether.cli.ui.markdown import LiveRegion
 
         height = self.height
+        markdown = self.markdown
+        if markdown is not None and markdown.width != self.width:
+            markdown.render_all(self.width)  # resized: what follows is wrapped to the new width
         region = self._region
         if region is None:
             region = self._region = LiveRegion(height)
