@@ -11,6 +11,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -1076,3 +1077,31 @@ async def test_sessions_show_the_directory_each_was_started_in(
     assert str(tmp_path / "project") in row
     (current,) = [row for row in rows if row.startswith("* ")]
     assert str(other) in current
+
+
+async def test_tree_all_shows_every_branch(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel(
+        [ScriptedReply(text=("one",)), ScriptedReply(text=("two",)), ScriptedReply(text=("b",))]
+    )
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    await chat.turn("first")
+    await chat.turn("second")
+    tree = chat.tree
+    assert tree is not None
+    fork = tree.active_entries[1].id  # the answer "one"
+    await chat.command(Command("tree", fork[:8]))
+    await chat.turn("other way")
+    before = len(shown(buffer))
+    await chat.command(Command("tree", "all"))
+    await chat.close()
+    rows = shown(buffer)[before:].splitlines()
+    parsed = [re.fullmatch(r"([├└│─ *]*)\S{8}  (.*)", row) for row in rows]
+    marks = [(match.group(1), match.group(2)) for match in parsed if match is not None]
+    assert marks == [
+        ("* ", "you: first"),
+        ("* ", "assistant: one"),
+        ("├─   ", "you: second"),  # the old branch
+        ("│    ", "assistant: two"),
+        ("└─ * ", "you: other way"),  # the active one
+        ("   * ", "assistant: b"),
+    ]

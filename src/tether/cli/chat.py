@@ -51,7 +51,8 @@ module is what a person sees and can do:
   directory it was started in); ``/resume ID``
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
-  branch beside the old one); ``/cd DIR`` (the same session in another workspace: tools,
+  branch beside the old one); ``/tree all`` (every branch, each indented under the entry it
+  leaves from, the active one marked ``*``); ``/cd DIR`` (the same session in another workspace: tools,
   context files, skills and extensions rebuilt there); ``/export [FILE]`` (the conversation
   as one self-contained HTML page, ``tether.cli.ui.export``; ``FILE`` relative to the
   workspace, ``tether-ID.html`` by default); ``/compact`` (compact the context
@@ -97,7 +98,7 @@ import shutil
 import signal as signals
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
@@ -114,7 +115,7 @@ if TYPE_CHECKING:
     from tether.agent.agent import Agent
     from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import Runtime
-    from tether.agent.session import SessionTree
+    from tether.agent.session import SessionEntry, SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
     from tether.cli.ui.complete import Completion
@@ -150,6 +151,7 @@ __all__ = [
     "parse_command",
     "remember_session",
     "session_directories",
+    "tree_rows",
 ]
 
 PROMPT: Final = "chat> "
@@ -1166,6 +1168,11 @@ class Chat:
                 else:
                     self.view.line(f"  {entry.id[:8]}  [compaction]")
             return
+        if argument.lower() == "all":
+            active = {entry.id for entry in self.coding.active_entries()}
+            for row in tree_rows(self.coding.entries(), active):
+                self.view.line(row)
+            return
         matches = self.coding.matching_entries(argument)
         if len(matches) != 1:
             self.view.line(
@@ -1222,6 +1229,46 @@ class Chat:
             f"compacted: {record.units_before} → {record.units_after} units, "
             f"{len(agent.messages)} messages"
         )
+
+
+def tree_rows(entries: Sequence[SessionEntry], active: Collection[str]) -> list[str]:
+    """``/tree all``: every entry of a session, a branch indented under the entry it leaves
+    from (``├─`` / ``└─``), the entries of the ``active`` branch marked ``*``."""
+    from tether.agent.session import MessageEntry
+
+    children: dict[str | None, list[SessionEntry]] = {}
+    known = {entry.id for entry in entries}
+    for entry in entries:
+        parent = entry.parent_id if entry.parent_id in known else None
+        children.setdefault(parent, []).append(entry)
+    rows: list[str] = []
+
+    def describe(entry: SessionEntry) -> str:
+        mark = "*" if entry.id in active else " "
+        what = _describe(entry.message) if type(entry) is MessageEntry else "[compaction]"
+        return f"{mark} {entry.id[:8]}  {what}"
+
+    # iterative (a long session is deep): (entry, prefix of its row, prefix of what follows)
+    stack: list[tuple[SessionEntry, str, str]] = [
+        (root, "", "") for root in reversed(children.get(None, []))
+    ]
+    while stack:
+        entry, prefix, after = stack.pop()
+        rows.append(prefix + describe(entry))
+        kids = children.get(entry.id, [])
+        if len(kids) == 1:
+            stack.append((kids[0], after, after))
+            continue
+        for index in range(len(kids) - 1, -1, -1):
+            last = index == len(kids) - 1
+            stack.append(
+                (
+                    kids[index],
+                    after + ("└─ " if last else "├─ "),
+                    after + ("   " if last else "│  "),
+                )
+            )
+    return rows
 
 
 def _problem(error: TetherError) -> str:

@@ -14,7 +14,7 @@ COMMANDS: Final = {
     "cd": "/cd DIR: continue this session in another directory (tools and files there)",
     "sessions": "list saved sessions, newest first",
     "resume": "/resume ID: continue a saved session (an ID or a unique prefix)",
-    "tree": "list the active branch; /tree ID moves the branch to that entry",
+    "tree": "list the active branch; /tree all every branch; /tree ID moves to that entry",
     "export": "/export [FILE]: write the conversation as an HTML page (default tether-ID.html)",
     "compact": "compact the conversation now (a summary replaces the oldest part)",
     "usage": "token usage of the session",
