@@ -52,10 +52,10 @@ module is what a person sees and can do:
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
   branch beside the old one); ``/tree all`` (every branch, each indented under the entry it
-  leaves from, the active one marked ``*``); ``/cd DIR`` (the same session in another workspace: tools,
-  context files, skills and extensions rebuilt there); ``/export [FILE]`` (the conversation
-  as one self-contained HTML page, ``tether.cli.ui.export``; ``FILE`` relative to the
-  workspace, ``tether-ID.html`` by default); ``/compact`` (compact the context
+  leaves from, the active one marked ``*``); ``/cd DIR`` (the same session in another
+  workspace: tools, context files, skills and extensions rebuilt there); ``/export [FILE]``
+  (the conversation as one self-contained HTML page, ``tether.cli.ui.export``; ``FILE``
+  relative to the workspace, ``tether-ID.html`` by default); ``/compact`` (compact the context
   now; the Agent also compacts on its own near the model's ``context_window``: the
   config's, else 128,000 tokens); ``/usage``; ``/quit``. ``/NAME args`` expands the prompt
   template ``NAME`` (``.tether/prompts/NAME.md`` in the workspace, or ``prompts/NAME.md``
