@@ -451,6 +451,7 @@ async def test_enter_during_a_turn_steers_and_nothing_is_echoed(tmux: Tmux, tmp_
     async with ReplayServer() as server:
         stalled = server.respond(stalled_reply("The first words"))
         server.respond(text_reply("Checked the docs too."))
+        stalled_again = server.respond(stalled_reply("The first words"))
         start_chat(tmux, tmp_path, server.url)
         await tmux.wait_for(PROMPT)
         await say(tmux, "Fix the bug")
@@ -464,6 +465,15 @@ async def test_enter_during_a_turn_steers_and_nothing_is_echoed(tmux: Tmux, tmp_
         screen = await tmux.wait_for("Checked the docs too.")
         answer = screen[screen.index("chat> Fix the bug") : screen.index("(steer queued")]
         assert "also check" not in answer  # not echoed into the answer
+        await tmux.wait_for(PROMPT, count=2)
+        await say(tmux, "Another")
+        await tmux.wait_for("The first words", count=2)
+        await stalled_again.stalled.wait()
+        tmux.type("half a thought")
+        await tmux.wait_for("> half a thought  (Enter steers")
+        stalled_again.release.set()
+        await tmux.wait_for("chat> half a thought")  # put back on the next prompt
+        tmux.send("C-c")
         await quit_chat(tmux)
     sent = server.requests[1].json["messages"]
     assert sent[-1] == {"role": "user", "content": "also check the docs"}

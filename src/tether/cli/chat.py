@@ -35,7 +35,8 @@ module is what a person sees and can do:
   kept with a note for the model, and the prompt comes back. While a turn runs the terminal
   does not echo (``tether.cli.ui.keys``): what is typed shows under the status line, Enter
   queues it as a steer (``CodingSession.steer``: the model sees it at the next turn
-  boundary) and Alt-Enter as a follow-up (``CodingSession.follow_up``). Ctrl-O at the prompt
+  boundary) and Alt-Enter as a follow-up (``CodingSession.follow_up``); text not sent when
+  the turn ends is put back on the next prompt. Ctrl-O at the prompt
   shows the last tool result whole. Ctrl-C while a
   runtime is being built (the first prompt, ``/new``, ``/resume``, ``/tree ID``, ``/model``,
   ``/cd``) cancels the build: what it made is rolled back, the current runtime stays, the
@@ -624,6 +625,9 @@ class Chat:
         """The terminal's keys during a turn (``tether chat`` sets them)."""
         self.typed = ""
         """What was typed during the turn and not yet sent (shown under the status)."""
+        self.unsent = ""
+        """What was typed during the last turn and never sent (the next prompt starts with
+        it)."""
         self._queued: set[asyncio.Future[Any]] = set()
         self._activity: tuple[Activity, str | None] = ("waiting", None)
         self._last_chunk = 0.0
@@ -857,6 +861,7 @@ class Chat:
             self._running = None
             if keys is not None:
                 keys.stop()
+                self.unsent, keys.typed = keys.typed, ""
             self.typed = ""
             if ticker is not None:
                 ticker.cancel()
@@ -1481,8 +1486,9 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
 
         while True:
             try:
+                unsent, chat.unsent = chat.unsent, ""
                 line = await session.prompt_async(
-                    PROMPT, handle_sigint=False, pre_run=after_first_draw
+                    PROMPT, handle_sigint=False, pre_run=after_first_draw, default=unsent
                 )
             except KeyboardInterrupt:
                 continue
