@@ -1105,3 +1105,19 @@ async def test_tree_all_shows_every_branch(tmp_path: Path, config: CliConfig) ->
         ("└─ * ", "you: other way"),  # the active one
         ("   * ", "assistant: b"),
     ]
+
+
+async def test_model_without_an_argument_lists_models_to_pick_by_number(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    model = ScriptedModel([ScriptedReply(text=("one",))])
+    chat, buffer = make_chat(tmp_path, config, model)
+    await chat.command(Command("model"))
+    assert "*  1  openai/gpt-test" in shown(buffer)
+    assert "/model N switches to one of these" in shown(buffer)
+    await chat.command(Command("model", "7"))
+    assert "no model 7 (/model lists them)" in shown(buffer)
+    await chat.command(Command("model", "1"))
+    assert shown(buffer).endswith("model: openai/gpt-test\n")
+    await chat.close()

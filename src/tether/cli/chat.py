@@ -47,7 +47,9 @@ module is what a person sees and can do:
   config's ``extension_timeout`` (30 s by default) fails ``EXTENSION_TIMED_OUT``, naming the
   extension. Ctrl-C at the prompt clears the line. Ctrl-D on an empty line, or ``/quit``,
   exits (status 0).
-* **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept);
+* **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept;
+  ``/model`` lists the current, default and configured models, ``/model N`` switches to
+  one);
   ``/new`` (a new session); ``/sessions`` (the saved ones, newest first, each with the
   directory it was started in); ``/resume ID``
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
@@ -625,6 +627,7 @@ class Chat:
         """The terminal's keys during a turn (``tether chat`` sets them)."""
         self.typed = ""
         """What was typed during the turn and not yet sent (shown under the status)."""
+        self._model_list: list[str] = []  # what /model listed last
         self.unsent = ""
         """What was typed during the last turn and never sent (the next prompt starts with
         it)."""
@@ -1082,8 +1085,21 @@ class Chat:
         from tether.cli.models import choose_model
 
         if not spec:
-            self.view.line(f"model: {self.choice.spec} (/model PROVIDER/MODEL switches)")
+            self._model_list = [
+                name for name in dict.fromkeys(self.model_names()) if not name.endswith("/")
+            ]
+            self.view.line(f"model: {self.choice.spec}")
+            for number, name in enumerate(self._model_list, 1):
+                mark = "*" if name == self.choice.spec else " "
+                self.view.line(f"{mark} {number:>2}  {name}")
+            self.view.line("/model N switches to one of these, /model PROVIDER/MODEL to any")
             return
+        if spec.isdigit():
+            listed = self._model_list
+            if not 1 <= int(spec) <= len(listed):
+                self.view.line(f"no model {spec} (/model lists them)")
+                return
+            spec = listed[int(spec) - 1]
         same = spec.partition("/")[0] == self.choice.provider.name
         try:
             choice = choose_model(

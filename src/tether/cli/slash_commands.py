@@ -9,7 +9,7 @@ __all__ = ["CHAT_EXIT_HELP", "COMMANDS", "COMMANDS_HELP", "HELP", "KEYS_HELP"]
 
 COMMANDS: Final = {
     "help": "show this help",
-    "model": "/model PROVIDER/MODEL: switch the model, keeping the conversation",
+    "model": "/model PROVIDER/MODEL (or N of the /model list): switch, keeping the conversation",
     "new": "start a new session",
     "cd": "/cd DIR: continue this session in another directory (tools and files there)",
     "sessions": "list saved sessions, newest first",
