@@ -578,6 +578,31 @@ async def remember_42(tmux: Tmux, tmp_path: Path, server: ReplayServer) -> Path:
     return session
 
 
+async def test_r_without_an_id_picks_a_session_from_a_list(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("I will remember 42."))
+        server.respond(text_reply("It was 42."))
+        session = await remember_42(tmux, tmp_path, server)
+        ident = session.stem
+        start_chat(tmux, tmp_path, server.url, "-r")
+        screen = await tmux.wait_for("resume which? (a number or an ID; Enter: new):")
+        assert f" 1 {ident[:8]}" in screen
+        assert "Remember the number 42" in screen
+        await say(tmux, "7")
+        await tmux.wait_for("no session '7': a number from 1 to 1, or an ID")
+        await say(tmux, "1")
+        await tmux.wait_for(f"resumed session {ident} (2 messages)")
+        await at_prompt(tmux)
+        await say(tmux, "Which number?")
+        await tmux.wait_for("It was 42.")
+        await quit_chat(tmux)
+    assert [m["role"] for m in server.requests[1].json["messages"]][1:] == [
+        "user",
+        "assistant",
+        "user",
+    ]
+
+
 async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: Path) -> None:
     async with ReplayServer() as server:
         server.respond(text_reply("I will remember 42."))

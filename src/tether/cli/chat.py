@@ -77,7 +77,8 @@ module is what a person sees and can do:
 first runtime is built, and its file created, with the first prompt, so a chat that sends
 nothing leaves nothing). The
 data directory follows the XDG rules of ``tether.agent.session.default_sessions_dir``.
-``-r ID`` resumes a session (an ID or unique prefix); ``-c`` continues the last session
+``-r ID`` resumes a session (an ID or unique prefix; ``-r`` alone lists the saved ones,
+numbered, and asks which); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
 ``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}, "directories":
 {"<session id>": "<absolute cwd>"}}`` (``directories``: where each of the newest 2,000
@@ -1112,7 +1113,26 @@ class Chat:
             return
         self.view.line(f"model: {choice.spec}")
 
-    async def _list_sessions(self) -> None:
+    async def pick_session(self) -> str | None:
+        """``tether chat -r`` without an ID: list the saved sessions, numbered, and ask which
+        to resume; its ID (``None``: a new session, nothing saved, or Ctrl-C / Ctrl-D)."""
+        listed = await self._list_sessions(numbered=True)
+        if not listed:
+            return None
+        while True:
+            try:
+                reply = (await self.ask("resume which? (a number or an ID; Enter: new): ")).strip()
+            except (KeyboardInterrupt, EOFError):
+                return None
+            if not reply:
+                return None
+            if reply.isdigit() and 1 <= int(reply) <= len(listed):
+                return listed[int(reply) - 1]
+            if self.coding.matching_sessions(reply):
+                return reply
+            self.view.line(f"no session {reply!r}: a number from 1 to {len(listed)}, or an ID")
+
+    async def _list_sessions(self, *, numbered: bool = False) -> list[str]:
         from tether.agent.session import SessionLimits, list_sessions
 
         # Every file is read and parsed: on a worker thread, so a long list of large
@@ -1122,13 +1142,15 @@ class Chat:
         )
         if not found:
             self.view.line("no saved sessions")
-            return
+            return []
         directories = session_directories(self.sessions_dir)
+        listed: list[str] = []
         for info in found[:_LIST_SESSIONS]:
             if info.id is None:
                 self.view.line(f"  {info.path.name}: unreadable [{info.error}]")
                 continue
-            mark = "*" if info.id == self.session_id else " "
+            listed.append(info.id)
+            mark = f"{len(listed):>2}" if numbered else "*" if info.id == self.session_id else " "
             title = info.title or "(no user message)"
             where = directories.get(info.id, "(directory unknown)")
             self.view.line(
@@ -1137,6 +1159,7 @@ class Chat:
             )
         if len(found) > _LIST_SESSIONS:
             self.view.line(f"  … and {len(found) - _LIST_SESSIONS} more")
+        return listed
 
     async def resume(self, ident: str) -> bool:
         """Resume the session ``ident`` names; whether it was found and loaded (a runtime
@@ -1483,7 +1506,11 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
     loop.add_signal_handler(signals.SIGINT, on_sigint)
     try:
         view.line(f"tether chat · {choice.spec} · {cwd} · /help for commands, Ctrl-D to quit")
-        if options.resume is not None:
+        if options.resume == "":
+            picked = await chat.pick_session()
+            if picked is not None:
+                await chat.resume(picked)
+        elif options.resume is not None:
             await chat.resume(options.resume)
         elif options.continue_last:
             found = last_session(chat.sessions_dir, cwd)
