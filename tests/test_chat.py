@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -47,7 +47,18 @@ from tether.cli.render import Output
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
 from tether.models.base import Model
-from tether.protocol import AgentEvent, ToolCall, ToolResultMessage
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+from tether.protocol import (
+    AgentEvent,
+    ModelChunkEvent,
+    ModelChunkPayload,
+    TextDeltaChunk,
+    ToolCall,
+    ToolResultMessage,
+)
 
 FAKE_KEY = "sk-tether-FAKE-CHAT-KEY-in-process"
 
@@ -1121,3 +1132,34 @@ async def test_model_without_an_argument_lists_models_to_pick_by_number(
     await chat.command(Command("model", "1"))
     assert shown(buffer).endswith("model: openai/gpt-test\n")
     await chat.close()
+
+
+def text_event(delta: str) -> ModelChunkEvent:
+    chunk = TextDeltaChunk(request_id="request-1", delta=delta)
+    return ModelChunkEvent(sequence=1, payload=ModelChunkPayload(chunk=chunk))
+
+
+def test_the_unfinished_block_is_redrawn_at_a_frame_rate_not_per_delta(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(chat_module.time, "monotonic", lambda: clock[0])
+    writes: list[bytes] = []
+
+    class Counting(io.BytesIO):
+        def write(self, data: Buffer, /) -> int:
+            writes.append(bytes(data))
+            return super().write(data)
+
+    buffer = Counting()
+    out = Output.for_people(io.TextIOWrapper(buffer, encoding="utf-8"))
+    chat_view = ChatView(out, color=False, live=True, size=lambda: (80, 24))
+    text = " ".join(f"word{n}" for n in range(400))  # one paragraph: never committed early
+    for start in range(0, len(text), 3):
+        chat_view.show(text_event(text[start : start + 3]))
+    assert len(writes) == 1  # the first delta drew; the clock did not move since
+    clock[0] += 0.1
+    chat_view.show(text_event(" end"))
+    assert len(writes) == 2
+    chat_view.end_stream()
+    assert " ".join(shown(buffer).split()).endswith("word399 end")

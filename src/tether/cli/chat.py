@@ -102,6 +102,7 @@ import shutil
 import signal as signals
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,6 +174,8 @@ _EXIT_INTERRUPTED: Final = 130
 _DIFF_LINES: Final = 12
 _DEFAULT_WIDTH: Final = 100
 _DEFAULT_HEIGHT: Final = 40
+_LIVE_PERIOD: Final = 0.08
+"""The shortest time between two redraws of the answer's unfinished block."""
 _STATUS_PERIOD: Final = 0.1
 """Seconds between two redraws of the status line."""
 _STALL_SECONDS: Final = 2.0
@@ -365,6 +368,7 @@ class ChatView:
         self.last_result: ResultView | None = None
         """The last tool result with hidden lines (``expand_last`` shows it whole)."""
         self._region: LiveRegion | None = None
+        self._drawn_at = 0.0  # when the live tail was last drawn (time.monotonic)
 
     @property
     def width(self) -> int:
@@ -404,6 +408,7 @@ class ChatView:
         if self.status:
             tail += self.status + "\n"
         text = region.update(committed, tail)
+        self._drawn_at = time.monotonic()
         if text:
             self.out.write(text)
 
@@ -441,7 +446,15 @@ class ChatView:
                 width=self.width, color=self.color, theme=self.theme, thinking=mode == "thinking"
             )
         assert self.markdown is not None
-        self._draw(self.markdown.feed(delta))
+        committed = self.markdown.feed(delta)
+        if committed or not self.live:
+            self._draw(committed)
+            return
+        # Rendering the unfinished block costs as much as the block is long: redraw it at a
+        # frame rate, not per delta (the status ticker redraws it too while the turn runs).
+        now = time.monotonic()
+        if now - self._drawn_at >= _LIVE_PERIOD:
+            self._draw("")
 
     def show(self, event: AgentEvent) -> None:
         """Write one event of a run."""
