@@ -11,11 +11,12 @@ import asyncio
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -24,6 +25,7 @@ from tether.agent.extensions import ExtensionContext, ExtensionDefinition
 from tether.agent.session import default_sessions_dir
 from tether.cli import chat as chat_module
 from tether.cli.chat import (
+    APPROVE_PROMPT,
     DECLINED,
     HELP,
     Approvals,
@@ -36,6 +38,7 @@ from tether.cli.chat import (
     parse_answer,
     parse_command,
     remember_session,
+    session_directories,
 )
 from tether.cli.config import CliConfig, load_config
 from tether.cli.main import main
@@ -44,7 +47,18 @@ from tether.cli.render import Output
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
 from tether.models.base import Model
-from tether.protocol import AgentEvent, ToolCall, ToolResultMessage
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+from tether.protocol import (
+    AgentEvent,
+    ModelChunkEvent,
+    ModelChunkPayload,
+    TextDeltaChunk,
+    ToolCall,
+    ToolResultMessage,
+)
 
 FAKE_KEY = "sk-tether-FAKE-CHAT-KEY-in-process"
 
@@ -96,15 +110,21 @@ def view(*, color: bool = False) -> tuple[ChatView, io.BytesIO]:
     return ChatView(Output.for_people(stream), color=color), buffer
 
 
+def test_the_approval_question_is_the_ui_one() -> None:
+    from tether.cli.ui.approval import APPROVAL_QUESTION
+
+    assert APPROVE_PROMPT == APPROVAL_QUESTION
+
+
 def test_tool_calls_results_and_usage_are_rendered() -> None:
-    chat_view, _ = view()
+    chat_view, buffer = view()
     call = ToolCall(
         id="c1", name="write_file", arguments=JsonObject({"path": "a.txt", "content": "hi"})
     )
     assert chat_view.tool_call_line(call) == '→ write_file({"path":"a.txt","content":"hi"})'
     long = ToolCall(id="c2", name="bash", arguments=JsonObject({"command": "x" * 500}))
     assert len(chat_view.tool_call_line(long)) < 300
-    many = "\n".join(f"line {n}" for n in range(10))
+    many = "\n".join(f"line {n}" for n in range(29)) + "\nFAILED"
     result = ToolResultMessage(tool_call_id="c3", tool_name="read_file", content=many)
     assert chat_view.tool_result_lines(result) == [
         "  ✓ read_file",
@@ -112,8 +132,18 @@ def test_tool_calls_results_and_usage_are_rendered() -> None:
         "    line 1",
         "    line 2",
         "    line 3",
-        "    … (6 more lines)",
+        "    … 20 lines hidden (Ctrl-O to expand)",
+        "    line 24",
+        "    line 25",
+        "    line 26",
+        "    line 27",
+        "    line 28",
+        "    FAILED",
     ]
+    chat_view.expand_last()  # Ctrl-O: every line
+    expanded = shown(buffer)
+    assert "(all 30 lines of the last tool result)" in expanded
+    assert all(f"    line {n}\n" in expanded for n in range(29))
     diff = "Edited a.py:\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-old\n+new\n"
     edited = ToolResultMessage(tool_call_id="c4", tool_name="edit_file", content=diff)
     lines = chat_view.tool_result_lines(edited)
@@ -123,7 +153,7 @@ def test_tool_calls_results_and_usage_are_rendered() -> None:
     failed = ToolResultMessage(
         tool_call_id="c5", tool_name="bash", content='{"error":"boom"}', is_error=True
     )
-    assert chat_view.tool_result_lines(failed) == ['  ✗ bash error: {"error":"boom"}']
+    assert chat_view.tool_result_lines(failed) == ["  ✗ bash error", '    {"error":"boom"}']
     assert (
         chat_view.usage_line((3, 4), (10, 20)) == "[tokens: 3 in, 4 out · session: 10 in, 20 out]"
     )
@@ -148,7 +178,12 @@ def test_the_cwd_index_finds_the_last_session_of_a_directory(tmp_path: Path) -> 
     assert last_session(sessions, here) == "s-3"
     assert last_session(sessions, there) == "s-2"
     data = json.loads((sessions / "cwd-index.json").read_text(encoding="utf-8"))
-    assert data == {"version": 1, "sessions": {str(here): "s-3", str(there): "s-2"}}
+    assert data == {
+        "version": 1,
+        "sessions": {str(here): "s-3", str(there): "s-2"},
+        "directories": {"s-1": str(here), "s-2": str(there), "s-3": str(here)},
+    }
+    assert list(session_directories(sessions)) == ["s-1", "s-2", "s-3"]  # oldest first
     assert (sessions / "cwd-index.json").stat().st_mode & 0o777 == 0o600
     (sessions / "s-2.jsonl").unlink()
     assert last_session(sessions, there) is None  # its file is gone
@@ -260,9 +295,13 @@ async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: Cli
     project = tmp_path / "project"
     assert (project / "a.txt").read_text(encoding="utf-8") == "A"
     assert not (project / "b.txt").exists()
-    assert answers.asked == ["allow write_file? [y]es / [n]o / [a]lways for write_file: "] * 3
+    assert (
+        answers.asked
+        == ["allow write_file? [y]es / [n]o (n: reason) / [a]lways for write_file: "] * 3
+    )
     text = shown(buffer)
-    assert "answer y, n or a" in text
+    assert "answer y, n (or n: a reason for the model) or a" in text
+    assert "write_file a.txt" in text  # the preview, before the question
     assert "Wrote a." in text
     assert "(declined: write_file did not run)" in text
     blocked = model.requests[3].messages[-1]
@@ -279,6 +318,22 @@ async def test_a_turn_asks_runs_declines_and_records(tmp_path: Path, config: Cli
     lines = (sessions / f"{ident}.jsonl").read_text(encoding="utf-8").splitlines()
     roles = [json.loads(line)["message"]["role"] for line in lines[1:]]
     assert roles == ["user", "assistant", "toolResult", "assistant"] * 2
+
+
+async def test_a_reason_given_with_no_reaches_the_model(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel([write("b.txt", "B", "c1"), ScriptedReply(text=("Fine.",))])
+    answers = Answers("n: use pytest -x")
+    chat, buffer = make_chat(tmp_path, config, model, answers)
+    result = await chat.turn("write b")
+    await chat.close()
+    assert result is not None
+    assert result.status == "completed"
+    assert not (tmp_path / "project" / "b.txt").exists()
+    blocked = model.requests[1].messages[-1]
+    assert blocked.role == "toolResult"
+    assert "TOOL_CALL_BLOCKED" in blocked.content
+    assert "Their reason: use pytest -x" in blocked.content
+    assert "(declined: write_file did not run)" in shown(buffer)
 
 
 async def test_always_stops_asking_for_that_tool(tmp_path: Path, config: CliConfig) -> None:
@@ -453,7 +508,7 @@ def test_help_and_import_do_not_load_prompt_toolkit() -> None:
         "    main(['--help'])\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    main(['chat', '--help'])\n"
-        "names = ('prompt_toolkit', 'tether.cli.chat')\n"
+        "names = ('prompt_toolkit', 'tether.cli.chat', 'rich')\n"
         "print(sorted(m for m in sys.modules if m.startswith(names)))\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "PYTHONWARNINGS"}
@@ -462,6 +517,19 @@ def test_help_and_import_do_not_load_prompt_toolkit() -> None:
     ).stdout
     assert out.strip() == "[]"
     assert chat_module.__doc__ is not None
+
+
+def test_the_chat_loads_rich_only_at_the_first_render() -> None:
+    code = (
+        "import sys, io\n"
+        "from tether.cli.chat import ChatView\n"
+        "from tether.cli.render import Output\n"
+        "view = ChatView(Output.for_people(io.StringIO()), color=True, live=True)\n"
+        "view.line('a line')\n"
+        "print('rich' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"
 
 
 # --- skills and prompt templates (tether.cli.chat_resources) ----------------------------------
@@ -955,3 +1023,143 @@ async def test_a_tree_move_survives_a_model_switch(
     users = [m.content for m in second.requests[0].messages if m.role == "user"]
     assert users == ["first", "branch"]
     await chat.close()
+
+
+# --- completion -------------------------------------------------------------------------------
+
+
+def test_tab_completes_commands_model_names_and_paths(tmp_path: Path) -> None:
+    from tether.cli.chat import chat_completions
+    from tether.tools.coding.workspace import Workspace
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "setup.py").write_text("", encoding="utf-8")
+    models = ["openai/gpt-test", "openai/", "anthropic/"]
+    space = Workspace(tmp_path)
+    assert [c.text for c in chat_completions("/us", workspace=space, models=models)] == ["/usage"]
+    found = chat_completions("/model op", workspace=space, models=models)
+    assert [(c.text, c.start_position) for c in found] == [("openai/gpt-test", -2), ("openai/", -2)]
+    assert chat_completions("/model a b", workspace=space, models=models) == []
+    paths = chat_completions("look at @s", workspace=space, models=models)
+    assert [c.text for c in paths] == ["@src/", "@setup.py"]
+    assert chat_completions("look at @s", workspace=None, models=models) == []
+
+
+# --- /export and /sessions' directories -------------------------------------------------------
+
+
+async def test_export_writes_the_session_as_html(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel([ScriptedReply(text=("The <answer> & more.",))])
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    await chat.command(Command("export"))
+    assert "nothing to export yet" in shown(buffer)
+    await chat.turn("a question")
+    await chat.command(Command("export", "out/page.html"))
+    assert "could not write" in shown(buffer)  # no such directory: said, not raised
+    await chat.command(Command("export", "page.html"))
+    page = (tmp_path / "project" / "page.html").read_text(encoding="utf-8")
+    assert "a question" in page
+    assert "The &lt;answer&gt; &amp; more." in page
+    assert f"exported to {tmp_path / 'project' / 'page.html'}" in shown(buffer)
+    ident = chat.session_id
+    assert ident is not None
+    await chat.command(Command("export"))
+    assert (tmp_path / "project" / f"tether-{ident[:8]}.html").is_file()
+    await chat.close()
+
+
+async def test_sessions_show_the_directory_each_was_started_in(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    model = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("two",))])
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    await chat.turn("first")
+    first = chat.session_id
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    await chat.command(Command("cd", str(other)))
+    await chat.command(Command("new"))
+    await chat.turn("second")
+    await chat.command(Command("sessions"))
+    await chat.close()
+    rows = shown(buffer).splitlines()
+    assert first is not None
+    (row,) = [row for row in rows if row.startswith(f"  {first[:8]}")]
+    assert str(tmp_path / "project") in row
+    (current,) = [row for row in rows if row.startswith("* ")]
+    assert str(other) in current
+
+
+async def test_tree_all_shows_every_branch(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel(
+        [ScriptedReply(text=("one",)), ScriptedReply(text=("two",)), ScriptedReply(text=("b",))]
+    )
+    chat, buffer = make_chat(tmp_path, config, model, Answers())
+    await chat.turn("first")
+    await chat.turn("second")
+    tree = chat.tree
+    assert tree is not None
+    fork = tree.active_entries[1].id  # the answer "one"
+    await chat.command(Command("tree", fork[:8]))
+    await chat.turn("other way")
+    before = len(shown(buffer))
+    await chat.command(Command("tree", "all"))
+    await chat.close()
+    rows = shown(buffer)[before:].splitlines()
+    parsed = [re.fullmatch(r"([├└│─ *]*)\S{8}  (.*)", row) for row in rows]
+    marks = [(match.group(1), match.group(2)) for match in parsed if match is not None]
+    assert marks == [
+        ("* ", "you: first"),
+        ("* ", "assistant: one"),
+        ("├─   ", "you: second"),  # the old branch
+        ("│    ", "assistant: two"),
+        ("└─ * ", "you: other way"),  # the active one
+        ("   * ", "assistant: b"),
+    ]
+
+
+async def test_model_without_an_argument_lists_models_to_pick_by_number(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    model = ScriptedModel([ScriptedReply(text=("one",))])
+    chat, buffer = make_chat(tmp_path, config, model)
+    await chat.command(Command("model"))
+    assert "*  1  openai/gpt-test" in shown(buffer)
+    assert "/model N switches to one of these" in shown(buffer)
+    await chat.command(Command("model", "7"))
+    assert "no model 7 (/model lists them)" in shown(buffer)
+    await chat.command(Command("model", "1"))
+    assert shown(buffer).endswith("model: openai/gpt-test\n")
+    await chat.close()
+
+
+def text_event(delta: str) -> ModelChunkEvent:
+    chunk = TextDeltaChunk(request_id="request-1", delta=delta)
+    return ModelChunkEvent(sequence=1, payload=ModelChunkPayload(chunk=chunk))
+
+
+def test_the_unfinished_block_is_redrawn_at_a_frame_rate_not_per_delta(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(chat_module.time, "monotonic", lambda: clock[0])
+    writes: list[bytes] = []
+
+    class Counting(io.BytesIO):
+        def write(self, data: Buffer, /) -> int:
+            writes.append(bytes(data))
+            return super().write(data)
+
+    buffer = Counting()
+    out = Output.for_people(io.TextIOWrapper(buffer, encoding="utf-8"))
+    chat_view = ChatView(out, color=False, live=True, size=lambda: (80, 24))
+    text = " ".join(f"word{n}" for n in range(400))  # one paragraph: never committed early
+    for start in range(0, len(text), 3):
+        chat_view.show(text_event(text[start : start + 3]))
+    assert len(writes) == 1  # the first delta drew; the clock did not move since
+    clock[0] += 0.1
+    chat_view.show(text_event(" end"))
+    assert len(writes) == 2
+    chat_view.end_stream()
+    assert " ".join(shown(buffer).split()).endswith("word399 end")

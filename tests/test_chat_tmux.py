@@ -16,6 +16,7 @@ No sleeps: every wait polls the screen for an expected string up to a deadline
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -239,8 +240,9 @@ async def test_a_tool_runs_after_yes_and_not_after_no(tmux: Tmux, tmp_path: Path
         await tmux.wait_for(PROMPT)
 
         await say(tmux, "Write yes.txt")
-        screen = await tmux.wait_for("allow write_file? [y]es / [n]o / [a]lways")
+        screen = await tmux.wait_for("allow write_file? [y]es / [n]o (n: reason) / [a]lways")
         assert '→ write_file({"path":"yes.txt","content":"hi\\n"})' in screen
+        assert "write_file yes.txt (new file, 1 line)" in screen  # the preview
         assert not (project / "yes.txt").exists()  # asked before it ran
         await say(tmux, "y")
         await tmux.wait_for("Wrote it.")
@@ -265,6 +267,267 @@ async def test_a_tool_runs_after_yes_and_not_after_no(tmux: Tmux, tmp_path: Path
     assert ran["tool_call_id"] == "call-1"
     assert "TOOL_CALL_BLOCKED" not in ran["content"]
     assert_no_key_anywhere(tmux, tmp_path)
+
+
+def preview_rows(screen: str, header: str, question: str) -> list[str]:
+    """The rows of the last approval preview on ``screen``: after ``header``, before the
+    question."""
+    lines = screen.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith(header))
+    end = max(i for i, line in enumerate(lines) if line.startswith(question))
+    return lines[start + 1 : end]
+
+
+async def test_the_whole_command_is_shown_and_a_reason_reaches_the_model(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    tail = " && echo HIDDEN-TAIL-rm-rf"
+    command = "echo " + " ".join(f"word{n:03}" for n in range(60))
+    command = command[: 300 - len(tail)] + tail
+    assert len(command) == 300
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "bash", {"command": command}))
+        server.respond(text_reply("Understood, pytest -x then."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Run the tests")
+        screen = await tmux.wait_for("allow bash? [y]es / [n]o (n: reason) / [a]lways for bash")
+        rows = preview_rows(screen, "bash", "allow bash?")
+        assert rows[0].startswith("$ ")
+        assert all(row.startswith("  ") for row in rows[1:])
+        assert "".join(row[2:] for row in rows) == command  # all of it, the tail included
+        assert "HIDDEN-TAIL-rm-rf" in rows[-1]
+        assert all(len(row) <= 120 for row in rows)
+        await say(tmux, "n: use pytest -x")
+        await tmux.wait_for("Understood, pytest -x then.")
+        assert "(declined: bash did not run)" in tmux.screen()
+        await quit_chat(tmux)
+
+    blocked = server.requests[1].json["messages"][-1]
+    assert blocked["role"] == "tool"
+    assert blocked["tool_call_id"] == "call-1"
+    assert "TOOL_CALL_BLOCKED" in blocked["content"]
+    assert "Their reason: use pytest -x" in blocked["content"]
+
+
+async def test_an_edit_shows_its_diff_before_it_runs(tmux: Tmux, tmp_path: Path) -> None:
+    project = workspace(tmp_path)
+    (project / "app.py").write_text("def main():\n    return 'old'\n", encoding="utf-8")
+    arguments = {"path": "app.py", "old": "return 'old'", "new": "return 'new'"}
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "edit_file", arguments))
+        server.respond(text_reply("Edited."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Change it")
+        screen = await tmux.wait_for("allow edit_file?")
+        rows = preview_rows(screen, "edit_file", "allow edit_file?")
+        assert any(row.strip().startswith("-") and "return 'old'" in row for row in rows), screen
+        assert any(row.strip().startswith("+") and "return 'new'" in row for row in rows), screen
+        assert "'old'" in (project / "app.py").read_text(encoding="utf-8")  # not yet
+        await say(tmux, "y")
+        await tmux.wait_for("Edited.")
+        await quit_chat(tmux)
+    assert (project / "app.py").read_text(encoding="utf-8") == "def main():\n    return 'new'\n"
+
+
+async def test_markdown_is_rendered_and_wrapped(tmux: Tmux, tmp_path: Path) -> None:
+    words = " ".join(f"lorem{n:02}" for n in range(60))
+    answer = (
+        "# The Title\n\nSome **bold words** here.\n\n"
+        "| name | size |\n|------|------|\n| alpha | 1 |\n| beta | 2 |\n\n" + words + "\n"
+    )
+    env = chat_env(tmp_path)
+    del env["NO_COLOR"]
+    async with ReplayServer() as server:
+        server.respond(text_reply(*(answer[i : i + 7] for i in range(0, len(answer), 7))))
+        tmux.start(
+            [str(TETHER), "chat", "--model", MODEL, "--base-url", server.url],
+            env=env,
+            cwd=workspace(tmp_path),
+        )
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Show me")
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    shown = screen[screen.index("chat> Show me") : screen.index("[tokens: 11 in,")]
+    assert "The Title" in shown
+    assert "bold words" in shown
+    assert "**" not in shown
+    assert "# The" not in shown
+    assert "|" not in shown  # a table, not raw pipes
+    assert "alpha" in shown
+    assert "beta" in shown
+    rows = [line for line in shown.splitlines() if "lorem" in line]
+    assert len(rows) > 1  # wrapped
+    assert all(len(row) <= 120 for row in rows)
+    tokens = " ".join(rows).split()
+    assert [token for token in tokens if token.startswith("lorem")] == words.split()
+
+
+async def test_after_a_resize_the_answer_wraps_to_the_new_width(tmux: Tmux, tmp_path: Path) -> None:
+    words = " ".join(f"ipsum{n:02}" for n in range(40))
+    payloads = text_payloads("First paragraph.\n\n", words + "\n")
+    offset = len(sse_body(payloads[:2], done=False))
+    async with ReplayServer() as server:
+        stalled = server.respond(sse_response(sse_body(payloads), stall_after=offset))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Write two paragraphs")
+        await tmux.wait_for("First paragraph.")
+        await stalled.stalled.wait()
+        tmux.resize(60, 40)
+        stalled.release.set()
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    rows = [line for line in screen.splitlines() if "ipsum" in line]
+    assert len(rows) > 3, screen
+    assert all(len(row) <= 60 for row in rows), screen
+    assert " ".join(rows).split() == words.split()
+
+
+async def test_a_long_result_shows_head_and_tail_and_ctrl_o_all(tmux: Tmux, tmp_path: Path) -> None:
+    command = "for i in $(seq 1 29); do echo line-$i; done; echo FAILED"
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "bash", {"command": command}))
+        server.respond(text_reply("The tests failed."))
+        start_chat(tmux, tmp_path, server.url, "--auto-approve")
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Run it")
+        screen = await tmux.wait_for("The tests failed.")
+        assert "lines hidden (Ctrl-O to expand)" in screen
+        assert "FAILED" in screen
+        assert "line-1\n" in screen
+        assert "line-15" not in screen
+        await at_prompt(tmux)
+        tmux.send("C-o")
+        screen = await tmux.wait_for("line-15")
+        assert all(f"line-{n}\n" in screen for n in range(1, 30))
+        await quit_chat(tmux)
+
+
+async def test_a_status_line_shows_while_waiting_and_goes_at_the_end(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    headers = asyncio.Event()
+    async with ReplayServer() as server:
+        reply = text_reply("Here ", "it is.")
+        server.respond(dataclasses.replace(reply, delay_headers=headers))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Take your time")
+        screen = await tmux.wait_for("waiting for the model")
+        status = next(line for line in screen.splitlines() if "waiting for the model" in line)
+        assert re.search(r"waiting for the model · \d", status), status  # the elapsed time
+        headers.set()
+        await tmux.wait_for("Here it is.")
+        await at_prompt(tmux)
+        assert "waiting for the model" not in tmux.screen()  # erased with the turn
+        await quit_chat(tmux)
+
+
+async def test_esc_cancels_a_stalled_turn_without_echo(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        stalled = server.respond(stalled_reply("The first words"))
+        server.respond(text_reply("Still here."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Tell me a long story")
+        await tmux.wait_for("The first words")
+        await stalled.stalled.wait()
+        tmux.send("Escape")
+        await tmux.wait_for("(turn cancelled)")
+        assert "Esc: cancelling the turn" in tmux.screen()
+        await at_prompt(tmux)
+        assert "^[" not in tmux.screen()
+        await say(tmux, "Are you there?")
+        await tmux.wait_for("Still here.")
+        await quit_chat(tmux)
+    await stalled.finished.wait()
+    assert stalled.outcome == "client-gone"
+
+
+async def test_enter_during_a_turn_steers_and_nothing_is_echoed(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        stalled = server.respond(stalled_reply("The first words"))
+        server.respond(text_reply("Checked the docs too."))
+        stalled_again = server.respond(stalled_reply("The first words"))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Fix the bug")
+        await tmux.wait_for("The first words")
+        await stalled.stalled.wait()
+        tmux.type("also check the docs")
+        screen = await tmux.wait_for("> also check the docs  (Enter steers")  # under the status
+        tmux.send("Enter")
+        await tmux.wait_for("(steer queued: also check the docs)")
+        stalled.release.set()
+        screen = await tmux.wait_for("Checked the docs too.")
+        answer = screen[screen.index("chat> Fix the bug") : screen.index("(steer queued")]
+        assert "also check" not in answer  # not echoed into the answer
+        await tmux.wait_for(PROMPT, count=2)
+        await say(tmux, "Another")
+        await tmux.wait_for("The first words", count=2)
+        await stalled_again.stalled.wait()
+        tmux.type("half a thought")
+        await tmux.wait_for("> half a thought  (Enter steers")
+        stalled_again.release.set()
+        await tmux.wait_for("chat> half a thought")  # put back on the next prompt
+        tmux.send("C-c")
+        await quit_chat(tmux)
+    sent = server.requests[1].json["messages"]
+    assert sent[-1] == {"role": "user", "content": "also check the docs"}
+    assert "The first words and the rest" in json.dumps(sent[-2])
+
+
+async def test_tab_completes_commands_paths_and_model_names(tmux: Tmux, tmp_path: Path) -> None:
+    (workspace(tmp_path) / "notes").mkdir()
+    async with ReplayServer() as server:
+        server.respond(text_reply("Read them."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        tmux.type("/usa")
+        tmux.send("Tab")
+        await tmux.wait_for("chat> /usage")
+        tmux.send("Enter")
+        await tmux.wait_for("session tokens: 0 in, 0 out")
+        await at_prompt(tmux)
+        tmux.type("/model openai/gpt-t")
+        tmux.send("Tab")
+        await tmux.wait_for("chat> /model openai/gpt-test")
+        tmux.send("C-c")  # clears the line
+        await at_prompt(tmux)
+        tmux.type("summarise @no")
+        tmux.send("Tab")
+        await tmux.wait_for("chat> summarise @notes/")
+        tmux.send("Enter")
+        await tmux.wait_for("Read them.")
+        await quit_chat(tmux)
+    assert server.requests[0].json["messages"][-1]["content"] == "summarise @notes/"
+
+
+async def test_export_writes_html_and_sessions_show_their_directory(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    project = workspace(tmp_path)
+    async with ReplayServer() as server:
+        server.respond(text_reply("An answer to export."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Something worth keeping")
+        await tmux.wait_for("An answer to export.")
+        await at_prompt(tmux)
+        await say(tmux, "/export talk.html")
+        await tmux.wait_for(f"exported to {project / 'talk.html'}")
+        await at_prompt(tmux)
+        await say(tmux, "/sessions")
+        screen = await tmux.wait_for("Something worth keeping", count=2)
+        (row,) = [line for line in screen.splitlines() if line.startswith("* ")]
+        assert str(project) in row
+        await quit_chat(tmux)
+    page = (project / "talk.html").read_text(encoding="utf-8")
+    assert "Something worth keeping" in page
+    assert "An answer to export." in page
 
 
 async def test_ctrl_c_cancels_a_stalled_turn_and_keeps_the_chat(tmux: Tmux, tmp_path: Path) -> None:
@@ -313,6 +576,31 @@ async def remember_42(tmux: Tmux, tmp_path: Path, server: ReplayServer) -> Path:
     await quit_chat(tmux)
     (session,) = session_files(tmp_path)
     return session
+
+
+async def test_r_without_an_id_picks_a_session_from_a_list(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("I will remember 42."))
+        server.respond(text_reply("It was 42."))
+        session = await remember_42(tmux, tmp_path, server)
+        ident = session.stem
+        start_chat(tmux, tmp_path, server.url, "-r")
+        screen = await tmux.wait_for("resume which? (a number or an ID; Enter: new):")
+        assert f" 1 {ident[:8]}" in screen
+        assert "Remember the number 42" in screen
+        await say(tmux, "7")
+        await tmux.wait_for("no session '7': a number from 1 to 1, or an ID")
+        await say(tmux, "1")
+        await tmux.wait_for(f"resumed session {ident} (2 messages)")
+        await at_prompt(tmux)
+        await say(tmux, "Which number?")
+        await tmux.wait_for("It was 42.")
+        await quit_chat(tmux)
+    assert [m["role"] for m in server.requests[1].json["messages"]][1:] == [
+        "user",
+        "assistant",
+        "user",
+    ]
 
 
 async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ async def through_chat(tmux: Tmux, tmp_path: Path, url: str) -> Path:
     )
     await at_prompt(tmux)
     await say(tmux, PROMPT)
-    await tmux.wait_for("allow write_file? [y]es / [n]o / [a]lways")
+    await tmux.wait_for("allow write_file? [y]es / [n]o (n: reason) / [a]lways")
     await say(tmux, "y")
     await tmux.wait_for(ANSWER)
     await quit_chat(tmux)

@@ -107,6 +107,10 @@ class Tmux:
         """Type ``text`` literally (no key names), without Enter."""
         self._tmux("send-keys", "-t", self.session, "-l", text)
 
+    def resize(self, width: int, height: int) -> None:
+        """Resize the window (the program gets ``SIGWINCH``)."""
+        self._tmux("resize-window", "-t", self.session, "-x", str(width), "-y", str(height))
+
     def screen(self) -> str:
         """The pane's text: the scrollback and the screen, wrapped lines joined."""
         return self._tmux("capture-pane", "-p", "-J", "-S", "-2000", "-t", self.session)

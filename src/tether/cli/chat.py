@@ -13,17 +13,31 @@ in use until the new one is fully built, and a failure leaves it as it was; the 
 session stands on (``/tree ID``) is the session's, so ``/model`` and ``/cd`` keep it. This
 module is what a person sees and can do:
 
-* **Output.** Assistant text is written as it streams, its markdown styled on a colour
-  terminal (code blocks and inline code cyan, headings and bold bold; every character kept,
-  see ``tether.cli.markdown``), thinking dimmed, each tool call as ``→ name({arguments})`` and
-  its result as the first lines (``edit_file``: the first lines of its diff), then a usage
-  line per turn: the turn's tokens and the session's. Colour only on a terminal without
-  ``NO_COLOR``.
+* **Output.** Assistant text is rendered as Markdown as it streams
+  (``tether.cli.ui.markdown``: headings, emphasis, lists, tables and highlighted code, wrapped
+  to the terminal's width, read again after a resize): each finished block is written
+  once, the unfinished one is drawn below it and redrawn as it grows; thinking is rendered
+  the same way, dimmed. Each tool call shows as ``→ name({arguments})`` and its result as its
+  first and last lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured),
+  with how many are hidden between; then a usage line per turn: the turn's tokens and the
+  session's. While a turn runs, a status line under the output (``tether.cli.ui.status``,
+  redrawn ten times a second, erased when the turn ends) shows what is happening (waiting for
+  the model, thinking, writing, running a tool; a stream quiet for 2 s shows waiting again),
+  the elapsed time, the turn's tokens, the session's cost and how much of the context window
+  the last response filled. Colour only on a terminal without ``NO_COLOR``; off a terminal
+  only finished rows are written (no live redraw, no status line).
 * **Input.** ``prompt_toolkit`` line editing (readline keys) with a history file,
   ``<data dir>/tether/chat-history``; Enter sends, Alt-Enter (or Esc then Enter) starts a
-  new line.
-* **Keys.** Ctrl-C during a turn cancels the turn (``Agent.cancel``): the transcript and the
-  session file keep only complete messages, and the prompt comes back. Ctrl-C while a
+  new line. Tab completes slash commands, ``/model`` names (the current model, the default,
+  the config's models, ``PROVIDER/``) and ``@path`` mentions inside the workspace
+  (``tether.cli.ui.complete``).
+* **Keys.** Ctrl-C or Esc during a turn cancels the turn (``Agent.cancel``): what streamed is
+  kept with a note for the model, and the prompt comes back. While a turn runs the terminal
+  does not echo (``tether.cli.ui.keys``): what is typed shows under the status line, Enter
+  queues it as a steer (``CodingSession.steer``: the model sees it at the next turn
+  boundary) and Alt-Enter as a follow-up (``CodingSession.follow_up``); text not sent when
+  the turn ends is put back on the next prompt. Ctrl-O at the prompt
+  shows the last tool result whole. Ctrl-C while a
   runtime is being built (the first prompt, ``/new``, ``/resume``, ``/tree ID``, ``/model``,
   ``/cd``) cancels the build: what it made is rolled back, the current runtime stays, the
   prompt comes back. Ctrl-C while the chat waits for extension hooks after a turn stops
@@ -33,31 +47,43 @@ module is what a person sees and can do:
   config's ``extension_timeout`` (30 s by default) fails ``EXTENSION_TIMED_OUT``, naming the
   extension. Ctrl-C at the prompt clears the line. Ctrl-D on an empty line, or ``/quit``,
   exits (status 0).
-* **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept);
-  ``/new`` (a new session); ``/sessions`` (the saved ones, newest first); ``/resume ID``
+* **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept;
+  ``/model`` lists the current, default and configured models, ``/model N`` switches to
+  one);
+  ``/new`` (a new session); ``/sessions`` (the saved ones, newest first, each with the
+  directory it was started in); ``/resume ID``
   (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
-  branch beside the old one); ``/cd DIR`` (the same session in another workspace: tools,
-  context files, skills and extensions rebuilt there); ``/compact`` (compact the context
+  branch beside the old one); ``/tree all`` (every branch, each indented under the entry it
+  leaves from, the active one marked ``*``); ``/cd DIR`` (the same session in another
+  workspace: tools, context files, skills and extensions rebuilt there); ``/export [FILE]``
+  (the conversation as one self-contained HTML page, ``tether.cli.ui.export``; ``FILE``
+  relative to the workspace, ``tether-ID.html`` by default); ``/compact`` (compact the context
   now; the Agent also compacts on its own near the model's ``context_window``: the
   config's, else 128,000 tokens); ``/usage``; ``/quit``. ``/NAME args`` expands the prompt
   template ``NAME`` (``.tether/prompts/NAME.md`` in the workspace, or ``prompts/NAME.md``
   in the user's config directory) and sends it.
 * **Approval.** Before ``write_file``, ``edit_file``, ``bash`` and ``python_process`` run
-  (the config's ``[tools] approve`` list), the call is shown and the person answers ``y``
-  (run it), ``n`` (do not: the model gets ``TOOL_CALL_BLOCKED`` "the user declined") or ``a``
-  (run it and every later call of that tool in this session). ``--auto-approve``, or
-  ``[tools] auto_approve = true``, never asks. Ctrl-C at that question cancels the turn.
+  (the config's ``[tools] approve`` list), what would run is shown in full
+  (``tether.cli.ui.approval``: the whole command wrapped, a new file's content or the diff
+  an edit or overwrite would make) and the person answers ``y`` (run it), ``n`` (do not: the
+  model gets ``TOOL_CALL_BLOCKED`` "the user declined"), ``n: REASON`` (do not, and the model
+  is told the reason: ``coding.Decline``) or ``a`` (run it and every later call of that tool
+  in this session). ``--auto-approve``, or ``[tools] auto_approve = true``, never asks.
+  Ctrl-C at that question cancels the turn.
 
 **Sessions.** Every message is appended, as it enters the transcript, to a session file in
 ``<data dir>/tether/sessions/`` (the runtime's session, recorded by ``SessionRecorder``; the
 first runtime is built, and its file created, with the first prompt, so a chat that sends
 nothing leaves nothing). The
 data directory follows the XDG rules of ``tether.agent.session.default_sessions_dir``.
-``-r ID`` resumes a session (an ID or unique prefix); ``-c`` continues the last session
+``-r ID`` resumes a session (an ID or unique prefix; ``-r`` alone lists the saved ones,
+numbered, and asks which); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
-``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}}``, rewritten atomically
-whenever a chat creates a session. An index that is not a regular file, is larger than 4 MiB
+``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}, "directories":
+{"<session id>": "<absolute cwd>"}}`` (``directories``: where each of the newest 2,000
+sessions was started, for ``/sessions``), rewritten atomically whenever a chat creates a
+session. An index that is not a regular file, is larger than 4 MiB
 or is not that JSON is ignored (and replaced at the next rewrite).
 
 The model, the tools and the agent are built when the first prompt is sent; the modules
@@ -72,10 +98,12 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal as signals
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
@@ -85,21 +113,27 @@ from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 from tether.cli.session_config import configured_extensions
 from tether.cli.slash_commands import COMMANDS, HELP
-from tether.coding.approval import Answer, ApprovalRequest, Approvals, parse_answer
+from tether.coding.approval import Answer, ApprovalRequest, Approvals, Decline, parse_answer
 from tether.coding.session import DECLINED
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
     from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import Runtime
-    from tether.agent.session import SessionTree
+    from tether.agent.session import SessionEntry, SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
+    from tether.cli.ui.complete import Completion
+    from tether.cli.ui.keys import TurnKeys
+    from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
+    from tether.cli.ui.results import ResultView
+    from tether.cli.ui.status import Activity
     from tether.coding.meter import UsageMeter
     from tether.coding.session import CodingEvent, CodingSession
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.models.base import Model
     from tether.protocol import AgentEvent, Message, RunResult, ToolCall, ToolResultMessage
+    from tether.tools.coding.workspace import Workspace
 
 __all__ = [
     "APPROVE_PROMPT",
@@ -115,25 +149,37 @@ __all__ = [
     "Command",
     "Interrupt",
     "chat_command",
+    "chat_completions",
     "chat_data_dir",
     "last_session",
     "parse_answer",
     "parse_command",
     "remember_session",
+    "session_directories",
+    "tree_rows",
 ]
 
 PROMPT: Final = "chat> "
 """The input prompt."""
-APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o / [a]lways for {name}: "
-"""The approval question (``{name}``: the tool)."""
+APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o (n: reason) / [a]lways for {name}: "
+"""The approval question (``{name}``: the tool; ``tether.cli.ui.approval``)."""
 INDEX_NAME: Final = "cwd-index.json"
 MAX_INDEX_BYTES: Final = 4 << 20
 """The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
+MAX_INDEXED_DIRECTORIES: Final = 2000
+"""The most sessions whose directory the index remembers (the newest)."""
 HISTORY_NAME: Final = "chat-history"
 _INTERRUPT: Final = "Interrupted by the user"
 _EXIT_INTERRUPTED: Final = 130
-_RESULT_LINES: Final = 4
 _DIFF_LINES: Final = 12
+_DEFAULT_WIDTH: Final = 100
+_DEFAULT_HEIGHT: Final = 40
+_LIVE_PERIOD: Final = 0.08
+"""The shortest time between two redraws of the answer's unfinished block."""
+_STATUS_PERIOD: Final = 0.1
+"""Seconds between two redraws of the status line."""
+_STALL_SECONDS: Final = 2.0
+"""A stream quiet this long shows as waiting for the model again."""
 _LIST_SESSIONS: Final = 20
 
 
@@ -170,6 +216,37 @@ def message_text(line: str) -> str:
     return text[1:] if text.startswith("//") else text
 
 
+# --- completion -------------------------------------------------------------------------------
+
+
+def chat_completions(
+    before_cursor: str,
+    *,
+    workspace: Workspace | None,
+    models: Sequence[str],
+) -> list[Completion]:
+    """What Tab offers for the line before the cursor: ``/model`` names (``models``: specs
+    and ``PROVIDER/`` prefixes), slash commands (``COMMANDS``), ``@path`` mentions inside the
+    workspace (``tether.cli.ui.complete``)."""
+    from tether.cli.ui.complete import Completion, complete_command, complete_path
+
+    head, space, rest = before_cursor.partition(" ")
+    if head.lower() == "/model" and space:
+        if any(char.isspace() for char in rest):
+            return []
+        folded = rest.casefold()
+        return [
+            Completion(text=spec, start_position=-len(rest), display=spec)
+            for spec in dict.fromkeys(models)
+            if spec.casefold().startswith(folded)
+        ]
+    if before_cursor.startswith("/"):
+        return complete_command(before_cursor, COMMANDS)
+    if workspace is None:
+        return []
+    return complete_path(before_cursor, workspace)
+
+
 # --- approval ---------------------------------------------------------------------------------
 
 # --- the -c index -----------------------------------------------------------------------------
@@ -190,26 +267,35 @@ def chat_data_dir(environ: dict[str, str] | None = None) -> Path:
     return base / "tether"
 
 
-def _read_index(path: Path) -> dict[str, str]:
-    """The index's sessions by directory; ``{}`` when it is missing, is not a regular file
-    (a FIFO cannot hold the chat: ``tether.cli.reading``), is larger than
-    ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply included)."""
+def _strings(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(key): item
+        for key, item in cast("dict[object, object]", value).items()
+        if isinstance(item, str)
+    }
+
+
+def _read_index_file(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The index's sessions by directory and directories by session; empty when it is
+    missing, is not a regular file (a FIFO cannot hold the chat: ``tether.cli.reading``), is
+    larger than ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply
+    included)."""
     from tether.cli.reading import UnreadableFile, read_regular_file
 
     try:
         data: object = json.loads(read_regular_file(path, limit=MAX_INDEX_BYTES))
     except (UnreadableFile, ValueError, RecursionError):
-        return {}
+        return {}, {}
     if not isinstance(data, dict):
-        return {}
-    sessions = cast("dict[str, object]", data).get("sessions")
-    if not isinstance(sessions, dict):
-        return {}
-    return {
-        str(key): value
-        for key, value in cast("dict[object, object]", sessions).items()
-        if isinstance(value, str)
-    }
+        return {}, {}
+    index = cast("dict[str, object]", data)
+    return _strings(index.get("sessions")), _strings(index.get("directories"))
+
+
+def _read_index(path: Path) -> dict[str, str]:
+    return _read_index_file(path)[0]
 
 
 def last_session(sessions_dir: Path, cwd: Path) -> str | None:
@@ -220,17 +306,28 @@ def last_session(sessions_dir: Path, cwd: Path) -> str | None:
     return found
 
 
+def session_directories(sessions_dir: Path) -> dict[str, str]:
+    """The directory each session was started in, by session ID, as far as the index knows
+    (its ``directories``: the last ``MAX_INDEXED_DIRECTORIES`` sessions a chat created)."""
+    return _read_index_file(sessions_dir / INDEX_NAME)[1]
+
+
 def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
-    """Make ``session_id`` the last session of ``cwd`` in the index (an atomic rewrite, mode
-    0600); a failure to write is ignored (``-c`` then finds the previous one)."""
+    """Make ``session_id`` the last session of ``cwd`` in the index, and ``cwd`` its
+    directory (an atomic rewrite, mode 0600); a failure to write is ignored (``-c`` then
+    finds the previous one)."""
     path = sessions_dir / INDEX_NAME
-    sessions = _read_index(path)
+    sessions, directories = _read_index_file(path)
     sessions[os.path.abspath(cwd)] = session_id
+    directories.pop(session_id, None)
+    directories[session_id] = os.path.abspath(cwd)
+    kept = dict(list(directories.items())[-MAX_INDEXED_DIRECTORIES:])
     temporary = path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            json.dump({"version": 1, "sessions": sessions}, file, indent=1, sort_keys=True)
+            index = {"version": 1, "sessions": sessions, "directories": kept}
+            json.dump(index, file, indent=1)  # directories oldest first: the order is kept
             file.write("\n")
         os.replace(temporary, path)
     except OSError:
@@ -242,37 +339,122 @@ def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
 
 
 class ChatView:
-    """Writes a chat's events for a person (see the module docstring); ``color`` adds ANSI
-    dim/red/green, and styles the assistant's markdown as it streams
-    (``tether.cli.markdown``)."""
+    """Writes a chat's events for a person (see the module docstring).
 
-    def __init__(self, out: Output, *, color: bool) -> None:
-        from tether.cli.markdown import MarkdownStream
+    ``color`` styles the output (ANSI); ``live`` (a terminal) draws the answer's unfinished
+    Markdown block and the status line below what is final, erased and redrawn as they change
+    (``tether.cli.ui.markdown.LiveRegion``); without it only final rows are written. ``size``
+    gives the terminal's columns and rows (read at every draw); ``theme`` the background.
+    """
 
+    def __init__(
+        self,
+        out: Output,
+        *,
+        color: bool,
+        live: bool = False,
+        size: Callable[[], tuple[int, int]] | None = None,
+        theme: Literal["dark", "light"] = "dark",
+    ) -> None:
         self.out = out
         self.color = color
+        self.live = live
+        self.theme: Literal["dark", "light"] = theme
+        self._size = size or (lambda: (_DEFAULT_WIDTH, _DEFAULT_HEIGHT))
         self.mode: Literal["line", "text", "thinking"] = "line"
-        self.markdown = MarkdownStream(color=color)
+        self.markdown: StreamingMarkdown | None = None
+        self.status = ""
+        """The status row drawn below the live tail (``""``: none)."""
+        self.last_result: ResultView | None = None
+        """The last tool result with hidden lines (``expand_last`` shows it whole)."""
+        self._region: LiveRegion | None = None
+        self._drawn_at = 0.0  # when the live tail was last drawn (time.monotonic)
+
+    @property
+    def width(self) -> int:
+        """The terminal's width in cells."""
+        return max(self._size()[0], 20)
+
+    @property
+    def height(self) -> int:
+        """The terminal's height in rows."""
+        return max(self._size()[1], 2)
 
     def _style(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
+    def dim(self, text: str) -> str:
+        """``text`` dimmed (with colour)."""
+        return self._style("2", text)
+
+    def _draw(self, committed: str) -> None:
+        """Write ``committed`` (final rows) and, when ``live``, redraw the live tail and the
+        status row below it."""
+        if not self.live:
+            if committed:
+                self.out.write(committed)
+            return
+        from tether.cli.ui.markdown import LiveRegion
+
+        height = self.height
+        markdown = self.markdown
+        if markdown is not None and markdown.width != self.width:
+            markdown.render_all(self.width)  # resized: what follows is wrapped to the new width
+        region = self._region
+        if region is None:
+            region = self._region = LiveRegion(height)
+        region.height = height
+        tail = "" if self.markdown is None else self.markdown.live(max_rows=height)
+        if self.status:
+            tail += self.status + "\n"
+        text = region.update(committed, tail)
+        self._drawn_at = time.monotonic()
+        if text:
+            self.out.write(text)
+
     def write(self, text: str) -> None:
-        """Write ``text`` as it is (streamed)."""
-        self.out.write(text)
+        """Write ``text`` (whole lines) as it is."""
+        self._draw(text)
 
     def line(self, text: str) -> None:
         """Write ``text`` on a line of its own (ending any streamed text first)."""
         self.end_stream()
-        self.out.write(text + "\n")
+        self._draw(text + "\n")
+
+    def set_status(self, text: str) -> None:
+        """Show ``text`` as the status row (``""`` erases it); only when ``live``."""
+        if text != self.status:
+            self.status = text
+            self._draw("")
 
     def end_stream(self) -> None:
-        """End streamed text or thinking with a newline, if any was written."""
-        if self.mode == "text":
-            self.out.write(self.markdown.finish())
-        if self.mode != "line":
-            self.mode = "line"
-            self.out.write("\n")
+        """Finish streamed text or thinking: its last rows are written for good."""
+        markdown = self.markdown
+        self.mode = "line"
+        if markdown is not None:
+            committed = markdown.finish()
+            self.markdown = None
+            self._draw(committed)
+
+    def _stream(self, mode: Literal["text", "thinking"], delta: str) -> None:
+        if self.mode != mode:
+            self.end_stream()
+            from tether.cli.ui.markdown import StreamingMarkdown
+
+            self.mode = mode
+            self.markdown = StreamingMarkdown(
+                width=self.width, color=self.color, theme=self.theme, thinking=mode == "thinking"
+            )
+        assert self.markdown is not None
+        committed = self.markdown.feed(delta)
+        if committed or not self.live:
+            self._draw(committed)
+            return
+        # Rendering the unfinished block costs as much as the block is long: redraw it at a
+        # frame rate, not per delta (the status ticker redraws it too while the turn runs).
+        now = time.monotonic()
+        if now - self._drawn_at >= _LIVE_PERIOD:
+            self._draw("")
 
     def show(self, event: AgentEvent) -> None:
         """Write one event of a run."""
@@ -280,15 +462,9 @@ class ChatView:
             case "model.chunk":
                 chunk = event.payload.chunk
                 if chunk.type == "textDelta" and chunk.delta:
-                    if self.mode == "thinking":
-                        self.end_stream()
-                    self.mode = "text"
-                    self.write(self.markdown.feed(chunk.delta))
+                    self._stream("text", chunk.delta)
                 elif chunk.type == "thinkingDelta" and chunk.delta:
-                    if self.mode == "text":
-                        self.end_stream()
-                    self.mode = "thinking"
-                    self.write(self._style("2", chunk.delta))
+                    self._stream("thinking", chunk.delta)
             case "tool.started":
                 self.line(self.tool_call_line(event.payload.tool_call))
             case "tool.finished":
@@ -308,26 +484,36 @@ class ChatView:
         return f"→ {call.name}({shorten(compact(to_json(call.arguments)), 200)})"
 
     def tool_result_lines(self, result: ToolResultMessage) -> list[str]:
-        """The first lines of a tool's result (``edit_file``: of its diff), marked ok or
-        error."""
-        content = result.content
-        lines = content.splitlines() or [""]
+        """A tool's result, marked ok or error: its first and last lines
+        (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured), the ones
+        between hidden (``expand_last`` shows them)."""
+        from tether.cli.ui.results import result_view
+
+        edit = result.tool_name == "edit_file"
+        view = result_view(
+            result.content,
+            width=self.width,
+            color=self.color,
+            indent="    ",
+            is_error=result.is_error,
+            **({"head": _DIFF_LINES, "tail": 2} if edit else {}),
+        )
+        self.last_result = view if view.hidden else None
+        rows = view.preview.splitlines()
+        if edit and self.color:
+            rows = [_diff_colour(row, self._style) for row in rows]
         if result.is_error:
-            head = self._style("31", f"  ✗ {result.tool_name} error: ")
-            return [head + shorten(content, 300)]
-        limit = _DIFF_LINES if result.tool_name == "edit_file" else _RESULT_LINES
-        shown: list[str] = []
-        for text in lines[:limit]:
-            text = text if len(text) <= 200 else text[:199] + "…"
-            if result.tool_name == "edit_file" and self.color:
-                if text.startswith("+") and not text.startswith("+++"):
-                    text = self._style("32", text)
-                elif text.startswith("-") and not text.startswith("---"):
-                    text = self._style("31", text)
-            shown.append("    " + text)
-        if len(lines) > limit:
-            shown.append(f"    … ({len(lines) - limit} more lines)")
-        return [f"  ✓ {result.tool_name}", *shown]
+            return [self._style("31", f"  ✗ {result.tool_name} error"), *rows]
+        return [f"  ✓ {result.tool_name}", *rows]
+
+    def expand_last(self) -> None:
+        """Ctrl-O: write the last tool result whole (or say there is none hidden)."""
+        view = self.last_result
+        if view is None:
+            self.line(self._style("2", "(no hidden tool output)"))
+            return
+        self.line(self._style("2", f"(all {view.lines} lines of the last tool result)"))
+        self.write(view.full)
 
     def usage_line(self, turn: tuple[int, int], session: tuple[int, int]) -> str:
         """The token usage of a turn and of the session."""
@@ -335,6 +521,23 @@ class ChatView:
             "2",
             f"[tokens: {turn[0]} in, {turn[1]} out · session: {session[0]} in, {session[1]} out]",
         )
+
+
+def _typed_row(typed: str, width: int) -> str:
+    """The row under the status line showing what was typed during the turn."""
+    from tether.cli.ui.text import clip, visible
+
+    hint = "  (Enter steers, Alt-Enter follows up)"
+    return clip("> " + visible(typed, strict=True) + hint, max(width, 1))
+
+
+def _diff_colour(row: str, style: Callable[[str, str], str]) -> str:
+    indent, text = row[:4], row[4:]
+    if text.startswith("+") and not text.startswith("+++"):
+        return indent + style("32", text)
+    if text.startswith("-") and not text.startswith("---"):
+        return indent + style("31", text)
+    return row
 
 
 # --- the chat ---------------------------------------------------------------------------------
@@ -433,8 +636,22 @@ class Chat:
         self._shown_error: BaseException | None = None
         self._busy: asyncio.Future[Any] | None = None  # what Ctrl-C cancels between turns
         self._busy_cancelled = False
+        self._asking = False  # the approval question is up
+        self.keys: TurnKeys | None = None
+        """The terminal's keys during a turn (``tether chat`` sets them)."""
+        self.typed = ""
+        """What was typed during the turn and not yet sent (shown under the status)."""
+        self._model_list: list[str] = []  # what /model listed last
+        self.unsent = ""
+        """What was typed during the last turn and never sent (the next prompt starts with
+        it)."""
+        self._queued: set[asyncio.Future[Any]] = set()
+        self._activity: tuple[Activity, str | None] = ("waiting", None)
+        self._last_chunk = 0.0
+        self._preview_workspace: tuple[Path, Workspace | None] | None = None
 
     def _on_event(self, event: CodingEvent) -> None:
+        self._note_activity(event)
         if event.type == "session.notice":
             self.view.line(event.text)
         elif event.type == "session.opened":
@@ -442,6 +659,84 @@ class Chat:
                 remember_session(self.sessions_dir, self.cwd, event.session_id)
         else:
             self.view.show(event)
+
+    def _note_activity(self, event: CodingEvent) -> None:
+        """What the status line says the turn is doing, from its events."""
+        loop_time = asyncio.get_running_loop().time()
+        if event.type == "model.chunk":
+            kind = event.payload.chunk.type
+            if kind == "textDelta":
+                self._activity = ("writing", None)
+            elif kind == "thinkingDelta":
+                self._activity = ("thinking", None)
+            self._last_chunk = loop_time
+        elif event.type == "tool.started":
+            self._activity = ("tool", event.payload.tool_call.name)
+        elif event.type in ("tool.finished", "message.accepted"):
+            self._activity = ("waiting", None)
+            self._last_chunk = loop_time
+
+    def queue(self, text: str, *, follow_up: bool) -> None:
+        """Enter (a steer: the next turn boundary) or Alt-Enter (a follow-up: when the model
+        would finish) while a turn runs: queue ``text`` and say so."""
+        work = self.coding.follow_up(text) if follow_up else self.coding.steer(text)
+        task = asyncio.ensure_future(work)
+        self._queued.add(task)
+
+        def done(finished: asyncio.Future[Any]) -> None:
+            self._queued.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                self.view.line(f"(not queued: {finished.exception()})")
+
+        task.add_done_callback(done)
+        kind = "follow-up" if follow_up else "steer"
+        self.view.line(self.view.dim(f"({kind} queued: {shorten(text, 100)})"))
+
+    def _current_activity(self) -> tuple[Activity, str | None]:
+        return self._activity
+
+    async def _tick(self) -> None:
+        """Redraw the status line under the live tail about ten times a second while a turn
+        runs (not while the approval question is up)."""
+        from tether.cli.ui.status import StatusState, status_line
+        from tether.coding.config import DEFAULT_CONTEXT_WINDOW
+
+        loop = asyncio.get_running_loop()
+        started = self._last_chunk = loop.time()
+        self._activity = ("waiting", None)
+        meter = self.meter
+        base = (0, 0) if meter is None else (meter.input_tokens, meter.output_tokens)
+        frame = 0
+        while True:
+            now = loop.time()
+            activity, tool = self._current_activity()
+            if activity in ("writing", "thinking") and now - self._last_chunk > _STALL_SECONDS:
+                activity = "waiting"  # the stream went quiet
+            meter = self.meter
+            tokens = (
+                (None, None)
+                if meter is None
+                else (meter.input_tokens - base[0], meter.output_tokens - base[1])
+            )
+            state = StatusState(
+                activity=activity,
+                frame=frame,
+                tool=tool,
+                elapsed=now - started,
+                input_tokens=tokens[0] or None,
+                output_tokens=tokens[1] or None,
+                cost=self.coding.cost,
+                context_used=None if meter is None else meter.context_tokens,
+                context_window=self.choice.context_window or DEFAULT_CONTEXT_WINDOW,
+            )
+            if not self._asking:
+                width = self.view.width - 1
+                line = status_line(state, width=width, color=self.view.color)
+                if self.typed:
+                    line += "\n" + _typed_row(self.typed, width)
+                self.view.set_status(line)
+            frame += 1
+            await asyncio.sleep(_STATUS_PERIOD)
 
     # -- what it is ----------------------------------------------------------------------------
 
@@ -573,10 +868,23 @@ class Chat:
             self.view.line("(cancelled: the turn was not sent)")
             return None
         self._running = agent
+        ticker = asyncio.ensure_future(self._tick()) if self.view.live else None
+        keys = self.keys
+        if keys is not None:
+            keys.start()
         try:
             result = await (await self.coding.prompt(text)).result
         finally:
             self._running = None
+            if keys is not None:
+                keys.stop()
+                self.unsent, keys.typed = keys.typed, ""
+            self.typed = ""
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+            self.view.set_status("")
         view = self.view
         view.end_stream()
         if result.status == "cancelled":
@@ -623,22 +931,92 @@ class Chat:
         is asked, ``ask`` asks)."""
         return await self.coding.before_tool_call(context)
 
-    async def _approve(self, request: ApprovalRequest) -> Answer:
-        name = request.tool_call.name
-        self.view.end_stream()
-        while True:
-            try:
-                reply = await self.ask(APPROVE_PROMPT.format(name=name))
-            except (KeyboardInterrupt, EOFError):
-                self.interrupt()
-                return "no"
-            answer = parse_answer(reply)
-            if answer is not None:
-                break
-            self.view.line("answer y, n or a")
-        if answer == "no":
-            self.view.line(f"  (declined: {name} did not run)")
-        return answer
+    def model_names(self) -> list[str]:
+        """The ``/model`` names Tab offers: the current model, the default one, the config's
+        models, then every provider as ``PROVIDER/``."""
+        from tether.cli.models import known_providers
+
+        config = self.config
+        names = [self.choice.spec]
+        if config.default_model:
+            names.append(config.default_model)
+        names += list(config.models)
+        names += [f"{name}/" for name in known_providers(config)]
+        return names
+
+    def workspace_view(self) -> Workspace | None:
+        """The coding tools' view of the current workspace (``None`` if it cannot be
+        opened), for previews and ``@path`` completion."""
+        return self._workspace()
+
+    def _workspace(self) -> Workspace | None:
+        """The coding tools' view of the workspace, for the approval preview's reads."""
+        from tether.tools.coding.workspace import Workspace
+
+        cached = self._preview_workspace
+        if cached is not None and cached[0] == self.cwd:
+            return cached[1]
+        try:
+            made: Workspace | None = Workspace(self.cwd)
+        except TetherError:
+            made = None
+        self._preview_workspace = (self.cwd, made)
+        return made
+
+    async def _approve(self, request: ApprovalRequest) -> Answer | Decline:
+        from tether.cli.ui.approval import (
+            Deny,
+            approval_preview,
+            approval_question,
+            denial_text,
+            parse_approval,
+        )
+
+        call = request.tool_call
+        name = call.name
+        view = self.view
+        view.end_stream()
+        status, view.status = view.status, ""
+        view.write(
+            approval_preview(
+                name,
+                call.arguments,
+                workspace=self._workspace(),
+                width=view.width,
+                color=view.color,
+            )
+        )
+        view.set_status("")
+        self._asking = True
+        keys = self.keys
+        taken = keys is not None and keys.pause()
+        try:
+            while True:
+                try:
+                    reply = await self.ask(approval_question(name))
+                except (KeyboardInterrupt, EOFError):
+                    self.interrupt()
+                    return "no"
+                answer = parse_approval(reply)
+                if answer is not None:
+                    break
+                view.line("answer y, n (or n: a reason for the model) or a")
+        finally:
+            self._asking = False
+            if taken and keys is not None:
+                keys.resume()
+            view.set_status(status)
+        match answer.kind:
+            case "yes":
+                return "yes"
+            case "always":
+                return "always"
+            case "no":
+                assert isinstance(answer, Deny)
+                view.line(f"  (declined: {name} did not run)")
+                if answer.reason is None:
+                    return "no"
+                return Decline(reason=denial_text(answer))
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -687,6 +1065,8 @@ class Chat:
             await self._resume_command(argument)
         elif name == "tree":
             await self._tree(argument)
+        elif name == "export":
+            self._export(argument)
         else:  # compact
             await self._compact()
         return True
@@ -719,8 +1099,21 @@ class Chat:
         from tether.cli.models import choose_model
 
         if not spec:
-            self.view.line(f"model: {self.choice.spec} (/model PROVIDER/MODEL switches)")
+            self._model_list = [
+                name for name in dict.fromkeys(self.model_names()) if not name.endswith("/")
+            ]
+            self.view.line(f"model: {self.choice.spec}")
+            for number, name in enumerate(self._model_list, 1):
+                mark = "*" if name == self.choice.spec else " "
+                self.view.line(f"{mark} {number:>2}  {name}")
+            self.view.line("/model N switches to one of these, /model PROVIDER/MODEL to any")
             return
+        if spec.isdigit():
+            listed = self._model_list
+            if not 1 <= int(spec) <= len(listed):
+                self.view.line(f"no model {spec} (/model lists them)")
+                return
+            spec = listed[int(spec) - 1]
         same = spec.partition("/")[0] == self.choice.provider.name
         try:
             choice = choose_model(
@@ -733,7 +1126,26 @@ class Chat:
             return
         self.view.line(f"model: {choice.spec}")
 
-    async def _list_sessions(self) -> None:
+    async def pick_session(self) -> str | None:
+        """``tether chat -r`` without an ID: list the saved sessions, numbered, and ask which
+        to resume; its ID (``None``: a new session, nothing saved, or Ctrl-C / Ctrl-D)."""
+        listed = await self._list_sessions(numbered=True)
+        if not listed:
+            return None
+        while True:
+            try:
+                reply = (await self.ask("resume which? (a number or an ID; Enter: new): ")).strip()
+            except (KeyboardInterrupt, EOFError):
+                return None
+            if not reply:
+                return None
+            if reply.isdigit() and 1 <= int(reply) <= len(listed):
+                return listed[int(reply) - 1]
+            if self.coding.matching_sessions(reply):
+                return reply
+            self.view.line(f"no session {reply!r}: a number from 1 to {len(listed)}, or an ID")
+
+    async def _list_sessions(self, *, numbered: bool = False) -> list[str]:
         from tether.agent.session import SessionLimits, list_sessions
 
         # Every file is read and parsed: on a worker thread, so a long list of large
@@ -743,18 +1155,24 @@ class Chat:
         )
         if not found:
             self.view.line("no saved sessions")
-            return
+            return []
+        directories = session_directories(self.sessions_dir)
+        listed: list[str] = []
         for info in found[:_LIST_SESSIONS]:
             if info.id is None:
                 self.view.line(f"  {info.path.name}: unreadable [{info.error}]")
                 continue
-            mark = "*" if info.id == self.session_id else " "
+            listed.append(info.id)
+            mark = f"{len(listed):>2}" if numbered else "*" if info.id == self.session_id else " "
             title = info.title or "(no user message)"
+            where = directories.get(info.id, "(directory unknown)")
             self.view.line(
-                f"{mark} {info.id[:8]}  {info.created_at}  {info.entry_count:>4} entries  {title}"
+                f"{mark} {info.id[:8]}  {info.created_at}  {info.entry_count:>4} entries  "
+                f"{where}  {title}"
             )
         if len(found) > _LIST_SESSIONS:
             self.view.line(f"  … and {len(found) - _LIST_SESSIONS} more")
+        return listed
 
     async def resume(self, ident: str) -> bool:
         """Resume the session ``ident`` names; whether it was found and loaded (a runtime
@@ -807,6 +1225,11 @@ class Chat:
                 else:
                     self.view.line(f"  {entry.id[:8]}  [compaction]")
             return
+        if argument.lower() == "all":
+            active = {entry.id for entry in self.coding.active_entries()}
+            for row in tree_rows(self.coding.entries(), active):
+                self.view.line(row)
+            return
         matches = self.coding.matching_entries(argument)
         if len(matches) != 1:
             self.view.line(
@@ -822,6 +1245,27 @@ class Chat:
             f"moved to {matches[0][:8]} ({len(agent.messages)} messages): the next prompt "
             "starts a branch there"
         )
+
+    def _export(self, argument: str) -> None:
+        """``/export [FILE]``: the conversation as one HTML page (``tether.cli.ui.export``),
+        ``FILE`` relative to the workspace (default ``tether-ID.html`` there)."""
+        from tether.cli.ui.export import export_html
+
+        runtime, ident = self.runtime, self.session_id
+        if runtime is None or ident is None or not runtime.agent.messages:
+            self.view.line("nothing to export yet")
+            return
+        target = Path(os.path.expanduser(argument or f"tether-{ident[:8]}.html"))
+        if not target.is_absolute():
+            target = self.cwd / target
+        try:
+            written = export_html(
+                runtime.agent.messages, target, title=f"tether session {ident} · {self.cwd}"
+            )
+        except CliError as error:
+            self.view.line(f"[{error.code}] {error}")
+            return
+        self.view.line(f"exported to {written}")
 
     async def _compact(self) -> None:
         """``/compact``: ``Agent.compact()`` (the summary is written by the model and the
@@ -842,6 +1286,46 @@ class Chat:
             f"compacted: {record.units_before} → {record.units_after} units, "
             f"{len(agent.messages)} messages"
         )
+
+
+def tree_rows(entries: Sequence[SessionEntry], active: Collection[str]) -> list[str]:
+    """``/tree all``: every entry of a session, a branch indented under the entry it leaves
+    from (``├─`` / ``└─``), the entries of the ``active`` branch marked ``*``."""
+    from tether.agent.session import MessageEntry
+
+    children: dict[str | None, list[SessionEntry]] = {}
+    known = {entry.id for entry in entries}
+    for entry in entries:
+        parent = entry.parent_id if entry.parent_id in known else None
+        children.setdefault(parent, []).append(entry)
+    rows: list[str] = []
+
+    def describe(entry: SessionEntry) -> str:
+        mark = "*" if entry.id in active else " "
+        what = _describe(entry.message) if type(entry) is MessageEntry else "[compaction]"
+        return f"{mark} {entry.id[:8]}  {what}"
+
+    # iterative (a long session is deep): (entry, prefix of its row, prefix of what follows)
+    stack: list[tuple[SessionEntry, str, str]] = [
+        (root, "", "") for root in reversed(children.get(None, []))
+    ]
+    while stack:
+        entry, prefix, after = stack.pop()
+        rows.append(prefix + describe(entry))
+        kids = children.get(entry.id, [])
+        if len(kids) == 1:
+            stack.append((kids[0], after, after))
+            continue
+        for index in range(len(kids) - 1, -1, -1):
+            last = index == len(kids) - 1
+            stack.append(
+                (
+                    kids[index],
+                    after + ("└─ " if last else "├─ "),
+                    after + ("   " if last else "│  "),
+                )
+            )
+    return rows
 
 
 def _problem(error: TetherError) -> str:
@@ -892,6 +1376,33 @@ def _describe(message: Message) -> str:
 # --- the terminal -----------------------------------------------------------------------------
 
 
+def _completer(chat: Callable[[], Chat]) -> Any:
+    """A prompt_toolkit ``Completer`` over ``chat_completions`` for the chat ``chat()``."""
+    from prompt_toolkit.completion import CompleteEvent, Completer
+    from prompt_toolkit.completion import Completion as ToolkitCompletion
+    from prompt_toolkit.document import Document
+
+    class ChatCompleter(Completer):
+        def get_completions(
+            self, document: Document, complete_event: CompleteEvent
+        ) -> Iterator[ToolkitCompletion]:
+            current = chat()
+            found = chat_completions(
+                document.text_before_cursor,
+                workspace=current.workspace_view(),
+                models=current.model_names(),
+            )
+            for item in found:
+                yield ToolkitCompletion(
+                    item.text,
+                    start_position=item.start_position,
+                    display=item.display,
+                    display_meta=item.meta,
+                )
+
+    return ChatCompleter()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatOptions:
     """What ``tether chat`` was asked for on the command line: the ``introduction`` that
@@ -919,10 +1430,26 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         warn(f"tether chat: [{error.code}] {error}")
         return 2
     out = Output.for_people(sys.stdout)
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    view = ChatView(out, color=color)
+    from tether.cli.ui.markdown import theme_from_environment
+
+    terminal = sys.stdout.isatty()
+    color = terminal and not os.environ.get("NO_COLOR")
+
+    def size() -> tuple[int, int]:
+        columns, rows = shutil.get_terminal_size()
+        return columns, rows
+
+    view = ChatView(
+        out, color=color, live=terminal, size=size, theme=theme_from_environment(os.environ)
+    )
 
     bindings = KeyBindings()
+
+    @bindings.add("c-o")
+    def _expand(event: KeyPressEvent) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
+        run_in_terminal(view.expand_last)
 
     @bindings.add("escape", "enter")
     def _newline(event: KeyPressEvent) -> None:
@@ -933,8 +1460,13 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         history: Any = FileHistory(str(data_dir / HISTORY_NAME))
     except OSError:
         history = InMemoryHistory()
+    completer = _completer(lambda: chat)
     session: PromptSession[str] = PromptSession(
-        history=history, key_bindings=bindings, multiline=False
+        history=history,
+        key_bindings=bindings,
+        multiline=False,
+        completer=completer,
+        complete_while_typing=False,
     )
     questions: PromptSession[str] | None = None
 
@@ -956,6 +1488,23 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         extensions=extensions,
     )
     loop = asyncio.get_running_loop()
+    if sys.stdin.isatty():
+        from tether.cli.ui.keys import TurnKeys
+
+        def on_escape() -> None:
+            if chat.interrupt() == "turn":
+                view.line("Esc: cancelling the turn")
+
+        def on_typed(typed: str) -> None:
+            chat.typed = typed
+
+        chat.keys = TurnKeys(
+            sys.stdin.fileno(),
+            on_escape=on_escape,
+            on_enter=lambda text: chat.queue(text, follow_up=False),
+            on_alt_enter=lambda text: chat.queue(text, follow_up=True),
+            on_change=on_typed,
+        )
 
     def on_sigint() -> None:
         done = chat.interrupt()
@@ -970,7 +1519,11 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
     loop.add_signal_handler(signals.SIGINT, on_sigint)
     try:
         view.line(f"tether chat · {choice.spec} · {cwd} · /help for commands, Ctrl-D to quit")
-        if options.resume is not None:
+        if options.resume == "":
+            picked = await chat.pick_session()
+            if picked is not None:
+                await chat.resume(picked)
+        elif options.resume is not None:
             await chat.resume(options.resume)
         elif options.continue_last:
             found = last_session(chat.sessions_dir, cwd)
@@ -989,8 +1542,9 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
 
         while True:
             try:
+                unsent, chat.unsent = chat.unsent, ""
                 line = await session.prompt_async(
-                    PROMPT, handle_sigint=False, pre_run=after_first_draw
+                    PROMPT, handle_sigint=False, pre_run=after_first_draw, default=unsent
                 )
             except KeyboardInterrupt:
                 continue

@@ -313,7 +313,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         action="store_true",
         help="continue the last session of this directory",
     )
-    where.add_argument("-r", "--resume", metavar="ID", help="resume the session ID (or prefix)")
+    where.add_argument(
+        "-r",
+        "--resume",
+        metavar="ID",
+        nargs="?",
+        const="",
+        help="resume the session ID (or prefix); without ID, pick one from a list",
+    )
     commands.add_parser(
         "trace",
         help="print the checkpoint-00 agent trace as JSON lines",

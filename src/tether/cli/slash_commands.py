@@ -9,12 +9,13 @@ __all__ = ["CHAT_EXIT_HELP", "COMMANDS", "COMMANDS_HELP", "HELP", "KEYS_HELP"]
 
 COMMANDS: Final = {
     "help": "show this help",
-    "model": "/model PROVIDER/MODEL: switch the model, keeping the conversation",
+    "model": "/model PROVIDER/MODEL (or N of the /model list): switch, keeping the conversation",
     "new": "start a new session",
     "cd": "/cd DIR: continue this session in another directory (tools and files there)",
     "sessions": "list saved sessions, newest first",
     "resume": "/resume ID: continue a saved session (an ID or a unique prefix)",
-    "tree": "list the active branch; /tree ID moves the branch to that entry",
+    "tree": "list the active branch; /tree all every branch; /tree ID moves to that entry",
+    "export": "/export [FILE]: write the conversation as an HTML page (default tether-ID.html)",
     "compact": "compact the conversation now (a summary replaces the oldest part)",
     "usage": "token usage of the session",
     "quit": "exit (Ctrl-D does too)",
@@ -23,8 +24,10 @@ COMMANDS: Final = {
 HELP: Final = (
     "commands:\n"
     + "".join(f"  /{name:<9} {text}\n" for name, text in COMMANDS.items())
-    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Ctrl-C cancels the turn (or a "
-    "runtime being built) or clears the line · Ctrl-D exits\n"
+    + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Tab completes /commands, "
+    "/model names and @paths · Ctrl-O shows the last tool result whole · Esc or Ctrl-C "
+    "cancels the turn (Ctrl-C: or a runtime being built, or clears the line) · during a "
+    "turn Enter steers and Alt-Enter follows up · Ctrl-D exits\n"
 )
 """What ``/help`` prints."""
 COMMANDS_HELP: Final = (
@@ -39,12 +42,18 @@ KEYS_HELP: Final = """\
 keys:
   Enter          send the line
   Alt-Enter      a new line (Esc then Enter too)
+  Tab            complete a /command, a /model name or an @path in the workspace
+  Ctrl-O         show the last tool result whole (its hidden middle lines too)
+  Esc            cancel the running turn (what streamed is kept)
+  during a turn  typing does not echo into the answer: Enter queues the text as a steer
+                 (seen at the next turn boundary), Alt-Enter as a follow-up
   Ctrl-C         cancel the running turn, or the runtime being built (the current one
                  stays), or stop waiting for extension hooks; at the prompt: clear the line;
                  at an approval question: decline and cancel the turn; a second Ctrl-C
                  while a cancellation settles quits at once (status 130)
   Ctrl-D         exit (on an empty line)
-  y / n / a      answer an approval question: yes, no, always for this tool
+  y / n / a      answer an approval question: yes, no, always for this tool; n: REASON
+                 declines and tells the model why
 """
 """The keys, as ``tether chat --help`` lists them."""
 CHAT_EXIT_HELP: Final = """\

@@ -7,7 +7,14 @@ system prompt, approvals, usage totals and the event stream; ``tether chat`` (in
 ``tether.coding.rpc_client`` is a typed client of the ``tether rpc`` protocol.
 """
 
-from tether.coding.approval import Answer, ApprovalRequest, Approvals, Approver, parse_answer
+from tether.coding.approval import (
+    Answer,
+    ApprovalRequest,
+    Approvals,
+    Approver,
+    Decline,
+    parse_answer,
+)
 from tether.coding.config import (
     APPROVED_BY_DEFAULT,
     DEFAULT_CONTEXT_WINDOW,
@@ -42,6 +49,7 @@ __all__ = [
     "CodingSession",
     "CodingSessionConfig",
     "CodingSessionError",
+    "Decline",
     "InterruptedTurns",
     "ModelSource",
     "SessionNotice",

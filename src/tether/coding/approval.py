@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 if TYPE_CHECKING:
     from tether.protocol import ToolCall
 
-__all__ = ["Answer", "ApprovalRequest", "Approvals", "Approver", "parse_answer"]
+__all__ = ["Answer", "ApprovalRequest", "Approvals", "Approver", "Decline", "parse_answer"]
 
 Answer: TypeAlias = Literal["yes", "no", "always"]
 """An answer to the approval question."""
@@ -58,5 +58,18 @@ class ApprovalRequest:
     tool_call: ToolCall
 
 
-Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable[Answer]]
-"""Answers an ``ApprovalRequest`` (the mode: the terminal's question, an RPC client)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decline:
+    """An approver's "no" with its own words for the model: the blocked call's result says
+    ``reason`` (e.g. the person's reason for declining) instead of ``DECLINED``."""
+
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not self.reason.strip():
+            raise ValueError("Decline.reason must not be blank")
+
+
+Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable["Answer | Decline"]]
+"""Answers an ``ApprovalRequest`` (the mode: the terminal's question, an RPC client): an
+``Answer``, or a ``Decline`` that tells the model why."""

@@ -25,6 +25,9 @@ class UsageMeter:
         self.input_tokens = 0
         self.output_tokens = 0
         self.turns = 0
+        self.context_tokens: int | None = None
+        """The last response's input and output tokens: how much of the context window the
+        conversation fills (``None`` before the first response)."""
         self.last_error: ProviderError | None = None
 
     def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream:
@@ -88,4 +91,5 @@ class _MeteredResult:
         self._meter.turns += 1
         self._meter.input_tokens += response.usage.input_tokens
         self._meter.output_tokens += response.usage.output_tokens
+        self._meter.context_tokens = response.usage.input_tokens + response.usage.output_tokens
         return response

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
 
 from tether._errors import TetherError
-from tether.coding.approval import Answer, ApprovalRequest, Approvals, Approver
+from tether.coding.approval import Answer, ApprovalRequest, Approvals, Approver, Decline
 from tether.coding.config import DEFAULT_CONTEXT_WINDOW, CodingSessionConfig, ModelSource
 from tether.protocol import ZERO_USAGE, ModelUsage
 
@@ -662,9 +662,12 @@ class CodingSession(Generic[M]):
         if not self.approvals.needs_asking(name):
             return None
         approver = self._approver
-        answer: Answer = "no"
+        answer: Answer | Decline = "no"
         if approver is not None:
             answer = await approver(ApprovalRequest(id=call.id, tool_call=call))
+        if isinstance(answer, Decline):
+            self.approvals.decide(name, "no")
+            return BlockToolCall(reason=answer.reason)
         if self.approvals.decide(name, answer):
             return None
         return BlockToolCall(reason=DECLINED)
