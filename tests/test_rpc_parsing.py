@@ -86,3 +86,4 @@ def test_one_final_newline_is_dropped() -> None:
     assert stdin_prompt(b"two\nlines\r\n") == "two\nlines"
     assert stdin_prompt(b"\xffx\n") == "\ufffdx"
     assert stdin_prompt(b" \n") is None
+    assert stdin_prompt(b"\x00\r") == "\x00\r"  # a lone CR is not a newline (found by Hypothesis)

@@ -436,7 +436,9 @@ def _print_prompt(given: str | None, parser: argparse.ArgumentParser) -> str:
 def stdin_prompt(data: bytes) -> str | None:
     """The prompt ``data`` (standard input's bytes) holds: UTF-8 with bad bytes replaced,
     one final newline (``\\n`` or ``\\r\\n``) dropped; ``None`` when only whitespace is left."""
-    text = data.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+    text = data.decode("utf-8", errors="replace")
+    if text.endswith("\n"):  # one final LF or CRLF, not a lone CR
+        text = text[:-2] if text.endswith("\r\n") else text[:-1]
     return text if text.strip() else None
 
 
