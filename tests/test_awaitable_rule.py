@@ -31,7 +31,7 @@ from tether._types import await_steps, is_awaitable
 # The nine modules that decide whether to await caller code: each must use the one rule.
 _USERS = (
     "tether.agent.agent",
-    "tether.agent.compaction",
+    "tether.agent.compaction._summarizer",
     "tether.agent.extensions._scope",
     "tether.agent.runtime.ledger",
     "tether.evals.runner",
