@@ -28,13 +28,14 @@ from tether import AbortController
 from tether._race import race
 from tether._types import await_steps, is_awaitable
 
-# The nine modules that decide whether to await caller code: each must use the one rule.
+# The ten modules that decide whether to await caller code: each must use the one rule.
 _USERS = (
     "tether.agent.agent",
     "tether.agent.compaction._summarizer",
     "tether.agent.extensions._scope",
     "tether.agent.runtime.ledger",
-    "tether.evals.runner",
+    "tether.evals.runner._job",
+    "tether.evals.runner._settle",
     "tether.loop.hooks",
     "tether.loop.run",
     "tether.models.base",
