@@ -28,13 +28,14 @@ from tether import AbortController
 from tether._race import race
 from tether._types import await_steps, is_awaitable
 
-# The nine modules that decide whether to await caller code: each must use the one rule.
+# The ten modules that decide whether to await caller code: each must use the one rule.
 _USERS = (
     "tether.agent.agent",
-    "tether.agent.compaction",
+    "tether.agent.compaction._summarizer",
     "tether.agent.extensions._scope",
     "tether.agent.runtime.ledger",
-    "tether.evals.runner",
+    "tether.evals.runner._job",
+    "tether.evals.runner._settle",
     "tether.loop.hooks",
     "tether.loop.run",
     "tether.models.base",
@@ -182,3 +183,33 @@ def test_the_generator_coroutine_flag_is_inspects() -> None:
     from tether import _types
 
     assert _types._ITERABLE_COROUTINE == inspect.CO_ITERABLE_COROUTINE  # pyright: ignore[reportPrivateUsage]
+
+
+class _Text(str):
+    __slots__ = ()
+
+
+class _FakeClass:
+    @property
+    def __class__(self) -> type[Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return str
+
+
+@given(st.one_of(st.text(), st.integers(), st.booleans(), st.none(), st.lists(st.integers())))
+def test_exactly_is_the_real_class_itself(value: object) -> None:
+    from tether._types import exactly
+
+    for kind in (str, int, bool, type(None), list):
+        assert exactly(value, kind) is (type(value) is kind)
+
+
+def test_exactly_refuses_subclasses_and_faked_classes() -> None:
+    from tether._types import exactly
+
+    assert not exactly(_Text("x"), str)
+    assert not exactly(True, int)  # bool is an int subclass
+    assert not exactly(_FakeClass(), str)
+    assert isinstance(_FakeClass(), str)  # what isinstance would have believed
+    text: object = "x"
+    if exactly(text, str):
+        assert text.upper() == "X"  # narrowed: no cast needed

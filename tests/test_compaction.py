@@ -19,6 +19,8 @@ from typing import Any, cast
 import pytest
 
 import tether.agent.compaction as compaction
+import tether.agent.compaction._compact as compact_module
+import tether.agent.compaction._snapshot as snapshot_module
 from support import Impostor
 from tether._errors import TetherError
 from tether.abort import AbortController, AbortError, AbortSignal
@@ -744,7 +746,7 @@ def test_an_unexpected_failure_inside_the_transcript_is_an_invalid_transcript(
     def explode(messages: object) -> None:
         raise RuntimeError("validator failed")
 
-    monkeypatch.setattr(compaction, "validate_transcript", explode)
+    monkeypatch.setattr(snapshot_module, "validate_transcript", explode)
     error = raises_code("CONTEXT_INVALID_TRANSCRIPT", lambda: group_tool_rounds(tool_transcript()))
     assert isinstance(error.__cause__, RuntimeError)
 
@@ -1137,7 +1139,7 @@ def test_an_unexpected_failure_while_inspecting_is_invalid_input(
     def explode(*args: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(compaction, "_snapshot_requirements", explode)
+    monkeypatch.setattr(snapshot_module, "_snapshot_requirements", explode)
     error = raises_code("CONTEXT_INVALID_INPUT", lambda: build_active_context({}))
     assert str(error) == "Context could not be inspected safely"
     assert isinstance(error.__cause__, RuntimeError)
@@ -1330,15 +1332,15 @@ async def test_defensive_checks_after_the_summary(monkeypatch: pytest.MonkeyPatc
     """Steps 9 and 10 cannot fail with the real selector; a broken one shows they still hold."""
     context = base_context()
     calls = Calls("ok")
-    monkeypatch.setattr(compaction, "_select", selector(2))
+    monkeypatch.setattr(compact_module, "select_boundary", selector(2))
     await fails_with(
         "CONTEXT_INVALID_TRANSCRIPT", compact_context(context, options(context, calls, 30))
     )
-    monkeypatch.setattr(compaction, "_select", selector(1))
+    monkeypatch.setattr(compact_module, "select_boundary", selector(1))
     await fails_with(
         "CONTEXT_SUMMARY_INSUFFICIENT", compact_context(context, options(context, calls, 30))
     )
-    monkeypatch.setattr(compaction, "_select", selector(0))
+    monkeypatch.setattr(compact_module, "select_boundary", selector(0))
     await fails_with(
         "CONTEXT_BOUNDARY_UNAVAILABLE", compact_context(context, options(context, calls, 30))
     )

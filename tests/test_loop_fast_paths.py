@@ -34,7 +34,7 @@ from tether import (
     tool,
 )
 from tether.jsonvalue import JsonObject, freeze_json
-from tether.loop.checks import (
+from tether.loop.checks._bounds import (
     _measure_frozen,  # pyright: ignore[reportPrivateUsage]
     _measure_frozen_walk,  # pyright: ignore[reportPrivateUsage]
 )

@@ -1,5 +1,5 @@
 """``type_of``: the exact class of a value, typed so pyright does not narrow the value; the
-rules built on it: ``instance_of``, and ``is_awaitable`` / ``await_steps``.
+rules built on it: ``exactly``, ``instance_of``, and ``is_awaitable`` / ``await_steps``.
 
 tether reads ``type(value)`` (never ``value.__class__``, which an object can fake) at every
 boundary. Comparing ``type_of(value) is dict`` keeps ``value`` as declared, which suits code
@@ -22,7 +22,7 @@ import types
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeGuard, TypeVar, cast
 
-__all__ = ["await_steps", "instance_of", "is_awaitable", "real_items", "type_of"]
+__all__ = ["await_steps", "exactly", "instance_of", "is_awaitable", "real_items", "type_of"]
 
 T = TypeVar("T")
 
@@ -39,6 +39,15 @@ def instance_of(value: object, kind: type[T]) -> TypeGuard[T]:
     """Whether ``value`` is an instance of ``kind`` or a subclass, by its real class:
     ``isinstance`` would also believe a faked ``__class__`` (and run its code)."""
     return issubclass(type_of(value), kind)
+
+
+def exactly(value: object, kind: type[T]) -> TypeGuard[T]:
+    """Whether ``value``'s real class is ``kind`` itself (a subclass is not), read as
+    ``type_of(value) is kind`` is; unlike that comparison it narrows ``value`` to ``kind``, so
+    code that checks an exact class needs no cast or ignore to use what it checked. A
+    ``TypeGuard``, not a ``TypeIs``: ``False`` does not mean "not a ``kind``" (a subclass
+    instance is one), so the other branch is not narrowed."""
+    return type_of(value) is kind
 
 
 def _generator_coroutine(value: object) -> bool:

@@ -40,7 +40,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
 from tether._errors import TetherError
 from tether.abort import AbortController, AbortSignal
@@ -53,7 +53,7 @@ from tether.protocol import to_json
 
 if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
-    from tether.cli.config import CliConfig
+    from tether.cli.config import CliConfig, CliErrorCode
     from tether.cli.models import ModelChoice
     from tether.coding import (
         Answer,
@@ -71,7 +71,9 @@ __all__ = [
     "MAX_LINE_BYTES",
     "PROTOCOL_VERSION",
     "RpcError",
+    "RpcErrorCode",
     "RpcOptions",
+    "RpcProtocolErrorCode",
     "rpc_command",
     "rpc_config",
 ]
@@ -124,8 +126,34 @@ _LATER: Final = object()
 """What a command returns whose response is written later, by the task it started."""
 
 
+RpcProtocolErrorCode: TypeAlias = Literal[
+    "RPC_INVALID_JSON",
+    "RPC_INVALID_REQUEST",
+    "RPC_UNKNOWN_COMMAND",
+    "RPC_NO_SUCH_APPROVAL",
+    "AGENT_BUSY",
+]
+"""The protocol's own codes: a line that is not JSON, a malformed command, a command type it
+does not know, an approval answered that is not waiting, and ``AGENT_BUSY`` (a command that
+needs an idle agent)."""
+
+RpcErrorCode: TypeAlias = "RpcProtocolErrorCode | CliErrorCode"
+"""Every code an ``RpcError`` carries: the protocol's own, and a ``CliErrorCode`` passed on
+from the model choice (``set_model``). A string, so the CLI's codes are imported only by the
+type checker."""
+
+
 class RpcError(TetherError):
     """A command that could not be carried out; becomes a ``success: false`` response."""
+
+    def __init__(self, code: RpcErrorCode, message: str) -> None:
+        super().__init__(code, message)
+
+    @property
+    def code(self) -> RpcErrorCode:
+        """The stable error code."""
+        # TetherError stores every layer's code as a str; __init__ above takes only these.
+        return self._code  # pyright: ignore[reportReturnType]
 
 
 class _TooLong:
@@ -824,7 +852,7 @@ class _Refused(RpcError):
         request_id: str | int,
         command: str | None,
         message: str,
-        code: str = "RPC_INVALID_REQUEST",
+        code: RpcErrorCode = "RPC_INVALID_REQUEST",
     ) -> None:
         super().__init__(code, message)
         self.request_id = request_id

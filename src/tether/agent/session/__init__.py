@@ -108,7 +108,9 @@ The package, one job a module, each depending only on those listed before it:
 * ``journal``: the writer's locked file (create, open, append, cut) and the reader's snapshot;
 * ``legacy``: the old format's leftovers;
 * ``listing``: ``default_sessions_dir`` and ``list_sessions``;
-* ``store``: ``SessionStore`` and its options, the writes off the event loop;
+* ``store_options``: ``SessionStoreOptions`` and the snapshot of a caller's options;
+* ``off_loop``: disk work on a worker thread, waited out when the caller is cancelled;
+* ``store``: ``SessionStore``: the writer, its lock, appends and recovery;
 * ``tree``: ``SessionTree``.
 """
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import os
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast
@@ -24,7 +22,6 @@ from tether.agent.session.decoder import _snapshot_message
 from tether.agent.session.files import (
     _canonical_key,
     _capture_root,
-    _check_callable,
     _close_quietly,
     _Root,
     _session_path,
@@ -46,6 +43,7 @@ from tether.agent.session.journal import (
 from tether.agent.session.legacy import _is_regular, _marker_of, _remove_leftovers, _restore_marker
 from tether.agent.session.linkage import _context_of, _Index, _Links
 from tether.agent.session.listing import default_sessions_dir
+from tether.agent.session.off_loop import _off_loop, _release, _wait_out
 from tether.agent.session.parse import _is_count, _parse
 from tether.agent.session.records import (
     CompactionEntry,
@@ -60,110 +58,12 @@ from tether.agent.session.records import (
     _fail,
     _short,
 )
+from tether.agent.session.store_options import SessionStoreOptions, _default_id, _snapshot_options
 from tether.protocol import Message
 
 __all__ = ["SessionStore", "SessionStoreOptions"]
 
 _T = TypeVar("_T")
-
-# --- options -----------------------------------------------------------------------------------
-
-
-def _default_clock() -> str:
-    now = datetime.datetime.now(datetime.UTC)
-    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _default_id() -> str:
-    import uuid  # here, not at import: uuid loads platform, and is needed only now
-
-    return str(uuid.uuid4())
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionStoreOptions:
-    """How a store names, stamps and bounds what it writes.
-
-    * ``session_id``: the header ID ``create`` writes (default: a random UUID); checked by
-      ``create``: blank or not a string is ``SESSION_INVALID_HEADER``;
-    * ``clock``: returns each timestamp (default: ISO-8601 UTC with milliseconds, ``Z``);
-    * ``id_factory``: returns each new record ID (default: a random UUID);
-    * ``limits``: the ``SessionLimits`` (default: the workshop's).
-
-    ``create``/``load`` also accept a plain ``dict`` with these keys.
-    """
-
-    session_id: str | None = None
-    clock: Callable[[], str] = _default_clock
-    id_factory: Callable[[], str] = _default_id
-    limits: SessionLimits = SessionLimits()  # noqa: RUF009 (frozen: one shared default is safe)
-
-    def __post_init__(self) -> None:
-        _check_callable("SessionStoreOptions", "clock", self.clock)
-        _check_callable("SessionStoreOptions", "id_factory", self.id_factory)
-        if type(self.limits) is not SessionLimits:
-            raise TypeError("SessionStoreOptions.limits must be a SessionLimits")
-
-
-_OPTION_KEYS: Final = frozenset(field.name for field in dataclasses.fields(SessionStoreOptions))
-
-
-def _snapshot_options(options: object) -> SessionStoreOptions:
-    """Options as a ``SessionStoreOptions``, reading a ``dict`` without running caller code.
-
-    A ``dict`` subclass or an options subclass may run code on every read (the workshop's
-    accessor properties), so it is refused as ``SESSION_INVALID_HEADER`` without a read.
-    """
-    if options is None:
-        return SessionStoreOptions()
-    kind = type(options)
-    if kind is SessionStoreOptions:
-        return cast(SessionStoreOptions, options)
-    if kind is dict:
-        source = cast("dict[object, object]", options)
-        for key in source:
-            if type(key) is not str:
-                raise TypeError(f"unknown session option of type {type(key).__name__}")
-            if key not in _OPTION_KEYS:
-                raise TypeError(f"unknown session option {key!r}")
-        return SessionStoreOptions(**cast("dict[str, Any]", source))
-    if isinstance(options, dict | SessionStoreOptions):
-        raise _fail(
-            "SESSION_INVALID_HEADER",
-            f"Session options must be a plain dict or SessionStoreOptions (got {kind.__name__})",
-        )
-    raise TypeError(f"Session options must be a dict or SessionStoreOptions (got {kind.__name__})")
-
-
-# --- off the event loop -----------------------------------------------------------------------
-
-
-async def _wait_out(future: asyncio.Future[Any]) -> bool:
-    """Wait until ``future`` (disk work on a worker thread, which cannot be stopped) is done,
-    even if the waiting task is cancelled meanwhile; whether it was."""
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.wait((future,))
-        except asyncio.CancelledError:
-            cancelled = True
-    return cancelled
-
-
-async def _off_loop(work: Callable[[], _T], orphan: Callable[[_T], None]) -> _T:
-    """``work()`` on a worker thread. If the caller is cancelled meanwhile, the work still
-    finishes, ``orphan(result)`` releases what it made, and the cancellation is raised."""
-    future = asyncio.get_running_loop().run_in_executor(None, work)
-    if await _wait_out(future):
-        if future.exception() is None:
-            orphan(future.result())
-        raise asyncio.CancelledError
-    return future.result()
-
-
-def _release(journal: _Journal) -> None:
-    journal.close()
-
 
 # --- the store ---------------------------------------------------------------------------------
 

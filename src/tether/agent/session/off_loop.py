@@ -1,0 +1,44 @@
+"""Disk work off the event loop: a worker thread's work cannot be stopped, so a cancelled
+caller waits it out and releases what it made (a store's writes and opens run here)."""
+
+# The package's modules share their underscore helpers with one another.
+# pyright: reportPrivateUsage=false, reportUnusedFunction=false
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tether.agent.session.journal import _Journal
+
+__all__: list[str] = []
+
+_T = TypeVar("_T")
+
+
+async def _wait_out(future: asyncio.Future[Any]) -> bool:
+    """Wait until ``future`` (disk work on a worker thread, which cannot be stopped) is done,
+    even if the waiting task is cancelled meanwhile; whether it was."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
+
+
+async def _off_loop(work: Callable[[], _T], orphan: Callable[[_T], None]) -> _T:
+    """``work()`` on a worker thread. If the caller is cancelled meanwhile, the work still
+    finishes, ``orphan(result)`` releases what it made, and the cancellation is raised."""
+    future = asyncio.get_running_loop().run_in_executor(None, work)
+    if await _wait_out(future):
+        if future.exception() is None:
+            orphan(future.result())
+        raise asyncio.CancelledError
+    return future.result()
+
+
+def _release(journal: _Journal) -> None:
+    journal.close()
