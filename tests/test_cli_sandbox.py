@@ -2,7 +2,6 @@
 (issue 35): commands run inside bubblewrap, ``on`` refuses to start where it cannot, ``auto``
 says once why it runs them unsandboxed, and a sandboxed session does not ask about them."""
 
-
 from __future__ import annotations
 
 import asyncio

@@ -92,6 +92,7 @@ from tether.loop.limits import (
     limits_for,
 )
 from tether.loop.output import NO_OUTPUT, OutputState
+from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream
@@ -110,6 +111,7 @@ from tether.protocol import (
     ModelResponse,
     RunError,
     RunResult,
+    ToolCall,
     ToolResultMessage,
     ToolSpec,
     assert_never,
@@ -444,6 +446,10 @@ class _Run:
         self.emit_event(event)
         self.sequence += 1
 
+    def emit_progress(self, call: ToolCall, text: str) -> None:
+        """``tool.progress`` for a running call (called by its ``ProgressReporter``)."""
+        self.emit(trusted.tool_progress_event(self.sequence, call, text))
+
     async def outcome(self) -> RunResult:
         """Run the steps and map whatever stopped them to a result. Raises only what must
         not become a result: task cancellation and other base exceptions."""
@@ -544,14 +550,17 @@ class _Run:
                         output.failed("invalid arguments")
                     final = value
                     continue
+                reporter = ProgressReporter(block, self.emit_progress)
                 try:
                     if block.raw_arguments is not None:  # invalid: answered, never executed
                         result = invalid_call_result(block)
                     elif hooks is None:
-                        result = await execute_tool_call(registry, block, signal, deps)
+                        result = await execute_tool_call(
+                            registry, block, signal, deps, progress=reporter.report
+                        )
                     else:
                         result = await run_hooked_tool_call(
-                            hooks, registry, block, self.transcript, signal, deps
+                            hooks, registry, block, self.transcript, signal, deps, reporter.report
                         )
                 except asyncio.CancelledError as error:
                     reraise_task_cancellation(error)
@@ -562,6 +571,8 @@ class _Run:
                 except Exception as error:
                     check_signal(signal)
                     raise ToolPhaseFailure(message_of(error, "Tool execution failed")) from error
+                finally:
+                    reporter.close(flush=not signal_aborted(signal))
                 check_signal(signal)
                 self.transcript.append(result)
                 push(trusted.tool_finished_event(self.sequence, result))

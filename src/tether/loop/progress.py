@@ -1,0 +1,121 @@
+"""Live tool output: what a running tool reports through ``context.progress`` becomes
+``tool.progress`` events, coalesced and bounded.
+
+* A report never blocks the tool and never raises into it: ``report(text)`` appends to a
+  buffer and, at most, schedules a flush on the event loop.
+* Coalesced: a flush emits one event with everything buffered; it runs at most every
+  ``TOOL_PROGRESS_INTERVAL_SECONDS`` (the first report of a call is flushed on the next loop
+  iteration), or as soon as ``TOOL_PROGRESS_FLUSH_BYTES`` are buffered.
+* Bounded: at most ``TOOL_PROGRESS_MAX_BYTES`` (UTF-8) of a call are streamed; later reports
+  are dropped (the call's result still carries its own, capped output).
+* ``close()`` (the loop calls it before ``tool.finished``, and when the call is cancelled or
+  fails) emits what is still buffered when asked to, cancels the pending flush and makes
+  further reports no-ops: nothing is emitted after the call ended, and no timer is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Final
+
+from tether.protocol import ToolCall
+from tether.tools.serialize import encodable_text
+
+__all__ = [
+    "TOOL_PROGRESS_FLUSH_BYTES",
+    "TOOL_PROGRESS_INTERVAL_SECONDS",
+    "TOOL_PROGRESS_MAX_BYTES",
+    "ProgressReporter",
+]
+
+TOOL_PROGRESS_MAX_BYTES: Final = 32 * 1024
+"""At most this many bytes (UTF-8) of one call's reports become ``tool.progress`` events."""
+TOOL_PROGRESS_FLUSH_BYTES: Final = 4 * 1024
+"""A buffer this large is flushed at once, without waiting for the interval."""
+TOOL_PROGRESS_INTERVAL_SECONDS: Final = 0.05
+"""The least time between two ``tool.progress`` events of one call."""
+
+
+class ProgressReporter:
+    """The ``progress`` function of one tool call (``report``), owned by the loop.
+
+    ``emit(call, text)`` is called with each coalesced, non-empty piece, from the event loop
+    (never from inside ``report``).
+    """
+
+    __slots__ = ("_buffer", "_buffered", "_call", "_closed", "_emit", "_handle", "_last", "_left")
+
+    def __init__(
+        self,
+        call: ToolCall,
+        emit: Callable[[ToolCall, str], None],
+        *,
+        max_bytes: int = TOOL_PROGRESS_MAX_BYTES,
+    ) -> None:
+        self._call = call
+        self._emit = emit
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self._left = max_bytes
+        self._closed = False
+        self._handle: asyncio.Handle | None = None
+        self._last = float("-inf")
+
+    def report(self, text: str, /) -> None:
+        """Buffer ``text`` (anything but a non-empty ``str`` is ignored) and schedule a flush."""
+        if self._closed or self._left <= 0 or type(text) is not str or not text:
+            return
+        try:
+            data = text.encode("utf-8", "surrogatepass")
+            if len(data) > self._left:  # the cap: keep whole characters only
+                text = data[: self._left].decode("utf-8", "ignore")
+                data = text.encode("utf-8", "surrogatepass")
+                self._left = 0
+            else:
+                self._left -= len(data)
+            if not text:
+                return
+            self._buffer.append(text)
+            self._buffered += len(data)
+            self._schedule()
+        except Exception:  # never raise into the tool (no running loop, ...): drop the report
+            return
+
+    def _schedule(self) -> None:
+        if self._handle is not None and self._buffered < TOOL_PROGRESS_FLUSH_BYTES:
+            return
+        loop = asyncio.get_running_loop()
+        if self._handle is not None:
+            self._handle.cancel()
+        wait = (
+            0.0
+            if self._buffered >= TOOL_PROGRESS_FLUSH_BYTES
+            else self._last + TOOL_PROGRESS_INTERVAL_SECONDS - loop.time()
+        )
+        if wait <= 0:
+            self._handle = loop.call_soon(self._flush)
+        else:
+            self._handle = loop.call_later(wait, self._flush)
+
+    def _flush(self) -> None:
+        self._handle = None
+        if self._closed or not self._buffer:
+            return
+        text = encodable_text("".join(self._buffer))
+        self._buffer.clear()
+        self._buffered = 0
+        self._last = asyncio.get_running_loop().time()
+        self._emit(self._call, text)
+
+    def close(self, *, flush: bool) -> None:
+        """End the call's reporting: emit what is buffered when ``flush``, then drop it."""
+        if self._closed:
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if flush and self._buffer:
+            self._flush()
+        self._closed = True
+        self._buffer.clear()
