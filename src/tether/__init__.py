@@ -333,7 +333,10 @@ if TYPE_CHECKING:
     from tether.models.base import (
         Model,
         ModelStream,
+        RetryListener,
         close_model,
+        listening_for_retries,
+        retry_listener,
     )
     from tether.models.scripted import (
         ResponseFactory,
@@ -606,7 +609,10 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "tether.models.base": (
         "Model",
         "ModelStream",
+        "RetryListener",
         "close_model",
+        "listening_for_retries",
+        "retry_listener",
     ),
     "tether.models.scripted": (
         "ResponseFactory",
@@ -1252,6 +1258,7 @@ __all__ = [
     "ResourceRoot",
     "ResourceRootDefinition",
     "ResponseFactory",
+    "RetryListener",
     "RetryPolicy",
     "RunContext",
     "RunError",
@@ -1391,6 +1398,7 @@ __all__ = [
     "judge_prompt",
     "list_files_tool",
     "list_sessions",
+    "listening_for_retries",
     "load_entry_point_extensions",
     "load_evaluation_tasks",
     "load_skill_tool",
@@ -1411,6 +1419,7 @@ __all__ = [
     "read_file_tool",
     "render_summary_prompt",
     "resume_agent",
+    "retry_listener",
     "run_agent_loop",
     "run_evaluation",
     "run_item",

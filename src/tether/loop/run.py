@@ -95,7 +95,7 @@ from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
-from tether.models.base import Model, ModelStream
+from tether.models.base import Model, ModelStream, listening_for_retries
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -109,6 +109,7 @@ from tether.protocol import (
     ModelChunk,
     ModelRequest,
     ModelResponse,
+    ModelRetryPayload,
     RunError,
     RunResult,
     ToolCall,
@@ -619,16 +620,31 @@ class _Run:
         self.transcript.append(message)
 
     async def model_turn(self, request: ModelRequest) -> ModelResponse:
-        """One model invocation: open, stream and check chunks, then check the response."""
+        """One model invocation: open, stream and check chunks, then check the response.
+
+        The model's retry notices for this request (``tether.models.base.retry_listener``)
+        become ``model.retry`` events until its first chunk arrives."""
         signal = self.signal
-        limits = self.limits
+        notices = _RetryNotices(self, request.id)
         try:
-            opened = self.open_stream(request, signal)
+            with listening_for_retries(notices.report):
+                opened = self.open_stream(request, signal)
         except Exception as error:
             check_signal(signal)
             raise ModelStreamFailure(
                 message_of(error, "Model stream could not be opened")
             ) from error
+        try:
+            return await self.streamed_turn(request, opened, notices)
+        finally:
+            notices.open = False
+
+    async def streamed_turn(
+        self, request: ModelRequest, opened: object, notices: _RetryNotices
+    ) -> ModelResponse:
+        """The rest of ``model_turn``: stream and check the chunks, then the response."""
+        signal = self.signal
+        limits = self.limits
         stream = _model_stream(opened)
         try:
             iterator: Any = type_of(stream).__aiter__(stream)
@@ -669,6 +685,7 @@ class _Run:
                         limit_hint("max_chunks_per_step"),
                     )
                 count += 1
+                notices.open = False  # retries come before anything streamed
                 chunk = snapshot_chunk(item, active, limits)
                 if chunk.type == "textDelta":
                     added, pending_high = code_points(chunk.delta, pending_high)
@@ -707,6 +724,36 @@ class _Run:
             check_signal(signal)
         check_agreement(chunks, response.message)
         return response
+
+
+MAX_RETRY_NOTICES_PER_TURN: Final = 100
+"""At most this many ``model.retry`` events per model turn (a provider's policy allows far
+fewer; a model of one's own that reports more is not believed)."""
+
+
+class _RetryNotices:
+    """The retry listener of one model turn: each checked ``ModelRetryPayload`` for the
+    turn's request becomes ``model.retry``, until the turn ends; anything else is dropped."""
+
+    __slots__ = ("count", "open", "request_id", "run")
+
+    def __init__(self, run: _Run, request_id: str) -> None:
+        self.run = run
+        self.request_id = request_id
+        self.count = 0
+        self.open = True
+
+    def report(self, payload: ModelRetryPayload) -> None:
+        if (
+            not self.open
+            or type_of(payload) is not ModelRetryPayload
+            or payload.request_id != self.request_id
+            or self.count >= MAX_RETRY_NOTICES_PER_TURN
+        ):
+            return
+        self.count += 1
+        run = self.run
+        run.emit(trusted.model_retry_event(run.sequence, payload))
 
 
 _PENDING: Final = object()
