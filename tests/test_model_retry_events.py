@@ -41,12 +41,11 @@ RETRY = RetryPolicy(attempts=4, initial_backoff=0.0, max_backoff=0.0)
 
 
 def openai_text(text: str) -> bytes:
-    return sse_body(
-        [
-            {"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
-            {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-        ]
-    )
+    payloads: list[dict[str, Any]] = [
+        {"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+        {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    return sse_body(payloads)
 
 
 def retries_of(events: list[AgentEvent]) -> list[ModelRetryEvent]:

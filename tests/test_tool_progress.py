@@ -119,7 +119,7 @@ async def test_an_abort_mid_stream_leaves_nothing_behind(tmp_path: Path) -> None
     fifo = tmp_path / "gate"
     os.mkfifo(fifo)
     ws = Workspace(tmp_path)
-    pids: list[int] = []
+    pids: list[object] = []
     ws.observer = lambda stage, value: pids.append(value) if stage == "process:started" else None
     controller = AbortController()
     model = ScriptedModel([tool_call_reply(("bash", {"command": f"echo first; cat {fifo}"}))])
@@ -143,12 +143,14 @@ async def test_an_abort_mid_stream_leaves_nothing_behind(tmp_path: Path) -> None
     assert "tool.finished" not in [e.type for e in events]
     assert [e.payload.text for e in progress_of(events)] == ["first\n"]
     assert len(pids) == 1
+    pid = pids[0]
+    assert isinstance(pid, int)
     try:
-        os.kill(pids[0], 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         pass
     else:  # dead but not yet reaped by init
-        with open(f"/proc/{pids[0]}/stat") as handle:
+        with open(f"/proc/{pid}/stat") as handle:
             assert handle.read().rsplit(")", 1)[1].split()[0] == "Z"
     tasks = asyncio.all_tasks() - {asyncio.current_task()}
     assert not tasks
