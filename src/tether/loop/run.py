@@ -166,8 +166,11 @@ def run_agent_loop(
     """Run one agent run: ask ``model``, run the tools it calls, repeat until it answers.
 
     Returns at once with an ``EventStream``: iterate it for the run's events
-    (``message.accepted``, ``model.chunk``, ``tool.started``, ``tool.finished``, and
-    ``run.finished`` last), or just ``await stream.result`` for the ``RunResult``. It must be
+    (``message.accepted``, ``model.chunk``, ``model.retry`` when the model waits to try a
+    request again, ``tool.started``, ``tool.progress`` with a running tool's output (what it
+    reports through ``context.progress``: coalesced, at most 32 KiB per call),
+    ``tool.finished``, and ``run.finished`` last), or just ``await stream.result`` for the
+    ``RunResult``. It must be
     called with an event loop running (from ``async`` code). Every run ends with exactly one
     result, matched on ``status``:
 
