@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,30 @@ async def test_a_lone_surrogate_is_sent_as_a_replacement_character() -> None:
     reporter.report("a\ud800b")
     reporter.close(flush=True)
     assert emitted == ["a\ufffdb"]
+
+
+async def test_a_plain_def_tool_reports_from_its_worker_thread() -> None:
+    gate = threading.Event()
+
+    @tool
+    def slow(context: RunContext[None]) -> str:
+        """Report, then wait for the test."""
+        context.progress("working")
+        assert gate.wait(timeout=10), "the progress event never reached the test"
+        return "done"
+
+    model = ScriptedModel([tool_call_reply(("slow", {})), text_reply("ok")])
+    stream = run_agent_loop(
+        messages=[UserMessage(content="go")], model=model, tools=ToolRegistry([slow]), max_steps=3
+    )
+    events: list[AgentEvent] = []
+    async with asyncio.timeout(10):
+        async for event in stream:
+            events.append(event)
+            if event.type == "tool.progress":
+                gate.set()  # the thread is still waiting: the report came while it ran
+        result = await stream.result
+    assert isinstance(result, CompletedRunResult)
+    assert [e.payload.text for e in progress_of(events)] == ["working"]
+    tool_result = next(m for m in result.messages if isinstance(m, ToolResultMessage))
+    assert tool_result.content == "done"

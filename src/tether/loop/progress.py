@@ -2,7 +2,8 @@
 ``tool.progress`` events, coalesced and bounded.
 
 * A report never blocks the tool and never raises into it: ``report(text)`` appends to a
-  buffer and, at most, schedules a flush on the event loop.
+  buffer and, at most, schedules a flush on the event loop (a report from another thread,
+  a plain ``def`` tool's, is handed to the loop's thread first).
 * Coalesced: a flush emits one event with everything buffered; it runs at most every
   ``TOOL_PROGRESS_INTERVAL_SECONDS`` (the first report of a call is flushed on the next loop
   iteration), or as soon as ``TOOL_PROGRESS_FLUSH_BYTES`` are buffered.
@@ -16,6 +17,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 from typing import Final
 
@@ -44,7 +47,18 @@ class ProgressReporter:
     (never from inside ``report``).
     """
 
-    __slots__ = ("_buffer", "_buffered", "_call", "_closed", "_emit", "_handle", "_last", "_left")
+    __slots__ = (
+        "_buffer",
+        "_buffered",
+        "_call",
+        "_closed",
+        "_emit",
+        "_handle",
+        "_last",
+        "_left",
+        "_loop",
+        "_thread",
+    )
 
     def __init__(
         self,
@@ -61,10 +75,25 @@ class ProgressReporter:
         self._closed = False
         self._handle: asyncio.Handle | None = None
         self._last = float("-inf")
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None  # made outside a loop: every report is dropped
+        self._thread = threading.get_ident()
 
     def report(self, text: str, /) -> None:
-        """Buffer ``text`` (anything but a non-empty ``str`` is ignored) and schedule a flush."""
+        """Buffer ``text`` (anything but a non-empty ``str`` is ignored) and schedule a flush.
+
+        From another thread (a plain ``def`` tool runs in one) the report is handed to the
+        event loop's thread first."""
         if self._closed or self._left <= 0 or type(text) is not str or not text:
+            return
+        loop = self._loop
+        if loop is None:
+            return
+        if threading.get_ident() != self._thread:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the run is over
+                loop.call_soon_threadsafe(self.report, text)
             return
         try:
             data = text.encode("utf-8", "surrogatepass")
@@ -85,7 +114,8 @@ class ProgressReporter:
     def _schedule(self) -> None:
         if self._handle is not None and self._buffered < TOOL_PROGRESS_FLUSH_BYTES:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        assert loop is not None
         if self._handle is not None:
             self._handle.cancel()
         wait = (
@@ -105,7 +135,9 @@ class ProgressReporter:
         text = encodable_text("".join(self._buffer))
         self._buffer.clear()
         self._buffered = 0
-        self._last = asyncio.get_running_loop().time()
+        loop = self._loop
+        assert loop is not None
+        self._last = loop.time()
         self._emit(self._call, text)
 
     def close(self, *, flush: bool) -> None:
