@@ -33,6 +33,7 @@ from tether import (
     run_agent_loop,
     to_json,
 )
+from tether.abort import AbortSignal
 from tether.loop.progress import (
     TOOL_PROGRESS_FLUSH_BYTES,
     TOOL_PROGRESS_MAX_BYTES,
@@ -44,6 +45,13 @@ from tether.tools import tool
 from tether.tools.coding import Workspace, coding_tools
 from tether.tools.coding.process import processes_settled
 from tether.tools.contract import execute_tool_call
+
+
+def aborted() -> AbortSignal:
+    controller = AbortController()
+    controller.abort("cancelled")
+    return controller.signal
+
 
 CALL = ToolCall(id="call-1", name="bash", arguments=JsonObject())
 
@@ -240,7 +248,7 @@ async def test_reports_in_one_tick_are_one_event_and_close_cancels_the_timer() -
     reporter.report("c")  # within the interval: waits for the timer
     await asyncio.sleep(0)
     assert emitted == ["ab"]
-    reporter.close(flush=False)
+    reporter.close(aborted())
     reporter.report("d")
     assert emitted == ["ab"]
 
@@ -254,7 +262,7 @@ async def test_a_full_buffer_flushes_at_once_and_close_flushes_the_rest() -> Non
     await asyncio.sleep(0)
     assert emitted == ["x", "y" * TOOL_PROGRESS_FLUSH_BYTES]
     reporter.report("z")
-    reporter.close(flush=True)
+    reporter.close()
     assert emitted[-1] == "z"
 
 
@@ -263,7 +271,7 @@ def test_reports_outside_a_running_loop_are_dropped() -> None:
     reporter = ProgressReporter(CALL, lambda _call, text: emitted.append(text))
     reporter.report("no loop")  # must not raise into the tool
     reporter.report(b"bytes")  # pyright: ignore[reportArgumentType]
-    reporter.close(flush=False)
+    reporter.close(aborted())
     assert emitted == []
 
 
@@ -282,7 +290,7 @@ def test_what_is_emitted_is_a_bounded_prefix_of_what_was_reported(
         for report in reports:
             reporter.report(report)
             await asyncio.sleep(0)
-        reporter.close(flush=True)
+        reporter.close()
 
     asyncio.run(scenario())
     texts = "".join(report for report in reports if type(report) is str)
@@ -295,7 +303,7 @@ async def test_a_lone_surrogate_is_sent_as_a_replacement_character() -> None:
     emitted: list[str] = []
     reporter = ProgressReporter(CALL, lambda _call, text: emitted.append(text))
     reporter.report("a\ud800b")
-    reporter.close(flush=True)
+    reporter.close()
     assert emitted == ["a\ufffdb"]
 
 

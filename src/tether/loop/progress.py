@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
+from tether._race import signal_aborted
+from tether.abort import AbortSignal
 from tether.protocol import ToolCall
 from tether.tools.serialize import encodable_text
 
@@ -44,7 +46,10 @@ class ProgressReporter:
     """The ``progress`` function of one tool call (``report``), owned by the loop.
 
     ``emit(call, text)`` is called with each coalesced, non-empty piece, from the event loop
-    (never from inside ``report``).
+    (never from inside ``report``). ``loop`` and ``thread`` are the event loop and its
+    thread (``threading.get_ident()``); by default the running ones (none: every report is
+    dropped). The buffer and timer are made at the first report: a call that reports
+    nothing costs two attribute checks at ``close``.
     """
 
     __slots__ = (
@@ -66,20 +71,21 @@ class ProgressReporter:
         emit: Callable[[ToolCall, str], None],
         *,
         max_bytes: int = TOOL_PROGRESS_MAX_BYTES,
+        loop: asyncio.AbstractEventLoop | None = None,
+        thread: int | None = None,
     ) -> None:
         self._call = call
         self._emit = emit
-        self._buffer: list[str] = []
-        self._buffered = 0
+        self._buffer: list[str] | None = None  # made at the first report
         self._left = max_bytes
         self._closed = False
-        self._handle: asyncio.Handle | None = None
-        self._last = float("-inf")
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None  # made outside a loop: every report is dropped
-        self._thread = threading.get_ident()
+        if loop is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None  # made outside a loop: every report is dropped
+        self._loop = loop
+        self._thread = threading.get_ident() if thread is None else thread
 
     def report(self, text: str, /) -> None:
         """Buffer ``text`` (anything but a non-empty ``str`` is ignored) and schedule a flush.
@@ -105,7 +111,13 @@ class ProgressReporter:
                 self._left -= len(data)
             if not text:
                 return
-            self._buffer.append(text)
+            buffer = self._buffer
+            if buffer is None:
+                buffer = self._buffer = []
+                self._buffered = 0
+                self._handle: asyncio.Handle | None = None
+                self._last = float("-inf")
+            buffer.append(text)
             self._buffered += len(data)
             self._schedule()
         except Exception:  # never raise into the tool (no running loop, ...): drop the report
@@ -129,25 +141,35 @@ class ProgressReporter:
             self._handle = loop.call_later(wait, self._flush)
 
     def _flush(self) -> None:
+        """The timer's callback: emit what is buffered, unless the call ended since."""
         self._handle = None
-        if self._closed or not self._buffer:
+        if not self._closed:
+            self._drain()
+
+    def _drain(self) -> None:
+        buffer = self._buffer
+        if not buffer:
             return
-        text = encodable_text("".join(self._buffer))
-        self._buffer.clear()
+        text = encodable_text("".join(buffer))
+        buffer.clear()
         self._buffered = 0
         loop = self._loop
         assert loop is not None
         self._last = loop.time()
         self._emit(self._call, text)
 
-    def close(self, *, flush: bool) -> None:
-        """End the call's reporting: emit what is buffered when ``flush``, then drop it."""
+    def close(self, signal: AbortSignal | None = None) -> None:
+        """End the call's reporting: emit what is buffered unless ``signal`` aborted (the
+        call was cancelled), then drop the rest and cancel the timer."""
         if self._closed:
+            return
+        self._closed = True
+        buffer = self._buffer
+        if buffer is None:
             return
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-        if flush and self._buffer:
-            self._flush()
-        self._closed = True
-        self._buffer.clear()
+        if buffer and (signal is None or not signal_aborted(signal)):
+            self._drain()
+        buffer.clear()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -382,7 +383,9 @@ class _Run:
         "emit_event",
         "hooks",
         "limits",
+        "loop",
         "max_steps",
+        "notices",
         "open_stream",
         "output",
         "registry",
@@ -391,6 +394,7 @@ class _Run:
         "specs",
         "start",
         "system",
+        "thread",
         "transcript",
         "usage",
     )
@@ -434,6 +438,9 @@ class _Run:
         self.sequence = sequence
         self.announce = announce
         self.usage = ZERO_USAGE
+        self.notices = _RetryNotices(self)
+        self.loop = asyncio.get_running_loop()  # both callers run with a loop running
+        self.thread = threading.get_ident()
         self.call_ids: set[str] = (
             {
                 block.id
@@ -458,7 +465,8 @@ class _Run:
         """Run the steps and map whatever stopped them to a result. Raises only what must
         not become a result: task cancellation and other base exceptions."""
         try:
-            return await self.steps()
+            with listening_for_retries(self.notices.report):
+                return await self.steps()
         except Exception as error:
             return self.terminal(error)
         except BaseException as error:
@@ -554,7 +562,9 @@ class _Run:
                         output.failed("invalid arguments")
                     final = value
                     continue
-                reporter = ProgressReporter(block, self.emit_progress)
+                reporter = ProgressReporter(
+                    block, self.emit_progress, loop=self.loop, thread=self.thread
+                )
                 try:
                     if block.raw_arguments is not None:  # invalid: answered, never executed
                         result = invalid_call_result(block)
@@ -576,7 +586,7 @@ class _Run:
                     check_signal(signal)
                     raise ToolPhaseFailure(message_of(error, "Tool execution failed")) from error
                 finally:
-                    reporter.close(flush=not signal_aborted(signal))
+                    reporter.close(signal)
                 check_signal(signal)
                 self.transcript.append(result)
                 push(trusted.tool_finished_event(self.sequence, result))
@@ -628,26 +638,17 @@ class _Run:
         The model's retry notices for this request (``tether.models.base.retry_listener``)
         become ``model.retry`` events until its first chunk arrives."""
         signal = self.signal
-        notices = _RetryNotices(self, request.id)
+        limits = self.limits
+        notices = self.notices
+        notices.begin(request.id)
         try:
-            with listening_for_retries(notices.report):
-                opened = self.open_stream(request, signal)
+            opened = self.open_stream(request, signal)
         except Exception as error:
+            notices.open = False
             check_signal(signal)
             raise ModelStreamFailure(
                 message_of(error, "Model stream could not be opened")
             ) from error
-        try:
-            return await self.streamed_turn(request, opened, notices)
-        finally:
-            notices.open = False
-
-    async def streamed_turn(
-        self, request: ModelRequest, opened: object, notices: _RetryNotices
-    ) -> ModelResponse:
-        """The rest of ``model_turn``: stream and check the chunks, then the response."""
-        signal = self.signal
-        limits = self.limits
         stream = _model_stream(opened)
         try:
             iterator: Any = type_of(stream).__aiter__(stream)
@@ -713,9 +714,11 @@ class _Run:
                     check_signal(signal)
                 self.emit(trusted.model_chunk_event(self.sequence, chunk))
         except BaseException:
+            notices.open = False
             source.close()
             await _abandoned_stream_settled(stream)
             raise
+        notices.open = False
         source.close()
         raw = _settled_response(stream, signal)
         if raw is _PENDING:
@@ -735,13 +738,20 @@ fewer; a model of one's own that reports more is not believed)."""
 
 
 class _RetryNotices:
-    """The retry listener of one model turn: each checked ``ModelRetryPayload`` for the
-    turn's request becomes ``model.retry``, until the turn ends; anything else is dropped."""
+    """The retry listener of one run: while a model turn is open (``begin`` until its first
+    chunk or its end), each checked ``ModelRetryPayload`` for the turn's request becomes
+    ``model.retry``; anything else is dropped."""
 
     __slots__ = ("count", "open", "request_id", "run")
 
-    def __init__(self, run: _Run, request_id: str) -> None:
+    def __init__(self, run: _Run) -> None:
         self.run = run
+        self.request_id = ""
+        self.count = 0
+        self.open = False
+
+    def begin(self, request_id: str) -> None:
+        """A model turn for ``request_id`` is being opened."""
         self.request_id = request_id
         self.count = 0
         self.open = True
