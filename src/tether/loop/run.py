@@ -639,8 +639,10 @@ class _Run:
         become ``model.retry`` events until its first chunk arrives."""
         signal = self.signal
         limits = self.limits
-        notices = self.notices
-        notices.begin(request.id)
+        notices = self.notices  # open for this request (inline: a step's hot path)
+        notices.request_id = request.id
+        notices.count = 0
+        notices.open = True
         try:
             opened = self.open_stream(request, signal)
         except Exception as error:
@@ -738,8 +740,8 @@ fewer; a model of one's own that reports more is not believed)."""
 
 
 class _RetryNotices:
-    """The retry listener of one run: while a model turn is open (``begin`` until its first
-    chunk or its end), each checked ``ModelRetryPayload`` for the turn's request becomes
+    """The retry listener of one run: while a model turn is open (from the opening of its
+    stream until its first chunk or its end), each checked ``ModelRetryPayload`` for the turn's request becomes
     ``model.retry``; anything else is dropped."""
 
     __slots__ = ("count", "open", "request_id", "run")
@@ -749,12 +751,6 @@ class _RetryNotices:
         self.request_id = ""
         self.count = 0
         self.open = False
-
-    def begin(self, request_id: str) -> None:
-        """A model turn for ``request_id`` is being opened."""
-        self.request_id = request_id
-        self.count = 0
-        self.open = True
 
     def report(self, payload: ModelRetryPayload) -> None:
         if (
