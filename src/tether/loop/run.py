@@ -741,8 +741,8 @@ fewer; a model of one's own that reports more is not believed)."""
 
 class _RetryNotices:
     """The retry listener of one run: while a model turn is open (from the opening of its
-    stream until its first chunk or its end), each checked ``ModelRetryPayload`` for the turn's request becomes
-    ``model.retry``; anything else is dropped."""
+    stream until its first chunk or its end), each checked ``ModelRetryPayload`` for the
+    turn's request becomes ``model.retry``; anything else is dropped."""
 
     __slots__ = ("count", "open", "request_id", "run")
 
