@@ -731,3 +731,48 @@ async def test_an_interrupted_command_is_reported_to_the_model(tmp_path: Path) -
     assert sent[3]["content"].startswith("TOOL_CALL_INTERRUPTED: interrupted by the user")
     assert "side effects" in sent[3]["content"]
     assert [sent[4]["content"], sent[5]["content"]] == [INTERRUPTED_TURN_NOTE, "What happened?"]
+
+
+async def test_retries_and_a_commands_output_stream_as_events(tmp_path: Path) -> None:
+    """Issue 28: ``model.retry`` before the answer, then ``started`` from a command that is
+    still running (it waits 30 s: the test aborts it once it has seen the output)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with (
+        ReplayServer() as server,
+        rpc(
+            "--model",
+            MODEL,
+            "--base-url",
+            server.url,
+            "--tools",
+            "coding",
+            "--auto-approve",
+            env=child_env(tmp_path),
+            cwd=workspace,
+        ) as session,
+    ):
+        server.respond(
+            json_response(503, {"error": {"message": "busy"}}, headers={"retry-after-ms": "5"})
+        )
+        server.respond(bash_reply("call-live", "echo started; sleep 30"))
+        await session.ok({"id": 1, "type": "prompt", "message": "Run it."})
+        lines = await session.until(is_event("tool.progress"))
+        progress = lines[-1]["event"]["payload"]
+        assert progress == {"toolCallId": "call-live", "toolName": "bash", "text": "started\n"}
+        assert await session.ok({"id": 2, "type": "abort"}) == {"cancelled": True}
+        await session.until(is_event("run.finished"))
+        status, _ = await session.finish()
+
+    assert status == 0
+    events = [line["event"] for line in session.lines if line.get("type") == "event"]
+    retry = next(event for event in events if event["type"] == "model.retry")
+    assert retry["payload"] == {
+        "requestId": retry["payload"]["requestId"],
+        "attempt": 1,
+        "delayMs": 5,
+        "code": "PROVIDER_OVERLOADED",
+        "reason": "HTTP 503",
+    }
+    types = [event["type"] for event in events]
+    assert types.index("model.retry") < types.index("model.chunk")

@@ -642,3 +642,36 @@ async def test_the_prompt_comes_from_standard_input(tmp_path: Path) -> None:
     assert empty.returncode == 2
     assert "standard input was empty" in empty.err
     assert len(server.requests) == 2
+
+
+async def test_json_shows_retries_and_live_tool_output(tmp_path: Path) -> None:
+    """Issue 28: ``model.retry`` before the answer and ``tool.progress`` while bash runs."""
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    async with ReplayServer() as server:
+        server.respond(
+            json_response(503, {"error": {"message": "busy"}}, headers={"retry-after-ms": "10"})
+        )
+        server.respond(tool_reply(("call-1", "bash", {"command": "echo live"})))
+        server.respond(text_reply("Done."))
+        completed = await run_tether(
+            *model_run(server.url, "--json", "--tools", "coding", prompt="Say live"),
+            env=child_env(tmp_path),
+            cwd=workspace,
+        )
+
+    assert completed.returncode == 0, completed.err
+    events = completed.events()
+    types = [event["type"] for event in events]
+    retry = events[types.index("model.retry")]
+    assert retry["payload"] == {
+        "requestId": retry["payload"]["requestId"],
+        "attempt": 1,
+        "delayMs": 10,
+        "code": "PROVIDER_OVERLOADED",
+        "reason": "HTTP 503",
+    }
+    assert types.index("model.retry") < types.index("model.chunk")
+    progress = [event["payload"] for event in events if event["type"] == "tool.progress"]
+    assert progress == [{"toolCallId": "call-1", "toolName": "bash", "text": "live\n"}]
+    assert types.index("tool.started") < types.index("tool.progress") < types.index("tool.finished")

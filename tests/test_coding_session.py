@@ -279,3 +279,21 @@ async def test_unknown_sessions_and_entries_are_coded_errors(tmp_path: Path) -> 
         await fixed.new_session()
     assert raised.value.code == "CODING_SESSION_FIXED"
     await fixed.close()
+
+
+async def test_subscribers_see_a_commands_output_as_it_runs(tmp_path: Path) -> None:
+    """Issue 28: ``tool.progress`` reaches ``subscribe`` between the call's start and end."""
+    model = ScriptedModel([bash_call("c1"), ScriptedReply(text=("ok",))])
+    session = CodingSession(config(tmp_path, Choice(spec="scripted/a", model=model)))
+    seen: list[CodingEvent] = []
+    session.subscribe(seen.append)
+    try:
+        await bounded((await session.prompt("run it")).result)
+    finally:
+        await session.close()
+    types = [event.type for event in seen]
+    progress = [event for event in seen if event.type == "tool.progress"]
+    assert [(e.payload.tool_call_id, e.payload.tool_name, e.payload.text) for e in progress] == [
+        ("c1", "bash", "ran\n")
+    ]
+    assert types.index("tool.started") < types.index("tool.progress") < types.index("tool.finished")

@@ -806,6 +806,10 @@ def event_shape(event: AgentEvent) -> tuple[str, object]:
             return event.type, event.payload.tool_call
         case "tool.finished":
             return event.type, event.payload.message
+        case "model.retry":
+            return event.type, event.payload
+        case "tool.progress":
+            return event.type, event.payload
         case "run.finished":
             return event.type, None
 

@@ -31,6 +31,8 @@ from tether.protocol import (
     ModelChunkPayload,
     ModelRequest,
     ModelResponse,
+    ModelRetryEvent,
+    ModelRetryPayload,
     ModelUsage,
     RunContext,
     RunError,
@@ -50,6 +52,8 @@ from tether.protocol import (
     ToolExecutionContext,
     ToolFinishedEvent,
     ToolFinishedPayload,
+    ToolProgressEvent,
+    ToolProgressPayload,
     ToolResultMessage,
     ToolSpec,
     ToolStartedEvent,
@@ -98,6 +102,20 @@ CHUNK_EVENT = ModelChunkEvent(sequence=1, payload=ModelChunkPayload(chunk=TEXT_C
 STARTED_EVENT = ToolStartedEvent(sequence=2, payload=ToolStartedPayload(tool_call=TOOL_CALL))
 FINISHED_EVENT = ToolFinishedEvent(sequence=3, payload=ToolFinishedPayload(message=TOOL_RESULT))
 RUN_FINISHED_EVENT = RunFinishedEvent(sequence=4, payload=RunFinishedPayload(result=COMPLETED))
+PROGRESS_EVENT = ToolProgressEvent(
+    sequence=5,
+    payload=ToolProgressPayload(tool_call_id="call-add-001", tool_name="add", text="first\n"),
+)
+RETRY_EVENT = ModelRetryEvent(
+    sequence=6,
+    payload=ModelRetryPayload(
+        request_id="request-001",
+        attempt=1,
+        delay_ms=2000,
+        code="PROVIDER_OVERLOADED",
+        reason="HTTP 503",
+    ),
+)
 VALID = Valid(value=42)
 THINKING = ThinkingBlock(text="Add them.", signature="sig")
 TOOL_SPEC = ToolSpec(name="add", description="Add two integers.", parameters=JsonObject())
@@ -145,6 +163,10 @@ SAMPLES: dict[str, object] = {
     "ToolStartedEvent": STARTED_EVENT,
     "ToolFinishedEvent": FINISHED_EVENT,
     "RunFinishedEvent": RUN_FINISHED_EVENT,
+    "ToolProgressPayload": PROGRESS_EVENT.payload,
+    "ToolProgressEvent": PROGRESS_EVENT,
+    "ModelRetryPayload": RETRY_EVENT.payload,
+    "ModelRetryEvent": RETRY_EVENT,
 }
 """One well-formed instance of every protocol dataclass, keyed by class name."""
 
@@ -189,6 +211,8 @@ DEFAULT_DISCRIMINANTS: list[tuple[object, str, object]] = [
     (ToolStartedEvent(sequence=0, payload=STARTED_EVENT.payload), "type", "tool.started"),
     (ToolFinishedEvent(sequence=0, payload=FINISHED_EVENT.payload), "type", "tool.finished"),
     (RunFinishedEvent(sequence=0, payload=RUN_FINISHED_EVENT.payload), "type", "run.finished"),
+    (ToolProgressEvent(sequence=0, payload=PROGRESS_EVENT.payload), "type", "tool.progress"),
+    (ModelRetryEvent(sequence=0, payload=RETRY_EVENT.payload), "type", "model.retry"),
 ]
 
 
@@ -245,7 +269,9 @@ def test_literal_aliases_list_exactly_the_closed_sets() -> None:
     assert get_args(AgentEventType) == (
         "message.accepted",
         "model.chunk",
+        "model.retry",
         "tool.started",
+        "tool.progress",
         "tool.finished",
         "run.finished",
     )
@@ -377,6 +403,16 @@ VALID_KWARGS: dict[type, dict[str, Any]] = {
     ToolStartedEvent: {"sequence": 0, "payload": STARTED_EVENT.payload},
     ToolFinishedEvent: {"sequence": 0, "payload": FINISHED_EVENT.payload},
     RunFinishedEvent: {"sequence": MAX_SAFE_INTEGER, "payload": RUN_FINISHED_EVENT.payload},
+    ToolProgressPayload: {"tool_call_id": "c", "tool_name": "n", "text": "x"},
+    ToolProgressEvent: {"sequence": 0, "payload": PROGRESS_EVENT.payload},
+    ModelRetryPayload: {
+        "request_id": "r",
+        "attempt": 1,
+        "delay_ms": 0,
+        "code": "C",
+        "reason": "HTTP 429",
+    },
+    ModelRetryEvent: {"sequence": 0, "payload": RETRY_EVENT.payload},
 }
 
 
@@ -457,6 +493,7 @@ INVALID_FIELDS: list[tuple[type, str, object]] = [
     (ToolExecutionContext, "signal", None),
     (ToolExecutionContext, "signal", AbortController()),
     (ToolExecutionContext, "tool_call_id", ""),
+    (ToolExecutionContext, "progress", "print"),
     (RunError, "code", ""),
     (RunError, "message", None),
     (CompletedRunResult, "status", "running"),
@@ -485,6 +522,18 @@ INVALID_FIELDS: list[tuple[type, str, object]] = [
     (ToolStartedEvent, "payload", FINISHED_EVENT.payload),
     (ToolFinishedEvent, "payload", STARTED_EVENT.payload),
     (RunFinishedEvent, "payload", COMPLETED),
+    (ToolProgressPayload, "text", b"out"),
+    (ToolProgressPayload, "tool_call_id", " "),
+    (ToolProgressPayload, "tool_name", None),
+    (ToolProgressEvent, "payload", STARTED_EVENT.payload),
+    (ModelRetryPayload, "attempt", 0),
+    (ModelRetryPayload, "attempt", True),
+    (ModelRetryPayload, "delay_ms", -1),
+    (ModelRetryPayload, "delay_ms", 1.5),
+    (ModelRetryPayload, "delay_ms", MAX_SAFE_INTEGER + 1),
+    (ModelRetryPayload, "code", ""),
+    (ModelRetryPayload, "reason", 503),
+    (ModelRetryEvent, "payload", PROGRESS_EVENT.payload),
 ]
 
 
@@ -695,6 +744,30 @@ TO_JSON_CASES: list[tuple[str, object, object]] = [
         RUN_FINISHED_EVENT,
         {"type": "run.finished", "sequence": 4, "payload": {"result": COMPLETED_JSON}},
     ),
+    (
+        "ToolProgressEvent",
+        PROGRESS_EVENT,
+        {
+            "type": "tool.progress",
+            "sequence": 5,
+            "payload": {"toolCallId": "call-add-001", "toolName": "add", "text": "first\n"},
+        },
+    ),
+    (
+        "ModelRetryEvent",
+        RETRY_EVENT,
+        {
+            "type": "model.retry",
+            "sequence": 6,
+            "payload": {
+                "requestId": "request-001",
+                "attempt": 1,
+                "delayMs": 2000,
+                "code": "PROVIDER_OVERLOADED",
+                "reason": "HTTP 503",
+            },
+        },
+    ),
     ("CompletedRunResult", COMPLETED, COMPLETED_JSON),
     (
         "CancelledRunResult",
@@ -768,6 +841,8 @@ def test_every_json_encodable_protocol_class_has_a_to_json_case() -> None:
         "ToolStartedPayload",
         "ToolFinishedPayload",
         "RunFinishedPayload",
+        "ToolProgressPayload",
+        "ModelRetryPayload",
     }  # encoded inside their events
     contexts = {"ToolExecutionContext", "RunContext"}  # hold a live signal: never JSON
     assert encoded_classes | payloads | contexts == _protocol_dataclasses()

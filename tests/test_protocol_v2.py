@@ -59,6 +59,8 @@ from tether.protocol import (
     ModelChunkPayload,
     ModelRequest,
     ModelResponse,
+    ModelRetryEvent,
+    ModelRetryPayload,
     ModelUsage,
     ProtocolJsonError,
     ProtocolValue,
@@ -78,6 +80,8 @@ from tether.protocol import (
     ToolExecutionContext,
     ToolFinishedEvent,
     ToolFinishedPayload,
+    ToolProgressEvent,
+    ToolProgressPayload,
     ToolResultMessage,
     ToolSpec,
     ToolStartedEvent,
@@ -658,12 +662,29 @@ TOOL_FINISHED_EVENTS = st.builds(
     ToolFinishedEvent, sequence=SEQUENCES, payload=TOOL_FINISHED_PAYLOADS
 )
 RUN_FINISHED_EVENTS = st.builds(RunFinishedEvent, sequence=SEQUENCES, payload=RUN_FINISHED_PAYLOADS)
+TOOL_PROGRESS_PAYLOADS = st.builds(
+    ToolProgressPayload, tool_call_id=IDS, tool_name=IDS, text=st.text(min_size=1, max_size=40)
+)
+TOOL_PROGRESS_EVENTS = st.builds(
+    ToolProgressEvent, sequence=SEQUENCES, payload=TOOL_PROGRESS_PAYLOADS
+)
+MODEL_RETRY_PAYLOADS = st.builds(
+    ModelRetryPayload,
+    request_id=IDS,
+    attempt=st.integers(min_value=1, max_value=2**53 - 1),
+    delay_ms=st.integers(min_value=0, max_value=2**53 - 1),
+    code=IDS,
+    reason=IDS,
+)
+MODEL_RETRY_EVENTS = st.builds(ModelRetryEvent, sequence=SEQUENCES, payload=MODEL_RETRY_PAYLOADS)
 EVENTS: st.SearchStrategy[AgentEvent] = st.one_of(
     MESSAGE_ACCEPTED_EVENTS,
     MODEL_CHUNK_EVENTS,
     TOOL_STARTED_EVENTS,
     TOOL_FINISHED_EVENTS,
     RUN_FINISHED_EVENTS,
+    TOOL_PROGRESS_EVENTS,
+    MODEL_RETRY_EVENTS,
 )
 EXECUTION_CONTEXTS = st.builds(
     ToolExecutionContext,
@@ -703,6 +724,10 @@ STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ToolStartedEvent: TOOL_STARTED_EVENTS,
     ToolFinishedEvent: TOOL_FINISHED_EVENTS,
     RunFinishedEvent: RUN_FINISHED_EVENTS,
+    ToolProgressPayload: TOOL_PROGRESS_PAYLOADS,
+    ToolProgressEvent: TOOL_PROGRESS_EVENTS,
+    ModelRetryPayload: MODEL_RETRY_PAYLOADS,
+    ModelRetryEvent: MODEL_RETRY_EVENTS,
     ToolExecutionContext: EXECUTION_CONTEXTS,
     RunContext: RUN_CONTEXTS,
     Valid: st.builds(Valid, value=st.one_of(st.none(), st.integers(), st.text(max_size=4))),

@@ -208,6 +208,24 @@ def _instances() -> dict[type, object]:
         protocol.RunFinishedEvent(
             sequence=4, payload=protocol.RunFinishedPayload(result=completed)
         ),
+        protocol.ToolProgressPayload(tool_call_id="c", tool_name="n", text="out"),
+        protocol.ToolProgressEvent(
+            sequence=5,
+            payload=protocol.ToolProgressPayload(tool_call_id="c", tool_name="n", text="out"),
+        ),
+        protocol.ModelRetryPayload(
+            request_id="q", attempt=1, delay_ms=2000, code="PROVIDER_OVERLOADED", reason="HTTP 503"
+        ),
+        protocol.ModelRetryEvent(
+            sequence=6,
+            payload=protocol.ModelRetryPayload(
+                request_id="q",
+                attempt=1,
+                delay_ms=2000,
+                code="PROVIDER_OVERLOADED",
+                reason="HTTP 503",
+            ),
+        ),
         protocol.ThinkingBlock(text="t"),
         protocol.ToolSpec(name="n", description="d", parameters=JsonObject()),
         protocol.ThinkingDeltaChunk(request_id="q", delta="d"),

@@ -152,6 +152,7 @@ class HumanView:
     def __init__(self, out: Output) -> None:
         self.out = out
         self.in_text = False
+        self.in_progress = False
 
     def show(self, event: AgentEvent) -> None:
         from tether.protocol import assert_never, to_json
@@ -173,7 +174,18 @@ class HumanView:
                 call = event.payload.tool_call
                 arguments = shorten(compact(to_json(call.arguments)))
                 self.line(f"→ {call.name}({arguments})  [{call.id}]")
+            case "model.retry":
+                retry = event.payload
+                self.line(f"retrying in {retry.delay_ms / 1000:g} s ({retry.reason})")
+            case "tool.progress":
+                self.end_text()
+                text = event.payload.text
+                self.out.write(text)
+                self.in_progress = not text.endswith("\n")
             case "tool.finished":
+                if self.in_progress:
+                    self.in_progress = False
+                    self.out.write("\n")
                 result = event.payload.message
                 marker = "error" if result.is_error else "ok"
                 self.line(f"← {result.tool_name} {marker}: {shorten(result.content)}")

@@ -154,6 +154,7 @@ async def run_hooked_tool_call(
     messages: list[Message],
     signal: AbortSignal,
     deps: object = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ToolResultMessage:
     """One tool call with the hooks around it (the loop's tool phase calls this).
 
@@ -172,7 +173,7 @@ async def run_hooked_tool_call(
             return _error_result(call, "TOOL_CALL_BLOCKED", blocked.reason)
         if decision is not None:
             return _error_result(call, "TOOL_HOOK_FAILED", _BEFORE_SHAPE)
-    result = await execute_tool_call(registry, call, signal, deps=deps)
+    result = await execute_tool_call(registry, call, signal, deps=deps, progress=progress)
     if after is None:
         return result
     try:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -92,9 +93,10 @@ from tether.loop.limits import (
     limits_for,
 )
 from tether.loop.output import NO_OUTPUT, OutputState
+from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
-from tether.models.base import Model, ModelStream
+from tether.models.base import Model, ModelStream, listening_for_retries
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -106,8 +108,10 @@ from tether.protocol import (
     ModelChunk,
     ModelRequest,
     ModelResponse,
+    ModelRetryPayload,
     RunError,
     RunResult,
+    ToolCall,
     ToolResultMessage,
     ToolSpec,
     assert_never,
@@ -161,8 +165,11 @@ def run_agent_loop(
     """Run one agent run: ask ``model``, run the tools it calls, repeat until it answers.
 
     Returns at once with an ``EventStream``: iterate it for the run's events
-    (``message.accepted``, ``model.chunk``, ``tool.started``, ``tool.finished``, and
-    ``run.finished`` last), or just ``await stream.result`` for the ``RunResult``. It must be
+    (``message.accepted``, ``model.chunk``, ``model.retry`` when the model waits to try a
+    request again, ``tool.started``, ``tool.progress`` with a running tool's output (what it
+    reports through ``context.progress``: coalesced, at most 32 KiB per call),
+    ``tool.finished``, and ``run.finished`` last), or just ``await stream.result`` for the
+    ``RunResult``. It must be
     called with an event loop running (from ``async`` code). Every run ends with exactly one
     result, matched on ``status``:
 
@@ -374,7 +381,9 @@ class _Run:
         "emit_event",
         "hooks",
         "limits",
+        "loop",
         "max_steps",
+        "notices",
         "open_stream",
         "output",
         "registry",
@@ -383,6 +392,7 @@ class _Run:
         "specs",
         "start",
         "system",
+        "thread",
         "transcript",
         "usage",
     )
@@ -426,6 +436,9 @@ class _Run:
         self.sequence = sequence
         self.announce = announce
         self.usage = ZERO_USAGE
+        self.notices = _RetryNotices(self)
+        self.loop = asyncio.get_running_loop()  # both callers run with a loop running
+        self.thread = threading.get_ident()
         self.call_ids: set[str] = (
             {
                 block.id
@@ -442,11 +455,16 @@ class _Run:
         self.emit_event(event)
         self.sequence += 1
 
+    def emit_progress(self, call: ToolCall, text: str) -> None:
+        """``tool.progress`` for a running call (called by its ``ProgressReporter``)."""
+        self.emit(trusted.tool_progress_event(self.sequence, call, text))
+
     async def outcome(self) -> RunResult:
         """Run the steps and map whatever stopped them to a result. Raises only what must
         not become a result: task cancellation and other base exceptions."""
         try:
-            return await self.steps()
+            with listening_for_retries(self.notices.report):
+                return await self.steps()
         except Exception as error:
             return self.terminal(error)
         except BaseException as error:
@@ -540,14 +558,19 @@ class _Run:
                         output.failed("invalid arguments")
                     final = value
                     continue
+                reporter = ProgressReporter(
+                    block, self.emit_progress, loop=self.loop, thread=self.thread
+                )
                 try:
                     if block.raw_arguments is not None:  # invalid: answered, never executed
                         result = invalid_call_result(block)
                     elif hooks is None:
-                        result = await execute_tool_call(registry, block, signal, deps)
+                        result = await execute_tool_call(
+                            registry, block, signal, deps, progress=reporter.report
+                        )
                     else:
                         result = await run_hooked_tool_call(
-                            hooks, registry, block, self.transcript, signal, deps
+                            hooks, registry, block, self.transcript, signal, deps, reporter.report
                         )
                 except asyncio.CancelledError as error:
                     reraise_task_cancellation(error)
@@ -558,6 +581,8 @@ class _Run:
                 except Exception as error:
                     check_signal(signal)
                     raise ToolPhaseFailure(message_of(error, "Tool execution failed")) from error
+                finally:
+                    reporter.close(signal)
                 check_signal(signal)
                 self.transcript.append(result)
                 push(trusted.tool_finished_event(self.sequence, result))
@@ -602,12 +627,20 @@ class _Run:
         self.transcript.append(message)
 
     async def model_turn(self, request: ModelRequest) -> ModelResponse:
-        """One model invocation: open, stream and check chunks, then check the response."""
+        """One model invocation: open, stream and check chunks, then check the response.
+
+        The model's retry notices for this request (``tether.models.base.retry_listener``)
+        become ``model.retry`` events until its first chunk arrives."""
         signal = self.signal
         limits = self.limits
+        notices = self.notices  # open for this request (inline: a step's hot path)
+        notices.request_id = request.id
+        notices.count = 0
+        notices.open = True
         try:
             opened = self.open_stream(request, signal)
         except Exception as error:
+            notices.open = False
             check_signal(signal)
             raise ModelStreamFailure(
                 message_of(error, "Model stream could not be opened")
@@ -653,6 +686,7 @@ class _Run:
                         limit_hint("max_chunks_per_step"),
                     )
                 count += 1
+                notices.open = False  # retries come before anything streamed
                 chunk = snapshot_chunk(item, active, limits)
                 if chunk.type == "textDelta":
                     added, pending_high = code_points(chunk.delta, pending_high)
@@ -678,9 +712,11 @@ class _Run:
                     check_signal(signal)
                 self.emit(trusted.model_chunk_event(self.sequence, chunk))
         except BaseException:
+            notices.open = False
             source.close()
             await _abandoned_stream_settled(stream)
             raise
+        notices.open = False
         source.close()
         raw = _settled_response(stream, signal)
         if raw is _PENDING:
@@ -691,6 +727,37 @@ class _Run:
             check_signal(signal)
         check_agreement(chunks, response.message)
         return response
+
+
+MAX_RETRY_NOTICES_PER_TURN: Final = 100
+"""At most this many ``model.retry`` events per model turn (a provider's policy allows far
+fewer; a model of one's own that reports more is not believed)."""
+
+
+class _RetryNotices:
+    """The retry listener of one run: while a model turn is open (from the opening of its
+    stream until its first chunk or its end), each checked ``ModelRetryPayload`` for the
+    turn's request becomes ``model.retry``; anything else is dropped."""
+
+    __slots__ = ("count", "open", "request_id", "run")
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.request_id = ""
+        self.count = 0
+        self.open = False
+
+    def report(self, payload: ModelRetryPayload) -> None:
+        if (
+            not self.open
+            or type_of(payload) is not ModelRetryPayload
+            or payload.request_id != self.request_id
+            or self.count >= MAX_RETRY_NOTICES_PER_TURN
+        ):
+            return
+        self.count += 1
+        run = self.run
+        run.emit(trusted.model_retry_event(run.sequence, payload))
 
 
 _PENDING: Final = object()

@@ -6,18 +6,71 @@ A ``Model`` has ``stream(request, signal)`` returning a ``ModelStream``: an asyn
 object of your own with that shape. Both protocols are ``runtime_checkable``, so
 ``isinstance(obj, Model)`` checks the shape (not the types of what it returns: the loop checks
 every chunk and response at its boundary anyway).
+
+Retry notices: a model that waits before trying a request again (the HTTP providers, on
+429/5xx/overloaded before anything streamed) tells the run with ``report_retry``: the loop
+listens for the turn it is opening (``listening_for_retries``) and emits ``model.retry``.
+The listener is read from the caller's context when ``stream()`` is called (a
+``contextvars.ContextVar``), so the ``Model`` contract keeps its two parameters.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
-from typing import Protocol, runtime_checkable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from contextvars import ContextVar
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from tether._types import is_awaitable
 from tether.abort import AbortSignal
-from tether.protocol import ModelChunk, ModelRequest, ModelResponse
+from tether.protocol import ModelChunk, ModelRequest, ModelResponse, ModelRetryPayload
 
-__all__ = ["Model", "ModelStream", "close_model"]
+__all__ = [
+    "Model",
+    "ModelStream",
+    "RetryListener",
+    "close_model",
+    "listening_for_retries",
+    "retry_listener",
+]
+
+RetryListener: TypeAlias = Callable[[ModelRetryPayload], None]
+"""Receives a model's retry notices; it must not block (the loop's emits ``model.retry``)."""
+
+_LISTENER: ContextVar[RetryListener | None] = ContextVar("tether_retry_listener", default=None)
+
+
+@contextlib.contextmanager
+def listening_for_retries(listener: RetryListener) -> Generator[None]:
+    """While the block runs, ``retry_listener()`` returns ``listener``: open the model stream
+    inside it (``with listening_for_retries(notice): stream = model.stream(request, signal)``)
+    and the model's retries for that request reach ``listener``."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+def retry_listener() -> RetryListener | None:
+    """For ``Model`` implementations: the listener of the request being opened, or ``None``.
+
+    Read it in ``stream()`` itself (synchronously: that is where the caller's context is),
+    keep it for that request, and call it with a ``ModelRetryPayload`` before each wait
+    before a retry. A listener never raises into the model.
+    """
+    listener = _LISTENER.get()
+    if listener is None:
+        return None
+    return _shielded(listener)
+
+
+def _shielded(listener: RetryListener) -> RetryListener:
+    def notify(payload: ModelRetryPayload) -> None:
+        with contextlib.suppress(Exception):
+            listener(payload)
+
+    return notify
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ compiled, on first construction, from the class's resolved type hints:
 * ``tuple[X, ...]`` accepts a ``tuple`` or ``list`` (copied into a tuple) whose items are
   exact instances of ``X`` (a protocol class or a union of them);
 * a protocol class or a union of them accepts exact instances; ``X | None`` also ``None``;
+* ``Callable[...]`` accepts anything callable (a context's ``progress``);
 * anything else (``object``, a ``TypeVar``) accepts any value.
 
 A rule that spans fields of one value (``ToolCall``: ``raw_arguments`` set means
@@ -357,6 +358,14 @@ def _check_for(hint: Any, where: str) -> _Check:
         return _tuple(get_args(base)[0], where, expected)
     if _is_protocol_class(base):
         return _exact_types(frozenset({base}), where, expected)
+    if get_origin(base) is Callable:
+
+        def check_callable(value: object) -> object:
+            if not callable(value):
+                raise TypeError(f"{where} must be a function {_got(value)}")
+            return value
+
+        return check_callable
     if isinstance(base, type) and base is not object:
         cls: type = base
 

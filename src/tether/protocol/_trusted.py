@@ -31,10 +31,14 @@ from tether.protocol.events import (
     MessageAcceptedPayload,
     ModelChunkEvent,
     ModelChunkPayload,
+    ModelRetryEvent,
+    ModelRetryPayload,
     RunFinishedEvent,
     RunFinishedPayload,
     ToolFinishedEvent,
     ToolFinishedPayload,
+    ToolProgressEvent,
+    ToolProgressPayload,
     ToolStartedEvent,
     ToolStartedPayload,
 )
@@ -174,8 +178,8 @@ tool_call_delta_chunk: Callable[[str, int, str | None, str | None, str], ToolCal
 model_usage: Callable[[int, int, int, int], ModelUsage] = builder(
     ModelUsage, "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"
 )
-execution_context: Callable[[Any, str, object], RunContext[Any]] = builder(
-    RunContext, "signal", "tool_call_id", "deps"
+execution_context: Callable[[Any, str, object, Callable[[str], None]], RunContext[Any]] = builder(
+    RunContext, "signal", "tool_call_id", "deps", "progress"
 )
 valid: Callable[[Any], Valid[Any]] = builder(Valid, "value")
 completed_result: Callable[..., CompletedRunResult[Any]] = builder(
@@ -199,6 +203,9 @@ _message_accepted = builder(MessageAcceptedEvent, "sequence", "payload")
 _model_chunk = builder(ModelChunkEvent, "sequence", "payload")
 _tool_started = builder(ToolStartedEvent, "sequence", "payload")
 _tool_finished = builder(ToolFinishedEvent, "sequence", "payload")
+_tool_progress_payload = builder(ToolProgressPayload, "tool_call_id", "tool_name", "text")
+_tool_progress = builder(ToolProgressEvent, "sequence", "payload")
+_model_retry = builder(ModelRetryEvent, "sequence", "payload")
 _run_finished = builder(RunFinishedEvent, "sequence", "payload")
 
 
@@ -225,6 +232,16 @@ def tool_started_event(sequence: int, call: ToolCall) -> ToolStartedEvent:
 def tool_finished_event(sequence: int, message: ToolResultMessage) -> ToolFinishedEvent:
     """``tool.finished`` for a result built by ``execute_tool_call``."""
     return _tool_finished(sequence, _tool_finished_payload(message))
+
+
+def tool_progress_event(sequence: int, call: ToolCall, text: str) -> ToolProgressEvent:
+    """``tool.progress`` for a non-empty, encodable piece of a running call's output."""
+    return _tool_progress(sequence, _tool_progress_payload(call.id, call.name, text))
+
+
+def model_retry_event(sequence: int, payload: ModelRetryPayload) -> ModelRetryEvent:
+    """``model.retry`` for a checked ``ModelRetryPayload``."""
+    return _model_retry(sequence, payload)
 
 
 def run_finished_event(sequence: int, result: Any) -> RunFinishedEvent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypeAlias
 
-from tether.protocol._fields import NON_NEGATIVE, ProtocolValue
+from tether.protocol._fields import COUNT, NON_NEGATIVE, POSITIVE, NonEmpty, ProtocolValue
 from tether.protocol.content import ToolCall
 from tether.protocol.messages import Message, ToolResultMessage
 from tether.protocol.model import ModelChunk
@@ -18,16 +18,26 @@ __all__ = [
     "MessageAcceptedPayload",
     "ModelChunkEvent",
     "ModelChunkPayload",
+    "ModelRetryEvent",
+    "ModelRetryPayload",
     "RunFinishedEvent",
     "RunFinishedPayload",
     "ToolFinishedEvent",
     "ToolFinishedPayload",
+    "ToolProgressEvent",
+    "ToolProgressPayload",
     "ToolStartedEvent",
     "ToolStartedPayload",
 ]
 
 AgentEventType: TypeAlias = Literal[
-    "message.accepted", "model.chunk", "tool.started", "tool.finished", "run.finished"
+    "message.accepted",
+    "model.chunk",
+    "model.retry",
+    "tool.started",
+    "tool.progress",
+    "tool.finished",
+    "run.finished",
 ]
 Sequence: TypeAlias = Annotated[int, NON_NEGATIVE]
 
@@ -47,10 +57,40 @@ class ModelChunkPayload(ProtocolValue):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRetryPayload(ProtocolValue):
+    """The model request failed before anything streamed and is tried again after a wait.
+
+    ``request_id`` is the request being retried; ``attempt`` the number of the attempt that
+    failed (1 for the first); ``delay_ms`` how long the model waits before the next attempt,
+    in milliseconds; ``code`` the failure's stable code (``PROVIDER_OVERLOADED``,
+    ``PROVIDER_RATE_LIMITED``, ...) and ``reason`` a short text for a person
+    (``"HTTP 503"``, ``"connection failed"``).
+    """
+
+    request_id: NonEmpty
+    attempt: Annotated[int, POSITIVE]
+    delay_ms: Annotated[int, COUNT]
+    code: NonEmpty
+    reason: NonEmpty
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolStartedPayload(ProtocolValue):
     """A tool call is about to be validated and executed."""
 
     tool_call: ToolCall
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgressPayload(ProtocolValue):
+    """A running tool call reported partial output (for display only: the call's result
+    message is still authoritative). ``text`` is the next piece of what the tool reported,
+    coalesced (never empty when the loop emits it); the pieces of one call, joined, are a
+    prefix of its reports (bounded)."""
+
+    tool_call_id: NonEmpty
+    tool_name: NonEmpty
+    text: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,12 +126,32 @@ class ModelChunkEvent(ProtocolValue):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRetryEvent(ProtocolValue):
+    """``model.retry``: the model request failed before anything streamed; the model waits
+    ``payload.delay_ms`` and tries again (emitted before the wait)."""
+
+    type: Literal["model.retry"] = "model.retry"
+    sequence: Sequence
+    payload: ModelRetryPayload
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolStartedEvent(ProtocolValue):
     """``tool.started``: a tool call is starting."""
 
     type: Literal["tool.started"] = "tool.started"
     sequence: Sequence
     payload: ToolStartedPayload
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgressEvent(ProtocolValue):
+    """``tool.progress``: a running tool call's partial output, between its ``tool.started``
+    and ``tool.finished``."""
+
+    type: Literal["tool.progress"] = "tool.progress"
+    sequence: Sequence
+    payload: ToolProgressPayload
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +173,12 @@ class RunFinishedEvent(ProtocolValue):
 
 
 AgentEvent: TypeAlias = (
-    MessageAcceptedEvent | ModelChunkEvent | ToolStartedEvent | ToolFinishedEvent | RunFinishedEvent
+    MessageAcceptedEvent
+    | ModelChunkEvent
+    | ModelRetryEvent
+    | ToolStartedEvent
+    | ToolProgressEvent
+    | ToolFinishedEvent
+    | RunFinishedEvent
 )
 """Every event a run emits; ``run.finished`` is always last."""

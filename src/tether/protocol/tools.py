@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from tether.abort import AbortSignal
-from tether.protocol._fields import NonEmpty, ProtocolValue
+from tether.protocol._fields import NonEmpty, ProtocolValue, python_only
 
 __all__ = ["Invalid", "RunContext", "Tool", "ToolExecutionContext", "ToolValidation", "Valid"]
 
@@ -36,15 +37,27 @@ ToolValidation: TypeAlias = Valid[InputT] | Invalid
 """What ``validate`` returns."""
 
 
+def _ignore_progress(text: str, /) -> None:
+    """The default ``ToolExecutionContext.progress``: reports go nowhere."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionContext(ProtocolValue):
     """What ``execute`` receives besides its input: the run's abort signal, the call ID and
     the run's ``deps`` (what the caller passed as ``deps=``; ``None`` by default). Annotate
-    the parameter ``RunContext[YourDeps]`` to read ``deps`` with its type."""
+    the parameter ``RunContext[YourDeps]`` to read ``deps`` with its type.
+
+    ``progress(text)`` reports partial output while the call runs (a command's output as it
+    arrives): the loop turns the reports into ``tool.progress`` events, coalesced and
+    bounded, for display only; the call's result is still what ``execute`` returns. It never
+    blocks and never raises; call it from the event loop's thread. Outside a run (and in a
+    context built by hand) it does nothing.
+    """
 
     signal: AbortSignal
     tool_call_id: NonEmpty
     deps: object = None
+    progress: Callable[[str], None] = python_only(_ignore_progress)
 
 
 _NO_DEPS: Any = None

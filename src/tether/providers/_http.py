@@ -35,6 +35,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
+from tether.models.base import RetryListener
+from tether.protocol import ModelRetryPayload
 from tether.providers._decoding import BodyDecoder, body_decoder
 from tether.providers._watch import RequestWatch
 from tether.providers.errors import (
@@ -410,17 +412,25 @@ class Retries:
     ``RetryPolicy.max_retry_after`` (the error then carries it as ``retry_after``).
     """
 
-    __slots__ = ("_made", "_policy", "_sleep")
+    __slots__ = ("_listener", "_made", "_policy", "_request_id", "_sleep")
 
     def __init__(
-        self, policy: RetryPolicy, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+        self,
+        policy: RetryPolicy,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        *,
+        listener: RetryListener | None = None,
+        request_id: str = "",
     ) -> None:
         self._policy = policy
         self._made = 0
         self._sleep = sleep
+        self._listener = listener if request_id else None
+        self._request_id = request_id
 
     async def pause(self, failure: ProviderError, watch: RequestWatch) -> None:
-        """Sleep before the next attempt (racing the signal and the total deadline)."""
+        """Sleep before the next attempt (racing the signal and the total deadline), after
+        telling the listener (``model.retry``: attempt, delay, code and reason)."""
         self._made += 1
         policy = self._policy
         if self._made >= policy.attempts:
@@ -430,8 +440,28 @@ class Retries:
             delay = policy.backoff(self._made - 1)
         elif delay > policy.max_retry_after:
             raise failure
+        listener = self._listener
+        if listener is not None:
+            listener(
+                ModelRetryPayload(
+                    request_id=self._request_id,
+                    attempt=self._made,
+                    delay_ms=max(0, round(delay * 1000)),
+                    code=failure.code,
+                    reason=retry_reason(failure),
+                )
+            )
         watch.expect_nothing()
         await watch.wait(self._sleep(delay))
+
+
+def retry_reason(failure: ProviderError) -> str:
+    """A short text for a person saying why a request is retried: ``HTTP 503`` for a status,
+    else the code in words (``connection failed``, ``overloaded``: an error event). Never
+    the vendor's text: nothing a server sent (or a key it echoed) reaches an event."""
+    if failure.status is not None:
+        return f"HTTP {failure.status}"
+    return failure.code.removeprefix("PROVIDER_").replace("_", " ").lower()
 
 
 async def open_stream(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeAlias, cast
 from tether._producer import fail_producer, start_producer
 from tether._race import follow_signal
 from tether.abort import AbortController, AbortError, AbortSignal
+from tether.models.base import RetryListener, retry_listener
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import (
     BodyReader,
@@ -255,7 +256,8 @@ class HttpStreamModel:
         ref = weakref.ref(
             stream, lambda _: controller.abort(AbortError("model stream was dropped"))
         )
-        start_producer(self._produce(ref, request, controller.signal, detach))
+        listener = retry_listener()  # the caller's context: the loop listens for this turn
+        start_producer(self._produce(ref, request, controller.signal, detach, listener))
         return stream
 
     async def _produce(
@@ -264,6 +266,7 @@ class HttpStreamModel:
         request: ModelRequest,
         signal: AbortSignal,
         detach: Callable[[], None],
+        listener: RetryListener | None = None,
     ) -> None:
         response: httpx2.Response | None = None
         watch = RequestWatch(signal, self._timeouts.total)
@@ -271,7 +274,7 @@ class HttpStreamModel:
             body = json.dumps(
                 self._body(request), separators=(",", ":"), ensure_ascii=False
             ).encode()
-            retries = Retries(self._retry)
+            retries = Retries(self._retry, listener=listener, request_id=request.id)
             reserved = transcript_call_ids(request)
             while True:
                 response = await open_stream(

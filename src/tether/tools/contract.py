@@ -431,7 +431,12 @@ class _ToolFailure(Exception):
 
 
 async def execute_tool_call(
-    registry: ToolRegistry, tool_call: ToolCall, signal: AbortSignal, deps: object = None
+    registry: ToolRegistry,
+    tool_call: ToolCall,
+    signal: AbortSignal,
+    deps: object = None,
+    *,
+    progress: Callable[[str], None] | None = None,
 ) -> ToolResultMessage:
     """Run one tool call through the contract and return its linked result message.
 
@@ -439,7 +444,9 @@ async def execute_tool_call(
     surrogates replaced by U+FFFD, ``encodable_text``), otherwise
     the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An awaited
     output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
-    becomes ``TOOL_EXECUTION_FAILED``. ``deps`` reaches the tool as its context's ``deps``.
+    becomes ``TOOL_EXECUTION_FAILED``. ``deps`` reaches the tool as its context's ``deps``
+    and ``progress`` (a function that must not block or raise; the loop passes one that
+    emits ``tool.progress``) as its context's ``progress``.
 
     An invalid call (``raw_arguments`` set) is never run: ``TOOL_ARGUMENTS_INVALID``.
 
@@ -457,7 +464,7 @@ async def execute_tool_call(
         tool = registry.get(call.name)
         if tool is None:
             raise _ToolFailure("TOOL_NOT_FOUND", f'Unknown Tool "{call.name}"')
-        pending: Any = _start(tool, call, signal, deps)
+        pending: Any = _start(tool, call, signal, deps, progress)
         if is_awaitable(pending):
             try:
                 output = race_eagerly(signal, pending)  # a tool that never waits: no await
@@ -483,6 +490,10 @@ async def execute_tool_call(
         content = serialize_output({"error": {"code": failure.code, "message": failure.text}})
         return _result(call, content, is_error=True)
     return _result(call, content, is_error=False)
+
+
+def _ignore_progress(text: str, /) -> None:
+    """``progress`` outside a loop: reports go nowhere."""
 
 
 def _discard(coroutine: Coroutine[Any, Any, Any]) -> None:
@@ -530,11 +541,17 @@ def _escalate(error: BaseException, signal: AbortSignal) -> None:
 
 
 def _start(
-    tool: ToolDefinition[Any, Any], call: ToolCall, signal: AbortSignal, deps: object
+    tool: ToolDefinition[Any, Any],
+    call: ToolCall,
+    signal: AbortSignal,
+    deps: object,
+    progress: Callable[[str], None] | None,
 ) -> Any:
     """Validate the arguments and start the tool; returns what ``execute`` returned."""
     value = _validated(tool, call.arguments, signal)
-    context = trusted.execution_context(signal, call.id, deps)
+    context = trusted.execution_context(
+        signal, call.id, deps, _ignore_progress if progress is None else progress
+    )
     try:
         return tool.execute(value, context)
     except Exception as error:

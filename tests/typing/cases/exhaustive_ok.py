@@ -93,8 +93,12 @@ def describe_event(event: AgentEvent) -> str:
             return event.payload.message.id
         case "model.chunk":
             return event.payload.chunk.request_id
+        case "model.retry":
+            return event.payload.request_id
         case "tool.started":
             return event.payload.tool_call.id
+        case "tool.progress":
+            return event.payload.tool_call_id
         case "tool.finished":
             return event.payload.message.tool_call_id
         case "run.finished":

@@ -58,7 +58,7 @@ import os
 import signal as signals
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -190,17 +190,37 @@ class _Collector:
 
 
 async def _collect(
-    stream: asyncio.StreamReader, collector: _Collector, ws: Workspace, stage: str
+    stream: asyncio.StreamReader,
+    collector: _Collector,
+    ws: Workspace,
+    stage: str,
+    progress: Callable[[str], None] | None = None,
 ) -> None:
+    """Read ``stream`` to its end into ``collector``; what is kept is also reported, decoded
+    as it arrives, to ``progress`` (a function that never blocks: the loop's reporter)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     while True:
         chunk = await stream.read(_READ_CHUNK)
         if not chunk:
+            if progress is not None and len(collector.kept) < collector.cap:
+                _report(progress, decoder.decode(b"", final=True))
             return
         ws.notify(stage, chunk)
         room = collector.cap - len(collector.kept)
         if room > 0:
-            collector.kept += chunk[:room]
+            kept = chunk[:room]
+            collector.kept += kept
+            if progress is not None:
+                _report(progress, decoder.decode(kept))
         collector.total += len(chunk)
+
+
+def _report(progress: Callable[[str], None], text: str) -> None:
+    """Hand ``text`` to a tool context's ``progress``; what it raises is not the command's
+    failure (the loop's reporter never raises; a hand-built one might)."""
+    if text:
+        with contextlib.suppress(Exception):
+            progress(text)
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -363,10 +383,13 @@ async def run_process(
     env: ProcessEnvironment | None = None,
     cap: int = PROCESS_OUTPUT_MAX_BYTES,
     sandbox: Sandbox | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` in the workspace with the handling described in the module docstring,
     in the environment ``env`` builds (default: the user's without the key variables),
     inside ``sandbox`` when it is given and on (``tether.tools.coding.sandbox``).
+    ``progress`` (a tool context's) receives stdout and stderr as they arrive, decoded, up
+    to ``cap`` bytes of each: the part the outcome keeps.
 
     Raises ``PROCESS_TIMEOUT`` (with the output so far), ``PROCESS_START_FAILED``, or the abort
     reason when ``signal`` aborts; in every case everything the command started is killed and
@@ -384,8 +407,8 @@ async def run_process(
     out, err = _Collector(cap), _Collector(cap)
     stdout, stderr, _ = pipes.readers
     readers = [
-        asyncio.ensure_future(_collect(stdout, out, ws, "process:stdout")),
-        asyncio.ensure_future(_collect(stderr, err, ws, "process:stderr")),
+        asyncio.ensure_future(_collect(stdout, out, ws, "process:stdout", progress)),
+        asyncio.ensure_future(_collect(stderr, err, ws, "process:stderr", progress)),
     ]
     returncode: int | None = None
     timed_out = False
@@ -579,6 +602,7 @@ def bash_tool(
             signal=context.signal,
             env=env,
             sandbox=sandbox,
+            progress=context.progress,
         )
         return render_outcome(outcome)
 
@@ -717,6 +741,7 @@ async def run_python(
     signal: AbortSignal,
     env: ProcessEnvironment | None = None,
     sandbox: Sandbox | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ProcessOutcome:
     check_signal(signal)
     sandboxed(sandbox, ["python"], ws)  # refuse before writing the script
@@ -734,6 +759,7 @@ async def run_python(
             signal=signal,
             env=env,
             sandbox=sandbox,
+            progress=progress,
         )
     finally:
         try:
@@ -756,7 +782,9 @@ def python_process_tool(
     sandbox = _checked_sandbox(sandbox, "python_process_tool")
 
     async def execute(value: PythonInput, context: ToolExecutionContext) -> str:
-        return render_outcome(await run_python(ws, value, context.signal, env, sandbox))
+        return render_outcome(
+            await run_python(ws, value, context.signal, env, sandbox, context.progress)
+        )
 
     return define_tool(
         name="python_process",
