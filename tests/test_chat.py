@@ -1163,3 +1163,40 @@ def test_the_unfinished_block_is_redrawn_at_a_frame_rate_not_per_delta(
     assert len(writes) == 2
     chat_view.end_stream()
     assert " ".join(shown(buffer).split()).endswith("word399 end")
+
+
+def test_live_tool_output_and_retries_are_shown() -> None:
+    """Issue 28: a command's output appears while it runs (a bounded view, before its
+    result), and a retry says how long it waits and why."""
+    from tether import (
+        ModelRetryEvent,
+        ModelRetryPayload,
+        ToolProgressEvent,
+        ToolProgressPayload,
+    )
+    from tether.cli.chat import PROGRESS_MAX_LINES
+
+    chat_view, buffer = view()
+    retry = ModelRetryPayload(
+        request_id="r1", attempt=1, delay_ms=2000, code="PROVIDER_OVERLOADED", reason="HTTP 503"
+    )
+    chat_view.show(ModelRetryEvent(sequence=1, payload=retry))
+    assert shown(buffer).endswith("retrying in 2 s (HTTP 503, attempt 1)\n")
+
+    def progress(text: str, sequence: int) -> None:
+        payload = ToolProgressPayload(tool_call_id="c1", tool_name="bash", text=text)
+        chat_view.show(ToolProgressEvent(sequence=sequence, payload=payload))
+
+    progress("first\nsec", 2)
+    assert shown(buffer).endswith("    │ first\n")  # a line is shown once it is complete
+    progress("ond\n", 3)
+    assert shown(buffer).endswith("    │ first\n    │ second\n")
+    progress("".join(f"n{i}\n" for i in range(100)), 4)
+    rows = [row for row in shown(buffer).splitlines() if row.startswith("    │")]
+    assert len(rows) == PROGRESS_MAX_LINES + 1  # the cap, then one note
+    assert rows[-1] == "    │ … (more output: the result follows)"
+    done = ToolResultMessage(tool_call_id="c1", tool_name="bash", content="exit code 0")
+    for text in chat_view.tool_result_lines(done):
+        chat_view.line(text)
+    progress("again\n", 5)  # another call of the same id never happens; a new call starts over
+    assert shown(buffer).endswith("    │ again\n")

@@ -896,3 +896,26 @@ async def test_an_extension_that_exits_at_import_is_reported_not_silent(
     assert "[EXTENSION_LOAD_FAILED]" in screen
     assert "quitter" in screen
     assert "SystemExit" in screen
+
+
+async def test_bash_output_streams_before_the_command_ends(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 28: a command's output shows while it runs (a box of its last lines), and the
+    box gives way to the result when it ends."""
+    gate = workspace(tmp_path) / "gate"
+    os.mkfifo(gate)
+    command = "echo first-line; read -r word < gate; echo second-$word"
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "bash", {"command": command}))
+        server.respond(text_reply("Both lines are out."))
+        start_chat(tmux, tmp_path, server.url, "--auto-approve")
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Run it")
+        screen = await tmux.wait_for("│ first-line")  # while the command waits on the gate
+        assert "second-open" not in screen
+        with open(gate, "w") as opened:  # noqa: ASYNC230 - a FIFO the command reads at once
+            opened.write("open\n")
+        screen = await tmux.wait_for("Both lines are out.")
+        assert "second-open" in screen
+        assert "│ first-line" not in screen  # the live box is gone; the result shows it
+        assert "    first-line" in screen
+        await quit_chat(tmux)

@@ -369,6 +369,9 @@ class ChatView:
         """The last tool result with hidden lines (``expand_last`` shows it whole)."""
         self._region: LiveRegion | None = None
         self._drawn_at = 0.0  # when the live tail was last drawn (time.monotonic)
+        # The running tool's live output: its call, its complete lines so far (the last
+        # PROGRESS_ROWS of them, and how many in all), its unfinished line.
+        self._progress: tuple[str, list[str], int, str] | None = None
 
     @property
     def width(self) -> int:
@@ -405,6 +408,7 @@ class ChatView:
             region = self._region = LiveRegion(height)
         region.height = height
         tail = "" if self.markdown is None else self.markdown.live(max_rows=height)
+        tail += self._progress_block()
         if self.status:
             tail += self.status + "\n"
         text = region.update(committed, tail)
@@ -467,9 +471,21 @@ class ChatView:
                     self._stream("thinking", chunk.delta)
             case "tool.started":
                 self.line(self.tool_call_line(event.payload.tool_call))
+            case "tool.progress":
+                payload = event.payload
+                self.tool_progress(payload.tool_call_id, payload.text)
             case "tool.finished":
                 for text in self.tool_result_lines(event.payload.message):
                     self.line(text)
+            case "model.retry":
+                retry = event.payload
+                self.line(
+                    self._style(
+                        "33",
+                        f"retrying in {retry.delay_ms / 1000:g} s "
+                        f"({retry.reason}, attempt {retry.attempt})",
+                    )
+                )
             case "message.accepted":
                 message = event.payload.message
                 if message.role == "user" and message.id.startswith("context-summary-"):
@@ -483,12 +499,50 @@ class ChatView:
 
         return f"→ {call.name}({shorten(compact(to_json(call.arguments)), 200)})"
 
+    def tool_progress(self, call_id: str, text: str) -> None:
+        """A running tool's output as it arrives. On a terminal (``live``): its last
+        ``PROGRESS_ROWS`` lines in a box above the status row, redrawn as output comes and
+        gone when the result is shown (head and tail, ``tool_result_lines``). Otherwise each
+        complete line is written, at most ``PROGRESS_MAX_LINES`` per call, then one note."""
+        call, rows, total, tail = self._progress or (call_id, [], 0, "")
+        if call != call_id:
+            rows, total, tail = [], 0, ""
+        pieces = (tail + text).split("\n")
+        tail = pieces.pop()[-4096:]
+        for piece in pieces:
+            if not self.live:
+                if total < PROGRESS_MAX_LINES:
+                    self.line(self._progress_row(piece))
+                elif total == PROGRESS_MAX_LINES:
+                    self.line(self.dim("    │ … (more output: the result follows)"))
+            total += 1
+        rows = [*rows, *pieces][-PROGRESS_ROWS:]
+        self._progress = (call_id, rows, total, tail)
+        if self.live:
+            self._draw("")
+
+    def _progress_row(self, text: str) -> str:
+        from tether.cli.ui.text import clip, visible
+
+        return self.dim("    │ " + clip(visible(text, strict=True), max(self.width - 7, 10)))
+
+    def _progress_block(self) -> str:
+        """The live box of the running tool's output (``""`` when there is none)."""
+        if self._progress is None:
+            return ""
+        _, rows, total, tail = self._progress
+        shown = [*rows, tail] if tail else rows
+        hidden = total - len(rows)
+        head = [self.dim(f"    │ … {hidden} earlier lines")] if hidden > 0 else []
+        return "".join(row + "\n" for row in [*head, *map(self._progress_row, shown)])
+
     def tool_result_lines(self, result: ToolResultMessage) -> list[str]:
         """A tool's result, marked ok or error: its first and last lines
         (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured), the ones
         between hidden (``expand_last`` shows them)."""
         from tether.cli.ui.results import result_view
 
+        self._progress = None  # the call's live output ends with its result
         edit = result.tool_name == "edit_file"
         view = result_view(
             result.content,
@@ -521,6 +575,12 @@ class ChatView:
             "2",
             f"[tokens: {turn[0]} in, {turn[1]} out · session: {session[0]} in, {session[1]} out]",
         )
+
+
+PROGRESS_MAX_LINES: Final = 20
+"""How many lines of a running tool's output are written per call off a terminal."""
+PROGRESS_ROWS: Final = 8
+"""How many of a running tool's last output lines the chat's live box shows."""
 
 
 def _typed_row(typed: str, width: int) -> str:
@@ -647,6 +707,7 @@ class Chat:
         it)."""
         self._queued: set[asyncio.Future[Any]] = set()
         self._activity: tuple[Activity, str | None] = ("waiting", None)
+        self._retry: tuple[float, str] | None = None  # a retry's deadline (loop time), why
         self._last_chunk = 0.0
         self._preview_workspace: tuple[Path, Workspace | None] | None = None
 
@@ -672,6 +733,10 @@ class Chat:
             self._last_chunk = loop_time
         elif event.type == "tool.started":
             self._activity = ("tool", event.payload.tool_call.name)
+        elif event.type == "model.retry":
+            retry = event.payload
+            self._activity = ("retrying", None)
+            self._retry = (loop_time + retry.delay_ms / 1000, retry.reason)
         elif event.type in ("tool.finished", "message.accepted"):
             self._activity = ("waiting", None)
             self._last_chunk = loop_time
@@ -718,10 +783,15 @@ class Chat:
                 if meter is None
                 else (meter.input_tokens - base[0], meter.output_tokens - base[1])
             )
+            retry_in, retry_reason = None, None
+            if activity == "retrying" and self._retry is not None:
+                retry_in, retry_reason = max(self._retry[0] - now, 0.0), self._retry[1]
             state = StatusState(
                 activity=activity,
                 frame=frame,
                 tool=tool,
+                retry_in=retry_in,
+                retry_reason=retry_reason,
                 elapsed=now - started,
                 input_tokens=tokens[0] or None,
                 output_tokens=tokens[1] or None,
