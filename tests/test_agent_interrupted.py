@@ -281,8 +281,8 @@ def test_interrupted_turns_takes_only_its_two_values() -> None:
             Agent(model=ScriptedModel(), interrupted_turns=bad)  # pyright: ignore[reportArgumentType]
 
 
-async def test_a_cancelled_loop_transcript_is_closed_by_the_public_helpers() -> None:
-    shell = Shell()
+async def cancelled_during_the_tool(shell: Shell) -> Any:
+    """A loop run aborted once its one tool call has started: the call has no result."""
     controller = AbortController()
     stream = run_agent_loop(
         messages=[UserMessage(id="u", content="go")],
@@ -298,7 +298,12 @@ async def test_a_cancelled_loop_transcript_is_closed_by_the_public_helpers() -> 
                 controller.abort("stop")
         return await stream.result
 
-    result = await bounded(consume())
+    return await bounded(consume())
+
+
+async def test_a_cancelled_loop_transcript_is_closed_by_the_public_helpers() -> None:
+    shell = Shell()
+    result = await cancelled_during_the_tool(shell)
     assert result.status == "cancelled"
     assert [call.id for call in unanswered_tool_calls(result.messages)] == ["c1"]
     closing = unanswered_call_results(result.messages, "cancelled")
@@ -310,22 +315,7 @@ async def test_a_cancelled_loop_transcript_is_continued_after_closing() -> None:
     """Issue 29: the transcript a cancelled loop leaves (a call with no result) is refused
     as it is (INVALID_TRANSCRIPT) and runs on once the public helper closes its calls."""
     shell = Shell()
-    controller = AbortController()
-    stream = run_agent_loop(
-        messages=[UserMessage(id="u", content="go")],
-        model=ScriptedModel([tool_call_reply(("shell", {"command": "sleep 30"}, "c1"))]),
-        tools=shell.registry,
-        max_steps=2,
-        signal=controller.signal,
-    )
-
-    async def consume() -> Any:
-        async for event in stream:
-            if event.type == "tool.started":
-                controller.abort("stop")
-        return await stream.result
-
-    cancelled = await bounded(consume())
+    cancelled = await cancelled_during_the_tool(shell)
     follow_up = UserMessage(id="u2", content="go on")
 
     async def run_on(messages: list[Message]) -> Any:

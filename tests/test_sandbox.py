@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
 import shutil
 import socket
@@ -24,7 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from support import debian_binary
-from tether import AbortController, JsonObject, ToolCall, ToolRegistry, ToolResultMessage
+from test_coding_process import call, error_message
+from tether import ToolRegistry, ToolResultMessage
 from tether.tools.coding import (
     DEFAULT_HIDDEN_PATHS,
     Sandbox,
@@ -32,7 +32,6 @@ from tether.tools.coding import (
     coding_tools,
     sandbox_status,
 )
-from tether.tools.contract import execute_tool_call
 
 _ids = itertools.count()
 
@@ -57,17 +56,6 @@ def outside() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-
-
-async def call(registry: ToolRegistry, name: str, **arguments: object) -> ToolResultMessage:
-    tool_call = ToolCall(id=f"call-{next(_ids)}", name=name, arguments=JsonObject(arguments))
-    async with asyncio.timeout(60):
-        return await execute_tool_call(registry, tool_call, AbortController().signal)
-
-
-def error_message(result: ToolResultMessage) -> str:
-    assert result.is_error, result.content
-    return str(json.loads(result.content)["error"]["message"])
 
 
 def tools(root: Path, bwrap: str, **settings: object) -> ToolRegistry:
