@@ -113,8 +113,14 @@ from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 from tether.cli.session_config import configured_extensions
 from tether.cli.slash_commands import COMMANDS, HELP
-from tether.coding.approval import Answer, ApprovalRequest, Approvals, Decline, parse_answer
-from tether.coding.session import DECLINED
+from tether.coding.approval import (
+    DECLINED,
+    Answer,
+    ApprovalRequest,
+    Approvals,
+    Decline,
+    parse_answer,
+)
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent

@@ -7,33 +7,85 @@ system prompt, approvals, usage totals and the event stream; ``tether chat`` (in
 ``tether.coding.rpc_client`` is a typed client of the ``tether rpc`` protocol.
 """
 
-from tether.coding.approval import (
-    Answer,
-    ApprovalRequest,
-    Approvals,
-    Approver,
-    Decline,
-    parse_answer,
-)
-from tether.coding.config import (
-    APPROVED_BY_DEFAULT,
-    DEFAULT_CONTEXT_WINDOW,
-    DEFAULT_MAX_STEPS,
-    ApprovalPolicy,
-    CodingSessionConfig,
-    InterruptedTurns,
-    ModelSource,
-    SessionPlace,
-    ToolSet,
-)
-from tether.coding.session import (
-    DECLINED,
-    CodingEvent,
-    CodingSession,
-    CodingSessionError,
-    SessionNotice,
-    SessionOpened,
-)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.coding.approval import (
+        DECLINED,
+        Answer,
+        ApprovalRequest,
+        Approvals,
+        Approver,
+        Decline,
+        parse_answer,
+    )
+    from tether.coding.config import (
+        APPROVED_BY_DEFAULT,
+        DEFAULT_CONTEXT_WINDOW,
+        DEFAULT_MAX_STEPS,
+        ApprovalPolicy,
+        CodingSessionConfig,
+        InterruptedTurns,
+        ModelSource,
+        SessionPlace,
+        ToolSet,
+    )
+    from tether.coding.session import (
+        CodingEvent,
+        CodingSession,
+        CodingSessionError,
+        SessionNotice,
+        SessionOpened,
+    )
+
+# Each name loads its module on first use: ``tether chat`` imports ``tether.coding.approval``
+# before its first prompt, and the session (the loop, the protocol) is needed only after it.
+_MODULES = {
+    "approval": (
+        "DECLINED",
+        "Answer",
+        "ApprovalRequest",
+        "Approvals",
+        "Approver",
+        "Decline",
+        "parse_answer",
+    ),
+    "config": (
+        "APPROVED_BY_DEFAULT",
+        "DEFAULT_CONTEXT_WINDOW",
+        "DEFAULT_MAX_STEPS",
+        "ApprovalPolicy",
+        "CodingSessionConfig",
+        "InterruptedTurns",
+        "ModelSource",
+        "SessionPlace",
+        "ToolSet",
+    ),
+    "session": (
+        "CodingEvent",
+        "CodingSession",
+        "CodingSessionError",
+        "SessionNotice",
+        "SessionOpened",
+    ),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tether.coding' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"tether.coding.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __all__ = [
     "APPROVED_BY_DEFAULT",

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from tether.protocol import ToolCall
 
-__all__ = ["Answer", "ApprovalRequest", "Approvals", "Approver", "Decline", "parse_answer"]
+__all__ = [
+    "DECLINED",
+    "Answer",
+    "ApprovalRequest",
+    "Approvals",
+    "Approver",
+    "Decline",
+    "parse_answer",
+]
+
+DECLINED: Final = "the user declined"
+"""The reason a declined call gives the model (``BlockToolCall``)."""
 
 Answer: TypeAlias = Literal["yes", "no", "always"]
 """An answer to the approval question."""

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Generic, Literal, Protocol, TypeAlias, TypeVar
 
-from tether.loop.limits import RunLimits
-
 if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
+    from tether.loop.limits import RunLimits
     from tether.models.base import Model
     from tether.protocol import ModelUsage
     from tether.tools.coding.sandbox import Sandbox
@@ -121,7 +120,9 @@ class CodingSessionConfig(Generic[M]):
       (when ``skills`` and the workspace or ``config_dir`` has skills).
     * ``extensions`` (activated in every runtime, bounded by ``extension_timeout`` seconds).
     * ``sessions``: ``SessionPlace``.
-    * ``max_steps`` per prompt, ``limits`` (``RunLimits``).
+    * ``max_steps`` per prompt, ``limits`` (``RunLimits``; ``None``: the real-model limits,
+      ``RunLimits.for_real_models()``, made when the session starts: importing the loop to
+      build them here would load it before ``tether chat`` shows its prompt).
     * ``interrupted_turns``: what the Agent keeps of a cancelled turn (see ``CodingSession``).
     * ``sandbox``: how ``bash`` and ``python_process`` are sandboxed (``None``: not at all;
       ``tether.tools.coding.sandbox``).
@@ -140,7 +141,7 @@ class CodingSessionConfig(Generic[M]):
     extension_timeout: float | None = 30.0
     sessions: SessionPlace = field(default_factory=SessionPlace)
     max_steps: int = DEFAULT_MAX_STEPS
-    limits: RunLimits = field(default_factory=RunLimits.for_real_models)
+    limits: RunLimits | None = None
     interrupted_turns: InterruptedTurns = "keep"
     sandbox: Sandbox | None = None
     build_model: Callable[[M], Model] | None = None

@@ -46,7 +46,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
 
 from tether._errors import TetherError
-from tether.coding.approval import Answer, ApprovalRequest, Approvals, Approver, Decline
+from tether.coding.approval import (
+    DECLINED,
+    Answer,
+    ApprovalRequest,
+    Approvals,
+    Approver,
+    Decline,
+)
 from tether.coding.config import DEFAULT_CONTEXT_WINDOW, CodingSessionConfig, ModelSource
 from tether.protocol import ZERO_USAGE, ModelUsage
 
@@ -68,7 +75,6 @@ if TYPE_CHECKING:
     from tether.stream import EventStream
 
 __all__ = [
-    "DECLINED",
     "CodingEvent",
     "CodingSession",
     "CodingSessionError",
@@ -76,8 +82,6 @@ __all__ = [
     "SessionOpened",
 ]
 
-DECLINED: Final = "the user declined"
-"""The reason a declined call gives the model (``BlockToolCall``)."""
 
 M = TypeVar("M", bound=ModelSource)
 T = TypeVar("T")
@@ -316,6 +320,7 @@ class CodingSession(Generic[M]):
             RuntimeManager,
             RuntimeOptions,
         )
+        from tether.loop.limits import RunLimits
 
         config = self.config
         manager = await RuntimeManager.create(
@@ -327,7 +332,8 @@ class CodingSession(Generic[M]):
                 extensions=config.extensions,
                 extension_timeout=config.extension_timeout,
                 agent_options=RuntimeAgentOptions(
-                    limits=config.limits, before_tool_call=self.before_tool_call
+                    limits=config.limits or RunLimits.for_real_models(),
+                    before_tool_call=self.before_tool_call,
                 ),
                 factories=RuntimeFactories(
                     create_tools=self._create_tools, create_agent=self._create_agent
