@@ -1200,3 +1200,24 @@ def test_live_tool_output_and_retries_are_shown() -> None:
         chat_view.line(text)
     progress("again\n", 5)  # another call of the same id never happens; a new call starts over
     assert shown(buffer).endswith("    │ again\n")
+
+
+def test_an_invalid_call_shows_what_the_model_sent() -> None:
+    """Issue 27: a call whose arguments were not JSON showed as ``→ write_file({})``; it shows
+    the text the model sent, marked, before its TOOL_ARGUMENTS_INVALID result."""
+    chat_view, _ = view()
+    broken = ToolCall(
+        id="c1", name="write_file", arguments=JsonObject({}), raw_arguments='{"path": "a.txt",'
+    )
+    assert chat_view.tool_call_line(broken) == ('→ write_file(not JSON: {"path": "a.txt",)')
+
+
+def test_tether_run_shows_an_invalid_call_as_sent() -> None:
+    from tether import ToolStartedEvent, ToolStartedPayload
+    from tether.cli.render import HumanView
+
+    buffer = io.BytesIO()
+    human = HumanView(Output.for_people(io.TextIOWrapper(buffer, encoding="utf-8")))
+    broken = ToolCall(id="c1", name="bash", arguments=JsonObject({}), raw_arguments='{"cmd": ')
+    human.show(ToolStartedEvent(sequence=1, payload=ToolStartedPayload(tool_call=broken)))
+    assert shown(buffer) == '→ bash(not JSON: "{\\"cmd\\": ")  [c1]\n'

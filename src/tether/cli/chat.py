@@ -500,9 +500,14 @@ class ChatView:
                 self.end_stream()
 
     def tool_call_line(self, call: ToolCall) -> str:
-        """``→ name({arguments})``, the arguments shortened to one line."""
+        """``→ name({arguments})``, the arguments shortened to one line; for a call whose
+        arguments were not a JSON object, ``→ name(not JSON: TEXT)`` with the text sent."""
+        from tether.cli.ui.text import visible
         from tether.protocol import to_json
 
+        if call.raw_arguments is not None:
+            raw = shorten(visible(call.raw_arguments, strict=True).replace("\n", " "), 200)
+            return f"→ {call.name}(not JSON: {raw})"
         return f"→ {call.name}({shorten(compact(to_json(call.arguments)), 200)})"
 
     def tool_progress(self, call_id: str, text: str) -> None:

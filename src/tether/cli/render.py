@@ -172,7 +172,10 @@ class HumanView:
                         self.out.write("assistant: " + chunk.delta)
             case "tool.started":
                 call = event.payload.tool_call
-                arguments = shorten(compact(to_json(call.arguments)))
+                if call.raw_arguments is not None:  # not a JSON object: what the model sent
+                    arguments = "not JSON: " + shorten(compact(call.raw_arguments))
+                else:
+                    arguments = shorten(compact(to_json(call.arguments)))
                 self.line(f"→ {call.name}({arguments})  [{call.id}]")
             case "model.retry":
                 retry = event.payload
