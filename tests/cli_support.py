@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-from openai_bodies import text_chunks
+from openai_bodies import call, minimal_chunk, minimal_usage, text_chunks
 from servers.replay import Script, sse_body, sse_response
 
 __all__ = [
@@ -158,6 +158,21 @@ async def run_tether(
 def text_reply(*parts: str, prompt_tokens: int) -> Script:
     """A streamed text answer, one chunk per part, reporting ``prompt_tokens`` tokens in."""
     return sse_response(sse_body(text_chunks(*parts, prompt_tokens=prompt_tokens)))
+
+
+def bash_reply(call_id: str, command: str) -> Script:
+    """A streamed answer that calls ``bash`` with ``command`` (call ``call_id``)."""
+    arguments = json.dumps({"command": command})
+    return sse_response(
+        sse_body(
+            [
+                minimal_chunk({"role": "assistant", "tool_calls": [call(0, call_id, "bash", "")]}),
+                minimal_chunk({"tool_calls": [call(0, arguments=arguments)]}),
+                minimal_chunk({}, "tool_calls"),
+                minimal_usage(9, 3),
+            ]
+        )
+    )
 
 
 def stalled_reply(first: str, *, prompt_tokens: int) -> Script:

@@ -29,10 +29,9 @@ from typing import Any, cast
 import pytest
 
 import cli_support
-from cli_support import BOUND, FAKE_KEY, TETHER, assert_no_key, child_env, spawned
-from openai_bodies import call, minimal_chunk, minimal_usage
+from cli_support import BOUND, FAKE_KEY, TETHER, assert_no_key, bash_reply, child_env, spawned
 from servers.katan import KatanServer
-from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
+from servers.replay import ReplayServer, Script, json_response
 from tether import INTERRUPTED_TURN_NOTE
 
 pytestmark = [
@@ -152,20 +151,6 @@ def text_reply(*parts: str) -> Script:
 
 def stalled_reply(first: str) -> Script:
     return cli_support.stalled_reply(first, prompt_tokens=PROMPT_TOKENS)
-
-
-def bash_reply(call_id: str, command: str) -> Script:
-    arguments = json.dumps({"command": command})
-    return sse_response(
-        sse_body(
-            [
-                minimal_chunk({"role": "assistant", "tool_calls": [call(0, call_id, "bash", "")]}),
-                minimal_chunk({"tool_calls": [call(0, arguments=arguments)]}),
-                minimal_chunk({}, "tool_calls"),
-                minimal_usage(9, 3),
-            ]
-        )
-    )
 
 
 def roles(messages: list[dict[str, Any]]) -> list[str]:

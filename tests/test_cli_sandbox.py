@@ -5,7 +5,6 @@ says once why it runs them unsandboxed, and a sandboxed session does not ask abo
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -13,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import BOUND, child_env, spawned
-from openai_bodies import call, minimal_chunk, minimal_usage
-from servers.replay import ReplayServer, Script, sse_body, sse_response
+from cli_support import BOUND, bash_reply, child_env, spawned, text_reply
+from servers.replay import ReplayServer
 from support import debian_binary
 from tether.cli.config import load_config
 from tether.tools.coding import sandbox_status
@@ -40,28 +38,6 @@ def outside() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def bash_reply(command: str) -> Script:
-    arguments = json.dumps({"command": command})
-    return sse_response(
-        sse_body(
-            [
-                minimal_chunk({"role": "assistant", "tool_calls": [call(0, "c1", "bash", "")]}),
-                minimal_chunk({"tool_calls": [call(0, arguments=arguments)]}),
-                minimal_chunk({}, "tool_calls"),
-                minimal_usage(9, 3),
-            ]
-        )
-    )
-
-
-def text_reply(text: str) -> Script:
-    return sse_response(
-        sse_body(
-            [minimal_chunk({"role": "assistant", "content": text}, "stop"), minimal_usage(9, 3)]
-        )
-    )
-
-
 async def run_tether(*arguments: str, env: dict[str, str], cwd: Path) -> tuple[int, bytes, bytes]:
     async with spawned(*arguments, env=env, cwd=cwd, stdin=asyncio.subprocess.DEVNULL) as process:
         async with asyncio.timeout(BOUND):
@@ -78,8 +54,8 @@ async def sandboxed_write(
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     async with ReplayServer() as server:
-        server.respond(bash_reply(f"echo escaped > {outside}/out.txt; echo done"))
-        server.respond(text_reply("ok"))
+        server.respond(bash_reply("c1", f"echo escaped > {outside}/out.txt; echo done"))
+        server.respond(text_reply("ok", prompt_tokens=9))
         status, _, err = await run_tether(
             "run", "--model", MODEL, "--base-url", server.url, "--tools", "coding",
             *flags, "-p", "write it",

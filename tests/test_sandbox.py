@@ -9,7 +9,6 @@ elsewhere these tests skip and say why.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import os
 import shutil
@@ -23,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from support import debian_binary
-from test_coding_process import call, error_message
+from test_coding_process import call, error_message, wait_dead
 from tether import ToolRegistry, ToolResultMessage
 from tether.tools.coding import (
     DEFAULT_HIDDEN_PATHS,
@@ -282,19 +281,7 @@ async def wait_gone(marker: str) -> None:
     """Wait (through pidfds, bounded) until no process on the machine has ``marker`` in its
     command line: SIGKILL is delivered asynchronously."""
     for pid in processes_with(marker):
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        loop = asyncio.get_running_loop()
-        dead: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(fd, _settle, dead)
-        try:
-            async with asyncio.timeout(20):
-                await dead
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
+        await wait_dead(pid)
     assert processes_with(marker) == []
 
 
@@ -310,8 +297,3 @@ def processes_with(marker: str) -> list[int]:
         except OSError:
             continue
     return found
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
