@@ -36,6 +36,7 @@ from tether.cli.config import (
 from tether.cli.config import config_path as find_config
 from tether.cli.models import ModelChoice, choose_model, display_url, run_problem
 from tether.providers.errors import ProviderError
+from tether.providers.openai_chat import OpenAIChatModel
 
 TETHER = Path(sys.executable).parent / "tether"
 FAKE_KEY = "sk-tether-FAKE-MODELS-KEY-55aa-never-print-me"
@@ -503,7 +504,9 @@ async def test_a_choice_builds_the_model_of_its_api(tmp_path: Path) -> None:
     try:
         names = [type(model).__name__ for model in built]
         assert names == ["OpenAIChatModel", "AnthropicModel", "AnthropicModel", "OpenAIChatModel"]
-        assert built[0].base_url == "http://user:secret@gpu-box:8000/v1"
+        first = built[0]
+        assert isinstance(first, OpenAIChatModel)
+        assert first.base_url == "http://user:secret@gpu-box:8000/v1"
         assert all(FAKE_KEY not in repr(model) for model in built)
     finally:
         for model in built:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
-from tether.providers.openai_wire import OpenAIChatCompat
+from tether.providers.openai_compat import OpenAIChatCompat
 from tether.providers.registry import ApiSpec, ProviderPreset
 
 if TYPE_CHECKING:

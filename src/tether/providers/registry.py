@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from tether._text import is_non_empty
 from tether._types import type_of
-from tether.providers.openai_wire import OpenAIChatCompat
+from tether.providers.openai_compat import OpenAIChatCompat
 
 if TYPE_CHECKING:
     from typing import Protocol
