@@ -92,24 +92,13 @@ MODEL_MAX_STEPS: Final = 1024
 """``--max-steps`` ceiling with ``--model`` (``RunLimits.for_real_models().max_steps``)."""
 
 
-def model_help() -> str:
-    """The "model selection" paragraph of the commands' help; it names the catalog's presets
-    (``tether.providers.registry``)."""
-    import textwrap
-
-    from tether.providers.registry import REGISTRY
-
-    text = (
-        f"--model PROVIDER/MODEL picks a catalog preset ({', '.join(REGISTRY.presets())}) "
-        "or a [providers.NAME] of the config file ($TETHER_CONFIG, else "
-        "$XDG_CONFIG_HOME/tether/config.toml, else ~/.config/tether/config.toml); its API key "
-        "comes from the provider's environment variable (`tether models` lists them and "
-        "whether they are set, never their values)."
-    )
-    lines = textwrap.fill(
-        text, width=92, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
-    )
-    return f"model selection:\n{lines}\n"
+MODEL_HELP: Final = """\
+model selection:
+  --model PROVIDER/MODEL picks a catalog preset (openai/gpt-4o-mini, anthropic/...,
+  ollama/...) or a [providers.NAME] of the config file ($TETHER_CONFIG, else
+  $XDG_CONFIG_HOME/tether/config.toml, else ~/.config/tether/config.toml); `tether models`
+  lists every provider, its API key variable and whether it is set (never its value).
+"""
 
 
 def _print_trace(out: Output) -> int:
@@ -194,11 +183,10 @@ class _Version(argparse.Action):
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     formatter = argparse.RawDescriptionHelpFormatter
-    models_help = model_help()
     parser = argparse.ArgumentParser(
         prog="tether",
         description="The tether agent runtime.",
-        epilog=models_help + "\n" + EXIT_CODES_HELP,
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
     )
     parser.add_argument("--version", action=_Version)
@@ -216,7 +204,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "the run's events, the same ones tether rpc sends. --session PATH continues that\n"
             "session file (created if missing); without it nothing is kept."
         ),
-        epilog=models_help + "\n" + EXIT_CODES_HELP,
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
     )
     run.add_argument(
@@ -256,7 +244,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "edit_file, bash and python_process calls wait for the client's approve unless\n"
             "--auto-approve. Without --model, the config's default_model."
         ),
-        epilog=models_help + "\n" + EXIT_CODES_HELP,
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
     )
     _model_options(rpc)
@@ -290,7 +278,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "settings and the default model. With PROVIDER: list the models its server\n"
             "offers (GET /models; the key, if the provider needs one, must be set)."
         ),
-        epilog=models_help + "\n" + EXIT_CODES_HELP,
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
     )
     models.add_argument(
@@ -308,7 +296,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "(<data dir>/tether/sessions/); -c and -r continue one. Tool calls that change\n"
             "files or run commands are asked about first (unless --auto-approve)."
         ),
-        epilog=COMMANDS_HELP + "\n" + KEYS_HELP + "\n" + models_help + "\n" + CHAT_EXIT_HELP,
+        epilog=COMMANDS_HELP + "\n" + KEYS_HELP + "\n" + MODEL_HELP + "\n" + CHAT_EXIT_HELP,
         formatter_class=formatter,
     )
     _model_options(chat, tools=False)
