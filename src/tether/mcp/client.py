@@ -36,9 +36,9 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 from tether.jsonvalue import JsonObject
 from tether.mcp.config import McpHttpServer, McpServerConfig, mcp_tool_name
@@ -82,15 +82,20 @@ class McpToolInfo:
 
 def _leaf(error: BaseException) -> BaseException:
     """The first real error inside (possibly nested) exception groups."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        group: BaseExceptionGroup[BaseException] = error
-        error = group.exceptions[0]
-    return error
+    current: object = error
+    while isinstance(current, BaseExceptionGroup):
+        inner = cast("tuple[BaseException, ...]", current.exceptions)
+        if not inner:
+            break
+        current = inner[0]
+    return cast("BaseException", current)
 
 
 class McpServer:
     """One MCP server and its connection (see the module docstring). ``cwd`` is where a
-    stdio server runs when its config has no ``cwd``."""
+    stdio server runs when its config has no ``cwd``; ``on_tools_changed`` is called after
+    the server's tool list changed and was listed again, ``on_died`` when it ended after it
+    had started (neither may block or raise)."""
 
     def __init__(
         self,
@@ -98,8 +103,10 @@ class McpServer:
         *,
         cwd: str | None = None,
         on_tools_changed: Callable[[McpServer], None] | None = None,
+        on_died: Callable[[McpServer], None] | None = None,
     ) -> None:
         self.config: Final = config
+        self._on_died = on_died
         self._cwd = cwd
         self._on_tools_changed = on_tools_changed
         self._state: McpServerState = "stopped" if config.enabled else "disabled"
@@ -156,8 +163,9 @@ class McpServer:
             return
         self._state = "starting"
         try:
-            import anyio  # noqa: F401 - the SDK's dependency, present with it
-            import mcp  # noqa: F401
+            import importlib
+
+            importlib.import_module("mcp")
         except ImportError:
             self._state = "failed"
             self._error = McpError(
@@ -169,7 +177,9 @@ class McpServer:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[tuple[McpToolInfo, ...]] = loop.create_future()
         closing = self._closing = asyncio.Event()
-        stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        stderr = tempfile.TemporaryFile(  # noqa: SIM115 - closed when the connection ends
+            mode="w+", encoding="utf-8", errors="replace"
+        )
         owner = self._owner = asyncio.ensure_future(self._serve(ready, closing, stderr))
         try:
             try:
@@ -204,6 +214,17 @@ class McpServer:
             raise
         self._state = "running"
         self._error = None
+
+    def _mark_died(self) -> None:
+        """A running server's connection ended: calls fail, the next one restarts it."""
+        if self._state == "running":
+            self._state = "died"
+            self._session = None
+            self._error = McpError(
+                "MCP_SERVER_DIED", f"MCP server '{self.name}' exited", server=self.name
+            )
+            if self._on_died is not None:
+                self._on_died(self)
 
     def _cancel_owner(self, owner: asyncio.Task[None]) -> None:
         """Cancel the owner through its anyio scope (the SDK's shielded shutdown then still
@@ -268,11 +289,7 @@ class McpServer:
             if ready.done():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     ready.exception()
-            if self._state == "running":
-                self._state = "died"
-                self._error = McpError(
-                    "MCP_SERVER_DIED", f"MCP server '{self.name}' exited", server=self.name
-                )
+            self._mark_died()
             with contextlib.suppress(OSError):
                 stderr.close()
 
@@ -335,9 +352,9 @@ class McpServer:
                 if offered in seen:
                     continue  # two names that differ only in characters a provider refuses
                 seen.add(offered)
-                schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+                schema: object = tool.input_schema
                 try:
-                    frozen = JsonObject(schema)
+                    frozen = JsonObject(cast("dict[str, Any]", schema))
                 except (TypeError, ValueError):
                     frozen = JsonObject({"type": "object"})
                 description = (tool.description or "").strip() or f"{tool.name} ({self.name})"
@@ -356,7 +373,11 @@ class McpServer:
     async def _on_message(self, message: Any) -> None:
         from mcp.types import ServerNotification, ToolListChangedNotification
 
-        inner = message.root if isinstance(message, ServerNotification) else message
+        inner = (
+            getattr(message, "root", message)
+            if isinstance(message, ServerNotification)
+            else message
+        )
         if isinstance(inner, ToolListChangedNotification) and self._refresh is None:
             self._refresh = asyncio.ensure_future(self._relist())
 
@@ -397,6 +418,7 @@ class McpServer:
             )
         except MCPError as error:
             if error.code == CONNECTION_CLOSED or self._session is not session:
+                self._mark_died()
                 raise self._failure("MCP_SERVER_DIED", "exited during the call") from None
             if error.code == REQUEST_TIMEOUT:
                 raise self._failure(
@@ -500,7 +522,7 @@ def _origin(config: McpHttpServer) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(config: McpHttpServer) -> Any:
+async def _http_transport(config: McpHttpServer) -> AsyncGenerator[tuple[Any, Any]]:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -509,9 +531,11 @@ async def _http_transport(config: McpHttpServer) -> Any:
         token = os.environ.get(config.bearer_token_env_var)
         if token:
             headers["Authorization"] = f"Bearer {token}"
-    async with create_mcp_http_client(headers=headers) as client:
-        async with streamable_http_client(config.url, http_client=client) as streams:
-            yield streams[0], streams[1]
+    async with (
+        create_mcp_http_client(headers=headers) as client,
+        streamable_http_client(config.url, http_client=client) as streams,
+    ):
+        yield streams[0], streams[1]
 
 
 def _describe(error: BaseException) -> str:
@@ -556,7 +580,7 @@ class McpServers:
     and ``stop()`` are the same steps by hand. ``start()`` starts every enabled server
     concurrently; one that fails is recorded (its ``state`` ``failed``, its ``error``) and
     the others still start; ``errors`` lists the failures. ``on_tools_changed`` is called
-    when a server's tool list changed.
+    when a server's tool list changed, ``on_died`` when one died (see ``McpServer``).
     """
 
     def __init__(
@@ -565,12 +589,14 @@ class McpServers:
         *,
         cwd: str | None = None,
         on_tools_changed: Callable[[McpServer], None] | None = None,
+        on_died: Callable[[McpServer], None] | None = None,
     ) -> None:
         names = [config.name for config in configs]
         if len(set(names)) != len(names):
             raise McpError("MCP_CONFIG_INVALID", "two MCP servers have the same name")
         self.servers: Final = tuple(
-            McpServer(config, cwd=cwd, on_tools_changed=on_tools_changed) for config in configs
+            McpServer(config, cwd=cwd, on_tools_changed=on_tools_changed, on_died=on_died)
+            for config in configs
         )
 
     async def __aenter__(self) -> McpServers:

@@ -159,7 +159,11 @@ class McpStdioServer:
             self.enabled,
         )
         name = self.name
-        if not isinstance(self.command, str) or not self.command.strip() or "\0" in self.command:
+        if (
+            not isinstance(cast("object", self.command), str)
+            or not self.command.strip()
+            or "\0" in self.command
+        ):
             raise _fail(f"'{name}.command' must be a program to run", name)
         args = cast("object", self.args)
         if not isinstance(args, tuple | list) or not all(
@@ -226,7 +230,7 @@ class McpHttpServer:
             self.enabled,
         )
         name = self.name
-        if not isinstance(self.url, str) or not _is_http_url(self.url):
+        if not isinstance(cast("object", self.url), str) or not _is_http_url(self.url):
             raise _fail(f"'{name}.url' must be an http:// or https:// URL with a host", name)
         headers = cast("object", self.headers)
         if not isinstance(headers, Mapping) or not all(
@@ -321,7 +325,7 @@ def _server(name: str, entry: object) -> McpServerConfig:
     key = f"mcp_servers.{name}"
     if not isinstance(entry, dict):
         raise _fail(f"'{key}' must be a table", name)
-    table = cast("dict[str, object]", entry)
+    table: dict[str, object] = entry  # pyright: ignore[reportUnknownVariableType]
     if ("command" in table) == ("url" in table):
         raise _fail(
             f"'{key}' needs exactly one of 'command' (stdio) or 'url' (streamable HTTP)", name
@@ -344,10 +348,13 @@ def _server(name: str, entry: object) -> McpServerConfig:
             return McpStdioServer(
                 name=name,
                 command=cast("str", table["command"]),
-                args=cast("tuple[str, ...]", tuple(args) if isinstance(args, list) else args),
+                args=cast(
+                    "tuple[str, ...]",
+                    tuple(cast("list[object]", args)) if isinstance(args, list) else args,
+                ),
                 env=cast("Mapping[str, str]", table.get("env", {})),
                 cwd=cast("str | None", table.get("cwd")),
-                **cast("dict[str, object]", common),  # pyright: ignore[reportArgumentType]
+                **common,  # pyright: ignore[reportArgumentType]
             )
         if "headers" in table and "http_headers" in table:
             raise _fail(f"'{key}' takes 'headers' or 'http_headers', not both", name)
@@ -356,7 +363,7 @@ def _server(name: str, entry: object) -> McpServerConfig:
             url=cast("str", table["url"]),
             headers=cast("Mapping[str, str]", table.get("headers", table.get("http_headers", {}))),
             bearer_token_env_var=cast("str | None", table.get("bearer_token_env_var")),
-            **cast("dict[str, object]", common),  # pyright: ignore[reportArgumentType]
+            **common,  # pyright: ignore[reportArgumentType]
         )
     except McpError as error:
         raise _fail(error.message.replace(f"'{name}.", f"'{key}.", 1), name) from None
