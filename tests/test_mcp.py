@@ -23,7 +23,7 @@ import sys
 import tomllib
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import pytest
 from hypothesis import given
@@ -35,6 +35,7 @@ from tether.mcp import (
     MCP_ERROR_CODES,
     MCP_HINTS,
     McpError,
+    McpErrorCode,
     McpHttpServer,
     McpServer,
     McpServers,
@@ -121,6 +122,7 @@ def test_a_bad_table_is_a_typed_error_naming_the_key(table: object, names: str) 
 
 
 def test_every_code_has_a_hint() -> None:
+    assert MCP_ERROR_CODES == get_args(McpErrorCode)
     assert set(MCP_HINTS) == set(MCP_ERROR_CODES)
 
 

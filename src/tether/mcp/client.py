@@ -163,9 +163,7 @@ class McpServer:
             return
         self._state = "starting"
         try:
-            import importlib
-
-            importlib.import_module("mcp")
+            await _import_sdk()
         except ImportError:
             self._state = "failed"
             self._error = McpError(
@@ -496,6 +494,16 @@ class McpServer:
             await _settle(task)
         self._owner = None
         self._session = None
+
+
+async def _import_sdk() -> None:
+    """Import the SDK (about a second, the first time) on a thread: the event loop (a chat's
+    keys, other servers' starts) goes on meanwhile."""
+    import importlib
+    import sys
+
+    if "mcp.client.stdio" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "mcp.client.stdio")
 
 
 async def _settle(task: asyncio.Future[Any]) -> None:

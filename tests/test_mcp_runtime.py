@@ -1,0 +1,144 @@
+"""MCP servers owned by a runtime: started when it is built (a failing one named, the others
+working), their tools in the Agent's registry, called in an agent run, refreshed when the
+server's tool list changes, stopped (process group dead) when the runtime is disposed or its
+construction is cancelled. Real servers: ``mcp-server-time`` and the SDK-built toy server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from test_coding_process import wait_dead
+from test_mcp import children, only_new, time_server, toy_stdio
+from tether import ScriptedModel, text_reply, tool_call_reply
+from tether.agent.runtime import create_runtime
+from tether.mcp import McpStdioServer
+
+
+async def bounded(awaitable: Any) -> Any:
+    async with asyncio.timeout(60):
+        return await awaitable
+
+
+def options(cwd: Path, model: object, **extra: Any) -> dict[str, Any]:
+    return {
+        "cwd": cwd,
+        "session": {"path": "session.jsonl", "mode": "create"},
+        "model": model,
+        **extra,
+    }
+
+
+async def test_a_runtime_starts_its_servers_and_an_agent_run_calls_one(tmp_path: Path) -> None:
+    before = children()
+    model = ScriptedModel(
+        [tool_call_reply(("time__get_current_time", {"timezone": "UTC"})), text_reply("done")]
+    )
+    broken = McpStdioServer(name="broken", command="no-such-mcp-server-here")
+    runtime = await bounded(
+        create_runtime(options(tmp_path, model, mcp_servers=(broken, time_server())))
+    )
+    try:
+        assert "time__get_current_time" in runtime.tools.names
+        assert "time__get_current_time" in runtime.agent.tool_names
+        assert [server.state for server in runtime.mcp_servers] == ["failed", "running"]
+        (error,) = runtime.mcp_errors
+        assert error.code == "MCP_SERVER_START_FAILED"
+        assert error.server == "broken"
+        pid = only_new(before)
+        result = await bounded(runtime.agent.run("what time is it?"))
+        assert result.status == "completed"
+        answer = result.messages[-2]
+        assert answer.role == "toolResult"
+        assert not answer.is_error
+        assert json.loads(answer.content)["timezone"] == "UTC"
+    finally:
+        await bounded(runtime.dispose())
+    await wait_dead(pid)
+    assert children() == before
+    assert [server.state for server in runtime.mcp_servers] == ["closed", "closed"]
+
+
+async def test_disposing_while_a_call_runs_aborts_it_and_stops_the_server(
+    tmp_path: Path,
+) -> None:
+    before = children()
+    model = ScriptedModel([tool_call_reply(("toy__block", {})), text_reply("never")])
+    runtime = await bounded(create_runtime(options(tmp_path, model, mcp_servers=(toy_stdio(),))))
+    pid = only_new(before)
+    stream = runtime.agent.prompt("block")
+    async for event in stream:
+        if event.type == "tool.started":
+            break
+    await bounded(runtime.dispose())
+    result = await bounded(stream.result)
+    assert result.status == "cancelled"
+    await wait_dead(pid)
+    assert children() == before
+
+
+async def test_a_cancelled_construction_stops_the_servers_it_started(tmp_path: Path) -> None:
+    before = children()
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    script = (
+        f"import os, time; os.write(os.open({str(fifo)!r}, os.O_WRONLY), b'up'); time.sleep(600)"
+    )
+    sleeper = McpStdioServer(name="sleepy", command=sys.executable, args=("-c", script))
+    build = asyncio.ensure_future(
+        create_runtime(options(tmp_path, ScriptedModel([]), mcp_servers=(sleeper,)))
+    )
+    loop = asyncio.get_running_loop()
+    up: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(reader, lambda: up.done() or up.set_result(None))
+    try:
+        await bounded(up)
+    finally:
+        loop.remove_reader(reader)
+        os.close(reader)
+    pid = only_new(before)
+    build.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await build
+    await wait_dead(pid)
+    assert children() == before
+    assert not (tmp_path / "session.jsonl").exists()  # the rollback removed what it made
+
+
+async def test_list_changed_gives_the_agent_the_new_tools(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            tool_call_reply(("toy__grow", {})),
+            text_reply("grown"),
+            tool_call_reply(("toy__late", {})),
+            text_reply("called"),
+        ]
+    )
+    runtime = await bounded(create_runtime(options(tmp_path, model, mcp_servers=(toy_stdio(),))))
+    try:
+        assert "toy__late" not in runtime.agent.tool_names
+        changed = runtime.mcp_changed
+        assert changed is not None
+        assert (await bounded(runtime.agent.run("grow"))).status == "completed"
+        await bounded(changed.wait())
+        assert "toy__late" in runtime.agent.tool_names
+        assert "toy__late" in runtime.tools.names
+        result = await bounded(runtime.agent.run("call the new one"))
+        assert result.messages[-2].content == "late"
+    finally:
+        await bounded(runtime.dispose())
+
+
+async def test_bad_mcp_servers_option_is_refused(tmp_path: Path) -> None:
+    from tether.agent.runtime import TetherRuntimeError
+
+    with pytest.raises(TetherRuntimeError) as caught:
+        await create_runtime(options(tmp_path, ScriptedModel([]), mcp_servers=("time",)))
+    assert caught.value.code == "RUNTIME_INVALID_OPTIONS"
