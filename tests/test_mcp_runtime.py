@@ -142,3 +142,85 @@ async def test_bad_mcp_servers_option_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TetherRuntimeError) as caught:
         await create_runtime(options(tmp_path, ScriptedModel([]), mcp_servers=("time",)))
     assert caught.value.code == "RUNTIME_INVALID_OPTIONS"
+
+
+# -- the coding session ------------------------------------------------------------------------
+
+
+def coding_config(tmp_path: Path, model: ScriptedModel, **changes: Any) -> Any:
+    from test_coding_session import TODAY, Choice
+    from tether.coding import CodingSessionConfig, SessionPlace
+
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    return CodingSessionConfig(
+        model=Choice(spec="scripted/a", model=model),
+        cwd=project,
+        today=TODAY,
+        sessions=SessionPlace(directory=tmp_path / "sessions"),
+        **changes,
+    )
+
+
+async def test_a_coding_session_asks_before_an_mcp_tool_and_says_what_failed(
+    tmp_path: Path,
+) -> None:
+    from tether.coding import Answer, ApprovalRequest, CodingSession, SessionNotice
+
+    before = children()
+    model = ScriptedModel(
+        [tool_call_reply(("time__get_current_time", {"timezone": "UTC"})), text_reply("it is")]
+    )
+    broken = McpStdioServer(name="broken", command="no-such-mcp-server-here", env={"K": "v4lue"})
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> Answer:
+        asked.append(request)
+        return "yes"
+
+    session = CodingSession(
+        coding_config(tmp_path, model, mcp_servers=(broken, time_server())), approver=approver
+    )
+    notices: list[str] = []
+    session.subscribe(
+        lambda event: notices.append(event.text) if isinstance(event, SessionNotice) else None
+    )
+    try:
+        result = await bounded((await session.prompt("what time is it?")).result)
+        assert result.status == "completed"
+        assert [request.tool_call.name for request in asked] == ["time__get_current_time"]
+        assert "time__get_current_time" in (session.system_prompt or "")
+        (notice,) = notices
+        assert notice.startswith("[MCP_SERVER_START_FAILED] MCP server 'broken'")
+        assert "v4lue" not in notice
+        path = session.session_path
+        assert path is not None
+    finally:
+        await bounded(session.close())
+    assert children() == before
+    assert "v4lue" not in path.read_text(encoding="utf-8")
+
+
+async def test_an_mcp_server_with_approval_auto_is_not_asked_about(tmp_path: Path) -> None:
+    from tether.coding import ApprovalRequest, CodingSession
+
+    model = ScriptedModel(
+        [tool_call_reply(("time__get_current_time", {"timezone": "UTC"})), text_reply("it is")]
+    )
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> Any:
+        asked.append(request)
+        return "no"
+
+    session = CodingSession(
+        coding_config(tmp_path, model, mcp_servers=(time_server(approval="auto"),)),
+        approver=approver,
+    )
+    try:
+        result = await bounded((await session.prompt("what time is it?")).result)
+        assert result.status == "completed"
+        assert asked == []
+        assert not result.messages[-2].is_error
+    finally:
+        await bounded(session.close())
