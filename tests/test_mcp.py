@@ -122,7 +122,7 @@ def test_a_bad_table_is_a_typed_error_naming_the_key(table: object, names: str) 
 
 
 def test_every_code_has_a_hint() -> None:
-    assert MCP_ERROR_CODES == get_args(McpErrorCode)
+    assert get_args(McpErrorCode) == MCP_ERROR_CODES
     assert set(MCP_HINTS) == set(MCP_ERROR_CODES)
 
 
