@@ -111,6 +111,13 @@ def test_http_headers_is_codex_spelling_of_headers() -> None:
         ({"a__b": {"command": "x"}}, "single '_'"),
         ({"t": {"command": "x", "tool_approval": {"a": "yes"}}}, "tool_approval"),
         ({"t": "x"}, "'mcp_servers.t' must be a table"),
+        ({"t": {"command": " "}}, "'mcp_servers.t.command'"),
+        ({"t": {"command": "x", "cwd": ""}}, "'mcp_servers.t.cwd'"),
+        ({"t": {"url": "http://h/", "bearer_token_env_var": "1X"}}, "bearer_token_env_var"),
+        ({"t": {"url": "http://h /"}}, "'mcp_servers.t.url'"),
+        ({"t": {"url": "http://h:99999/"}}, "'mcp_servers.t.url'"),
+        ({"t": {"url": "http://h/", "headers": {}, "http_headers": {}}}, "not both"),
+        (["t"], "'mcp_servers' must be a table"),
     ],
 )
 def test_a_bad_table_is_a_typed_error_naming_the_key(table: object, names: str) -> None:
@@ -119,6 +126,13 @@ def test_a_bad_table_is_a_typed_error_naming_the_key(table: object, names: str) 
     assert caught.value.code == "MCP_CONFIG_INVALID"
     assert names in caught.value.message
     assert caught.value.hint == MCP_HINTS["MCP_CONFIG_INVALID"]
+
+
+def test_a_server_built_in_python_is_checked_too() -> None:
+    with pytest.raises(McpError) as caught:
+        McpStdioServer(name="a b", command="x")
+    assert caught.value.code == "MCP_CONFIG_INVALID"
+    assert "NAME__TOOL" in caught.value.message
 
 
 def test_every_code_has_a_hint() -> None:
@@ -417,6 +431,7 @@ async def test_list_changed_refreshes_the_tools() -> None:
 async def test_a_stopped_server_refuses_calls() -> None:
     servers = McpServers([time_server()])
     await servers.start()
+    await servers.servers[0].start()  # already running: nothing happens
     registry = ToolRegistry(servers.definitions())
     await servers.stop()
     result = await call(registry, "time__get_current_time", timezone="UTC")
@@ -495,8 +510,6 @@ async def test_http_server_headers_calls_errors_and_list_changed(
             assert error_of(failed).startswith("MCP_TOOL_ERROR: MCP server 'web'")
             assert "the toy failed on purpose" in error_of(failed)
 
-            toy.entered.clear()
-            toy.cancelled.clear()
             controller = AbortController()
             tool_call = ToolCall(id="call-block", name="web__block", arguments=JsonObject())
             running = asyncio.ensure_future(
@@ -538,3 +551,96 @@ async def test_a_server_object_is_a_plain_value() -> None:
     assert "time" in repr(server)
     await server.stop()
     assert server.state == "closed"
+
+
+# -- the rest of the client's paths ------------------------------------------------------------
+
+
+def test_results_that_are_not_text_are_described() -> None:
+    from mcp.types import CallToolResult
+
+    from tether.mcp.client import _text_of  # pyright: ignore[reportPrivateUsage]
+
+    assert _text_of(CallToolResult(content=[], structured_content={"a": 1})) == '{"a": 1}'
+    assert _text_of(CallToolResult(content=[])) == ""
+
+
+async def test_blocks_timeouts_removed_tools_and_stopped_calls() -> None:
+    changed = asyncio.Event()
+    toy = toy_stdio(tool_timeout=0.5)
+    async with McpServers([toy], on_tools_changed=lambda _s: changed.set()) as servers:
+        registry = ToolRegistry(servers.definitions())
+        media = await call(registry, "toy__media")
+        assert media.content.splitlines() == [
+            "[image image/png]",
+            "[audio audio/wav]",
+            "[resource file:///a.txt]",
+            "inline text",
+            "[resource file:///c.bin]",
+        ]
+        slow = await call(registry, "toy__block")
+        assert error_of(slow).startswith("MCP_TOOL_TIMEOUT: MCP server 'toy' tool 'block'")
+        assert (await call(registry, "toy__shrink")).content == "shrunk"
+        async with asyncio.timeout(20):
+            await changed.wait()
+        gone = await call(registry, "toy__echo", text="x")
+        assert error_of(gone).startswith("MCP_TOOL_NOT_FOUND: MCP server 'toy'")
+
+
+async def test_stopping_during_a_call_fails_it_as_stopped() -> None:
+    from servers.mcp_toy import TOY as toy
+
+    async with toy_http() as url:
+        servers = McpServers([McpHttpServer(name="web", url=url)])
+        await servers.start()
+        registry = ToolRegistry(servers.definitions())
+        running = asyncio.ensure_future(call(registry, "web__block"))
+        async with asyncio.timeout(20):
+            await toy.entered.wait()
+        await servers.stop()
+        result = await running
+        assert error_of(result).startswith("MCP_SERVER_STOPPED: MCP server 'web'")
+
+
+async def test_a_server_that_keeps_dying_is_given_up_on() -> None:
+    async with McpServers([toy_stdio()]) as servers:
+        server = servers.servers[0]
+        registry = ToolRegistry(servers.definitions())
+        for _ in range(4):  # the first start and three restarts
+            assert error_of(await call(registry, "toy__die")).startswith("MCP_SERVER_DIED")
+        assert server.restarts == 3
+        last = await call(registry, "toy__echo", text="x")
+        assert (
+            error_of(last) == "MCP_SERVER_DIED: MCP server 'toy' exited and was restarted 3 times"
+        )
+
+
+async def test_calls_on_a_server_that_did_not_start_repeat_its_error(tmp_path: Path) -> None:
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n", encoding="utf-8")
+    server = McpServer(McpStdioServer(name="denied", command=str(script)))
+    with pytest.raises(McpError) as caught:
+        await server.start()
+    assert caught.value.code == "MCP_SERVER_START_FAILED"
+    assert "may not be run" in caught.value.message
+    with pytest.raises(McpError) as again:
+        await server.call("anything", {})
+    assert again.value.message.startswith("MCP_SERVER_START_FAILED: MCP server 'denied'")
+    await server.stop()
+
+
+async def test_without_the_sdk_a_server_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp.client.stdio", None)
+    server = McpServer(time_server())
+    with pytest.raises(McpError) as caught:
+        await server.start()
+    assert caught.value.code == "MCP_NOT_INSTALLED"
+    assert "tether[mcp]" in caught.value.hint
+
+
+def test_two_servers_of_one_name_are_refused() -> None:
+    with pytest.raises(McpError) as caught:
+        McpServers([time_server(), time_server()])
+    assert caught.value.code == "MCP_CONFIG_INVALID"

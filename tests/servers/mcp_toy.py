@@ -9,7 +9,10 @@ HTTP on 127.0.0.1 (``toy_server()``'s ``streamable_http_app``). Tools:
 * ``die()``: the process exits in the middle of the call (stdio);
 * ``block()``: waits until cancelled, setting ``TOY.entered`` first (in-process) or
   writing ``blocked`` to stderr (stdio); ``TOY.cancelled`` is set when the wait is cancelled;
-* ``grow()``: adds the tool ``late`` and tells the client its tool list changed.
+* ``grow()``: adds the tool ``late`` and tells the client its tool list changed;
+* ``shrink()``: removes ``echo`` and tells the client its tool list changed;
+* ``media()``: an image, an audio clip, a resource link and two embedded resources;
+* ``structured()``: structured content only.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ class Toy:
     """What the in-process server's tools report to a test."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """New events (an event belongs to the loop that first waits on it)."""
         self.entered = asyncio.Event()
         self.cancelled = asyncio.Event()
 
@@ -36,6 +43,8 @@ TOY = Toy()
 
 
 def toy_server() -> MCPServer[Any]:
+    """A new toy server (and new ``TOY`` events)."""
+    TOY.reset()
     server: MCPServer[Any] = MCPServer("toy")
 
     @server.tool()
@@ -84,6 +93,44 @@ def toy_server() -> MCPServer[Any]:
         server.add_tool(late)
         await ctx.session.send_tool_list_changed()
         return "grown"
+
+    @server.tool()
+    async def shrink(ctx: Context) -> str:
+        """Remove the tool 'echo' and say the tool list changed."""
+        server.remove_tool("echo")
+        await ctx.session.send_tool_list_changed()
+        return "shrunk"
+
+    @server.tool()
+    def media() -> list[Any]:
+        """Blocks that are not text."""
+        from mcp.types import (
+            AudioContent,
+            BlobResourceContents,
+            EmbeddedResource,
+            ImageContent,
+            ResourceLink,
+            TextResourceContents,
+        )
+
+        return [
+            ImageContent(type="image", data="aGk=", mime_type="image/png"),
+            AudioContent(type="audio", data="aGk=", mime_type="audio/wav"),
+            ResourceLink(type="resource_link", uri="file:///a.txt", name="a"),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(uri="file:///b.txt", text="inline text"),
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(uri="file:///c.bin", blob="aGk="),
+            ),
+        ]
+
+    @server.tool(structured_output=True)
+    def structured() -> dict[str, int]:
+        """Structured content."""
+        return {"answer": 42}
 
     return server
 

@@ -204,10 +204,6 @@ class McpServer:
             self._state = "failed"
             if isinstance(error, McpError):
                 self._error = error
-            elif isinstance(error, Exception):
-                self._error = self._start_failure(error, stderr)
-                stderr.close()
-                raise self._error from None
             stderr.close()
             raise
         self._state = "running"
@@ -402,6 +398,10 @@ class McpServer:
         try:
             return await task
         except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and current is not None and not current.cancelling():
+                # Not this caller's cancellation: stop() ended the call.
+                raise self._failure("MCP_SERVER_STOPPED", "was stopped during the call") from None
             task.cancel()
             raise
 
@@ -415,6 +415,8 @@ class McpServer:
                 tool, arguments, read_timeout_seconds=self.config.tool_timeout
             )
         except MCPError as error:
+            if self._state == "closed":
+                raise self._failure("MCP_SERVER_STOPPED", "was stopped during the call") from None
             if error.code == CONNECTION_CLOSED or self._session is not session:
                 self._mark_died()
                 raise self._failure("MCP_SERVER_DIED", "exited during the call") from None
@@ -483,14 +485,17 @@ class McpServer:
         if self._state == "disabled":
             return
         self._state = "closed"
-        for task in (self._starting, self._refresh, *self._calls):
+        for task in (self._starting, self._refresh):
             if task is not None:
                 task.cancel()
         if self._closing is not None:
             self._closing.set()
         owner = self._owner
-        pending = [t for t in (owner, self._starting, self._refresh, *self._calls) if t is not None]
-        for task in pending:
+        for task in [t for t in (owner, self._starting, self._refresh) if t is not None]:
+            await _settle(task)
+        # The session is closed: calls in flight fail; one still waiting is cancelled.
+        for task in tuple(self._calls):
+            task.cancel()
             await _settle(task)
         self._owner = None
         self._session = None
@@ -502,7 +507,7 @@ async def _import_sdk() -> None:
     import importlib
     import sys
 
-    if "mcp.client.stdio" not in sys.modules:
+    if sys.modules.get("mcp.client.stdio") is None:
         await asyncio.to_thread(importlib.import_module, "mcp.client.stdio")
 
 
