@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from test_coding_process import assert_not_running, wait_dead
+from test_coding_process import assert_not_running, call, error_message, wait_dead
 from tether import AbortController, AbortError, JsonObject, ToolCall, ToolRegistry
 from tether.mcp import (
     MCP_ERROR_CODES,
@@ -44,12 +44,10 @@ from tether.mcp import (
     mcp_tool_name,
     parse_mcp_servers,
 )
-from tether.protocol import ToolResultMessage
 from tether.tools.contract import execute_tool_call
 
 TOY = str(Path(__file__).parent / "servers" / "mcp_toy.py")
 BIN = Path(sys.executable).parent  # the servers' scripts, installed from the lock files
-_ids = iter(range(1_000_000))
 
 
 # -- config ----------------------------------------------------------------------------------
@@ -221,17 +219,6 @@ def only_new(before: set[int]) -> int:
     return pid
 
 
-async def call(registry: ToolRegistry, name: str, **arguments: object) -> ToolResultMessage:
-    tool_call = ToolCall(id=f"call-{next(_ids)}", name=name, arguments=JsonObject(arguments))
-    async with asyncio.timeout(30):
-        return await execute_tool_call(registry, tool_call, AbortController().signal)
-
-
-def error_of(result: ToolResultMessage) -> str:
-    assert result.is_error, result.content
-    return str(json.loads(result.content)["error"]["message"])
-
-
 def time_server(**options: Any) -> McpStdioServer:
     return McpStdioServer(
         name="time",
@@ -258,7 +245,7 @@ async def test_time_server_tools_join_a_registry_and_answer() -> None:
         assert not result.is_error
         assert json.loads(result.content)["timezone"] == "UTC"
         failed = await call(registry, "time__get_current_time", timezone="Nowhere/Else")
-        assert error_of(failed).startswith("MCP_TOOL_ERROR: MCP server 'time'")
+        assert error_message(failed).startswith("MCP_TOOL_ERROR: MCP server 'time'")
 
 
 async def test_git_server_over_stdio(tmp_path: Path) -> None:
@@ -332,26 +319,37 @@ async def test_a_start_that_takes_too_long_is_bounded_and_cleaned_up() -> None:
     assert children() == before
 
 
+class Hanging:
+    """A stdio "server" that says it is up (through a FIFO, no sleeps) and never answers
+    ``initialize``: ``await hanging.up()`` returns once its process runs."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        fifo = tmp_path / "started"
+        os.mkfifo(fifo)
+        self._reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        script = f"import os, time; os.write(os.open({str(fifo)!r}, os.O_WRONLY), b'up'); "
+        self.config = McpStdioServer(
+            name="sleepy", command=sys.executable, args=("-c", script + "time.sleep(600)")
+        )
+
+    async def up(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(self._reader, lambda: ready.done() or ready.set_result(None))
+        try:
+            async with asyncio.timeout(20):
+                await ready
+        finally:
+            loop.remove_reader(self._reader)
+            os.close(self._reader)
+
+
 async def test_a_cancelled_start_leaves_no_process(tmp_path: Path) -> None:
     before = children()
-    fifo = tmp_path / "started"
-    os.mkfifo(fifo)
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    script = (
-        f"import os, time; os.write(os.open({str(fifo)!r}, os.O_WRONLY), b'up'); time.sleep(600)"
-    )
-    sleeper = McpStdioServer(name="sleepy", command=sys.executable, args=("-c", script))
-    servers = McpServers([sleeper])
+    hanging = Hanging(tmp_path)
+    servers = McpServers([hanging.config])
     task = asyncio.ensure_future(servers.start())
-    loop = asyncio.get_running_loop()
-    up: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(reader, lambda: up.done() or up.set_result(None))
-    try:
-        async with asyncio.timeout(20):
-            await up  # the server process runs (and waits for an initialize it never reads)
-    finally:
-        loop.remove_reader(reader)
-        os.close(reader)
+    await hanging.up()
     pid = only_new(before)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -390,7 +388,7 @@ async def test_a_server_that_dies_mid_call_fails_the_call_and_comes_back() -> No
         registry = ToolRegistry(servers.definitions())
         first = only_new(before)
         died = await call(registry, "toy__die")
-        assert error_of(died).startswith("MCP_SERVER_DIED: MCP server 'toy'")
+        assert error_message(died).startswith("MCP_SERVER_DIED: MCP server 'toy'")
         await wait_dead(first)
         again = await call(registry, "toy__echo", text="back")
         assert again.content == "back"
@@ -435,7 +433,7 @@ async def test_a_stopped_server_refuses_calls() -> None:
     registry = ToolRegistry(servers.definitions())
     await servers.stop()
     result = await call(registry, "time__get_current_time", timezone="UTC")
-    assert error_of(result).startswith("MCP_SERVER_STOPPED")
+    assert error_message(result).startswith("MCP_SERVER_STOPPED")
     with pytest.raises(McpError) as caught:
         await servers.servers[0].start()
     assert caught.value.code == "MCP_SERVER_STOPPED"
@@ -507,8 +505,8 @@ async def test_http_server_headers_calls_errors_and_list_changed(
             assert seen["x-team"] == "tools"
             assert seen["authorization"] == "Bearer bearer-s3cr3t"
             failed = await call(registry, "web__fail")
-            assert error_of(failed).startswith("MCP_TOOL_ERROR: MCP server 'web'")
-            assert "the toy failed on purpose" in error_of(failed)
+            assert error_message(failed).startswith("MCP_TOOL_ERROR: MCP server 'web'")
+            assert "the toy failed on purpose" in error_message(failed)
 
             controller = AbortController()
             tool_call = ToolCall(id="call-block", name="web__block", arguments=JsonObject())
@@ -579,12 +577,12 @@ async def test_blocks_timeouts_removed_tools_and_stopped_calls() -> None:
             "[resource file:///c.bin]",
         ]
         slow = await call(registry, "toy__block")
-        assert error_of(slow).startswith("MCP_TOOL_TIMEOUT: MCP server 'toy' tool 'block'")
+        assert error_message(slow).startswith("MCP_TOOL_TIMEOUT: MCP server 'toy' tool 'block'")
         assert (await call(registry, "toy__shrink")).content == "shrunk"
         async with asyncio.timeout(20):
             await changed.wait()
         gone = await call(registry, "toy__echo", text="x")
-        assert error_of(gone).startswith("MCP_TOOL_NOT_FOUND: MCP server 'toy'")
+        assert error_message(gone).startswith("MCP_TOOL_NOT_FOUND: MCP server 'toy'")
 
 
 async def test_stopping_during_a_call_fails_it_as_stopped() -> None:
@@ -599,7 +597,7 @@ async def test_stopping_during_a_call_fails_it_as_stopped() -> None:
             await toy.entered.wait()
         await servers.stop()
         result = await running
-        assert error_of(result).startswith("MCP_SERVER_STOPPED: MCP server 'web'")
+        assert error_message(result).startswith("MCP_SERVER_STOPPED: MCP server 'web'")
 
 
 async def test_a_server_that_keeps_dying_is_given_up_on() -> None:
@@ -607,11 +605,12 @@ async def test_a_server_that_keeps_dying_is_given_up_on() -> None:
         server = servers.servers[0]
         registry = ToolRegistry(servers.definitions())
         for _ in range(4):  # the first start and three restarts
-            assert error_of(await call(registry, "toy__die")).startswith("MCP_SERVER_DIED")
+            assert error_message(await call(registry, "toy__die")).startswith("MCP_SERVER_DIED")
         assert server.restarts == 3
         last = await call(registry, "toy__echo", text="x")
         assert (
-            error_of(last) == "MCP_SERVER_DIED: MCP server 'toy' exited and was restarted 3 times"
+            error_message(last)
+            == "MCP_SERVER_DIED: MCP server 'toy' exited and was restarted 3 times"
         )
 
 

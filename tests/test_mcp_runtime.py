@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from test_coding_process import wait_dead
-from test_mcp import children, only_new, time_server, toy_stdio
+from test_mcp import Hanging, children, only_new, time_server, toy_stdio
 from tether import ScriptedModel, text_reply, tool_call_reply
 from tether.agent.runtime import create_runtime
 from tether.mcp import McpStdioServer
@@ -85,24 +83,11 @@ async def test_disposing_while_a_call_runs_aborts_it_and_stops_the_server(
 
 async def test_a_cancelled_construction_stops_the_servers_it_started(tmp_path: Path) -> None:
     before = children()
-    fifo = tmp_path / "started"
-    os.mkfifo(fifo)
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    script = (
-        f"import os, time; os.write(os.open({str(fifo)!r}, os.O_WRONLY), b'up'); time.sleep(600)"
-    )
-    sleeper = McpStdioServer(name="sleepy", command=sys.executable, args=("-c", script))
+    hanging = Hanging(tmp_path)
     build = asyncio.ensure_future(
-        create_runtime(options(tmp_path, ScriptedModel([]), mcp_servers=(sleeper,)))
+        create_runtime(options(tmp_path, ScriptedModel([]), mcp_servers=(hanging.config,)))
     )
-    loop = asyncio.get_running_loop()
-    up: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(reader, lambda: up.done() or up.set_result(None))
-    try:
-        await bounded(up)
-    finally:
-        loop.remove_reader(reader)
-        os.close(reader)
+    await hanging.up()
     pid = only_new(before)
     build.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -224,3 +209,22 @@ async def test_an_mcp_server_with_approval_auto_is_not_asked_about(tmp_path: Pat
         assert not result.messages[-2].is_error
     finally:
         await bounded(session.close())
+
+
+async def test_agent_set_tools_takes_effect_from_the_next_turn() -> None:
+    from tether import Agent, ToolRegistry, tool
+
+    @tool
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    model = ScriptedModel([tool_call_reply(("ping", {})), text_reply("done")])
+    agent = Agent(model=model)
+    assert agent.tool_names == ()
+    agent.set_tools(ToolRegistry([ping]))
+    assert agent.tool_names == ("ping",)
+    result = await bounded(agent.run("ping"))
+    assert result.messages[-2].content == "pong"
+    with pytest.raises(TypeError):
+        agent.set_tools([ping])  # pyright: ignore[reportArgumentType]

@@ -95,34 +95,34 @@ def _empty_approvals() -> Mapping[str, McpApproval]:
     return MappingProxyType({})
 
 
-def _check_common(
-    name: object,
-    startup_timeout: object,
-    tool_timeout: object,
-    approval: object,
-    tool_approval: object,
-    enabled: object,
-) -> None:
-    if not isinstance(name, str) or len(name) > 32 or not _NAME.fullmatch(name):
+def _check_common(server: McpStdioServer | McpHttpServer) -> None:
+    """Check what both kinds of server share, and freeze it (a read-only ``tool_approval``,
+    ``float`` timeouts)."""
+    name = server.name
+    if not isinstance(cast("object", name), str) or len(name) > 32 or not _NAME.fullmatch(name):
         raise _fail(
             "an MCP server name is 1-32 letters, digits, '-' and single '_' "
             "(its tools are offered as NAME__TOOL)"
         )
     for label, value in (
-        ("startup_timeout_sec", startup_timeout),
-        ("tool_timeout_sec", tool_timeout),
+        ("startup_timeout_sec", server.startup_timeout),
+        ("tool_timeout_sec", server.tool_timeout),
     ):
-        if type(value) not in (int, float) or not 0 < cast("float", value) <= _MAX_SECONDS:
+        if type(value) not in (int, float) or not 0 < value <= _MAX_SECONDS:
             raise _fail(f"'{name}.{label}' must be a number of seconds from 0 to 86400", name)
-    if approval not in _APPROVALS:
+    if server.approval not in _APPROVALS:
         raise _fail(f'\'{name}.approval\' must be "ask" or "auto"', name)
-    if not isinstance(tool_approval, Mapping) or not all(
+    approvals = cast("object", server.tool_approval)
+    if not isinstance(approvals, Mapping) or not all(
         isinstance(key, str) and key and value in _APPROVALS
-        for key, value in cast("Mapping[object, object]", tool_approval).items()
+        for key, value in cast("Mapping[object, object]", approvals).items()
     ):
         raise _fail(f'\'{name}.tool_approval\' must map tool names to "ask" or "auto"', name)
-    if type(enabled) is not bool:
+    if type(cast("object", server.enabled)) is not bool:
         raise _fail(f"'{name}.enabled' must be true or false", name)
+    object.__setattr__(server, "tool_approval", MappingProxyType(dict(server.tool_approval)))
+    object.__setattr__(server, "startup_timeout", float(server.startup_timeout))
+    object.__setattr__(server, "tool_timeout", float(server.tool_timeout))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,14 +150,7 @@ class McpStdioServer:
     type: Literal["stdio"] = "stdio"
 
     def __post_init__(self) -> None:
-        _check_common(
-            self.name,
-            self.startup_timeout,
-            self.tool_timeout,
-            self.approval,
-            self.tool_approval,
-            self.enabled,
-        )
+        _check_common(self)
         name = self.name
         if (
             not isinstance(cast("object", self.command), str)
@@ -186,9 +179,6 @@ class McpStdioServer:
             raise _fail(f"'{name}.cwd' must be a directory path", name)
         object.__setattr__(self, "args", tuple(cast("tuple[str, ...]", args)))
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
-        object.__setattr__(self, "tool_approval", MappingProxyType(dict(self.tool_approval)))
-        object.__setattr__(self, "startup_timeout", float(self.startup_timeout))
-        object.__setattr__(self, "tool_timeout", float(self.tool_timeout))
 
     def __repr__(self) -> str:
         return (
@@ -221,14 +211,7 @@ class McpHttpServer:
     type: Literal["http"] = "http"
 
     def __post_init__(self) -> None:
-        _check_common(
-            self.name,
-            self.startup_timeout,
-            self.tool_timeout,
-            self.approval,
-            self.tool_approval,
-            self.enabled,
-        )
+        _check_common(self)
         name = self.name
         if not isinstance(cast("object", self.url), str) or not _is_http_url(self.url):
             raise _fail(f"'{name}.url' must be an http:// or https:// URL with a host", name)
@@ -250,9 +233,6 @@ class McpHttpServer:
                 name,
             )
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
-        object.__setattr__(self, "tool_approval", MappingProxyType(dict(self.tool_approval)))
-        object.__setattr__(self, "startup_timeout", float(self.startup_timeout))
-        object.__setattr__(self, "tool_timeout", float(self.tool_timeout))
 
     def __repr__(self) -> str:
         return (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
 from tether._errors import TetherError
 
@@ -22,18 +22,7 @@ McpErrorCode: TypeAlias = Literal[
 ]
 """Every code an ``McpError`` carries (a tool result's error carries the same codes)."""
 
-MCP_ERROR_CODES: Final[tuple[McpErrorCode, ...]] = (
-    "MCP_CONFIG_INVALID",
-    "MCP_NOT_INSTALLED",
-    "MCP_SERVER_START_FAILED",
-    "MCP_SERVER_TIMEOUT",
-    "MCP_SERVER_DIED",
-    "MCP_SERVER_STOPPED",
-    "MCP_TOOL_ERROR",
-    "MCP_TOOL_NOT_FOUND",
-    "MCP_TOOL_TIMEOUT",
-    "MCP_CALL_FAILED",
-)
+MCP_ERROR_CODES: Final[tuple[McpErrorCode, ...]] = get_args(McpErrorCode)
 """``McpErrorCode``'s values, in order."""
 
 MCP_HINTS: Final[dict[McpErrorCode, str]] = {
