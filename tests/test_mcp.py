@@ -451,15 +451,16 @@ async def test_a_disabled_server_is_not_started() -> None:
 
 
 @contextlib.asynccontextmanager
-async def toy_http() -> AsyncGenerator[str]:
-    """The toy server over streamable HTTP on a port of 127.0.0.1 bound before uvicorn
-    starts (connections wait in the backlog: nothing to wait for)."""
+async def toy_http(port: int = 0) -> AsyncGenerator[str]:
+    """The toy server over streamable HTTP on a port of 127.0.0.1 (``port``, or a free one)
+    bound before uvicorn starts (connections wait in the backlog: nothing to wait for)."""
     import uvicorn
 
     from servers.mcp_toy import toy_server
 
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     sock.listen(16)
     port = sock.getsockname()[1]
     app = toy_server().streamable_http_app()
@@ -525,6 +526,27 @@ async def test_http_server_headers_calls_errors_and_list_changed(
             async with asyncio.timeout(20):
                 await changed.wait()
             assert "web__late" in ToolRegistry(servers.definitions()).names
+
+
+async def test_an_http_server_that_goes_away_is_reported_and_found_again() -> None:
+    async with toy_http() as url:
+        servers = McpServers([McpHttpServer(name="web", url=url, startup_timeout=5)])
+        await servers.start()
+        registry = ToolRegistry(servers.definitions())
+        assert (await call(registry, "web__echo", text="a")).content == "a"
+    server = servers.servers[0]
+    try:
+        gone = await call(registry, "web__echo", text="b")
+        assert error_message(gone).startswith("MCP_SERVER_DIED: MCP server 'web'")
+        down = await call(registry, "web__echo", text="c")  # a restart, which fails
+        assert error_message(down).startswith("MCP_SERVER_START_FAILED: MCP server 'web'")
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        async with toy_http(port):
+            back = await call(registry, "web__echo", text="d")
+            assert back.content == "d"
+            assert server.restarts == 2
+    finally:
+        await servers.stop()
 
 
 async def test_an_http_server_that_is_not_there_is_a_start_failure() -> None:

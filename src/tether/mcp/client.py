@@ -447,8 +447,9 @@ class McpServer:
         )
 
     async def _usable(self) -> Any:
-        """The live session, the server started again first when it died."""
-        if self._state == "died":
+        """The live session, the server started again first when it died (or when starting
+        it again after a death failed: a server that went away may come back)."""
+        if self._state == "died" or (self._state == "failed" and self._restarts):
             if self._restarts >= MCP_MAX_RESTARTS:
                 raise self._failure(
                     "MCP_SERVER_DIED", f"exited and was restarted {self._restarts} times"
