@@ -228,3 +228,28 @@ async def test_agent_set_tools_takes_effect_from_the_next_turn() -> None:
     assert result.messages[-2].content == "pong"
     with pytest.raises(TypeError):
         agent.set_tools([ping])  # pyright: ignore[reportArgumentType]
+
+
+async def test_switching_model_rebuilds_the_runtime_and_its_servers(tmp_path: Path) -> None:
+    from test_coding_session import Choice
+    from tether.coding import CodingSession
+
+    before = children()
+    first = ScriptedModel([text_reply("one")])
+    second = ScriptedModel(
+        [tool_call_reply(("time__get_current_time", {"timezone": "UTC"})), text_reply("two")]
+    )
+    made = coding_config(tmp_path, first, mcp_servers=(time_server(approval="auto"),))
+    session = CodingSession(made)
+    try:
+        await bounded((await session.prompt("hi")).result)
+        old = only_new(before)
+        await bounded(session.switch_model(Choice(spec="scripted/b", model=second)))
+        await wait_dead(old)  # the old runtime's server went with it
+        new = only_new(before)
+        assert new != old
+        result = await bounded((await session.prompt("time?")).result)
+        assert json.loads(result.messages[-2].content)["timezone"] == "UTC"
+    finally:
+        await bounded(session.close())
+    assert children() == before
