@@ -119,6 +119,7 @@ class McpServer:
         self._restarts = 0
         self._starting: asyncio.Task[None] | None = None
         self._refresh: asyncio.Task[None] | None = None
+        self._stale = False  # a tools/list_changed not listed yet
         self._scope: Any = None  # the owner task's anyio cancel scope, while it runs
 
     @property
@@ -372,16 +373,18 @@ class McpServer:
             if isinstance(message, ServerNotification)
             else message
         )
-        if isinstance(inner, ToolListChangedNotification) and self._refresh is None:
-            self._refresh = asyncio.ensure_future(self._relist())
+        if isinstance(inner, ToolListChangedNotification):
+            self._stale = True  # a change during a listing is listed again after it
+            if self._refresh is None:
+                self._refresh = asyncio.ensure_future(self._relist())
 
     async def _relist(self) -> None:
         try:
-            session = self._session
-            if session is not None:
-                with contextlib.suppress(Exception):
+            while self._stale and self._session is not None:
+                self._stale = False
+                with contextlib.suppress(Exception):  # a failed listing keeps the tools known
                     async with asyncio.timeout(self.config.startup_timeout):
-                        self._tools = await self._list(session)
+                        self._tools = await self._list(self._session)
                     if self._on_tools_changed is not None:
                         self._on_tools_changed(self)
         finally:
