@@ -598,6 +598,12 @@ async def test_blocks_timeouts_removed_tools_and_stopped_calls() -> None:
             "inline text",
             "[resource file:///c.bin]",
         ]
+        refused = await call(registry, "toy__refuse")
+        assert error_message(refused) == (
+            "MCP_CALL_FAILED: MCP server 'toy' tool 'refuse': the toy refuses"
+        )
+        assert registry.names.count("toy__a_b") == 1  # a.b and a_b: the first is kept
+        assert (await call(registry, "toy__a_b")).content == "dotted"
         slow = await call(registry, "toy__block")
         assert error_message(slow).startswith("MCP_TOOL_TIMEOUT: MCP server 'toy' tool 'block'")
         assert (await call(registry, "toy__shrink")).content == "shrunk"

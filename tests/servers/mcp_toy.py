@@ -4,7 +4,8 @@ Run over stdio (``python tests/servers/mcp_toy.py``) or mounted in-process over 
 HTTP on 127.0.0.1 (``toy_server()``'s ``streamable_http_app``). Tools:
 
 * ``echo(text)``: returns ``text``;
-* ``fail()``: a tool error (``is_error``);
+* ``fail()``: a tool error (``is_error``); ``refuse()``: a JSON-RPC error instead;
+* ``a.b`` and ``a_b``: two names offered as the same ``toy__a_b``;
 * ``headers()``: the request's headers as JSON (HTTP only);
 * ``die()``: the process exits in the middle of the call (stdio);
 * ``block()``: waits until cancelled, setting ``TOY.entered`` first (in-process) or
@@ -56,6 +57,23 @@ def toy_server() -> MCPServer[Any]:
     def fail() -> str:
         """Always fails."""
         raise ToolError("the toy failed on purpose")
+
+    @server.tool()
+    def refuse() -> str:
+        """Answers with a JSON-RPC error instead of a result."""
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(code=-32602, message="the toy refuses")
+
+    @server.tool(name="a.b")
+    def dotted() -> str:
+        """Offered as a_b, like the next one."""
+        return "dotted"
+
+    @server.tool(name="a_b")
+    def underscored() -> str:
+        """Offered as a_b too: only the first is kept."""
+        return "underscored"
 
     @server.tool()
     def headers(ctx: Context) -> str:
