@@ -125,3 +125,39 @@ async def test_tether_run_calls_an_mcp_tool_in_an_agent_run(tmp_path: Path) -> N
     answer = second["messages"][-1]
     assert answer["role"] == "tool"
     assert json.loads(answer["content"])["timezone"] == "UTC"
+
+
+async def test_tether_rpc_asks_its_client_before_an_mcp_tool_runs(tmp_path: Path) -> None:
+    from typing import Literal
+
+    from cli_support import TETHER
+    from tether.coding.rpc_client import RpcApprovalRequest, RpcClient, RpcNotice
+
+    write_config(tmp_path, TIME, BROKEN)
+    asked: list[str] = []
+
+    async def approve(request: RpcApprovalRequest) -> Literal["yes", "no", "always"]:
+        asked.append(request.name)
+        return "yes"
+
+    async with ReplayServer() as server:
+        server.respond(tool_reply(("call-1", "time__get_current_time", {"timezone": "UTC"})))
+        server.respond(text_reply("It is late."))
+        async with await RpcClient.start(
+            "--model",
+            MODEL,
+            "--base-url",
+            server.url,
+            env=child_env(tmp_path),
+            cwd=tmp_path,
+            command=[str(TETHER)],
+        ) as client:
+            lines = await client.run("What time is it?", approve)
+            messages = await client.get_messages()
+        assert await client.close() == 0
+    assert asked == ["time__get_current_time"]
+    notices = [line.text for line in lines if isinstance(line, RpcNotice)]
+    assert any(text.startswith("[MCP_SERVER_START_FAILED] MCP server 'broken'") for text in notices)
+    (result,) = [m for m in messages if m["role"] == "toolResult"]
+    assert json.loads(result["content"])["timezone"] == "UTC"
+    assert_no_secret(json.dumps(messages).encode(), json.dumps(notices).encode())
