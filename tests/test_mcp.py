@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal as signals
 import socket
 import subprocess
@@ -179,6 +180,15 @@ def test_any_table_is_servers_or_a_typed_error_that_quotes_no_value(
         return
     assert [getattr(server, "name", None) for server in servers] == list(table)
     assert secret not in repr(servers)
+
+
+@given(st.text(max_size=80), st.text(max_size=80))
+def test_an_offered_name_is_always_one_a_provider_accepts(tool: str, other: str) -> None:
+    name = mcp_tool_name("srv", tool)
+    assert re.fullmatch(r"srv__[A-Za-z0-9_-]*", name)
+    assert len(name) <= 64
+    server = McpStdioServer(name="srv", command="x", tool_approval={other or "t": "auto"})
+    assert mcp_approval((server,), name) in ("ask", "auto")
 
 
 def test_tool_names_and_approvals() -> None:
