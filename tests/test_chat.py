@@ -32,6 +32,7 @@ from tether.cli.chat import (
     Chat,
     ChatView,
     Command,
+    Escaped,
     chat_data_dir,
     last_session,
     message_text,
@@ -365,6 +366,21 @@ async def test_ctrl_c_at_the_question_declines_and_cancels(
     assert result.status == "cancelled"
     assert not (tmp_path / "project" / "a.txt").exists()
     assert "(turn cancelled)" in shown(buffer)
+
+
+async def test_esc_at_the_question_interrupts_the_call(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel([write("a.txt", "A", "c1")])
+    chat, buffer = make_chat(tmp_path, config, model, Answers(Escaped()))
+    result = await chat.turn("write a")
+    await chat.close()
+    assert result is not None
+    assert result.status == "cancelled"
+    assert not (tmp_path / "project" / "a.txt").exists()
+    answered = [message for message in result.messages if message.role == "toolResult"]
+    assert [message.tool_call_id for message in answered] == ["c1"]
+    assert "TOOL_CALL_INTERRUPTED" in answered[0].content
+    assert "Esc: cancelling the turn" in shown(buffer)
+    assert "declined" not in shown(buffer)
 
 
 async def test_the_hook_lets_unlisted_tools_run(tmp_path: Path, config: CliConfig) -> None:

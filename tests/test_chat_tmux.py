@@ -919,3 +919,35 @@ async def test_bash_output_streams_before_the_command_ends(tmux: Tmux, tmp_path:
         assert "│ first-line" not in screen  # the live box is gone; the result shows it
         assert "    first-line" in screen
         await quit_chat(tmux)
+
+
+async def test_esc_at_the_approval_question_interrupts_the_turn(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 28: Esc at ``allow bash?`` cancels the turn as Esc during a stream does; the
+    call is answered ``TOOL_CALL_INTERRUPTED`` (not declined) and the prompt comes back."""
+    project = workspace(tmp_path)
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "bash", {"command": "touch ran.txt"}))
+        server.respond(text_reply("Still here."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Touch it")
+        await tmux.wait_for("allow bash? [y]es / [n]o")
+        tmux.send("Escape")
+        await tmux.wait_for("(turn cancelled)")
+        await at_prompt(tmux)
+        screen = tmux.screen()
+        assert "declined" not in screen
+        assert "^[" not in screen
+        await say(tmux, "Are you there?")
+        await tmux.wait_for("Still here.")
+        await quit_chat(tmux)
+    assert not (project / "ran.txt").exists()
+    sent = server.requests[1].json["messages"]
+    answered = next(message for message in sent if message["role"] == "tool")
+    assert answered["tool_call_id"] == "call-1"
+    assert "TOOL_CALL_INTERRUPTED" in answered["content"]
+    assert "TOOL_CALL_BLOCKED" not in answered["content"]
+    assert sent[-2:] == [
+        {"role": "user", "content": INTERRUPTED_TURN_NOTE},
+        {"role": "user", "content": "Are you there?"},
+    ]

@@ -70,7 +70,9 @@ module is what a person sees and can do:
   model gets ``TOOL_CALL_BLOCKED`` "the user declined"), ``n: REASON`` (do not, and the model
   is told the reason: ``coding.Decline``) or ``a`` (run it and every later call of that tool
   in this session). ``--auto-approve``, or ``[tools] auto_approve = true``, never asks.
-  Ctrl-C at that question cancels the turn.
+  Ctrl-C at that question declines the call and cancels the turn; Esc cancels the turn as
+  Esc during a stream does (the call is answered ``TOOL_CALL_INTERRUPTED``, as any call a
+  cancelled turn left unanswered).
 
 **Sessions.** Every message is appended, as it enters the transcript, to a session file in
 ``<data dir>/tether/sessions/`` (the runtime's session, recorded by ``SessionRecorder``; the
@@ -153,6 +155,7 @@ __all__ = [
     "ChatOptions",
     "ChatView",
     "Command",
+    "Escaped",
     "Interrupt",
     "chat_command",
     "chat_completions",
@@ -625,9 +628,14 @@ class _Cancelled(Exception):
     """The operation the chat waited for was cancelled by Ctrl-C."""
 
 
+class Escaped(Exception):
+    """Esc at a question (``Ask`` raises it): at the approval question it interrupts the
+    turn, as Esc during a stream does."""
+
+
 Ask: TypeAlias = Callable[[str], Awaitable[str]]
-"""Asks a question and returns the answer; raises ``KeyboardInterrupt`` (Ctrl-C) or
-``EOFError`` (Ctrl-D)."""
+"""Asks a question and returns the answer; raises ``KeyboardInterrupt`` (Ctrl-C),
+``EOFError`` (Ctrl-D) or ``Escaped`` (Esc)."""
 
 _WARM_MODULES: Final = (
     "tether.agent.persistence",
@@ -1078,6 +1086,14 @@ class Chat:
                 except (KeyboardInterrupt, EOFError):
                     self.interrupt()
                     return "no"
+                except Escaped:
+                    if self.interrupt() != "turn":
+                        return "no"
+                    view.line("Esc: cancelling the turn")
+                    # The loop races this hook against the run's abort signal: the wait
+                    # ends there, and the call is answered as interrupted, not declined.
+                    await asyncio.get_running_loop().create_future()
+                    return "no"  # pragma: no cover - the future is never set
                 answer = parse_approval(reply)
                 if answer is not None:
                     break
@@ -1554,7 +1570,13 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
     async def ask(question: str) -> str:
         nonlocal questions
         if questions is None:
-            questions = PromptSession()
+            escape = KeyBindings()
+
+            @escape.add("escape", eager=True)
+            def _escape(event: KeyPressEvent) -> None:
+                event.app.exit(exception=Escaped())
+
+            questions = PromptSession(key_bindings=escape)
         return await questions.prompt_async(question, handle_sigint=False)
 
     chat = Chat(

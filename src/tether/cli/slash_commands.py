@@ -44,7 +44,8 @@ keys:
   Alt-Enter      a new line (Esc then Enter too)
   Tab            complete a /command, a /model name or an @path in the workspace
   Ctrl-O         show the last tool result whole (its hidden middle lines too)
-  Esc            cancel the running turn (what streamed is kept)
+  Esc            cancel the running turn (what streamed is kept), at an approval
+                 question too (the call does not run)
   during a turn  typing does not echo into the answer: Enter queues the text as a steer
                  (seen at the next turn boundary), Alt-Enter as a follow-up
   Ctrl-C         cancel the running turn, or the runtime being built (the current one
