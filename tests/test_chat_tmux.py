@@ -951,3 +951,34 @@ async def test_esc_at_the_approval_question_interrupts_the_turn(tmux: Tmux, tmp_
         {"role": "user", "content": INTERRUPTED_TURN_NOTE},
         {"role": "user", "content": "Are you there?"},
     ]
+
+
+async def test_without_colour_thinking_is_set_apart_from_the_answer(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """Issue 28: with ``NO_COLOR`` (no dimming to tell them apart) the model's thinking has a
+    ``thinking:`` label and a ``│`` gutter; the answer has neither."""
+    thoughts = " ".join(f"ponder{n:02}" for n in range(40))
+    payloads = [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"reasoning_content": thoughts[i : i + 9]}) for i in range(0, len(thoughts), 9)),
+        chunk({"content": "The answer is 42."}),
+        chunk({}, "stop"),
+        usage(11, 3),
+    ]
+    async with ReplayServer() as server:
+        server.respond(sse_response(sse_body(payloads)))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Think first")
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    shown = screen[screen.index("chat> Think first") : screen.index("[tokens: 11 in,")]
+    lines = shown.splitlines()[1:]
+    assert lines[0] == "thinking:", shown
+    thinking = [line for line in lines if "ponder" in line]
+    assert len(thinking) > 1, shown  # wrapped, inside the gutter
+    assert all(line.startswith("│ ") and len(line) <= 120 for line in thinking), shown
+    assert " ".join(line[2:] for line in thinking).split() == thoughts.split()
+    (answer,) = [line for line in lines if "42" in line]
+    assert answer == "The answer is 42."

@@ -140,6 +140,26 @@ def test_thinking_is_dimmed() -> None:
     assert not re.search(r"\x1b\[(?:[0-9;]*;)?2(?:;[0-9;]*)?m", plain.feed("Let me think.\n\n"))
 
 
+def test_without_colour_thinking_has_a_label_and_a_gutter() -> None:
+    md = StreamingMarkdown(width=30, color=False, thinking=True)
+    source = "Let me think about " + "this " * 12 + "now.\n\n```\nx = 1\n```\n\nDone.\n"
+    live = ""
+    committed = ""
+    for char in source:
+        committed += md.feed(char)
+        live = md.live(max_rows=10) or live
+    committed += md.finish()
+    rows = committed.split("\n")[:-1]
+    assert rows[0] == "thinking:"
+    assert all(row == "│" or row.startswith("│ ") for row in rows[1:]), rows
+    assert all(len(row) <= 30 for row in rows)
+    assert "│ Done." in rows
+    assert live.startswith("│") and "thinking:" not in live  # the tail joins the rows above
+    assert md.render_all() == committed
+    answer = StreamingMarkdown(width=30, color=False)
+    assert answer.feed("Plain.\n") + answer.finish() == "Plain.\n"
+
+
 @pytest.mark.parametrize("color", [False, True])
 def test_control_characters_in_the_answer_are_shown_not_obeyed(color: bool) -> None:
     shown = whole(

@@ -24,8 +24,11 @@ Rendering uses ``rich`` (imported on the first render, never at import): heading
 lists, tables, block quotes, code blocks with syntax highlighting (``theme``: ``"dark"`` or
 ``"light"``), wrapped to ``width``. Links show their URL (no terminal hyperlinks). Without
 ``color`` (``NO_COLOR``, not a terminal) the rows are plain text, no escape sequence at all;
-headings keep their ``#`` marks. ``thinking=True`` renders dimmed and italic. Control characters
-in the source (an ANSI escape, a ``\\r``, a bidi override) are shown as visible escapes.
+headings keep their ``#`` marks. ``thinking=True`` renders dimmed and italic; without
+``color``, where dimming cannot tell it from the answer, it starts with a ``thinking:`` row
+(``THINKING_LABEL``) and every row of it is drawn in a ``│ `` gutter (``THINKING_GUTTER``),
+the text wrapped two cells narrower. Control characters in the source (an ANSI escape, a
+``\\r``, a bidi override) are shown as visible escapes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CODE_HIGHLIGHT_EVERY",
+    "THINKING_GUTTER",
+    "THINKING_LABEL",
     "BlockSplitter",
     "LiveRegion",
     "MarkdownTheme",
@@ -52,6 +57,12 @@ __all__ = [
 CODE_HIGHLIGHT_EVERY: Final = 8
 """While a code block streams (``live(max_rows=...)``), its lines are highlighted in groups
 of this many; the newest lines are shown plain until their group is complete."""
+
+THINKING_LABEL: Final = "thinking:"
+"""The row that starts the model's thinking without colour."""
+
+THINKING_GUTTER: Final = "│ "
+"""What each row of the model's thinking starts with without colour."""
 
 MarkdownTheme: TypeAlias = Literal["dark", "light"]
 """The terminal's background: picks the code highlighting and a few element colours."""
@@ -199,6 +210,7 @@ class StreamingMarkdown:
         "_blocks",
         "_code_rows",
         "_color",
+        "_gutter",
         "_live",
         "_renderer",
         "_shown",
@@ -220,6 +232,7 @@ class StreamingMarkdown:
         self._color = color
         self._theme: MarkdownTheme = theme
         self._thinking = thinking
+        self._gutter = thinking and not color  # the label and the gutter set thinking apart
         self._splitter = BlockSplitter()
         self._blocks: list[str] = []  # committed blocks' source
         self._renderer: BlockRenderer | None = None
@@ -243,11 +256,22 @@ class StreamingMarkdown:
         if renderer is None:
             from tether.cli.ui._rich_render import BlockRenderer
 
+            width = self._width - len(THINKING_GUTTER) if self._gutter else self._width
             renderer = BlockRenderer(
-                width=self._width, color=self._color, theme=self._theme, dim=self._thinking
+                width=width, color=self._color, theme=self._theme, dim=self._thinking
             )
             self._renderer = renderer
-        return renderer.render(visible(source, strict=False))
+        rows = renderer.render(visible(source, strict=False))
+        if not self._gutter or not rows:
+            return rows
+        return "".join(THINKING_GUTTER + row + "\n" for row in rows.split("\n")[:-1])
+
+    def _joined(self, rows: str) -> str:
+        """``rows`` as they follow what was shown: after an empty row between two blocks, or
+        after the thinking label before the first."""
+        if self._shown:
+            return (THINKING_GUTTER.rstrip() if self._gutter else "") + "\n" + rows
+        return THINKING_LABEL + "\n" + rows if self._gutter else rows
 
     def _commit(self, blocks: list[str]) -> str:
         out: list[str] = []
@@ -255,9 +279,7 @@ class StreamingMarkdown:
             rows = self._render(block)
             self._blocks.append(block)
             if rows:
-                if self._shown:
-                    out.append("\n")
-                out.append(rows)
+                out.append(self._joined(rows))
                 self._shown = True
         return "".join(out)
 
@@ -287,7 +309,7 @@ class StreamingMarkdown:
         else:
             pending = self._splitter.pending
             rows = self._render(pending) if pending.strip() else ""
-        shown = "\n" + rows if rows and self._shown else rows
+        shown = self._joined(rows) if rows else rows
         self._live = (max_rows, shown)
         return shown
 
@@ -302,8 +324,11 @@ class StreamingMarkdown:
             source = opening + "".join(line + "\n" for line in shown)
             self._code_rows = (key, self._render(source) if shown else "")
         rest = [*lines[done:], partial] if partial else lines[done:]
-        room = max(self._width - 1, 1)
-        plain = "".join(" " + clip(visible(line, strict=False), room) + "\n" for line in rest)
+        gutter = THINKING_GUTTER if self._gutter else ""
+        room = max(self._width - len(gutter) - 1, 1)
+        plain = "".join(
+            gutter + " " + clip(visible(line, strict=False), room) + "\n" for line in rest
+        )
         return self._code_rows[1] + plain
 
     def finish(self) -> str:
