@@ -17,9 +17,10 @@ module is what a person sees and can do:
   (``tether.cli.ui.markdown``: headings, emphasis, lists, tables and highlighted code, wrapped
   to the terminal's width, read again after a resize): each finished block is written
   once, the unfinished one is drawn below it and redrawn as it grows; thinking is rendered
-  the same way, dimmed (without colour: after a ``thinking:`` row, in a ``│`` gutter). Each tool call shows as ``→ name({arguments})`` and its result as its
-  first and last lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured),
-  with how many are hidden between; then a usage line per turn: the turn's tokens and the
+  the same way, dimmed (without colour: after a ``thinking:`` row, in a ``│`` gutter).
+  Each tool call shows as ``→ name({arguments})`` and its result as its first and last
+  lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured), with how
+  many are hidden between; then a usage line per turn: the turn's tokens and the
   session's. While a turn runs, a status line under the output (``tether.cli.ui.status``,
   redrawn ten times a second, erased when the turn ends) shows what is happening (waiting for
   the model, thinking, writing, running a tool; a stream quiet for 2 s shows waiting again),
