@@ -45,6 +45,7 @@ from tether.cli.config import CliConfig, load_config
 from tether.cli.main import main
 from tether.cli.models import ModelChoice, choose_model
 from tether.cli.render import Output
+from tether.cli.ui.picker import More, PickItem
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
 from tether.models.base import Model
@@ -381,6 +382,27 @@ async def test_esc_at_the_question_interrupts_the_call(tmp_path: Path, config: C
     assert "TOOL_CALL_INTERRUPTED" in answered[0].content
     assert "Esc: cancelling the turn" in shown(buffer)
     assert "declined" not in shown(buffer)
+
+
+async def test_picking_a_provider_puts_model_provider_on_the_next_prompt(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    chat, buffer = make_chat(tmp_path, config, ScriptedModel([]))
+    offered: list[list[str]] = []
+
+    async def pick(title: str, items: Sequence[PickItem], more: More | None) -> str | None:
+        offered.append([item.value for item in items])
+        if asyncio.iscoroutine(more):
+            more.close()  # no server to ask here
+        return "anthropic/"
+
+    chat.pick = pick
+    assert await chat.command(Command("model"))
+    await chat.close()
+    assert offered[0][0] == chat.choice.spec
+    assert "anthropic/" in offered[0]
+    assert chat.unsent == "/model anthropic/"
+    assert "type the model's name" in shown(buffer)
 
 
 async def test_the_hook_lets_unlisted_tools_run(tmp_path: Path, config: CliConfig) -> None:

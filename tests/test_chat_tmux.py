@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from servers.replay import ReplayServer, Script, sse_body, sse_response
+from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
 from tether import INTERRUPTED_TURN_NOTE
 from tmux_support import DEADLINE, POLL, Tmux, tmux_binary
 
@@ -579,28 +579,95 @@ async def remember_42(tmux: Tmux, tmp_path: Path, server: ReplayServer) -> Path:
 
 
 async def test_r_without_an_id_picks_a_session_from_a_list(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 28: ``-r`` alone opens the picker over the saved sessions (each with its
+    directory and last message); typing filters, Enter resumes the one selected."""
     async with ReplayServer() as server:
         server.respond(text_reply("I will remember 42."))
+        server.respond(text_reply("Noted, 7."))
         server.respond(text_reply("It was 42."))
         session = await remember_42(tmux, tmp_path, server)
         ident = session.stem
+        start_chat(tmux, tmp_path, server.url)  # a second session, in the same directory
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Remember the number 7")
+        await tmux.wait_for("Noted, 7.")
+        await quit_chat(tmux)
+
         start_chat(tmux, tmp_path, server.url, "-r")
-        screen = await tmux.wait_for("resume which? (a number or an ID; Enter: new):")
-        assert f" 1 {ident[:8]}" in screen
-        assert "Remember the number 42" in screen
-        await say(tmux, "7")
-        await tmux.wait_for("no session '7': a number from 1 to 1, or an ID")
-        await say(tmux, "1")
+        screen = await tmux.wait_for("2 of 2")
+        assert "resume a session" in screen
+        assert f"{ident[:8]}" in screen
+        rows = [line for line in screen.splitlines() if ident[:8] in line]
+        assert "I will remember 42." in rows[0]  # its last message
+        assert str(workspace(tmp_path))[:40] in rows[0]  # its directory (clipped to fit)
+        tmux.type("42")
+        await tmux.wait_for("1 of 2")
+        tmux.send("Enter")
         await tmux.wait_for(f"resumed session {ident} (2 messages)")
         await at_prompt(tmux)
+        assert "resume a session" not in tmux.screen()  # the list is gone
         await say(tmux, "Which number?")
         await tmux.wait_for("It was 42.")
         await quit_chat(tmux)
-    assert [m["role"] for m in server.requests[1].json["messages"]][1:] == [
+    assert [m["role"] for m in server.requests[2].json["messages"]][1:] == [
         "user",
         "assistant",
         "user",
     ]
+
+
+async def test_resume_alone_opens_the_picker_and_esc_cancels_it(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("I will remember 42."))
+        session = await remember_42(tmux, tmp_path, server)
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "/resume")
+        await tmux.wait_for("1 of 1")
+        tmux.send("Escape")
+        await at_prompt(tmux)
+        assert "resume a session" not in tmux.screen()
+        assert "resumed" not in tmux.screen()
+        await say(tmux, "/resume")
+        await tmux.wait_for("1 of 1")
+        tmux.send("Enter")
+        await tmux.wait_for(f"resumed session {session.stem} (2 messages)")
+        await quit_chat(tmux)
+
+
+async def test_model_alone_opens_a_picker_with_the_servers_models(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """Issue 28: ``/model`` alone lists the known models and, once it answers, the server's
+    (``GET /models``); typing filters and Enter switches. A server that fails is a note in
+    the list, not an error."""
+    listing = {"object": "list", "data": [{"id": "gpt-big", "object": "model"}]}
+    async with ReplayServer() as server:
+        server.respond(json_response(200, listing))
+        server.respond(json_response(404, {"error": {"message": "no such endpoint"}}))
+        server.respond(text_reply("Big model here."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "/model")
+        screen = await tmux.wait_for("1 from openai")
+        assert "openai/gpt-test" in screen
+        assert "openai/gpt-big" in screen
+        tmux.type("big")
+        await tmux.wait_for("1 of ")
+        tmux.send("Enter")
+        await tmux.wait_for("model: openai/gpt-big")
+        await at_prompt(tmux)
+        await say(tmux, "/model")
+        screen = await tmux.wait_for("openai's models: [")
+        tmux.send("Escape")
+        await at_prompt(tmux)
+        await say(tmux, "Who are you?")
+        await tmux.wait_for("Big model here.")
+        await quit_chat(tmux)
+    assert server.requests[0].method == "GET"
+    assert server.requests[0].path.endswith("/models")
+    assert server.requests[2].json["model"] == "gpt-big"  # one listing failed, not retried
+    assert_no_key_anywhere(tmux, tmp_path)
 
 
 async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: Path) -> None:

@@ -49,11 +49,15 @@ module is what a person sees and can do:
   extension. Ctrl-C at the prompt clears the line. Ctrl-D on an empty line, or ``/quit``,
   exits (status 0).
 * **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept;
-  ``/model`` lists the current, default and configured models, ``/model N`` switches to
-  one);
+  ``/model`` alone opens a list to pick from, ``tether.cli.ui.picker``: the current,
+  default and configured models, then, once it answers (within ``MODEL_LIST_SECONDS``), the
+  models the provider's server offers (``GET /models``; a failure is a note in the list),
+  then every provider as ``PROVIDER/``, which puts ``/model PROVIDER/`` on the prompt for the
+  name to be typed; off a terminal it lists them numbered and ``/model N`` switches to one);
   ``/new`` (a new session); ``/sessions`` (the saved ones, newest first, each with the
-  directory it was started in); ``/resume ID``
-  (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
+  directory it was started in); ``/resume ID`` (an ID or a unique prefix of one;
+  ``/resume`` alone opens the list of sessions, each with its start, its last message and
+  its directory); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
   branch beside the old one); ``/tree all`` (every branch, each indented under the entry it
   leaves from, the active one marked ``*``); ``/cd DIR`` (the same session in another
@@ -80,8 +84,8 @@ module is what a person sees and can do:
 first runtime is built, and its file created, with the first prompt, so a chat that sends
 nothing leaves nothing). The
 data directory follows the XDG rules of ``tether.agent.session.default_sessions_dir``.
-``-r ID`` resumes a session (an ID or unique prefix; ``-r`` alone lists the saved ones,
-numbered, and asks which); ``-c`` continues the last session
+``-r ID`` resumes a session (an ID or unique prefix; ``-r`` alone opens the list of
+sessions ``/resume`` opens: Esc starts a new session); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
 ``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}, "directories":
 {"<session id>": "<absolute cwd>"}}`` (``directories``: where each of the newest 2,000
@@ -135,6 +139,7 @@ if TYPE_CHECKING:
     from tether.cli.ui.complete import Completion
     from tether.cli.ui.keys import TurnKeys
     from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
+    from tether.cli.ui.picker import More, Picker, PickItem
     from tether.cli.ui.results import ResultView
     from tether.cli.ui.status import Activity
     from tether.coding.meter import UsageMeter
@@ -191,6 +196,8 @@ _STATUS_PERIOD: Final = 0.1
 _STALL_SECONDS: Final = 2.0
 """A stream quiet this long shows as waiting for the model again."""
 _LIST_SESSIONS: Final = 20
+MODEL_LIST_SECONDS: Final = 5.0
+"""How long the ``/model`` list waits for the server's models (then says so)."""
 
 
 # --- slash commands ---------------------------------------------------------------------------
@@ -667,9 +674,10 @@ class Chat:
     sees of it.
 
     ``ask`` answers the approval question (the terminal's prompt in ``tether chat``; a
-    script in tests); ``view`` writes what happens; ``build_model`` makes the model of a
-    choice (default: ``ModelChoice.build``, the HTTP model); ``extensions`` are activated in
-    every runtime the chat builds.
+    script in tests); ``pick`` opens the lists of ``/model`` and ``/resume`` without an
+    argument (``tether.cli.ui.picker.pick``); ``view`` writes what happens; ``build_model``
+    makes the model of a choice (default: ``ModelChoice.build``, the HTTP model);
+    ``extensions`` are activated in every runtime the chat builds.
     """
 
     def __init__(
@@ -685,6 +693,7 @@ class Chat:
         auto_approve: bool = False,
         build_model: Callable[[ModelChoice], Model] | None = None,
         extensions: Sequence[ExtensionDefinition] = (),
+        pick: Picker | None = None,
     ) -> None:
         from tether.cli.context_files import user_config_dir
         from tether.cli.session_config import coding_config
@@ -695,6 +704,9 @@ class Chat:
         self.sessions_dir = data_dir / "sessions"
         self.view = view
         self.ask = ask
+        self.pick = pick
+        """Opens a list to pick from (``tether.cli.ui.picker``; ``None``: no terminal, so
+        ``/model`` and ``-r`` list and ask instead)."""
         self.session_tokens = (0, 0)
         made = coding_config(
             choice,
@@ -1196,6 +1208,17 @@ class Chat:
     async def _switch_model(self, spec: str) -> None:
         from tether.cli.models import choose_model
 
+        if not spec and self.pick is not None:
+            picked = await self.pick(
+                f"model (now {self.choice.spec})", self._model_items(), self._server_models()
+            )
+            if picked is None:
+                return
+            if picked.endswith("/"):  # a provider: the model's name is still to be typed
+                self.unsent = f"/model {picked}"
+                self.view.line(f"/model {picked}MODEL switches (type the model's name)")
+                return
+            spec = picked
         if not spec:
             self._model_list = [
                 name for name in dict.fromkeys(self.model_names()) if not name.endswith("/")
@@ -1224,9 +1247,69 @@ class Chat:
             return
         self.view.line(f"model: {choice.spec}")
 
+    def _model_items(self) -> list[PickItem]:
+        """What the ``/model`` list starts with: the current model, the default, the
+        config's models, every provider (``PROVIDER/``: then the name is typed)."""
+        from tether.cli.ui.picker import PickItem
+
+        config = self.config
+        items: dict[str, PickItem] = {}
+        for spec in self.model_names():
+            if spec in items:
+                continue
+            if spec == self.choice.spec:
+                detail = "current"
+            elif spec == config.default_model:
+                detail = "default"
+            elif spec.endswith("/"):
+                detail = "provider: type the model's name next"
+            else:
+                detail = "configured"
+            items[spec] = PickItem(value=spec, label=spec, detail=detail)
+        return list(items.values())
+
+    async def _server_models(self) -> tuple[list[PickItem], str]:
+        """The ``/model`` list with the models the current provider's server offers
+        (``GET /models``, within ``MODEL_LIST_SECONDS``) after the known ones; a failure is
+        the note (the list as it was), never raised."""
+        from tether.cli.ui.picker import PickItem
+        from tether.providers.errors import ProviderError
+
+        name = self.choice.provider.name
+        try:
+            model = self.choice.build()
+        except TetherError as error:
+            return self._model_items(), f"{name}'s models: [{error.code}] {error}"
+        try:
+            async with asyncio.timeout(MODEL_LIST_SECONDS):
+                ids = await model.list_models()
+        except TimeoutError:
+            return self._model_items(), f"{name}'s models: no answer in {MODEL_LIST_SECONDS:g} s"
+        except ProviderError as error:
+            return self._model_items(), f"{name}'s models: [{error.code}] {error.message}"
+        finally:
+            await model.aclose()
+        first = self._model_items()
+        known = {item.value for item in first}
+        found = [
+            PickItem(value=spec, label=spec, detail=f"{name}'s server")
+            for spec in (f"{name}/{ident}" for ident in ids)
+            if spec not in known
+        ]
+        models = [item for item in first if not item.value.endswith("/")]
+        providers = [item for item in first if item.value.endswith("/")]
+        return [*models, *found, *providers], f"{len(ids)} from {name}"
+
     async def pick_session(self) -> str | None:
-        """``tether chat -r`` without an ID: list the saved sessions, numbered, and ask which
-        to resume; its ID (``None``: a new session, nothing saved, or Ctrl-C / Ctrl-D)."""
+        """``tether chat -r`` or ``/resume`` without an ID: the saved sessions to pick from
+        (with a terminal: ``pick``; else numbered, and asked which); its ID (``None``: a new
+        session, nothing saved, or Esc / Ctrl-C / Ctrl-D)."""
+        if self.pick is not None:
+            items = await self._session_items()
+            if not items:
+                self.view.line("no saved sessions")
+                return None
+            return await self.pick("resume a session", items, None)
         listed = await self._list_sessions(numbered=True)
         if not listed:
             return None
@@ -1242,6 +1325,32 @@ class Chat:
             if self.coding.matching_sessions(reply):
                 return reply
             self.view.line(f"no session {reply!r}: a number from 1 to {len(listed)}, or an ID")
+
+    async def _session_items(self) -> list[PickItem]:
+        """The saved sessions as picker items: the ID's start, when it was created and its
+        last message, then its directory."""
+        from tether.agent.session import SessionLimits, list_sessions
+        from tether.cli.ui.picker import PickItem
+
+        found = await asyncio.to_thread(
+            list_sessions, self.sessions_dir, limits=SessionLimits.for_coding()
+        )
+        directories = session_directories(self.sessions_dir)
+        items: list[PickItem] = []
+        for info in found:
+            if info.id is None:
+                continue
+            mark = " (this one)" if info.id == self.session_id else ""
+            where = directories.get(info.id, "(directory unknown)")
+            last = info.last_message or info.title or "(no message)"
+            items.append(
+                PickItem(
+                    value=info.id,
+                    label=f"{info.id[:8]}  {(info.created_at or '')[:16]}  {shorten(last, 50)}",
+                    detail=where + mark,
+                )
+            )
+        return items
 
     async def _list_sessions(self, *, numbered: bool = False) -> list[str]:
         from tether.agent.session import SessionLimits, list_sessions
@@ -1305,9 +1414,14 @@ class Chat:
                     self.view.line(f"  assistant: {shorten(text, 100)}")
 
     async def _resume_command(self, argument: str) -> None:
-        if not argument:
+        if not argument and self.pick is None:
             self.view.line("/resume ID (/sessions lists them)")
             return
+        if not argument:
+            picked = await self.pick_session()
+            if picked is None:
+                return
+            argument = picked
         await self.resume(argument)
 
     async def _tree(self, argument: str) -> None:
@@ -1580,6 +1694,11 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
             questions = PromptSession(key_bindings=escape)
         return await questions.prompt_async(question, handle_sigint=False)
 
+    async def picker(title: str, items: Sequence[PickItem], more: More | None) -> str | None:
+        from tether.cli.ui.picker import pick
+
+        return await pick(title, items, more, color=color)
+
     chat = Chat(
         choice=choice,
         config=config,
@@ -1590,6 +1709,7 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         introduction=options.introduction,
         auto_approve=options.auto_approve,
         extensions=extensions,
+        pick=picker if terminal and sys.stdin.isatty() else None,
     )
     loop = asyncio.get_running_loop()
     if sys.stdin.isatty():

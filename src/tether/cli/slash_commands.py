@@ -9,11 +9,11 @@ __all__ = ["CHAT_EXIT_HELP", "COMMANDS", "COMMANDS_HELP", "HELP", "KEYS_HELP"]
 
 COMMANDS: Final = {
     "help": "show this help",
-    "model": "/model PROVIDER/MODEL (or N of the /model list): switch, keeping the conversation",
+    "model": "/model PROVIDER/MODEL: switch, keeping the conversation; /model alone: pick one",
     "new": "start a new session",
     "cd": "/cd DIR: continue this session in another directory (tools and files there)",
     "sessions": "list saved sessions, newest first",
-    "resume": "/resume ID: continue a saved session (an ID or a unique prefix)",
+    "resume": "/resume ID: continue a saved session (ID or prefix); /resume alone: pick one",
     "tree": "list the active branch; /tree all every branch; /tree ID moves to that entry",
     "export": "/export [FILE]: write the conversation as an HTML page (default tether-ID.html)",
     "compact": "compact the conversation now (a summary replaces the oldest part)",
