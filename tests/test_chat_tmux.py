@@ -1049,3 +1049,36 @@ async def test_without_colour_thinking_is_set_apart_from_the_answer(
     assert " ".join(line[2:] for line in thinking).split() == thoughts.split()
     (answer,) = [line for line in lines if "42" in line]
     assert answer == "The answer is 42."
+
+
+async def test_a_resize_redraws_the_live_region_without_garbage(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 28: the live region (the unfinished paragraph, the status line) drawn at 120
+    columns is erased after a resize to 60 as the terminal now shows it (tmux re-wraps each
+    row onto two) and drawn again at the new width, before the stream goes on: the screen
+    shows every word once, in rows of the new width. (What tmux pushed into its scrollback
+    while re-wrapping stays there: docs, "Resizing".)"""
+    words = " ".join(f"ipsum{n:02}" for n in range(80))
+    payloads = text_payloads("First paragraph.\n\n", words, " and the end.\n")
+    offset = len(sse_body(payloads[:3], done=False))
+    async with ReplayServer() as server:
+        stalled = server.respond(sse_response(sse_body(payloads), stall_after=offset))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Write")
+        await tmux.wait_for("\nipsum75 ipsum76")  # the live tail, 120 columns wide
+        await stalled.stalled.wait()
+        tmux.resize(60, 40)
+        await tmux.wait_for("\nipsum77 ipsum78 ipsum79\n")  # drawn again, 60 wide
+        screen = tmux.visible()
+        rows = [line for line in screen.splitlines() if "ipsum" in line]
+        assert all(len(row) <= 60 for row in rows), screen
+        assert " ".join(rows).split() == words.split(), screen  # nothing left of the old rows
+        assert screen.count("First paragraph.") <= 1, screen
+        (status,) = [line for line in screen.splitlines() if "writing" in line]
+        assert len(status) < 60
+        stalled.release.set()
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    answer = tmux.visible()
+    rows = [line for line in answer.splitlines() if "ipsum" in line]
+    assert " ".join(rows).split() == [*words.split(), "and", "the", "end."], answer

@@ -317,6 +317,18 @@ def test_the_live_region_never_draws_more_rows_than_the_screen_holds() -> None:
     assert region.update("x\n", live) == "\r\x1b[2K" + "\x1b[1F\x1b[2K" * 3 + "x\n7\n8\n9\n"
 
 
+def test_after_the_terminal_narrows_the_live_region_erases_the_rows_it_re_wrapped() -> None:
+    region = LiveRegion(height=24, width=120)
+    wide = "\x1b[1m" + "x" * 119 + "\x1b[0m"  # 119 cells, however it is styled
+    region.update("", f"{wide}\nshort\n{'y' * 120}\n")
+    assert region.screen_rows() == 3
+    region.width = 60  # the terminal re-wraps: 2 + 1 + 2 rows
+    assert region.screen_rows() == 5
+    assert region.update("", "z\n") == "\r\x1b[2K" + "\x1b[1F\x1b[2K" * 5 + "z\n"
+    region.width = 200  # wider: a row never takes fewer than one
+    assert region.erase() == "\r\x1b[2K\x1b[1F\x1b[2K"
+
+
 # --- lazy import ---------------------------------------------------------------------------
 
 

@@ -27,6 +27,15 @@ module is what a person sees and can do:
   the elapsed time, the turn's tokens, the session's cost and how much of the context window
   the last response filled. Colour only on a terminal without ``NO_COLOR``; off a terminal
   only finished rows are written (no live redraw, no status line).
+* **Resizing.** The chat writes into the terminal's scrollback, not a full-screen view, so
+  rows already written cannot be re-wrapped by the chat: the terminal keeps them as they
+  were written (or re-wraps them itself: tmux, VTE, iTerm2, kitty). What is still live (the
+  unfinished Markdown block, a running tool's box, the status line) is redrawn at the new
+  width on ``SIGWINCH``: erased as the terminal now shows it (a row wider than the new width
+  takes several) and drawn again; what follows is wrapped to the new width. A terminal that
+  re-wraps while narrowing may push the top of a tall live region into its scrollback, where
+  that copy stays; one that truncates instead of re-wrapping (xterm) may lose a few written
+  rows above the live region on a narrowing resize.
 * **Input.** ``prompt_toolkit`` line editing (readline keys) with a history file,
   ``<data dir>/tether/chat-history``; Enter sends, Alt-Enter (or Esc then Enter) starts a
   new line. Tab completes slash commands, ``/model`` names (the current model, the default,
@@ -424,6 +433,7 @@ class ChatView:
         if region is None:
             region = self._region = LiveRegion(height)
         region.height = height
+        region.width = self.width
         tail = "" if self.markdown is None else self.markdown.live(max_rows=height)
         tail += self._progress_block()
         if self.status:
@@ -436,6 +446,13 @@ class ChatView:
     def write(self, text: str) -> None:
         """Write ``text`` (whole lines) as it is."""
         self._draw(text)
+
+    def redraw(self) -> None:
+        """The terminal was resized (``SIGWINCH``): erase the live region as the terminal now
+        shows it and draw it again at the new width (rows already written stay as they are:
+        a terminal keeps its scrollback as it was written, or re-wraps it itself)."""
+        if self.live:
+            self._draw("")
 
     def line(self, text: str) -> None:
         """Write ``text`` on a line of its own (ending any streamed text first)."""
@@ -1741,6 +1758,9 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
             os._exit(_EXIT_INTERRUPTED)
 
     loop.add_signal_handler(signals.SIGINT, on_sigint)
+    winch = getattr(signals, "SIGWINCH", None)
+    if winch is not None and view.live:  # prompt_toolkit puts it back after each prompt
+        loop.add_signal_handler(winch, view.redraw)
     try:
         view.line(f"tether chat · {choice.spec} · {cwd} · /help for commands, Ctrl-D to quit")
         if options.resume == "":
@@ -1787,4 +1807,6 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
             closed = await chat.close()
         finally:
             loop.remove_signal_handler(signals.SIGINT)
+            if winch is not None and view.live:
+                loop.remove_signal_handler(winch)
     return 0 if closed else _EXIT_INTERRUPTED

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
-from tether.cli.ui.text import MIN_WIDTH, clip, visible
+from tether.cli.ui.text import MIN_WIDTH, cell_width, clip, visible
 
 if TYPE_CHECKING:
     from tether.cli.ui._rich_render import BlockRenderer
@@ -63,6 +63,8 @@ THINKING_LABEL: Final = "thinking:"
 
 THINKING_GUTTER: Final = "│ "
 """What each row of the model's thinking starts with without colour."""
+
+_SGR: Final = re.compile(r"\x1b\[[0-9;:]*m")
 
 MarkdownTheme: TypeAlias = Literal["dark", "light"]
 """The terminal's background: picks the code highlighting and a few element colours."""
@@ -360,10 +362,18 @@ class LiveRegion:
     the tail's first row (``ESC[2K``, then ``ESC[1F ESC[2K`` per row): erasing a line, unlike
     clearing to the end of the screen, never makes a terminal (tmux does, from the top row)
     copy the screen into its scrollback. Every row given ends in a newline.
+
+    ``width`` is the terminal's width now (``0``: unknown). The cells of each row drawn are
+    kept: after the terminal narrows, a terminal that re-wraps its lines (tmux, VTE, iTerm2,
+    kitty, ...) shows a row wider than ``width`` on several rows, and all of them are erased
+    (those it pushed off the top of the screen while re-wrapping cannot be: they stay in its
+    scrollback).
     """
 
     height: int
+    width: int = 0
     drawn: int = 0  # rows of live tail on screen
+    cells: list[int] = field(default_factory=list[int])  # the width of each drawn row
 
     def update(self, committed: str, live: str) -> str:
         """The text that erases the drawn tail, writes ``committed``, then draws ``live``."""
@@ -376,12 +386,21 @@ class LiveRegion:
         out = [self.erase(), committed]
         out += [row + "\n" for row in rows]
         self.drawn = len(rows)
+        self.cells = [cell_width(_SGR.sub("", row)) for row in rows]
         return "".join(out)
+
+    def screen_rows(self) -> int:
+        """How many screen rows the drawn tail takes at ``width`` now."""
+        width = self.width
+        if width <= 0 or len(self.cells) != self.drawn:
+            return self.drawn
+        return sum(max(-(-cells // width), 1) for cells in self.cells)
 
     def erase(self) -> str:
         """The text that erases the drawn tail (``""`` if none is drawn)."""
         if not self.drawn:
             return ""
-        text = "\r\x1b[2K" + "\x1b[1F\x1b[2K" * self.drawn
+        text = "\r\x1b[2K" + "\x1b[1F\x1b[2K" * self.screen_rows()
         self.drawn = 0
+        self.cells = []
         return text
