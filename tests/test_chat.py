@@ -8,6 +8,7 @@ the command line is checked through ``main()``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import os
@@ -33,6 +34,7 @@ from tether.cli.chat import (
     ChatView,
     Command,
     Escaped,
+    chat_completions,
     chat_data_dir,
     last_session,
     message_text,
@@ -45,6 +47,14 @@ from tether.cli.config import CliConfig, load_config
 from tether.cli.main import main
 from tether.cli.models import ModelChoice, choose_model
 from tether.cli.render import Output
+from tether.cli.slash_commands import (
+    COMMANDS_HELP,
+    SLASH_COMMANDS,
+    Handler,
+    SlashCommand,
+    SlashHost,
+    rpc_commands,
+)
 from tether.cli.ui.picker import More, PickItem
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
@@ -403,6 +413,53 @@ async def test_picking_a_provider_puts_model_provider_on_the_next_prompt(
     assert "anthropic/" in offered[0]
     assert chat.unsent == "/model anthropic/"
     assert "type the model's name" in shown(buffer)
+
+
+async def test_each_slash_command_runs_its_own_handler_and_no_other(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: the table is the dispatch. Every name runs the handler of its own entry
+    (a new entry, here ``frobnicate``, needs nothing else), and a name not in the table is a
+    template or unknown, never another command (it used to fall through to ``/compact``)."""
+    ran: list[tuple[str, str]] = []
+
+    def recording(name: str) -> Handler:
+        async def handler(host: SlashHost, argument: str) -> bool:
+            ran.append((name, argument))
+            return True
+
+        return handler
+
+    table = {
+        command.name: dataclasses.replace(
+            command, handler=recording(command.name), chat_handler=None
+        )
+        for command in SLASH_COMMANDS
+    }
+    table["frobnicate"] = SlashCommand(
+        name="frobnicate", args="", help="a new one", handler=recording("frobnicate")
+    )
+    monkeypatch.setattr(chat_module, "find_command", table.get)
+    chat, buffer = make_chat(tmp_path, config, ScriptedModel([]))
+    for name in table:
+        assert await chat.command(Command(name, "x"))
+    assert await chat.command(Command("compactt"))
+    await chat.close()
+    assert ran == [(name, "x") for name in table]
+    assert "unknown command /compactt" in shown(buffer)
+
+
+async def test_the_help_and_completion_come_from_the_table() -> None:
+    for command in SLASH_COMMANDS:
+        assert f"  {command.usage} " in HELP
+        assert f"  {command.usage} " in COMMANDS_HELP
+    offered = [item.text for item in chat_completions("/", workspace=None, models=[])]
+    assert offered == sorted(f"/{command.name}" for command in SLASH_COMMANDS)
+    assert [command.name for command in rpc_commands()] == [
+        command.name for command in SLASH_COMMANDS if command.handler is not None
+    ]
+    with pytest.raises(ValueError, match="exactly one"):
+        SlashCommand(name="both", args="", help="", handler=None, chat_handler=None)
 
 
 async def test_the_hook_lets_unlisted_tools_run(tmp_path: Path, config: CliConfig) -> None:

@@ -57,7 +57,9 @@ module is what a person sees and can do:
   config's ``extension_timeout`` (30 s by default) fails ``EXTENSION_TIMED_OUT``, naming the
   extension. Ctrl-C at the prompt clears the line. Ctrl-D on an empty line, or ``/quit``,
   exits (status 0).
-* **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept;
+* **Slash commands.** One table, ``tether.cli.slash_commands`` (``tether rpc``'s ``command``
+  runs those that need no terminal), makes the dispatch, ``/help`` and Tab completion:
+  ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept;
   ``/model`` alone opens a list to pick from, ``tether.cli.ui.picker``: the current,
   default and configured models, then, once it answers (within ``MODEL_LIST_SECONDS``), the
   models the provider's server offers (``GET /models``; a failure is a note in the list),
@@ -112,14 +114,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import signal as signals
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
@@ -128,7 +129,16 @@ from tether._errors import TetherError
 from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 from tether.cli.session_config import configured_extensions
-from tether.cli.slash_commands import COMMANDS, HELP
+from tether.cli.session_index import (
+    INDEX_NAME,
+    MAX_INDEX_BYTES,
+    MAX_INDEXED_DIRECTORIES,
+    chat_data_dir,
+    last_session,
+    remember_session,
+    session_directories,
+)
+from tether.cli.slash_commands import COMMANDS, HELP, find_command, list_sessions, tree_rows
 from tether.coding.approval import (
     DECLINED,
     Answer,
@@ -142,7 +152,7 @@ if TYPE_CHECKING:
     from tether.agent.agent import Agent
     from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import Runtime
-    from tether.agent.session import SessionEntry, SessionTree
+    from tether.agent.session import SessionTree
     from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
     from tether.cli.ui.complete import Completion
@@ -163,6 +173,9 @@ __all__ = [
     "COMMANDS",
     "DECLINED",
     "HELP",
+    "INDEX_NAME",
+    "MAX_INDEXED_DIRECTORIES",
+    "MAX_INDEX_BYTES",
     "PROMPT",
     "Answer",
     "Approvals",
@@ -187,11 +200,6 @@ PROMPT: Final = "chat> "
 """The input prompt."""
 APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o (n: reason) / [a]lways for {name}: "
 """The approval question (``{name}``: the tool; ``tether.cli.ui.approval``)."""
-INDEX_NAME: Final = "cwd-index.json"
-MAX_INDEX_BYTES: Final = 4 << 20
-"""The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
-MAX_INDEXED_DIRECTORIES: Final = 2000
-"""The most sessions whose directory the index remembers (the newest)."""
 HISTORY_NAME: Final = "chat-history"
 _INTERRUPT: Final = "Interrupted by the user"
 _EXIT_INTERRUPTED: Final = 130
@@ -274,92 +282,6 @@ def chat_completions(
 
 
 # --- approval ---------------------------------------------------------------------------------
-
-# --- the -c index -----------------------------------------------------------------------------
-
-
-def chat_data_dir(environ: dict[str, str] | None = None) -> Path:
-    """``<user data directory>/tether``: the parent of ``default_sessions_dir()``, computed
-    here by the same XDG rules so that the first prompt needs no session module."""
-    env = os.environ if environ is None else environ
-    if sys.platform == "darwin":  # pragma: no cover - macOS only
-        base = Path.home() / "Library" / "Application Support"
-    elif os.name == "nt":  # pragma: no cover - Windows only
-        local = env.get("LOCALAPPDATA", "")
-        base = Path(local) if os.path.isabs(local) else Path.home() / "AppData" / "Local"
-    else:
-        xdg = env.get("XDG_DATA_HOME", "")
-        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
-    return base / "tether"
-
-
-def _strings(value: object) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {
-        str(key): item
-        for key, item in cast("dict[object, object]", value).items()
-        if isinstance(item, str)
-    }
-
-
-def _read_index_file(path: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """The index's sessions by directory and directories by session; empty when it is
-    missing, is not a regular file (a FIFO cannot hold the chat: ``tether.cli.reading``), is
-    larger than ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply
-    included)."""
-    from tether.cli.reading import UnreadableFile, read_regular_file
-
-    try:
-        data: object = json.loads(read_regular_file(path, limit=MAX_INDEX_BYTES))
-    except (UnreadableFile, ValueError, RecursionError):
-        return {}, {}
-    if not isinstance(data, dict):
-        return {}, {}
-    index = cast("dict[str, object]", data)
-    return _strings(index.get("sessions")), _strings(index.get("directories"))
-
-
-def _read_index(path: Path) -> dict[str, str]:
-    return _read_index_file(path)[0]
-
-
-def last_session(sessions_dir: Path, cwd: Path) -> str | None:
-    """The ID of the last session started in ``cwd`` (by the index), if its file exists."""
-    found = _read_index(sessions_dir / INDEX_NAME).get(os.path.abspath(cwd))
-    if found is None or not (sessions_dir / f"{found}.jsonl").is_file():
-        return None
-    return found
-
-
-def session_directories(sessions_dir: Path) -> dict[str, str]:
-    """The directory each session was started in, by session ID, as far as the index knows
-    (its ``directories``: the last ``MAX_INDEXED_DIRECTORIES`` sessions a chat created)."""
-    return _read_index_file(sessions_dir / INDEX_NAME)[1]
-
-
-def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
-    """Make ``session_id`` the last session of ``cwd`` in the index, and ``cwd`` its
-    directory (an atomic rewrite, mode 0600); a failure to write is ignored (``-c`` then
-    finds the previous one)."""
-    path = sessions_dir / INDEX_NAME
-    sessions, directories = _read_index_file(path)
-    sessions[os.path.abspath(cwd)] = session_id
-    directories.pop(session_id, None)
-    directories[session_id] = os.path.abspath(cwd)
-    kept = dict(list(directories.items())[-MAX_INDEXED_DIRECTORIES:])
-    temporary = path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            index = {"version": 1, "sessions": sessions, "directories": kept}
-            json.dump(index, file, indent=1)  # directories oldest first: the order is kept
-            file.write("\n")
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-
 
 # --- the view ---------------------------------------------------------------------------------
 
@@ -759,6 +681,7 @@ class Chat:
         self._retry: tuple[float, str] | None = None  # a retry's deadline (loop time), why
         self._last_chunk = 0.0
         self._preview_workspace: tuple[Path, Workspace | None] | None = None
+        self._rebuilt = 0  # how many rebuilds worked
 
     def _on_event(self, event: CodingEvent) -> None:
         self._note_activity(event)
@@ -912,6 +835,7 @@ class Chat:
         before = self.coding.runtime
         try:
             await self._interruptible(work)
+            self._rebuilt += 1
             return True
         except TetherRuntimeError as error:
             self.view.line(_problem(error))
@@ -1156,73 +1080,62 @@ class Chat:
             return True
 
     async def _command(self, command: Command) -> bool:
-        view = self.view
         name, argument = command.name, command.argument
-        if not command.known:
+        found = find_command(name)
+        if found is None:  # not a command: a prompt template, or unknown
             expanded = (await self.resources()).expand(f"/{name} {argument}")
             if expanded is None:
-                view.line(f"unknown command /{name} (/help lists them)")
+                self.view.line(f"unknown command /{name} (/help lists them)")
             else:
                 await self.turn(expanded)
-        elif name == "quit":
-            return False
-        elif name == "help":
-            view.write(HELP)
-            templates = (await self.resources()).templates
-            if templates:
-                view.line("prompt templates (/name args):")
-                for template in templates:
-                    view.line(f"  /{template.name:<9} {shorten(template.description, 70)}")
-        elif name == "usage":
-            total = self.session_tokens
-            cost = self.coding.cost
-            priced = "" if cost is None else f" · cost {cost:.4f}"
-            view.line(
-                f"session tokens: {total[0]} in, {total[1]} out{priced} · model {self.choice.spec}"
-            )
-        elif name == "model":
-            await self._switch_model(argument)
-        elif name == "new":
-            await self.new_session()
-        elif name == "cd":
-            await self.change_directory(argument)
-        elif name == "sessions":
-            await self._list_sessions()
-        elif name == "resume":
-            await self._resume_command(argument)
-        elif name == "tree":
-            await self._tree(argument)
-        elif name == "export":
-            self._export(argument)
-        else:  # compact
-            await self._compact()
-        return True
+            return True
+        if found.chat_handler is not None:
+            return await found.chat_handler(self, argument)
+        assert found.handler is not None  # SlashCommand holds exactly one
+        return await found.handler(self, argument)
+
+    # -- what the commands work on (tether.cli.slash_commands.ChatHost) -------------------------
+
+    def line(self, text: str) -> None:
+        """Write one line of a command's output."""
+        self.view.line(text)
+
+    async def rebuild(self, work: Awaitable[Any]) -> bool:
+        """Wait for a runtime rebuild of the session (``work``, cancelled by Ctrl-C); whether
+        it worked. A failure is shown and leaves the current runtime as it was."""
+        return await self._rebuild(work)
+
+    async def show_help(self) -> None:
+        """``/help``: the commands and keys, then the workspace's prompt templates."""
+        self.view.write(HELP)
+        templates = (await self.resources()).templates
+        if templates:
+            self.view.line("prompt templates (/name args):")
+            for template in templates:
+                self.view.line(f"  /{template.name:<9} {shorten(template.description, 70)}")
+
+    async def resume_command(self, argument: str) -> None:
+        """``/resume [ID]``: without an ID, the list of sessions to pick from."""
+        await self._resume_command(argument)
 
     async def new_session(self) -> bool:
         """``/new``: a runtime on a new session (the file is created now when a runtime is
         current, else with the first prompt); whether it worked."""
-        if not await self._rebuild(self.coding.new_session()):
-            return False
-        self.view.line("new session")
-        return True
+        rebuilt = self._rebuilt
+        await self.command(Command("new"))
+        return self._rebuilt > rebuilt
 
     async def change_directory(self, argument: str) -> bool:
         """``/cd DIR``: the same session in another workspace (tools, context files, skills
         and extensions rebuilt there, through ``RuntimeManager.replace``: the current
-        runtime stays until the new one is built); whether it worked."""
-        if not argument:
-            self.view.line(f"workspace: {self.cwd} (/cd DIR switches)")
-            return False
-        target = _directory(self.cwd, argument)
-        if isinstance(target, str):
-            self.view.line(target)
-            return False
-        if not await self._rebuild(self.coding.change_directory(target)):
-            return False
-        self.view.line(f"workspace: {self.cwd}")
-        return True
+        runtime stays until the new one is built); whether it moved."""
+        rebuilt = self._rebuilt
+        await self.command(Command("cd", argument))
+        return self._rebuilt > rebuilt
 
-    async def _switch_model(self, spec: str) -> None:
+    async def switch_model(self, spec: str) -> None:
+        """``/model [SPEC]``: switch to ``SPEC`` (or ``N`` of the last list); without it,
+        the list to pick from (off a terminal: numbered)."""
         from tether.cli.models import choose_model
 
         if not spec and self.pick is not None:
@@ -1327,7 +1240,7 @@ class Chat:
                 self.view.line("no saved sessions")
                 return None
             return await self.pick("resume a session", items, None)
-        listed = await self._list_sessions(numbered=True)
+        listed = await list_sessions(self, numbered=True)
         if not listed:
             return None
         while True:
@@ -1368,35 +1281,6 @@ class Chat:
                 )
             )
         return items
-
-    async def _list_sessions(self, *, numbered: bool = False) -> list[str]:
-        from tether.agent.session import SessionLimits, list_sessions
-
-        # Every file is read and parsed: on a worker thread, so a long list of large
-        # sessions never stalls the chat (a session another chat writes is read, not locked).
-        found = await asyncio.to_thread(
-            list_sessions, self.sessions_dir, limits=SessionLimits.for_coding()
-        )
-        if not found:
-            self.view.line("no saved sessions")
-            return []
-        directories = session_directories(self.sessions_dir)
-        listed: list[str] = []
-        for info in found[:_LIST_SESSIONS]:
-            if info.id is None:
-                self.view.line(f"  {info.path.name}: unreadable [{info.error}]")
-                continue
-            listed.append(info.id)
-            mark = f"{len(listed):>2}" if numbered else "*" if info.id == self.session_id else " "
-            title = info.title or "(no user message)"
-            where = directories.get(info.id, "(directory unknown)")
-            self.view.line(
-                f"{mark} {info.id[:8]}  {info.created_at}  {info.entry_count:>4} entries  "
-                f"{where}  {title}"
-            )
-        if len(found) > _LIST_SESSIONS:
-            self.view.line(f"  … and {len(found) - _LIST_SESSIONS} more")
-        return listed
 
     async def resume(self, ident: str) -> bool:
         """Resume the session ``ident`` names; whether it was found and loaded (a runtime
@@ -1441,121 +1325,6 @@ class Chat:
             argument = picked
         await self.resume(argument)
 
-    async def _tree(self, argument: str) -> None:
-        from tether.agent.session import MessageEntry
-
-        if self.tree is None:
-            self.view.line("nothing in this session yet")
-            return
-        if not argument:
-            for entry in self.coding.active_entries():
-                if type(entry) is MessageEntry:
-                    self.view.line(f"  {entry.id[:8]}  {_describe(entry.message)}")
-                else:
-                    self.view.line(f"  {entry.id[:8]}  [compaction]")
-            return
-        if argument.lower() == "all":
-            active = {entry.id for entry in self.coding.active_entries()}
-            for row in tree_rows(self.coding.entries(), active):
-                self.view.line(row)
-            return
-        matches = self.coding.matching_entries(argument)
-        if len(matches) != 1:
-            self.view.line(
-                f"no entry {argument!r} (/tree lists them)"
-                if not matches
-                else f"{argument!r} names {len(matches)} entries: give more of the ID"
-            )
-            return
-        if not await self._rebuild(self.coding.move_to(matches[0])):
-            return
-        agent = await self.agent()
-        self.view.line(
-            f"moved to {matches[0][:8]} ({len(agent.messages)} messages): the next prompt "
-            "starts a branch there"
-        )
-
-    def _export(self, argument: str) -> None:
-        """``/export [FILE]``: the conversation as one HTML page (``tether.cli.ui.export``),
-        ``FILE`` relative to the workspace (default ``tether-ID.html`` there)."""
-        from tether.cli.ui.export import export_html
-
-        runtime, ident = self.runtime, self.session_id
-        if runtime is None or ident is None or not runtime.agent.messages:
-            self.view.line("nothing to export yet")
-            return
-        target = Path(os.path.expanduser(argument or f"tether-{ident[:8]}.html"))
-        if not target.is_absolute():
-            target = self.cwd / target
-        try:
-            written = export_html(
-                runtime.agent.messages, target, title=f"tether session {ident} · {self.cwd}"
-            )
-        except CliError as error:
-            self.view.line(f"[{error.code}] {error}")
-            return
-        self.view.line(f"exported to {written}")
-
-    async def _compact(self) -> None:
-        """``/compact``: ``Agent.compact()`` (the summary is written by the model and the
-        compaction recorded in the session, like an automatic one)."""
-        from tether.agent.agent import AgentStateError
-        from tether.agent.compaction import ContextCompactionError
-
-        agent = await self.agent()
-        try:
-            record = await agent.compact()
-        except (ContextCompactionError, AgentStateError) as error:
-            self.view.line(f"compaction failed [{error.code}]: {error}")
-            return
-        if record is None:
-            self.view.line("nothing to compact")
-            return
-        self.view.line(
-            f"compacted: {record.units_before} → {record.units_after} units, "
-            f"{len(agent.messages)} messages"
-        )
-
-
-def tree_rows(entries: Sequence[SessionEntry], active: Collection[str]) -> list[str]:
-    """``/tree all``: every entry of a session, a branch indented under the entry it leaves
-    from (``├─`` / ``└─``), the entries of the ``active`` branch marked ``*``."""
-    from tether.agent.session import MessageEntry
-
-    children: dict[str | None, list[SessionEntry]] = {}
-    known = {entry.id for entry in entries}
-    for entry in entries:
-        parent = entry.parent_id if entry.parent_id in known else None
-        children.setdefault(parent, []).append(entry)
-    rows: list[str] = []
-
-    def describe(entry: SessionEntry) -> str:
-        mark = "*" if entry.id in active else " "
-        what = _describe(entry.message) if type(entry) is MessageEntry else "[compaction]"
-        return f"{mark} {entry.id[:8]}  {what}"
-
-    # iterative (a long session is deep): (entry, prefix of its row, prefix of what follows)
-    stack: list[tuple[SessionEntry, str, str]] = [
-        (root, "", "") for root in reversed(children.get(None, []))
-    ]
-    while stack:
-        entry, prefix, after = stack.pop()
-        rows.append(prefix + describe(entry))
-        kids = children.get(entry.id, [])
-        if len(kids) == 1:
-            stack.append((kids[0], after, after))
-            continue
-        for index in range(len(kids) - 1, -1, -1):
-            last = index == len(kids) - 1
-            stack.append(
-                (
-                    kids[index],
-                    after + ("└─ " if last else "├─ "),
-                    after + ("   " if last else "│  "),
-                )
-            )
-    return rows
-
 
 def _problem(error: TetherError) -> str:
     """``[CODE] message (causes)``: a runtime error as the chat shows it."""
@@ -1575,31 +1344,6 @@ def _explain(error: BaseException, depth: int = 0) -> str:
     else:
         inner = _explain(cause, depth + 1)
     return text if inner in text else f"{text} ({inner})"  # said once, not twice
-
-
-def _directory(cwd: Path, argument: str) -> Path | str:
-    """The directory ``/cd argument`` names (``~`` expanded, relative to ``cwd``, symlinks
-    resolved), or what is wrong with it."""
-    target = Path(os.path.expanduser(argument))
-    if not target.is_absolute():
-        target = cwd / target
-    if not target.is_dir():
-        return f"no directory {target}"
-    return Path(os.path.realpath(target))
-
-
-def _describe(message: Message) -> str:
-    if message.role == "user":
-        return f"you: {shorten(message.content, 70)}"
-    if message.role == "assistant":
-        parts: list[str] = []
-        for block in message.content:
-            if block.type == "text" and block.text:
-                parts.append(shorten(block.text, 70))
-            elif block.type == "toolCall":
-                parts.append(f"→ {block.name}")
-        return "assistant: " + (" ".join(parts) or "(empty)")
-    return f"{message.tool_name} {'error' if message.is_error else 'ok'}"
 
 
 # --- the terminal -----------------------------------------------------------------------------

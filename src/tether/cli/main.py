@@ -64,7 +64,7 @@ from tether.cli.exit_codes import (
     EXIT_USAGE,
 )
 from tether.cli.render import Output, OutputError, json_line, warn
-from tether.cli.slash_commands import CHAT_EXIT_HELP, COMMANDS_HELP, KEYS_HELP
+from tether.cli.slash_commands import CHAT_EXIT_HELP, COMMANDS_HELP, KEYS_HELP, rpc_commands
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -241,8 +241,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
             "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
             "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
-            "compact. Sessions are kept (a new one at start, or -r ID); write_file,\n"
-            "edit_file, bash and python_process calls wait for the client's approve unless\n"
+            "compact, command (tether chat's slash commands that need no terminal:\n"
+            + ", ".join(command.name for command in rpc_commands())
+            + ").\nSessions are kept (a new one at start, or -r ID); write_file, edit_file,\n"
+            "bash and python_process calls wait for the client's approve unless\n"
             "--auto-approve. Without --model, the config's default_model."
         ),
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
