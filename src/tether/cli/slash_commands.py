@@ -325,14 +325,14 @@ SLASH_COMMANDS: Final[tuple[SlashCommand, ...]] = (
     SlashCommand(
         name="model",
         args="[PROVIDER/MODEL]",
-        help="switch, keeping the conversation; alone: pick one from a list",
+        help="switch, keeping the conversation (alone: pick from a list)",
         chat_handler=_model,
     ),
     SlashCommand(name="new", args="", help="start a new session", handler=_new),
     SlashCommand(
         name="cd",
         args="DIR",
-        help="continue this session in another directory (tools and files there)",
+        help="continue this session in another directory (its tools and files)",
         handler=_cd,
     ),
     SlashCommand(
@@ -341,7 +341,7 @@ SLASH_COMMANDS: Final[tuple[SlashCommand, ...]] = (
     SlashCommand(
         name="resume",
         args="[ID]",
-        help="continue a saved session (an ID or a prefix); alone: pick one from a list",
+        help="continue a saved session, by ID or prefix (alone: pick from a list)",
         chat_handler=_resume,
     ),
     SlashCommand(
@@ -442,11 +442,12 @@ def tree_rows(entries: Sequence[SessionEntry], active: Collection[str]) -> list[
 
 # --- help -------------------------------------------------------------------------------------
 
+_USAGE_WIDTH: Final = max(len(command.usage) for command in SLASH_COMMANDS)
 COMMANDS: Final[Mapping[str, str]] = {command.name: command.help for command in SLASH_COMMANDS}
 """Each slash command's name and help (what Tab completion shows beside it)."""
 HELP: Final = (
     "commands:\n"
-    + "".join(f"  {command.usage:<22} {command.help}\n" for command in SLASH_COMMANDS)
+    + "".join(f"  {command.usage:<{_USAGE_WIDTH}} {command.help}\n" for command in SLASH_COMMANDS)
     + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Tab completes /commands, "
     "/model names and @paths · Ctrl-O shows the last tool result whole · Esc or Ctrl-C "
     "cancels the turn (Ctrl-C: or a runtime being built, or clears the line) · during a "
@@ -455,10 +456,11 @@ HELP: Final = (
 """What ``/help`` prints."""
 COMMANDS_HELP: Final = (
     "slash commands:\n"
-    + "".join(f"  {command.usage:<22} {command.help}\n" for command in SLASH_COMMANDS)
-    + "  /NAME ARGS             send the prompt template NAME (.tether/prompts/NAME.md, or\n"
-    "                         prompts/NAME.md in the user's config directory), ARGS filled in\n"
-    "  //text                 send /text as a message\n"
+    + "".join(f"  {command.usage:<{_USAGE_WIDTH}} {command.help}\n" for command in SLASH_COMMANDS)
+    + f"  {'/NAME ARGS':<{_USAGE_WIDTH}} send the prompt template NAME (.tether/prompts/NAME.md,\n"
+    + " " * (_USAGE_WIDTH + 3)
+    + "or prompts/NAME.md in the user's config directory), ARGS filled in\n"
+    + f"  {'//text':<{_USAGE_WIDTH}} send /text as a message\n"
 )
 """The slash commands, as ``tether chat --help`` lists them."""
 KEYS_HELP: Final = """\
