@@ -627,7 +627,7 @@ def test_the_chat_loads_rich_only_at_the_first_render() -> None:
     assert out.stdout.strip() == "False"
 
 
-# --- skills and prompt templates (tether.cli.chat_resources) ----------------------------------
+# --- skills and prompt templates (tether.coding.resources) -------------------------------------
 
 
 def skill_file(root: Path, name: str, description: str, body: str) -> None:

@@ -6,8 +6,8 @@ runtime (``tether.agent.runtime``) at a time: the workspace (the current directo
 coding tools confined to it (``tether.tools.coding``), the session file, the extensions the
 config file names (entry points of group ``tether.extensions``: their tools and event hooks)
 and an ``Agent`` on the chosen model (``tether.cli.models``) whose system prompt is built from
-the context files (``tether.cli.context_files``) and announces the workspace's skills
-(``tether.cli.chat_resources``). ``/new``, ``/resume``, ``/tree ID``, ``/model`` and ``/cd``
+the context files (``tether.coding.context_files``) and announces the workspace's skills
+(``tether.coding.resources``). ``/new``, ``/resume``, ``/tree ID``, ``/model`` and ``/cd``
 have the session build a new runtime with ``RuntimeManager.replace``: the current one stays
 in use until the new one is fully built, and a failure leaves it as it was; the entry the
 session stands on (``/tree ID``) is the session's, so ``/model`` and ``/cd`` keep it. This
@@ -153,7 +153,6 @@ if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import Runtime
     from tether.agent.session import SessionTree
-    from tether.cli.chat_resources import ChatResources
     from tether.cli.models import ModelChoice
     from tether.cli.ui.complete import Completion
     from tether.cli.ui.keys import TurnKeys
@@ -162,6 +161,7 @@ if TYPE_CHECKING:
     from tether.cli.ui.results import ResultView
     from tether.cli.ui.status import Activity
     from tether.coding.meter import UsageMeter
+    from tether.coding.resources import ChatResources
     from tether.coding.session import CodingEvent, CodingSession
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.models.base import Model
@@ -634,9 +634,9 @@ class Chat:
         extensions: Sequence[ExtensionDefinition] = (),
         pick: Picker | None = None,
     ) -> None:
-        from tether.cli.context_files import user_config_dir
         from tether.cli.session_config import coding_config
         from tether.coding import CodingSession, SessionPlace
+        from tether.coding.context_files import user_config_dir
 
         self.config = config
         self.data_dir = data_dir
@@ -824,7 +824,7 @@ class Chat:
 
     async def resources(self) -> ChatResources:
         """The skills and prompt templates of the current workspace
-        (``tether.cli.chat_resources``)."""
+        (``tether.coding.resources``)."""
         return await self.coding.resources()
 
     async def _rebuild(self, work: Awaitable[Any]) -> bool:

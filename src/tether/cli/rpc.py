@@ -177,9 +177,9 @@ async def rpc_command(
     ``OutputError`` after cleanup."""
     from tether.agent.runtime import TetherRuntimeError
     from tether.cli.config import CliError
-    from tether.cli.context_files import user_config_dir
     from tether.cli.session_config import configured_extensions
     from tether.coding import CodingSession, CodingSessionError
+    from tether.coding.context_files import user_config_dir
 
     try:
         extensions = configured_extensions(config)

@@ -59,10 +59,10 @@ def _strings(value: object) -> dict[str, str]:
 
 def _read_index_file(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     """The index's sessions by directory and directories by session; empty when it is
-    missing, is not a regular file (a FIFO cannot hold the chat: ``tether.cli.reading``), is
+    missing, is not a regular file (a FIFO cannot hold the chat: ``tether.coding.reading``), is
     larger than ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply
     included)."""
-    from tether.cli.reading import UnreadableFile, read_regular_file
+    from tether.coding.reading import UnreadableFile, read_regular_file
 
     try:
         data: object = json.loads(read_regular_file(path, limit=MAX_INDEX_BYTES))
