@@ -10,13 +10,12 @@ lines (``handler``: a ``SlashHost``) is offered by ``tether rpc`` too, as
 terminal (``chat_handler``: the chat itself, a ``ChatHost``: a list to pick from, the help of
 the keys, quitting) is ``tether chat``'s only.
 
-Imports nothing heavy (the handlers import what they use when they run), so ``tether --help``
-stays fast.
+Imports nothing heavy (not even ``asyncio``: the handlers import what they use when they
+run), so ``tether --help`` stays fast.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -197,6 +196,8 @@ async def _sessions(host: SlashHost, argument: str) -> bool:
 async def list_sessions(host: SlashHost, *, numbered: bool = False) -> list[str]:
     """``/sessions``: the saved sessions, newest first (``numbered``: 1, 2, ... instead of
     marking the current one ``*``), each with the directory it was started in; their IDs."""
+    import asyncio
+
     from tether.agent.session import SessionLimits
     from tether.agent.session import list_sessions as listing
     from tether.cli.session_index import session_directories
