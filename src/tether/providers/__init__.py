@@ -7,7 +7,10 @@
   the SSE decoder, and the ``Model`` base both providers build on;
 * ``openai_wire`` / ``openai_chat``: OpenAI Chat Completions (``OpenAIChatModel``);
 * ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
-* ``catalog``: provider presets (base URL, key variable, quirks) by name.
+* ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``: its
+  model class, loaded on first use, and its presets), from which the rest derives;
+* ``catalog``: provider presets (base URL, key variable, quirks) by name;
+* ``openai_compat``: ``OpenAIChatCompat``, the quirks of one OpenAI-compatible server.
 
 Importing this package loads none of them: the fixture provider's names below load on first
 use (the loop imports ``errors``, which must not build the fixture boundary's classes with
