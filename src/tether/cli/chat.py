@@ -212,7 +212,6 @@ _STATUS_PERIOD: Final = 0.1
 """Seconds between two redraws of the status line."""
 _STALL_SECONDS: Final = 2.0
 """A stream quiet this long shows as waiting for the model again."""
-_LIST_SESSIONS: Final = 20
 MODEL_LIST_SECONDS: Final = 5.0
 """How long the ``/model`` list waits for the server's models (then says so)."""
 
