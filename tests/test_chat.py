@@ -8,6 +8,7 @@ the command line is checked through ``main()``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import os
@@ -32,6 +33,8 @@ from tether.cli.chat import (
     Chat,
     ChatView,
     Command,
+    Escaped,
+    chat_completions,
     chat_data_dir,
     last_session,
     message_text,
@@ -44,6 +47,15 @@ from tether.cli.config import CliConfig, load_config
 from tether.cli.main import main
 from tether.cli.models import ModelChoice, choose_model
 from tether.cli.render import Output
+from tether.cli.slash_commands import (
+    COMMANDS_HELP,
+    SLASH_COMMANDS,
+    Handler,
+    SlashCommand,
+    SlashHost,
+    rpc_commands,
+)
+from tether.cli.ui.picker import More, PickItem
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
 from tether.models.base import Model
@@ -367,6 +379,89 @@ async def test_ctrl_c_at_the_question_declines_and_cancels(
     assert "(turn cancelled)" in shown(buffer)
 
 
+async def test_esc_at_the_question_interrupts_the_call(tmp_path: Path, config: CliConfig) -> None:
+    model = ScriptedModel([write("a.txt", "A", "c1")])
+    chat, buffer = make_chat(tmp_path, config, model, Answers(Escaped()))
+    result = await chat.turn("write a")
+    await chat.close()
+    assert result is not None
+    assert result.status == "cancelled"
+    assert not (tmp_path / "project" / "a.txt").exists()
+    answered = [message for message in result.messages if message.role == "toolResult"]
+    assert [message.tool_call_id for message in answered] == ["c1"]
+    assert "TOOL_CALL_INTERRUPTED" in answered[0].content
+    assert "Esc: cancelling the turn" in shown(buffer)
+    assert "declined" not in shown(buffer)
+
+
+async def test_picking_a_provider_puts_model_provider_on_the_next_prompt(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    chat, buffer = make_chat(tmp_path, config, ScriptedModel([]))
+    offered: list[list[str]] = []
+
+    async def pick(title: str, items: Sequence[PickItem], more: More | None) -> str | None:
+        offered.append([item.value for item in items])
+        if asyncio.iscoroutine(more):
+            more.close()  # no server to ask here
+        return "anthropic/"
+
+    chat.pick = pick
+    assert await chat.command(Command("model"))
+    await chat.close()
+    assert offered[0][0] == chat.choice.spec
+    assert "anthropic/" in offered[0]
+    assert chat.unsent == "/model anthropic/"
+    assert "type the model's name" in shown(buffer)
+
+
+async def test_each_slash_command_runs_its_own_handler_and_no_other(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: the table is the dispatch. Every name runs the handler of its own entry
+    (a new entry, here ``frobnicate``, needs nothing else), and a name not in the table is a
+    template or unknown, never another command (it used to fall through to ``/compact``)."""
+    ran: list[tuple[str, str]] = []
+
+    def recording(name: str) -> Handler:
+        async def handler(host: SlashHost, argument: str) -> bool:
+            ran.append((name, argument))
+            return True
+
+        return handler
+
+    table = {
+        command.name: dataclasses.replace(
+            command, handler=recording(command.name), chat_handler=None
+        )
+        for command in SLASH_COMMANDS
+    }
+    table["frobnicate"] = SlashCommand(
+        name="frobnicate", args="", help="a new one", handler=recording("frobnicate")
+    )
+    monkeypatch.setattr(chat_module, "find_command", table.get)
+    chat, buffer = make_chat(tmp_path, config, ScriptedModel([]))
+    for name in table:
+        assert await chat.command(Command(name, "x"))
+    assert await chat.command(Command("compactt"))
+    await chat.close()
+    assert ran == [(name, "x") for name in table]
+    assert "unknown command /compactt" in shown(buffer)
+
+
+async def test_the_help_and_completion_come_from_the_table() -> None:
+    for command in SLASH_COMMANDS:
+        assert f"  {command.usage} " in HELP
+        assert f"  {command.usage} " in COMMANDS_HELP
+    offered = [item.text for item in chat_completions("/", workspace=None, models=[])]
+    assert offered == sorted(f"/{command.name}" for command in SLASH_COMMANDS)
+    assert [command.name for command in rpc_commands()] == [
+        command.name for command in SLASH_COMMANDS if command.handler is not None
+    ]
+    with pytest.raises(ValueError, match="exactly one"):
+        SlashCommand(name="both", args="", help="", handler=None, chat_handler=None)
+
+
 async def test_the_hook_lets_unlisted_tools_run(tmp_path: Path, config: CliConfig) -> None:
     chat, _ = make_chat(tmp_path, config, ScriptedModel([]), Answers())
     call = ToolCall(id="c1", name="read_file", arguments=JsonObject({"path": "x"}))
@@ -532,7 +627,7 @@ def test_the_chat_loads_rich_only_at_the_first_render() -> None:
     assert out.stdout.strip() == "False"
 
 
-# --- skills and prompt templates (tether.cli.chat_resources) ----------------------------------
+# --- skills and prompt templates (tether.coding.resources) -------------------------------------
 
 
 def skill_file(root: Path, name: str, description: str, body: str) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from servers.replay import ReplayServer, Script, sse_body, sse_response
+from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
 from tether.agent import INTERRUPTED_TURN_NOTE
 from tmux_support import DEADLINE, POLL, Tmux, tmux_binary
 
@@ -579,28 +579,95 @@ async def remember_42(tmux: Tmux, tmp_path: Path, server: ReplayServer) -> Path:
 
 
 async def test_r_without_an_id_picks_a_session_from_a_list(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 28: ``-r`` alone opens the picker over the saved sessions (each with its
+    directory and last message); typing filters, Enter resumes the one selected."""
     async with ReplayServer() as server:
         server.respond(text_reply("I will remember 42."))
+        server.respond(text_reply("Noted, 7."))
         server.respond(text_reply("It was 42."))
         session = await remember_42(tmux, tmp_path, server)
         ident = session.stem
+        start_chat(tmux, tmp_path, server.url)  # a second session, in the same directory
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Remember the number 7")
+        await tmux.wait_for("Noted, 7.")
+        await quit_chat(tmux)
+
         start_chat(tmux, tmp_path, server.url, "-r")
-        screen = await tmux.wait_for("resume which? (a number or an ID; Enter: new):")
-        assert f" 1 {ident[:8]}" in screen
-        assert "Remember the number 42" in screen
-        await say(tmux, "7")
-        await tmux.wait_for("no session '7': a number from 1 to 1, or an ID")
-        await say(tmux, "1")
+        screen = await tmux.wait_for("2 of 2")
+        assert "resume a session" in screen
+        assert f"{ident[:8]}" in screen
+        rows = [line for line in screen.splitlines() if ident[:8] in line]
+        assert "I will remember 42." in rows[0]  # its last message
+        assert str(workspace(tmp_path))[:40] in rows[0]  # its directory (clipped to fit)
+        tmux.type("42")
+        await tmux.wait_for("1 of 2")
+        tmux.send("Enter")
         await tmux.wait_for(f"resumed session {ident} (2 messages)")
         await at_prompt(tmux)
+        assert "resume a session" not in tmux.screen()  # the list is gone
         await say(tmux, "Which number?")
         await tmux.wait_for("It was 42.")
         await quit_chat(tmux)
-    assert [m["role"] for m in server.requests[1].json["messages"]][1:] == [
+    assert [m["role"] for m in server.requests[2].json["messages"]][1:] == [
         "user",
         "assistant",
         "user",
     ]
+
+
+async def test_resume_alone_opens_the_picker_and_esc_cancels_it(tmux: Tmux, tmp_path: Path) -> None:
+    async with ReplayServer() as server:
+        server.respond(text_reply("I will remember 42."))
+        session = await remember_42(tmux, tmp_path, server)
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "/resume")
+        await tmux.wait_for("1 of 1")
+        tmux.send("Escape")
+        await at_prompt(tmux)
+        assert "resume a session" not in tmux.screen()
+        assert "resumed" not in tmux.screen()
+        await say(tmux, "/resume")
+        await tmux.wait_for("1 of 1")
+        tmux.send("Enter")
+        await tmux.wait_for(f"resumed session {session.stem} (2 messages)")
+        await quit_chat(tmux)
+
+
+async def test_model_alone_opens_a_picker_with_the_servers_models(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """Issue 28: ``/model`` alone lists the known models and, once it answers, the server's
+    (``GET /models``); typing filters and Enter switches. A server that fails is a note in
+    the list, not an error."""
+    listing = {"object": "list", "data": [{"id": "gpt-big", "object": "model"}]}
+    async with ReplayServer() as server:
+        server.respond(json_response(200, listing))
+        server.respond(json_response(404, {"error": {"message": "no such endpoint"}}))
+        server.respond(text_reply("Big model here."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "/model")
+        screen = await tmux.wait_for("1 from openai")
+        assert "openai/gpt-test" in screen
+        assert "openai/gpt-big" in screen
+        tmux.type("big")
+        await tmux.wait_for("1 of ")
+        tmux.send("Enter")
+        await tmux.wait_for("model: openai/gpt-big")
+        await at_prompt(tmux)
+        await say(tmux, "/model")
+        screen = await tmux.wait_for("openai's models: [")
+        tmux.send("Escape")
+        await at_prompt(tmux)
+        await say(tmux, "Who are you?")
+        await tmux.wait_for("Big model here.")
+        await quit_chat(tmux)
+    assert server.requests[0].method == "GET"
+    assert server.requests[0].path.endswith("/models")
+    assert server.requests[2].json["model"] == "gpt-big"  # one listing failed, not retried
+    assert_no_key_anywhere(tmux, tmp_path)
 
 
 async def test_a_conversation_is_restored_after_a_restart(tmux: Tmux, tmp_path: Path) -> None:
@@ -919,3 +986,99 @@ async def test_bash_output_streams_before_the_command_ends(tmux: Tmux, tmp_path:
         assert "│ first-line" not in screen  # the live box is gone; the result shows it
         assert "    first-line" in screen
         await quit_chat(tmux)
+
+
+async def test_esc_at_the_approval_question_interrupts_the_turn(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 28: Esc at ``allow bash?`` cancels the turn as Esc during a stream does; the
+    call is answered ``TOOL_CALL_INTERRUPTED`` (not declined) and the prompt comes back."""
+    project = workspace(tmp_path)
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "bash", {"command": "touch ran.txt"}))
+        server.respond(text_reply("Still here."))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Touch it")
+        await tmux.wait_for("allow bash? [y]es / [n]o")
+        tmux.send("Escape")
+        await tmux.wait_for("(turn cancelled)")
+        await at_prompt(tmux)
+        screen = tmux.screen()
+        assert "declined" not in screen
+        assert "^[" not in screen
+        await say(tmux, "Are you there?")
+        await tmux.wait_for("Still here.")
+        await quit_chat(tmux)
+    assert not (project / "ran.txt").exists()
+    sent = server.requests[1].json["messages"]
+    answered = next(message for message in sent if message["role"] == "tool")
+    assert answered["tool_call_id"] == "call-1"
+    assert "TOOL_CALL_INTERRUPTED" in answered["content"]
+    assert "TOOL_CALL_BLOCKED" not in answered["content"]
+    assert sent[-2:] == [
+        {"role": "user", "content": INTERRUPTED_TURN_NOTE},
+        {"role": "user", "content": "Are you there?"},
+    ]
+
+
+async def test_without_colour_thinking_is_set_apart_from_the_answer(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """Issue 28: with ``NO_COLOR`` (no dimming to tell them apart) the model's thinking has a
+    ``thinking:`` label and a ``│`` gutter; the answer has neither."""
+    thoughts = " ".join(f"ponder{n:02}" for n in range(40))
+    payloads = [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"reasoning_content": thoughts[i : i + 9]}) for i in range(0, len(thoughts), 9)),
+        chunk({"content": "The answer is 42."}),
+        chunk({}, "stop"),
+        usage(11, 3),
+    ]
+    async with ReplayServer() as server:
+        server.respond(sse_response(sse_body(payloads)))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Think first")
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    shown = screen[screen.index("chat> Think first") : screen.index("[tokens: 11 in,")]
+    lines = shown.splitlines()[1:]
+    assert lines[0] == "thinking:", shown
+    thinking = [line for line in lines if "ponder" in line]
+    assert len(thinking) > 1, shown  # wrapped, inside the gutter
+    assert all(line.startswith("│ ") and len(line) <= 120 for line in thinking), shown
+    assert " ".join(line[2:] for line in thinking).split() == thoughts.split()
+    (answer,) = [line for line in lines if "42" in line]
+    assert answer == "The answer is 42."
+
+
+async def test_a_resize_redraws_the_live_region_without_garbage(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 28: the live region (the unfinished paragraph, the status line) drawn at 120
+    columns is erased after a resize to 60 as the terminal now shows it (tmux re-wraps each
+    row onto two) and drawn again at the new width, before the stream goes on: the screen
+    shows every word once, in rows of the new width. (What tmux pushed into its scrollback
+    while re-wrapping stays there: docs, "Resizing".)"""
+    words = " ".join(f"ipsum{n:02}" for n in range(80))
+    payloads = text_payloads("First paragraph.\n\n", words, " and the end.\n")
+    offset = len(sse_body(payloads[:3], done=False))
+    async with ReplayServer() as server:
+        stalled = server.respond(sse_response(sse_body(payloads), stall_after=offset))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Write")
+        await tmux.wait_for("\nipsum75 ipsum76")  # the live tail, 120 columns wide
+        await stalled.stalled.wait()
+        tmux.resize(60, 40)
+        await tmux.wait_for("\nipsum77 ipsum78 ipsum79\n")  # drawn again, 60 wide
+        screen = tmux.visible()
+        rows = [line for line in screen.splitlines() if "ipsum" in line]
+        assert all(len(row) <= 60 for row in rows), screen
+        assert " ".join(rows).split() == words.split(), screen  # nothing left of the old rows
+        assert screen.count("First paragraph.") <= 1, screen
+        (status,) = [line for line in screen.splitlines() if "writing" in line]
+        assert len(status) < 60
+        stalled.release.set()
+        screen = await tmux.wait_for("[tokens: 11 in,")
+        await quit_chat(tmux)
+    answer = tmux.visible()
+    rows = [line for line in answer.splitlines() if "ipsum" in line]
+    assert " ".join(rows).split() == [*words.split(), "and", "the", "end."], answer

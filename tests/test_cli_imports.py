@@ -2,7 +2,8 @@
 
 The graph counts every ``tether.cli.*`` and ``tether.coding.*`` import of a module, those
 inside functions included (a deferred import is still a dependency). ``tether.coding`` (the
-session service) must never import a mode (``tether.cli.chat``, ``run``, ``rpc``, ``main``).
+session service) must never import a mode (``tether.cli.chat``, ``run``, ``rpc``, ``main``),
+nor anything else of ``tether.cli``.
 """
 
 from __future__ import annotations
@@ -93,6 +94,13 @@ def test_the_service_imports_no_mode() -> None:
     for name, targets in graph().items():
         if name.startswith("tether.coding"):
             assert not targets & MODES, (name, targets & MODES)
+
+
+def test_the_service_imports_nothing_of_the_cli() -> None:
+    for name, targets in graph().items():
+        if name.startswith("tether.coding"):
+            cli = {target for target in targets if target.startswith("tether.cli")}
+            assert not cli, (name, cli)
 
 
 @pytest.mark.slow

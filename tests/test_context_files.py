@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.cli.context_files import (
+from tether.coding.context_files import (
     DEFAULT_INTRODUCTION,
     MAX_FILE_BYTES,
     context_directories,

@@ -164,6 +164,40 @@ async def test_sessions_are_kept_resumed_and_branched(tmp_path: Path) -> None:
     assert f"Project directory: {other}" in server.requests[3].json["messages"][0]["content"]
 
 
+async def test_chats_slash_commands_without_a_terminal_run_over_rpc(tmp_path: Path) -> None:
+    """Issue 31: the slash commands of the one table that need no terminal are ``command``
+    requests; their lines are the response. A terminal one, or a name not in the table,
+    is refused, never run as another command."""
+    async with ReplayServer() as server:
+        server.respond(text_reply("Noted: 42."))
+        async with await start(server, tmp_path) as client:
+            await client.run("Remember 42.")
+            session_id = (await client.get_state()).session_id
+            assert session_id is not None
+            (usage,) = await client.command("usage")
+            assert usage.startswith("session tokens: ")
+            assert "model openai/gpt-test" in usage
+            tree = await client.command("/tree")
+            assert [row.split("  ", 2)[2] for row in tree] == [
+                "you: Remember 42.",
+                "assistant: Noted: 42.",
+            ]
+            (sessions,) = await client.command("sessions")
+            assert session_id[:8] in sessions
+            (exported,) = await client.command("export", "talk.html")
+            assert exported == f"exported to {tmp_path / 'work' / 'talk.html'}"
+            (nothing,) = await client.command("compact")
+            assert nothing == "nothing to compact"
+            for name in ("quit", "help", "model", "compactt", "frobnicate"):
+                with pytest.raises(RpcCommandError) as refused:
+                    await client.command(name)
+                assert refused.value.code == "RPC_UNKNOWN_COMMAND", name
+            assert (await client.get_state()).message_count == 2  # nothing else ran
+        assert await client.close() == 0
+    assert "Remember 42." in (tmp_path / "work" / "talk.html").read_text(encoding="utf-8")
+    assert len(server.requests) == 1
+
+
 async def test_a_server_sent_no_prompt_leaves_no_session(tmp_path: Path) -> None:
     async with ReplayServer() as server, await start(server, tmp_path) as client:
         state = await client.get_state()

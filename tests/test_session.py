@@ -1646,6 +1646,22 @@ async def test_list_sessions_newest_first_with_errors_listed(
     assert all(info.modified_at > 0 for info in infos)
 
 
+async def test_list_sessions_gives_each_sessions_last_message(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    store = await SessionStore.create_in(folder, options(session_id="talk"))
+    first = await store.append(None, user("m1", "The first question"))
+    answer = AssistantMessage(id="m2", content=(TextBlock(text="\n  The answer\nmore"),))
+    second = await store.append(first.id, answer)
+    call = AssistantMessage(id="m3", content=(ToolCall(id="c", name="n", arguments=JsonObject()),))
+    await store.append(second.id, call)  # no text: the answer before it is the last message
+    empty = await SessionStore.create_in(folder, options(session_id="empty"))
+    await empty.append(None, user("m1", "   "))
+    by_id = {info.id: info for info in list_sessions(folder)}
+    assert by_id["talk"].title == "The first question"
+    assert by_id["talk"].last_message == "The answer"
+    assert by_id["empty"].last_message is None
+
+
 async def test_list_sessions_orders_odd_timestamps_by_mtime(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

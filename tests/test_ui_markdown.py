@@ -140,6 +140,27 @@ def test_thinking_is_dimmed() -> None:
     assert not re.search(r"\x1b\[(?:[0-9;]*;)?2(?:;[0-9;]*)?m", plain.feed("Let me think.\n\n"))
 
 
+def test_without_colour_thinking_has_a_label_and_a_gutter() -> None:
+    md = StreamingMarkdown(width=30, color=False, thinking=True)
+    source = "Let me think about " + "this " * 12 + "now.\n\n```\nx = 1\n```\n\nDone.\n"
+    live = ""
+    committed = ""
+    for char in source:
+        committed += md.feed(char)
+        live = md.live(max_rows=10) or live
+    committed += md.finish()
+    rows = committed.split("\n")[:-1]
+    assert rows[0] == "thinking:"
+    assert all(row == "│" or row.startswith("│ ") for row in rows[1:]), rows
+    assert all(len(row) <= 30 for row in rows)
+    assert "│ Done." in rows
+    assert live.startswith("│")  # the tail joins the rows above
+    assert "thinking:" not in live
+    assert md.render_all() == committed
+    answer = StreamingMarkdown(width=30, color=False)
+    assert answer.feed("Plain.\n") + answer.finish() == "Plain.\n"
+
+
 @pytest.mark.parametrize("color", [False, True])
 def test_control_characters_in_the_answer_are_shown_not_obeyed(color: bool) -> None:
     shown = whole(
@@ -294,6 +315,18 @@ def test_the_live_region_never_draws_more_rows_than_the_screen_holds() -> None:
     assert region.update("", live) == "7\n8\n9\n"
     assert region.drawn == 3
     assert region.update("x\n", live) == "\r\x1b[2K" + "\x1b[1F\x1b[2K" * 3 + "x\n7\n8\n9\n"
+
+
+def test_after_the_terminal_narrows_the_live_region_erases_the_rows_it_re_wrapped() -> None:
+    region = LiveRegion(height=24, width=120)
+    wide = "\x1b[1m" + "x" * 119 + "\x1b[0m"  # 119 cells, however it is styled
+    region.update("", f"{wide}\nshort\n{'y' * 120}\n")
+    assert region.screen_rows() == 3
+    region.width = 60  # the terminal re-wraps: 2 + 1 + 2 rows
+    assert region.screen_rows() == 5
+    assert region.update("", "z\n") == "\r\x1b[2K" + "\x1b[1F\x1b[2K" * 5 + "z\n"
+    region.width = 200  # wider: a row never takes fewer than one
+    assert region.erase() == "\r\x1b[2K\x1b[1F\x1b[2K"
 
 
 # --- lazy import ---------------------------------------------------------------------------

@@ -115,6 +115,10 @@ class Tmux:
         """The pane's text: the scrollback and the screen, wrapped lines joined."""
         return self._tmux("capture-pane", "-p", "-J", "-S", "-2000", "-t", self.session)
 
+    def visible(self) -> str:
+        """The pane's text as it is on screen now (no scrollback), wrapped lines joined."""
+        return self._tmux("capture-pane", "-p", "-J", "-t", self.session)
+
     def dead(self) -> tuple[bool, int | None]:
         """Whether the program exited, and its exit status then (written by the ``sh``
         wrapper the program runs under: tmux 3.3 does not report it reliably)."""

@@ -6,8 +6,8 @@ runtime (``tether.agent.runtime``) at a time: the workspace (the current directo
 coding tools confined to it (``tether.tools.coding``), the session file, the extensions the
 config file names (entry points of group ``tether.extensions``: their tools and event hooks)
 and an ``Agent`` on the chosen model (``tether.cli.models``) whose system prompt is built from
-the context files (``tether.cli.context_files``) and announces the workspace's skills
-(``tether.cli.chat_resources``). ``/new``, ``/resume``, ``/tree ID``, ``/model`` and ``/cd``
+the context files (``tether.coding.context_files``) and announces the workspace's skills
+(``tether.coding.resources``). ``/new``, ``/resume``, ``/tree ID``, ``/model`` and ``/cd``
 have the session build a new runtime with ``RuntimeManager.replace``: the current one stays
 in use until the new one is fully built, and a failure leaves it as it was; the entry the
 session stands on (``/tree ID``) is the session's, so ``/model`` and ``/cd`` keep it. This
@@ -17,15 +17,25 @@ module is what a person sees and can do:
   (``tether.cli.ui.markdown``: headings, emphasis, lists, tables and highlighted code, wrapped
   to the terminal's width, read again after a resize): each finished block is written
   once, the unfinished one is drawn below it and redrawn as it grows; thinking is rendered
-  the same way, dimmed. Each tool call shows as ``→ name({arguments})`` and its result as its
-  first and last lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured),
-  with how many are hidden between; then a usage line per turn: the turn's tokens and the
+  the same way, dimmed (without colour: after a ``thinking:`` row, in a ``│`` gutter).
+  Each tool call shows as ``→ name({arguments})`` and its result as its first and last
+  lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured), with how
+  many are hidden between; then a usage line per turn: the turn's tokens and the
   session's. While a turn runs, a status line under the output (``tether.cli.ui.status``,
   redrawn ten times a second, erased when the turn ends) shows what is happening (waiting for
   the model, thinking, writing, running a tool; a stream quiet for 2 s shows waiting again),
   the elapsed time, the turn's tokens, the session's cost and how much of the context window
   the last response filled. Colour only on a terminal without ``NO_COLOR``; off a terminal
   only finished rows are written (no live redraw, no status line).
+* **Resizing.** The chat writes into the terminal's scrollback, not a full-screen view, so
+  rows already written cannot be re-wrapped by the chat: the terminal keeps them as they
+  were written (or re-wraps them itself: tmux, VTE, iTerm2, kitty). What is still live (the
+  unfinished Markdown block, a running tool's box, the status line) is redrawn at the new
+  width on ``SIGWINCH``: erased as the terminal now shows it (a row wider than the new width
+  takes several) and drawn again; what follows is wrapped to the new width. A terminal that
+  re-wraps while narrowing may push the top of a tall live region into its scrollback, where
+  that copy stays; one that truncates instead of re-wrapping (xterm) may lose a few written
+  rows above the live region on a narrowing resize.
 * **Input.** ``prompt_toolkit`` line editing (readline keys) with a history file,
   ``<data dir>/tether/chat-history``; Enter sends, Alt-Enter (or Esc then Enter) starts a
   new line. Tab completes slash commands, ``/model`` names (the current model, the default,
@@ -47,12 +57,18 @@ module is what a person sees and can do:
   config's ``extension_timeout`` (30 s by default) fails ``EXTENSION_TIMED_OUT``, naming the
   extension. Ctrl-C at the prompt clears the line. Ctrl-D on an empty line, or ``/quit``,
   exits (status 0).
-* **Slash commands.** ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept;
-  ``/model`` lists the current, default and configured models, ``/model N`` switches to
-  one);
+* **Slash commands.** One table, ``tether.cli.slash_commands`` (``tether rpc``'s ``command``
+  runs those that need no terminal), makes the dispatch, ``/help`` and Tab completion:
+  ``/help``; ``/model PROVIDER/MODEL`` (switch, the conversation kept;
+  ``/model`` alone opens a list to pick from, ``tether.cli.ui.picker``: the current,
+  default and configured models, then, once it answers (within ``MODEL_LIST_SECONDS``), the
+  models the provider's server offers (``GET /models``; a failure is a note in the list),
+  then every provider as ``PROVIDER/``, which puts ``/model PROVIDER/`` on the prompt for the
+  name to be typed; off a terminal it lists them numbered and ``/model N`` switches to one);
   ``/new`` (a new session); ``/sessions`` (the saved ones, newest first, each with the
-  directory it was started in); ``/resume ID``
-  (an ID or a unique prefix of one); ``/tree`` (the active branch's entries with short IDs);
+  directory it was started in); ``/resume ID`` (an ID or a unique prefix of one;
+  ``/resume`` alone opens the list of sessions, each with its start, its last message and
+  its directory); ``/tree`` (the active branch's entries with short IDs);
   ``/tree ID`` (move the branch to that entry: the next prompt continues from there, a new
   branch beside the old one); ``/tree all`` (every branch, each indented under the entry it
   leaves from, the active one marked ``*``); ``/cd DIR`` (the same session in another
@@ -70,15 +86,17 @@ module is what a person sees and can do:
   model gets ``TOOL_CALL_BLOCKED`` "the user declined"), ``n: REASON`` (do not, and the model
   is told the reason: ``coding.Decline``) or ``a`` (run it and every later call of that tool
   in this session). ``--auto-approve``, or ``[tools] auto_approve = true``, never asks.
-  Ctrl-C at that question cancels the turn.
+  Ctrl-C at that question declines the call and cancels the turn; Esc cancels the turn as
+  Esc during a stream does (the call is answered ``TOOL_CALL_INTERRUPTED``, as any call a
+  cancelled turn left unanswered).
 
 **Sessions.** Every message is appended, as it enters the transcript, to a session file in
 ``<data dir>/tether/sessions/`` (the runtime's session, recorded by ``SessionRecorder``; the
 first runtime is built, and its file created, with the first prompt, so a chat that sends
 nothing leaves nothing). The
 data directory follows the XDG rules of ``tether.agent.session.default_sessions_dir``.
-``-r ID`` resumes a session (an ID or unique prefix; ``-r`` alone lists the saved ones,
-numbered, and asks which); ``-c`` continues the last session
+``-r ID`` resumes a session (an ID or unique prefix; ``-r`` alone opens the list of
+sessions ``/resume`` opens: Esc starts a new session); ``-c`` continues the last session
 started in this directory, found through ``<sessions dir>/cwd-index.json``: one JSON object
 ``{"version": 1, "sessions": {"<absolute cwd>": "<session id>"}, "directories":
 {"<session id>": "<absolute cwd>"}}`` (``directories``: where each of the newest 2,000
@@ -96,14 +114,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import signal as signals
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
@@ -112,7 +129,16 @@ from tether._errors import TetherError
 from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 from tether.cli.session_config import configured_extensions
-from tether.cli.slash_commands import COMMANDS, HELP
+from tether.cli.session_index import (
+    INDEX_NAME,
+    MAX_INDEX_BYTES,
+    MAX_INDEXED_DIRECTORIES,
+    chat_data_dir,
+    last_session,
+    remember_session,
+    session_directories,
+)
+from tether.cli.slash_commands import COMMANDS, HELP, find_command, list_sessions, tree_rows
 from tether.coding.approval import (
     DECLINED,
     Answer,
@@ -126,15 +152,16 @@ if TYPE_CHECKING:
     from tether.agent.agent import Agent
     from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import Runtime
-    from tether.agent.session import SessionEntry, SessionTree
-    from tether.cli.chat_resources import ChatResources
+    from tether.agent.session import SessionTree
     from tether.cli.models import ModelChoice
     from tether.cli.ui.complete import Completion
     from tether.cli.ui.keys import TurnKeys
     from tether.cli.ui.markdown import LiveRegion, StreamingMarkdown
+    from tether.cli.ui.picker import More, Picker, PickItem
     from tether.cli.ui.results import ResultView
     from tether.cli.ui.status import Activity
     from tether.coding.meter import UsageMeter
+    from tether.coding.resources import ChatResources
     from tether.coding.session import CodingEvent, CodingSession
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.models.base import Model
@@ -146,6 +173,9 @@ __all__ = [
     "COMMANDS",
     "DECLINED",
     "HELP",
+    "INDEX_NAME",
+    "MAX_INDEXED_DIRECTORIES",
+    "MAX_INDEX_BYTES",
     "PROMPT",
     "Answer",
     "Approvals",
@@ -153,6 +183,7 @@ __all__ = [
     "ChatOptions",
     "ChatView",
     "Command",
+    "Escaped",
     "Interrupt",
     "chat_command",
     "chat_completions",
@@ -169,11 +200,6 @@ PROMPT: Final = "chat> "
 """The input prompt."""
 APPROVE_PROMPT: Final = "allow {name}? [y]es / [n]o (n: reason) / [a]lways for {name}: "
 """The approval question (``{name}``: the tool; ``tether.cli.ui.approval``)."""
-INDEX_NAME: Final = "cwd-index.json"
-MAX_INDEX_BYTES: Final = 4 << 20
-"""The largest ``cwd-index.json`` read (a larger one is ignored, then rewritten)."""
-MAX_INDEXED_DIRECTORIES: Final = 2000
-"""The most sessions whose directory the index remembers (the newest)."""
 HISTORY_NAME: Final = "chat-history"
 _INTERRUPT: Final = "Interrupted by the user"
 _EXIT_INTERRUPTED: Final = 130
@@ -186,7 +212,8 @@ _STATUS_PERIOD: Final = 0.1
 """Seconds between two redraws of the status line."""
 _STALL_SECONDS: Final = 2.0
 """A stream quiet this long shows as waiting for the model again."""
-_LIST_SESSIONS: Final = 20
+MODEL_LIST_SECONDS: Final = 5.0
+"""How long the ``/model`` list waits for the server's models (then says so)."""
 
 
 # --- slash commands ---------------------------------------------------------------------------
@@ -254,92 +281,6 @@ def chat_completions(
 
 
 # --- approval ---------------------------------------------------------------------------------
-
-# --- the -c index -----------------------------------------------------------------------------
-
-
-def chat_data_dir(environ: dict[str, str] | None = None) -> Path:
-    """``<user data directory>/tether``: the parent of ``default_sessions_dir()``, computed
-    here by the same XDG rules so that the first prompt needs no session module."""
-    env = os.environ if environ is None else environ
-    if sys.platform == "darwin":  # pragma: no cover - macOS only
-        base = Path.home() / "Library" / "Application Support"
-    elif os.name == "nt":  # pragma: no cover - Windows only
-        local = env.get("LOCALAPPDATA", "")
-        base = Path(local) if os.path.isabs(local) else Path.home() / "AppData" / "Local"
-    else:
-        xdg = env.get("XDG_DATA_HOME", "")
-        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
-    return base / "tether"
-
-
-def _strings(value: object) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {
-        str(key): item
-        for key, item in cast("dict[object, object]", value).items()
-        if isinstance(item, str)
-    }
-
-
-def _read_index_file(path: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """The index's sessions by directory and directories by session; empty when it is
-    missing, is not a regular file (a FIFO cannot hold the chat: ``tether.cli.reading``), is
-    larger than ``MAX_INDEX_BYTES``, or is not the JSON it should be (nested too deeply
-    included)."""
-    from tether.cli.reading import UnreadableFile, read_regular_file
-
-    try:
-        data: object = json.loads(read_regular_file(path, limit=MAX_INDEX_BYTES))
-    except (UnreadableFile, ValueError, RecursionError):
-        return {}, {}
-    if not isinstance(data, dict):
-        return {}, {}
-    index = cast("dict[str, object]", data)
-    return _strings(index.get("sessions")), _strings(index.get("directories"))
-
-
-def _read_index(path: Path) -> dict[str, str]:
-    return _read_index_file(path)[0]
-
-
-def last_session(sessions_dir: Path, cwd: Path) -> str | None:
-    """The ID of the last session started in ``cwd`` (by the index), if its file exists."""
-    found = _read_index(sessions_dir / INDEX_NAME).get(os.path.abspath(cwd))
-    if found is None or not (sessions_dir / f"{found}.jsonl").is_file():
-        return None
-    return found
-
-
-def session_directories(sessions_dir: Path) -> dict[str, str]:
-    """The directory each session was started in, by session ID, as far as the index knows
-    (its ``directories``: the last ``MAX_INDEXED_DIRECTORIES`` sessions a chat created)."""
-    return _read_index_file(sessions_dir / INDEX_NAME)[1]
-
-
-def remember_session(sessions_dir: Path, cwd: Path, session_id: str) -> None:
-    """Make ``session_id`` the last session of ``cwd`` in the index, and ``cwd`` its
-    directory (an atomic rewrite, mode 0600); a failure to write is ignored (``-c`` then
-    finds the previous one)."""
-    path = sessions_dir / INDEX_NAME
-    sessions, directories = _read_index_file(path)
-    sessions[os.path.abspath(cwd)] = session_id
-    directories.pop(session_id, None)
-    directories[session_id] = os.path.abspath(cwd)
-    kept = dict(list(directories.items())[-MAX_INDEXED_DIRECTORIES:])
-    temporary = path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            index = {"version": 1, "sessions": sessions, "directories": kept}
-            json.dump(index, file, indent=1)  # directories oldest first: the order is kept
-            file.write("\n")
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-
 
 # --- the view ---------------------------------------------------------------------------------
 
@@ -413,6 +354,7 @@ class ChatView:
         if region is None:
             region = self._region = LiveRegion(height)
         region.height = height
+        region.width = self.width
         tail = "" if self.markdown is None else self.markdown.live(max_rows=height)
         tail += self._progress_block()
         if self.status:
@@ -425,6 +367,13 @@ class ChatView:
     def write(self, text: str) -> None:
         """Write ``text`` (whole lines) as it is."""
         self._draw(text)
+
+    def redraw(self) -> None:
+        """The terminal was resized (``SIGWINCH``): erase the live region as the terminal now
+        shows it and draw it again at the new width (rows already written stay as they are:
+        a terminal keeps its scrollback as it was written, or re-wraps it itself)."""
+        if self.live:
+            self._draw("")
 
     def line(self, text: str) -> None:
         """Write ``text`` on a line of its own (ending any streamed text first)."""
@@ -625,9 +574,14 @@ class _Cancelled(Exception):
     """The operation the chat waited for was cancelled by Ctrl-C."""
 
 
+class Escaped(Exception):
+    """Esc at a question (``Ask`` raises it): at the approval question it interrupts the
+    turn, as Esc during a stream does."""
+
+
 Ask: TypeAlias = Callable[[str], Awaitable[str]]
-"""Asks a question and returns the answer; raises ``KeyboardInterrupt`` (Ctrl-C) or
-``EOFError`` (Ctrl-D)."""
+"""Asks a question and returns the answer; raises ``KeyboardInterrupt`` (Ctrl-C),
+``EOFError`` (Ctrl-D) or ``Escaped`` (Esc)."""
 
 _WARM_MODULES: Final = (
     "tether.agent.persistence",
@@ -658,9 +612,10 @@ class Chat:
     sees of it.
 
     ``ask`` answers the approval question (the terminal's prompt in ``tether chat``; a
-    script in tests); ``view`` writes what happens; ``build_model`` makes the model of a
-    choice (default: ``ModelChoice.build``, the HTTP model); ``extensions`` are activated in
-    every runtime the chat builds.
+    script in tests); ``pick`` opens the lists of ``/model`` and ``/resume`` without an
+    argument (``tether.cli.ui.picker.pick``); ``view`` writes what happens; ``build_model``
+    makes the model of a choice (default: ``ModelChoice.build``, the HTTP model);
+    ``extensions`` are activated in every runtime the chat builds.
     """
 
     def __init__(
@@ -676,16 +631,20 @@ class Chat:
         auto_approve: bool = False,
         build_model: Callable[[ModelChoice], Model] | None = None,
         extensions: Sequence[ExtensionDefinition] = (),
+        pick: Picker | None = None,
     ) -> None:
-        from tether.cli.context_files import user_config_dir
         from tether.cli.session_config import coding_config
         from tether.coding import CodingSession, SessionPlace
+        from tether.coding.context_files import user_config_dir
 
         self.config = config
         self.data_dir = data_dir
         self.sessions_dir = data_dir / "sessions"
         self.view = view
         self.ask = ask
+        self.pick = pick
+        """Opens a list to pick from (``tether.cli.ui.picker``; ``None``: no terminal, so
+        ``/model`` and ``-r`` list and ask instead)."""
         self.session_tokens = (0, 0)
         made = coding_config(
             choice,
@@ -721,6 +680,7 @@ class Chat:
         self._retry: tuple[float, str] | None = None  # a retry's deadline (loop time), why
         self._last_chunk = 0.0
         self._preview_workspace: tuple[Path, Workspace | None] | None = None
+        self._rebuilt = 0  # how many rebuilds worked
 
     def _on_event(self, event: CodingEvent) -> None:
         self._note_activity(event)
@@ -863,7 +823,7 @@ class Chat:
 
     async def resources(self) -> ChatResources:
         """The skills and prompt templates of the current workspace
-        (``tether.cli.chat_resources``)."""
+        (``tether.coding.resources``)."""
         return await self.coding.resources()
 
     async def _rebuild(self, work: Awaitable[Any]) -> bool:
@@ -874,6 +834,7 @@ class Chat:
         before = self.coding.runtime
         try:
             await self._interruptible(work)
+            self._rebuilt += 1
             return True
         except TetherRuntimeError as error:
             self.view.line(_problem(error))
@@ -1078,6 +1039,14 @@ class Chat:
                 except (KeyboardInterrupt, EOFError):
                     self.interrupt()
                     return "no"
+                except Escaped:
+                    if self.interrupt() != "turn":
+                        return "no"
+                    view.line("Esc: cancelling the turn")
+                    # The loop races this hook against the run's abort signal: the wait
+                    # ends there, and the call is answered as interrupted, not declined.
+                    await asyncio.get_running_loop().create_future()
+                    return "no"  # pragma: no cover - the future is never set
                 answer = parse_approval(reply)
                 if answer is not None:
                     break
@@ -1110,75 +1079,75 @@ class Chat:
             return True
 
     async def _command(self, command: Command) -> bool:
-        view = self.view
         name, argument = command.name, command.argument
-        if not command.known:
+        found = find_command(name)
+        if found is None:  # not a command: a prompt template, or unknown
             expanded = (await self.resources()).expand(f"/{name} {argument}")
             if expanded is None:
-                view.line(f"unknown command /{name} (/help lists them)")
+                self.view.line(f"unknown command /{name} (/help lists them)")
             else:
                 await self.turn(expanded)
-        elif name == "quit":
-            return False
-        elif name == "help":
-            view.write(HELP)
-            templates = (await self.resources()).templates
-            if templates:
-                view.line("prompt templates (/name args):")
-                for template in templates:
-                    view.line(f"  /{template.name:<9} {shorten(template.description, 70)}")
-        elif name == "usage":
-            total = self.session_tokens
-            cost = self.coding.cost
-            priced = "" if cost is None else f" · cost {cost:.4f}"
-            view.line(
-                f"session tokens: {total[0]} in, {total[1]} out{priced} · model {self.choice.spec}"
-            )
-        elif name == "model":
-            await self._switch_model(argument)
-        elif name == "new":
-            await self.new_session()
-        elif name == "cd":
-            await self.change_directory(argument)
-        elif name == "sessions":
-            await self._list_sessions()
-        elif name == "resume":
-            await self._resume_command(argument)
-        elif name == "tree":
-            await self._tree(argument)
-        elif name == "export":
-            self._export(argument)
-        else:  # compact
-            await self._compact()
-        return True
+            return True
+        if found.chat_handler is not None:
+            return await found.chat_handler(self, argument)
+        assert found.handler is not None  # SlashCommand holds exactly one
+        return await found.handler(self, argument)
+
+    # -- what the commands work on (tether.cli.slash_commands.ChatHost) -------------------------
+
+    def line(self, text: str) -> None:
+        """Write one line of a command's output."""
+        self.view.line(text)
+
+    async def rebuild(self, work: Awaitable[Any]) -> bool:
+        """Wait for a runtime rebuild of the session (``work``, cancelled by Ctrl-C); whether
+        it worked. A failure is shown and leaves the current runtime as it was."""
+        return await self._rebuild(work)
+
+    async def show_help(self) -> None:
+        """``/help``: the commands and keys, then the workspace's prompt templates."""
+        self.view.write(HELP)
+        templates = (await self.resources()).templates
+        if templates:
+            self.view.line("prompt templates (/name args):")
+            for template in templates:
+                self.view.line(f"  /{template.name:<9} {shorten(template.description, 70)}")
+
+    async def resume_command(self, argument: str) -> None:
+        """``/resume [ID]``: without an ID, the list of sessions to pick from."""
+        await self._resume_command(argument)
 
     async def new_session(self) -> bool:
         """``/new``: a runtime on a new session (the file is created now when a runtime is
         current, else with the first prompt); whether it worked."""
-        if not await self._rebuild(self.coding.new_session()):
-            return False
-        self.view.line("new session")
-        return True
+        rebuilt = self._rebuilt
+        await self.command(Command("new"))
+        return self._rebuilt > rebuilt
 
     async def change_directory(self, argument: str) -> bool:
         """``/cd DIR``: the same session in another workspace (tools, context files, skills
         and extensions rebuilt there, through ``RuntimeManager.replace``: the current
-        runtime stays until the new one is built); whether it worked."""
-        if not argument:
-            self.view.line(f"workspace: {self.cwd} (/cd DIR switches)")
-            return False
-        target = _directory(self.cwd, argument)
-        if isinstance(target, str):
-            self.view.line(target)
-            return False
-        if not await self._rebuild(self.coding.change_directory(target)):
-            return False
-        self.view.line(f"workspace: {self.cwd}")
-        return True
+        runtime stays until the new one is built); whether it moved."""
+        rebuilt = self._rebuilt
+        await self.command(Command("cd", argument))
+        return self._rebuilt > rebuilt
 
-    async def _switch_model(self, spec: str) -> None:
+    async def switch_model(self, spec: str) -> None:
+        """``/model [SPEC]``: switch to ``SPEC`` (or ``N`` of the last list); without it,
+        the list to pick from (off a terminal: numbered)."""
         from tether.cli.models import choose_model
 
+        if not spec and self.pick is not None:
+            picked = await self.pick(
+                f"model (now {self.choice.spec})", self._model_items(), self._server_models()
+            )
+            if picked is None:
+                return
+            if picked.endswith("/"):  # a provider: the model's name is still to be typed
+                self.unsent = f"/model {picked}"
+                self.view.line(f"/model {picked}MODEL switches (type the model's name)")
+                return
+            spec = picked
         if not spec:
             self._model_list = [
                 name for name in dict.fromkeys(self.model_names()) if not name.endswith("/")
@@ -1207,10 +1176,70 @@ class Chat:
             return
         self.view.line(f"model: {choice.spec}")
 
+    def _model_items(self) -> list[PickItem]:
+        """What the ``/model`` list starts with: the current model, the default, the
+        config's models, every provider (``PROVIDER/``: then the name is typed)."""
+        from tether.cli.ui.picker import PickItem
+
+        config = self.config
+        items: dict[str, PickItem] = {}
+        for spec in self.model_names():
+            if spec in items:
+                continue
+            if spec == self.choice.spec:
+                detail = "current"
+            elif spec == config.default_model:
+                detail = "default"
+            elif spec.endswith("/"):
+                detail = "provider: type the model's name next"
+            else:
+                detail = "configured"
+            items[spec] = PickItem(value=spec, label=spec, detail=detail)
+        return list(items.values())
+
+    async def _server_models(self) -> tuple[list[PickItem], str]:
+        """The ``/model`` list with the models the current provider's server offers
+        (``GET /models``, within ``MODEL_LIST_SECONDS``) after the known ones; a failure is
+        the note (the list as it was), never raised."""
+        from tether.cli.ui.picker import PickItem
+        from tether.providers.errors import ProviderError
+
+        name = self.choice.provider.name
+        try:
+            model = self.choice.build()
+        except TetherError as error:
+            return self._model_items(), f"{name}'s models: [{error.code}] {error}"
+        try:
+            async with asyncio.timeout(MODEL_LIST_SECONDS):
+                ids = await model.list_models()
+        except TimeoutError:
+            return self._model_items(), f"{name}'s models: no answer in {MODEL_LIST_SECONDS:g} s"
+        except ProviderError as error:
+            return self._model_items(), f"{name}'s models: [{error.code}] {error.message}"
+        finally:
+            await model.aclose()
+        first = self._model_items()
+        known = {item.value for item in first}
+        found = [
+            PickItem(value=spec, label=spec, detail=f"{name}'s server")
+            for spec in (f"{name}/{ident}" for ident in ids)
+            if spec not in known
+        ]
+        models = [item for item in first if not item.value.endswith("/")]
+        providers = [item for item in first if item.value.endswith("/")]
+        return [*models, *found, *providers], f"{len(ids)} from {name}"
+
     async def pick_session(self) -> str | None:
-        """``tether chat -r`` without an ID: list the saved sessions, numbered, and ask which
-        to resume; its ID (``None``: a new session, nothing saved, or Ctrl-C / Ctrl-D)."""
-        listed = await self._list_sessions(numbered=True)
+        """``tether chat -r`` or ``/resume`` without an ID: the saved sessions to pick from
+        (with a terminal: ``pick``; else numbered, and asked which); its ID (``None``: a new
+        session, nothing saved, or Esc / Ctrl-C / Ctrl-D)."""
+        if self.pick is not None:
+            items = await self._session_items()
+            if not items:
+                self.view.line("no saved sessions")
+                return None
+            return await self.pick("resume a session", items, None)
+        listed = await list_sessions(self, numbered=True)
         if not listed:
             return None
         while True:
@@ -1226,34 +1255,31 @@ class Chat:
                 return reply
             self.view.line(f"no session {reply!r}: a number from 1 to {len(listed)}, or an ID")
 
-    async def _list_sessions(self, *, numbered: bool = False) -> list[str]:
+    async def _session_items(self) -> list[PickItem]:
+        """The saved sessions as picker items: the ID's start, when it was created and its
+        last message, then its directory."""
         from tether.agent.session import SessionLimits, list_sessions
+        from tether.cli.ui.picker import PickItem
 
-        # Every file is read and parsed: on a worker thread, so a long list of large
-        # sessions never stalls the chat (a session another chat writes is read, not locked).
         found = await asyncio.to_thread(
             list_sessions, self.sessions_dir, limits=SessionLimits.for_coding()
         )
-        if not found:
-            self.view.line("no saved sessions")
-            return []
         directories = session_directories(self.sessions_dir)
-        listed: list[str] = []
-        for info in found[:_LIST_SESSIONS]:
+        items: list[PickItem] = []
+        for info in found:
             if info.id is None:
-                self.view.line(f"  {info.path.name}: unreadable [{info.error}]")
                 continue
-            listed.append(info.id)
-            mark = f"{len(listed):>2}" if numbered else "*" if info.id == self.session_id else " "
-            title = info.title or "(no user message)"
+            mark = " (this one)" if info.id == self.session_id else ""
             where = directories.get(info.id, "(directory unknown)")
-            self.view.line(
-                f"{mark} {info.id[:8]}  {info.created_at}  {info.entry_count:>4} entries  "
-                f"{where}  {title}"
+            last = info.last_message or info.title or "(no message)"
+            items.append(
+                PickItem(
+                    value=info.id,
+                    label=f"{info.id[:8]}  {(info.created_at or '')[:16]}  {shorten(last, 50)}",
+                    detail=where + mark,
+                )
             )
-        if len(found) > _LIST_SESSIONS:
-            self.view.line(f"  … and {len(found) - _LIST_SESSIONS} more")
-        return listed
+        return items
 
     async def resume(self, ident: str) -> bool:
         """Resume the session ``ident`` names; whether it was found and loaded (a runtime
@@ -1288,125 +1314,15 @@ class Chat:
                     self.view.line(f"  assistant: {shorten(text, 100)}")
 
     async def _resume_command(self, argument: str) -> None:
-        if not argument:
+        if not argument and self.pick is None:
             self.view.line("/resume ID (/sessions lists them)")
             return
-        await self.resume(argument)
-
-    async def _tree(self, argument: str) -> None:
-        from tether.agent.session import MessageEntry
-
-        if self.tree is None:
-            self.view.line("nothing in this session yet")
-            return
         if not argument:
-            for entry in self.coding.active_entries():
-                if type(entry) is MessageEntry:
-                    self.view.line(f"  {entry.id[:8]}  {_describe(entry.message)}")
-                else:
-                    self.view.line(f"  {entry.id[:8]}  [compaction]")
-            return
-        if argument.lower() == "all":
-            active = {entry.id for entry in self.coding.active_entries()}
-            for row in tree_rows(self.coding.entries(), active):
-                self.view.line(row)
-            return
-        matches = self.coding.matching_entries(argument)
-        if len(matches) != 1:
-            self.view.line(
-                f"no entry {argument!r} (/tree lists them)"
-                if not matches
-                else f"{argument!r} names {len(matches)} entries: give more of the ID"
-            )
-            return
-        if not await self._rebuild(self.coding.move_to(matches[0])):
-            return
-        agent = await self.agent()
-        self.view.line(
-            f"moved to {matches[0][:8]} ({len(agent.messages)} messages): the next prompt "
-            "starts a branch there"
-        )
-
-    def _export(self, argument: str) -> None:
-        """``/export [FILE]``: the conversation as one HTML page (``tether.cli.ui.export``),
-        ``FILE`` relative to the workspace (default ``tether-ID.html`` there)."""
-        from tether.cli.ui.export import export_html
-
-        runtime, ident = self.runtime, self.session_id
-        if runtime is None or ident is None or not runtime.agent.messages:
-            self.view.line("nothing to export yet")
-            return
-        target = Path(os.path.expanduser(argument or f"tether-{ident[:8]}.html"))
-        if not target.is_absolute():
-            target = self.cwd / target
-        try:
-            written = export_html(
-                runtime.agent.messages, target, title=f"tether session {ident} · {self.cwd}"
-            )
-        except CliError as error:
-            self.view.line(f"[{error.code}] {error}")
-            return
-        self.view.line(f"exported to {written}")
-
-    async def _compact(self) -> None:
-        """``/compact``: ``Agent.compact()`` (the summary is written by the model and the
-        compaction recorded in the session, like an automatic one)."""
-        from tether.agent.agent import AgentStateError
-        from tether.agent.compaction import ContextCompactionError
-
-        agent = await self.agent()
-        try:
-            record = await agent.compact()
-        except (ContextCompactionError, AgentStateError) as error:
-            self.view.line(f"compaction failed [{error.code}]: {error}")
-            return
-        if record is None:
-            self.view.line("nothing to compact")
-            return
-        self.view.line(
-            f"compacted: {record.units_before} → {record.units_after} units, "
-            f"{len(agent.messages)} messages"
-        )
-
-
-def tree_rows(entries: Sequence[SessionEntry], active: Collection[str]) -> list[str]:
-    """``/tree all``: every entry of a session, a branch indented under the entry it leaves
-    from (``├─`` / ``└─``), the entries of the ``active`` branch marked ``*``."""
-    from tether.agent.session import MessageEntry
-
-    children: dict[str | None, list[SessionEntry]] = {}
-    known = {entry.id for entry in entries}
-    for entry in entries:
-        parent = entry.parent_id if entry.parent_id in known else None
-        children.setdefault(parent, []).append(entry)
-    rows: list[str] = []
-
-    def describe(entry: SessionEntry) -> str:
-        mark = "*" if entry.id in active else " "
-        what = _describe(entry.message) if type(entry) is MessageEntry else "[compaction]"
-        return f"{mark} {entry.id[:8]}  {what}"
-
-    # iterative (a long session is deep): (entry, prefix of its row, prefix of what follows)
-    stack: list[tuple[SessionEntry, str, str]] = [
-        (root, "", "") for root in reversed(children.get(None, []))
-    ]
-    while stack:
-        entry, prefix, after = stack.pop()
-        rows.append(prefix + describe(entry))
-        kids = children.get(entry.id, [])
-        if len(kids) == 1:
-            stack.append((kids[0], after, after))
-            continue
-        for index in range(len(kids) - 1, -1, -1):
-            last = index == len(kids) - 1
-            stack.append(
-                (
-                    kids[index],
-                    after + ("└─ " if last else "├─ "),
-                    after + ("   " if last else "│  "),
-                )
-            )
-    return rows
+            picked = await self.pick_session()
+            if picked is None:
+                return
+            argument = picked
+        await self.resume(argument)
 
 
 def _problem(error: TetherError) -> str:
@@ -1427,31 +1343,6 @@ def _explain(error: BaseException, depth: int = 0) -> str:
     else:
         inner = _explain(cause, depth + 1)
     return text if inner in text else f"{text} ({inner})"  # said once, not twice
-
-
-def _directory(cwd: Path, argument: str) -> Path | str:
-    """The directory ``/cd argument`` names (``~`` expanded, relative to ``cwd``, symlinks
-    resolved), or what is wrong with it."""
-    target = Path(os.path.expanduser(argument))
-    if not target.is_absolute():
-        target = cwd / target
-    if not target.is_dir():
-        return f"no directory {target}"
-    return Path(os.path.realpath(target))
-
-
-def _describe(message: Message) -> str:
-    if message.role == "user":
-        return f"you: {shorten(message.content, 70)}"
-    if message.role == "assistant":
-        parts: list[str] = []
-        for block in message.content:
-            if block.type == "text" and block.text:
-                parts.append(shorten(block.text, 70))
-            elif block.type == "toolCall":
-                parts.append(f"→ {block.name}")
-        return "assistant: " + (" ".join(parts) or "(empty)")
-    return f"{message.tool_name} {'error' if message.is_error else 'ok'}"
 
 
 # --- the terminal -----------------------------------------------------------------------------
@@ -1554,8 +1445,19 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
     async def ask(question: str) -> str:
         nonlocal questions
         if questions is None:
-            questions = PromptSession()
+            escape = KeyBindings()
+
+            @escape.add("escape", eager=True)
+            def _escape(event: KeyPressEvent) -> None:
+                event.app.exit(exception=Escaped())
+
+            questions = PromptSession(key_bindings=escape)
         return await questions.prompt_async(question, handle_sigint=False)
+
+    async def picker(title: str, items: Sequence[PickItem], more: More | None) -> str | None:
+        from tether.cli.ui.picker import pick
+
+        return await pick(title, items, more, color=color)
 
     chat = Chat(
         choice=choice,
@@ -1567,6 +1469,7 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
         introduction=options.introduction,
         auto_approve=options.auto_approve,
         extensions=extensions,
+        pick=picker if terminal and sys.stdin.isatty() else None,
     )
     loop = asyncio.get_running_loop()
     if sys.stdin.isatty():
@@ -1598,6 +1501,9 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
             os._exit(_EXIT_INTERRUPTED)
 
     loop.add_signal_handler(signals.SIGINT, on_sigint)
+    winch = getattr(signals, "SIGWINCH", None)
+    if winch is not None and view.live:  # prompt_toolkit puts it back after each prompt
+        loop.add_signal_handler(winch, view.redraw)
     try:
         view.line(f"tether chat · {choice.spec} · {cwd} · /help for commands, Ctrl-D to quit")
         if options.resume == "":
@@ -1644,4 +1550,6 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
             closed = await chat.close()
         finally:
             loop.remove_signal_handler(signals.SIGINT)
+            if winch is not None and view.live:
+                loop.remove_signal_handler(winch)
     return 0 if closed else _EXIT_INTERRUPTED

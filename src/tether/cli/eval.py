@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from tether.cli.arguments import bounded_integer, non_empty_path, non_empty_text, url
-from tether.cli.reading import UnreadableFile, read_regular_file
 from tether.cli.render import Output, OutputError, warn
+from tether.coding.reading import UnreadableFile, read_regular_file
 
 if TYPE_CHECKING:
     from tether.cli.models import ModelChoice
@@ -305,7 +305,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _read(path: Path, code: str) -> str:
     """The UTF-8 text of the regular file ``path``, at most ``MAX_EVAL_FILE_BYTES`` (a FIFO or
-    a device such as ``/dev/zero`` is refused at once: ``tether.cli.reading``)."""
+    a device such as ``/dev/zero`` is refused at once: ``tether.coding.reading``)."""
     try:
         return read_regular_file(path, limit=MAX_EVAL_FILE_BYTES).decode("utf-8")
     except UnreadableFile as problem:

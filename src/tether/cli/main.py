@@ -66,7 +66,6 @@ from tether.cli.exit_codes import (
     EXIT_USAGE,
 )
 from tether.cli.render import Output, OutputError, json_line, warn
-from tether.cli.slash_commands import CHAT_EXIT_HELP, COMMANDS_HELP, KEYS_HELP
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -183,6 +182,41 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
+_CHAT_SLASH_HELP: Final = "\0chat-slash-commands\0"
+_CHAT_EXIT_HELP: Final = "\0chat-exit-statuses\0"
+_RPC_SLASH_COMMANDS: Final = "\0rpc-slash-commands\0"
+
+
+def _slash_help(text: str) -> str:
+    """``text`` with the slash commands' parts of the help filled in from their table
+    (``tether.cli.slash_commands``, loaded only when help is written)."""
+    if "\0" not in text:
+        return text
+    from tether.cli.slash_commands import (
+        CHAT_EXIT_HELP,
+        COMMANDS_HELP,
+        KEYS_HELP,
+        rpc_commands,
+    )
+
+    parts = {
+        _CHAT_SLASH_HELP: COMMANDS_HELP + "\n" + KEYS_HELP,
+        _CHAT_EXIT_HELP: CHAT_EXIT_HELP,
+        _RPC_SLASH_COMMANDS: ", ".join(command.name for command in rpc_commands()),
+    }
+    for marker, part in parts.items():
+        text = text.replace(marker, part)
+    return text
+
+
+class _SlashHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The help of ``tether chat`` and ``tether rpc``: their slash commands written from the
+    table when the help is (``tether --help`` never loads it)."""
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(None if text is None else _slash_help(text))
+
+
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -242,12 +276,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
             "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
             "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
-            "compact. Sessions are kept (a new one at start, or -r ID); write_file,\n"
-            "edit_file, bash and python_process calls wait for the client's approve unless\n"
+            "compact, command (tether chat's slash commands that need no terminal:\n"
+            + _RPC_SLASH_COMMANDS
+            + ").\nSessions are kept (a new one at start, or -r ID); write_file, edit_file,\n"
+            "bash and python_process calls wait for the client's approve unless\n"
             "--auto-approve. Without --model, the config's default_model."
         ),
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
-        formatter_class=formatter,
+        formatter_class=_SlashHelpFormatter,
     )
     _model_options(rpc)
     rpc.add_argument(
@@ -298,8 +334,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "(<data dir>/tether/sessions/); -c and -r continue one. Tool calls that change\n"
             "files or run commands are asked about first (unless --auto-approve)."
         ),
-        epilog=COMMANDS_HELP + "\n" + KEYS_HELP + "\n" + MODEL_HELP + "\n" + CHAT_EXIT_HELP,
-        formatter_class=formatter,
+        epilog=_CHAT_SLASH_HELP + "\n" + MODEL_HELP + "\n" + _CHAT_EXIT_HELP,
+        formatter_class=_SlashHelpFormatter,
     )
     _model_options(chat, tools=False)
     chat.add_argument(

@@ -52,6 +52,9 @@ from tether.cli.urls import http_url_problem
 from tether.protocol import to_json
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from tether.agent.agent import Agent
     from tether.agent.extensions import ExtensionDefinition
     from tether.cli.config import CliConfig, CliErrorCode
     from tether.cli.models import ModelChoice
@@ -100,6 +103,7 @@ COMMANDS: Final = (
     "move_to",
     "set_cwd",
     "compact",
+    "command",
 )
 """Every command ``type``, in the order of ``docs/rpc.md``."""
 
@@ -112,6 +116,7 @@ _FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "resume": ("sessionId",),
     "move_to": ("entryId",),
     "set_cwd": ("cwd",),
+    "command": ("name", "argument"),
 }
 _READ_BYTES: Final = 65_536
 _QUEUED_CHUNKS: Final = 4
@@ -172,9 +177,9 @@ async def rpc_command(
     ``OutputError`` after cleanup."""
     from tether.agent.runtime import TetherRuntimeError
     from tether.cli.config import CliError
-    from tether.cli.context_files import user_config_dir
     from tether.cli.session_config import configured_extensions
     from tether.coding import CodingSession, CodingSessionError
+    from tether.coding.context_files import user_config_dir
 
     try:
         extensions = configured_extensions(config)
@@ -361,6 +366,30 @@ def rpc_config(
         max_steps=options.max_steps,
         auto_approve=options.auto_approve,
     )
+
+
+class _SlashHost:
+    """What a slash command runs on in ``tether rpc`` (``tether.cli.slash_commands.SlashHost``):
+    the session, its output lines kept for the response; a failed rebuild is raised (an
+    error response) and leaves the session as it was."""
+
+    def __init__(self, session: CodingSession[ModelChoice]) -> None:
+        self.session = session
+        self.lines: list[str] = []
+
+    @property
+    def coding(self) -> CodingSession[ModelChoice]:
+        return self.session
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    async def rebuild(self, work: Awaitable[object]) -> bool:
+        await work
+        return True
+
+    async def agent(self) -> Agent:
+        return await self.session.start()
 
 
 class _Session:
@@ -586,8 +615,33 @@ class _Session:
                 return {"entryId": entry, **self.where()}
             case "set_cwd":
                 return await self.set_cwd(_text(fields, "cwd"))
-            case _:  # "compact"
+            case "command":
+                return await self.slash(fields)
+            case "compact":
                 return self.compact(request.id)
+            case unknown:  # parse_request lets only COMMANDS through
+                raise RpcError("RPC_UNKNOWN_COMMAND", f"unknown command type {_short(unknown)!r}")
+
+    async def slash(self, fields: dict[str, object]) -> object:
+        """``command``: a slash command of ``tether chat`` that needs no terminal
+        (``tether.cli.slash_commands``), run on this session; its lines are the response."""
+        from tether.cli.slash_commands import find_command, rpc_commands
+
+        name = _text(fields, "name")
+        argument = fields.get("argument", "")
+        if not isinstance(argument, str):
+            raise RpcError("RPC_INVALID_REQUEST", '"argument" must be a string')
+        found = find_command(name.removeprefix("/").lower())
+        if found is None or found.handler is None:
+            offered = ", ".join(command.name for command in rpc_commands())
+            raise RpcError(
+                "RPC_UNKNOWN_COMMAND",
+                f"no slash command {_short(name)!r} without a terminal; offered: {offered}",
+            )
+        self.idle(f"/{found.name}")
+        host = _SlashHost(self.session)
+        await found.handler(host, argument.strip())
+        return {"name": found.name, "output": host.lines}
 
     def where(self) -> dict[str, object]:
         session = self.session

@@ -219,9 +219,9 @@ async def run_model_command(
     model (with ``config``'s extensions), shown on ``out``; returns the exit status. A failed
     write raises ``OutputError`` (after the run was cancelled)."""
     from tether.cli.config import CliError
-    from tether.cli.context_files import user_config_dir
     from tether.cli.session_config import configured_extensions
     from tether.coding import CodingSession
+    from tether.coding.context_files import user_config_dir
 
     try:
         extensions = configured_extensions(config)

@@ -300,6 +300,12 @@ class RpcClient:
         """Compact the context now."""
         return cast("dict[str, Any]", await self.request("compact"))
 
+    async def command(self, name: str, argument: str = "") -> list[str]:
+        """Run one of ``tether chat``'s slash commands that need no terminal (``usage``,
+        ``tree``, ``export FILE``...); the lines it wrote."""
+        data = await self.request("command", name=name, argument=argument)
+        return cast("list[str]", data["output"])
+
     # -- a whole run --------------------------------------------------------------------------
 
     async def run(self, message: str, approve: Approve | None = None) -> list[RpcLine]:

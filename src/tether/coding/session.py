@@ -68,8 +68,8 @@ if TYPE_CHECKING:
         RuntimeToolsInput,
     )
     from tether.agent.session import SessionEntry, SessionTree
-    from tether.cli.chat_resources import ChatResources
     from tether.coding.meter import UsageMeter
+    from tether.coding.resources import ChatResources
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.protocol import AgentEvent, RunResult, UserMessage
     from tether.stream import EventStream
@@ -390,7 +390,7 @@ class CodingSession(Generic[M]):
         return agent
 
     async def _build_system_prompt(self, root: Path, tool_names: tuple[str, ...]) -> str:
-        from tether.cli.context_files import system_prompt
+        from tether.coding.context_files import system_prompt
 
         config = self.config
         system = system_prompt(
@@ -513,7 +513,7 @@ class CodingSession(Generic[M]):
     async def _load_resources(self, root: Path) -> ChatResources:
         """The skills and templates of ``root`` (read once per workspace); problems are
         said when they are read."""
-        from tether.cli.chat_resources import load_chat_resources
+        from tether.coding.resources import load_chat_resources
 
         cached = self._resources
         if cached is None or cached.root != root:

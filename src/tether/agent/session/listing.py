@@ -23,7 +23,7 @@ from tether.agent.session.records import (
     SessionStoreError,
     SessionStoreErrorCode,
 )
-from tether.protocol import UserMessage
+from tether.protocol import AssistantMessage, UserMessage
 
 __all__ = ["SessionInfo", "SessionListError", "default_sessions_dir", "list_sessions"]
 
@@ -58,8 +58,9 @@ class SessionInfo:
     """One session file, as ``list_sessions`` saw it.
 
     ``title`` is the first line of the first non-blank user message, cut to 80 characters
-    (``None`` if there is none). When the file could not be read, ``error`` says why and
-    the session fields are ``None``/0.
+    (``None`` if there is none); ``last_message`` the first line of the last message with
+    text (a user's, or an assistant's text), cut the same way. When the file could not be
+    read, ``error`` says why and the session fields are ``None``/0.
     """
 
     path: Path
@@ -70,6 +71,7 @@ class SessionInfo:
     title: str | None
     error: SessionListError | None = None
     error_message: str | None = None
+    last_message: str | None = None
 
 
 def _title_of(entries: tuple[SessionEntry, ...]) -> str | None:
@@ -78,6 +80,23 @@ def _title_of(entries: tuple[SessionEntry, ...]) -> str | None:
             text = entry.message.content.strip()
             if text:
                 return text.splitlines()[0].strip()[:_TITLE_LENGTH]
+    return None
+
+
+def _last_message_of(entries: tuple[SessionEntry, ...]) -> str | None:
+    for entry in reversed(entries):
+        if type(entry) is not MessageEntry:
+            continue
+        message = entry.message
+        if type(message) is UserMessage:
+            text = message.content.strip()
+        elif type(message) is AssistantMessage:
+            text = "".join(block.text for block in message.content if block.type == "text")
+            text = text.strip()
+        else:
+            continue
+        if text:
+            return text.splitlines()[0].strip()[:_TITLE_LENGTH]
     return None
 
 
@@ -114,6 +133,7 @@ def _inspect(path: Path, limits: SessionLimits) -> SessionInfo:
         modified_at=modified,
         entry_count=len(parsed.entries),
         title=_title_of(parsed.entries),
+        last_message=_last_message_of(parsed.entries),
     )
 
 

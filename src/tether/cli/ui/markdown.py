@@ -24,24 +24,29 @@ Rendering uses ``rich`` (imported on the first render, never at import): heading
 lists, tables, block quotes, code blocks with syntax highlighting (``theme``: ``"dark"`` or
 ``"light"``), wrapped to ``width``. Links show their URL (no terminal hyperlinks). Without
 ``color`` (``NO_COLOR``, not a terminal) the rows are plain text, no escape sequence at all;
-headings keep their ``#`` marks. ``thinking=True`` renders dimmed and italic. Control characters
-in the source (an ANSI escape, a ``\\r``, a bidi override) are shown as visible escapes.
+headings keep their ``#`` marks. ``thinking=True`` renders dimmed and italic; without
+``color``, where dimming cannot tell it from the answer, it starts with a ``thinking:`` row
+(``THINKING_LABEL``) and every row of it is drawn in a ``│ `` gutter (``THINKING_GUTTER``),
+the text wrapped two cells narrower. Control characters in the source (an ANSI escape, a
+``\\r``, a bidi override) are shown as visible escapes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
-from tether.cli.ui.text import MIN_WIDTH, clip, visible
+from tether.cli.ui.text import MIN_WIDTH, cell_width, clip, visible
 
 if TYPE_CHECKING:
     from tether.cli.ui._rich_render import BlockRenderer
 
 __all__ = [
     "CODE_HIGHLIGHT_EVERY",
+    "THINKING_GUTTER",
+    "THINKING_LABEL",
     "BlockSplitter",
     "LiveRegion",
     "MarkdownTheme",
@@ -52,6 +57,14 @@ __all__ = [
 CODE_HIGHLIGHT_EVERY: Final = 8
 """While a code block streams (``live(max_rows=...)``), its lines are highlighted in groups
 of this many; the newest lines are shown plain until their group is complete."""
+
+THINKING_LABEL: Final = "thinking:"
+"""The row that starts the model's thinking without colour."""
+
+THINKING_GUTTER: Final = "│ "
+"""What each row of the model's thinking starts with without colour."""
+
+_SGR: Final = re.compile(r"\x1b\[[0-9;:]*m")
 
 MarkdownTheme: TypeAlias = Literal["dark", "light"]
 """The terminal's background: picks the code highlighting and a few element colours."""
@@ -199,6 +212,7 @@ class StreamingMarkdown:
         "_blocks",
         "_code_rows",
         "_color",
+        "_gutter",
         "_live",
         "_renderer",
         "_shown",
@@ -220,6 +234,7 @@ class StreamingMarkdown:
         self._color = color
         self._theme: MarkdownTheme = theme
         self._thinking = thinking
+        self._gutter = thinking and not color  # the label and the gutter set thinking apart
         self._splitter = BlockSplitter()
         self._blocks: list[str] = []  # committed blocks' source
         self._renderer: BlockRenderer | None = None
@@ -243,11 +258,22 @@ class StreamingMarkdown:
         if renderer is None:
             from tether.cli.ui._rich_render import BlockRenderer
 
+            width = self._width - len(THINKING_GUTTER) if self._gutter else self._width
             renderer = BlockRenderer(
-                width=self._width, color=self._color, theme=self._theme, dim=self._thinking
+                width=width, color=self._color, theme=self._theme, dim=self._thinking
             )
             self._renderer = renderer
-        return renderer.render(visible(source, strict=False))
+        rows = renderer.render(visible(source, strict=False))
+        if not self._gutter or not rows:
+            return rows
+        return "".join(THINKING_GUTTER + row + "\n" for row in rows.split("\n")[:-1])
+
+    def _joined(self, rows: str) -> str:
+        """``rows`` as they follow what was shown: after an empty row between two blocks, or
+        after the thinking label before the first."""
+        if self._shown:
+            return (THINKING_GUTTER.rstrip() if self._gutter else "") + "\n" + rows
+        return THINKING_LABEL + "\n" + rows if self._gutter else rows
 
     def _commit(self, blocks: list[str]) -> str:
         out: list[str] = []
@@ -255,9 +281,7 @@ class StreamingMarkdown:
             rows = self._render(block)
             self._blocks.append(block)
             if rows:
-                if self._shown:
-                    out.append("\n")
-                out.append(rows)
+                out.append(self._joined(rows))
                 self._shown = True
         return "".join(out)
 
@@ -287,7 +311,7 @@ class StreamingMarkdown:
         else:
             pending = self._splitter.pending
             rows = self._render(pending) if pending.strip() else ""
-        shown = "\n" + rows if rows and self._shown else rows
+        shown = self._joined(rows) if rows else rows
         self._live = (max_rows, shown)
         return shown
 
@@ -302,8 +326,11 @@ class StreamingMarkdown:
             source = opening + "".join(line + "\n" for line in shown)
             self._code_rows = (key, self._render(source) if shown else "")
         rest = [*lines[done:], partial] if partial else lines[done:]
-        room = max(self._width - 1, 1)
-        plain = "".join(" " + clip(visible(line, strict=False), room) + "\n" for line in rest)
+        gutter = THINKING_GUTTER if self._gutter else ""
+        room = max(self._width - len(gutter) - 1, 1)
+        plain = "".join(
+            gutter + " " + clip(visible(line, strict=False), room) + "\n" for line in rest
+        )
         return self._code_rows[1] + plain
 
     def finish(self) -> str:
@@ -335,10 +362,18 @@ class LiveRegion:
     the tail's first row (``ESC[2K``, then ``ESC[1F ESC[2K`` per row): erasing a line, unlike
     clearing to the end of the screen, never makes a terminal (tmux does, from the top row)
     copy the screen into its scrollback. Every row given ends in a newline.
+
+    ``width`` is the terminal's width now (``0``: unknown). The cells of each row drawn are
+    kept: after the terminal narrows, a terminal that re-wraps its lines (tmux, VTE, iTerm2,
+    kitty, ...) shows a row wider than ``width`` on several rows, and all of them are erased
+    (those it pushed off the top of the screen while re-wrapping cannot be: they stay in its
+    scrollback).
     """
 
     height: int
+    width: int = 0
     drawn: int = 0  # rows of live tail on screen
+    cells: list[int] = field(default_factory=list[int])  # the width of each drawn row
 
     def update(self, committed: str, live: str) -> str:
         """The text that erases the drawn tail, writes ``committed``, then draws ``live``."""
@@ -351,12 +386,21 @@ class LiveRegion:
         out = [self.erase(), committed]
         out += [row + "\n" for row in rows]
         self.drawn = len(rows)
+        self.cells = [cell_width(_SGR.sub("", row)) for row in rows]
         return "".join(out)
+
+    def screen_rows(self) -> int:
+        """How many screen rows the drawn tail takes at ``width`` now."""
+        width = self.width
+        if width <= 0 or len(self.cells) != self.drawn:
+            return self.drawn
+        return sum(max(-(-cells // width), 1) for cells in self.cells)
 
     def erase(self) -> str:
         """The text that erases the drawn tail (``""`` if none is drawn)."""
         if not self.drawn:
             return ""
-        text = "\r\x1b[2K" + "\x1b[1F\x1b[2K" * self.drawn
+        text = "\r\x1b[2K" + "\x1b[1F\x1b[2K" * self.screen_rows()
         self.drawn = 0
+        self.cells = []
         return text

@@ -4,7 +4,7 @@ Two trusted roots, in precedence order, each used only when it is a directory:
 
 * ``project``: ``<cwd>/.tether``;
 * ``user``: the user's config directory (``~/.config/tether``, see
-  ``tether.cli.context_files.user_config_dir``).
+  ``tether.coding.context_files.user_config_dir``).
 
 Under them, ``skills/<name>/SKILL.md`` are skills and ``prompts/<name>.md`` are prompt
 templates (formats: ``tether.agent.skills``). Skills are announced in the system prompt and

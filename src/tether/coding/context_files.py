@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from tether.cli.reading import UnreadableFile, read_file_head
+from tether.coding.reading import UnreadableFile, read_file_head
 
 __all__ = [
     "CONTEXT_FILE_NAMES",
@@ -98,7 +98,7 @@ def context_directories(cwd: Path, config_dir: Path | None) -> list[Path]:
 
 def _read_head(path: Path, limit: int) -> tuple[bytes, int] | None:
     """The first ``limit`` bytes of the regular file ``path`` and its size; ``None`` when it
-    is missing, not a regular file or unreadable (``tether.cli.reading``)."""
+    is missing, not a regular file or unreadable (``tether.coding.reading``)."""
     try:
         return read_file_head(path, limit=limit)
     except UnreadableFile:
