@@ -48,6 +48,7 @@ from tether.tools.coding.search import grep_tool, list_files_tool
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
     CodingToolError,
+    CodingToolErrorCode,
     Workspace,
     normalize_relative_path,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "PROCESS_SOURCE_MAX_BYTES",
     "PYTHON_PROCESS_TIMEOUT_SECONDS",
     "CodingToolError",
+    "CodingToolErrorCode",
     "Sandbox",
     "SandboxMode",
     "SandboxStatus",

@@ -45,6 +45,7 @@ from tether.tools.coding.worker import run_in_worker
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
     CodingToolError,
+    CodingToolErrorCode,
     Workspace,
     normalize_relative_path,
     open_for_reading,
@@ -414,7 +415,7 @@ async def write_text(
         return "/".join(canon), len(data)
 
 
-def _encode(text: str, code: str) -> bytes:
+def _encode(text: str, code: CodingToolErrorCode) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -491,7 +492,7 @@ async def edit_text(
 
 
 @contextlib.contextmanager
-def fallback(code: str) -> Generator[None]:
+def fallback(code: CodingToolErrorCode) -> Generator[None]:
     """Wrap an unexpected ``OSError`` in the operation's fallback code (§08)."""
     try:
         yield
@@ -522,7 +523,7 @@ class EditInput:
     new: str
 
 
-def _invalid(code: str, detail: str) -> Invalid:
+def _invalid(code: CodingToolErrorCode, detail: str) -> Invalid:
     return Invalid(error=f"{code}: {detail}")
 
 
