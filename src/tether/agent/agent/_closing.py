@@ -23,6 +23,7 @@ from tether.tools.serialize import serialize_output
 
 __all__ = [
     "INTERRUPTED_TURN_NOTE",
+    "ClosedCallCode",
     "InterruptedTurns",
     "TurnTrace",
     "kept_turn",
@@ -38,6 +39,11 @@ INTERRUPTED_TURN_NOTE: Final = "[the user interrupted the previous answer]"
 InterruptedTurns: TypeAlias = Literal["discard", "keep"]
 """What an Agent adopts from a cancelled turn: nothing (``"discard"``, the workshop's rule) or
 the turn as far as it got, closed into a valid transcript (``"keep"``)."""
+
+ClosedCallCode: TypeAlias = Literal["TOOL_CALL_NOT_RUN", "TOOL_CALL_INTERRUPTED"]
+"""The codes of the ``is_error`` results an Agent writes for tool calls a turn left without
+one: ``TOOL_CALL_NOT_RUN`` (the turn ended first), ``TOOL_CALL_INTERRUPTED`` (the user
+interrupted it; ``interrupted_turns="keep"``)."""
 
 _INTERRUPTED_RUNNING: Final = (
     "TOOL_CALL_INTERRUPTED: interrupted by the user; it may have had side effects"
