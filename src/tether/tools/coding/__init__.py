@@ -3,7 +3,8 @@
 ``coding_tools(root)`` captures ``root`` once (a ``Workspace``) and returns a ``ToolRegistry``
 with ``read_file``, ``write_file``, ``edit_file``, ``list_files``, ``grep``, ``bash`` and
 ``python_process``, in that order. Every result is plain text a model reads well; every failure
-is an ``is_error`` result whose message starts with a stable code (``CodingToolError.code``).
+is an ``is_error`` result whose message starts with a stable code (``CodingToolError.code``,
+a ``CodingToolErrorCode``), which is also the result's ``error_code`` field.
 
 File tools are confined (see ``workspace``); ``bash`` and ``python_process`` are NOT a sandbox:
 they run real processes as the user, bounded in time and output, under a supervisor that

@@ -47,6 +47,8 @@ from tether.tools.coding.workspace import (
     CodingToolError,
     CodingToolErrorCode,
     Workspace,
+    invalid,
+    invalid_from,
     normalize_relative_path,
     open_for_reading,
     record_of,
@@ -524,14 +526,14 @@ class EditInput:
 
 
 def _invalid(code: CodingToolErrorCode, detail: str) -> Invalid:
-    return Invalid(error=f"{code}: {detail}")
+    return invalid(code, detail)
 
 
 def _path_invalid(path: str) -> Invalid | None:
     try:
         normalize_relative_path(path)
     except CodingToolError as error:
-        return Invalid(error=str(error))
+        return invalid_from(error)
     return None
 
 

@@ -47,6 +47,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether.jsonvalue import JsonObject
+from tether.protocol.tools import Invalid
 
 __all__ = [
     "CODING_FILE_MAX_BYTES",
@@ -54,6 +55,8 @@ __all__ = [
     "CodingToolErrorCode",
     "Observer",
     "Workspace",
+    "invalid",
+    "invalid_from",
     "normalize_relative_path",
     "open_for_reading",
     "record_of",
@@ -127,6 +130,17 @@ class CodingToolError(TetherError):
     def code(self) -> CodingToolErrorCode:
         """The stable error code."""
         return self._code  # pyright: ignore[reportReturnType]
+
+
+def invalid(code: CodingToolErrorCode, detail: str) -> Invalid:
+    """The argument error a coding tool's ``validate`` returns: the text the model reads
+    (``CODE: detail``) and the code as a field (the result's ``error_code``)."""
+    return Invalid(error=f"{code}: {detail}", code=code)
+
+
+def invalid_from(error: CodingToolError) -> Invalid:
+    """``error`` as an argument error (its text and its code)."""
+    return Invalid(error=str(error), code=error.code)
 
 
 _DRIVE: Final = re.compile(r"^[A-Za-z]:")
