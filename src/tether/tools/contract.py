@@ -116,6 +116,12 @@ class ToolContractError(TetherError):
     def __init__(self, code: ToolContractErrorCode, message: str) -> None:
         super().__init__(code, message)
 
+    @property
+    def code(self) -> ToolContractErrorCode:
+        """The stable error code (one of ``ToolContractErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
+
 
 class NonRecoverableToolError(TetherError):
     """Raise from a tool for an invariant or programmer failure that must stop the run.
