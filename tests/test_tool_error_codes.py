@@ -66,16 +66,17 @@ class _QuotaError(TetherError):
         super().__init__("QUOTA_EXCEEDED", "the quota is spent")
 
 
-def _raises(error: Exception) -> ToolRegistry:
+def _raises(error: Exception, *, expose_errors: bool = True) -> ToolRegistry:
     async def execute(value: object, context: ToolExecutionContext) -> object:
         raise error
 
     def validate(value: object) -> ToolValidation[object]:
         return Valid(value=value)
 
-    return ToolRegistry(
-        [define_tool(name="t", description="d", validate=validate, execute=execute)]
+    tool = define_tool(
+        name="t", description="d", validate=validate, execute=execute, expose_errors=expose_errors
     )
+    return ToolRegistry([tool])
 
 
 async def test_a_tether_error_a_tool_raises_gives_its_code_a_plain_one_none() -> None:
@@ -147,3 +148,9 @@ async def test_the_code_is_read_without_running_the_errors_code() -> None:
     assert (await _call(_raises(unbuilt), "t")).error_code == ""
     prying = _Prying("PRYING_CODE", "m")
     assert (await _call(_raises(prying), "t")).error_code == "PRYING_CODE"
+
+
+async def test_a_tool_that_hides_its_errors_still_gives_the_program_its_code() -> None:
+    hidden = await _call(_raises(_QuotaError(), expose_errors=False), "t")
+    assert hidden.error_code == "QUOTA_EXCEEDED"  # for the program; the model sees no detail
+    assert "quota" not in hidden.content

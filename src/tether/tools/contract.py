@@ -587,10 +587,7 @@ def _own_code(error: Exception) -> str:
     the constructor stored: no property or ``__getattribute__`` of the error's class runs."""
     if not issubclass(type(error), TetherError):
         return ""
-    try:
-        stored = object.__getattribute__(error, "__dict__").get("_code")
-    except Exception:
-        return ""
+    stored = object.__getattribute__(error, "__dict__").get("_code")  # every exception has one
     return stored if type(stored) is str else ""
 
 
