@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check --quiet
 export PYRIGHT_PYTHON_CACHE_DIR := $(CURDIR)/$(VENV)/.pyright-cache
 
-.PHONY: run check lint format-check typecheck test fuzz bench lock format clean exports
+.PHONY: run check lint format-check typecheck test fuzz bench lock format clean exports error-codes
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ format: $(VENV)/.dev-installed
 # Regenerate the lazy package root from the modules' __all__.
 exports: $(VENV)/.build-installed
 	$(BIN)/python scripts/generate_init.py
+
+# Regenerate docs/ERROR_CODES.md from the code Literals and the advice table in the script.
+error-codes: $(VENV)/.build-installed
+	$(BIN)/python scripts/generate_error_codes.py
 
 # Property-based tests with many more examples, plus the 10,000-run memory soak.
 fuzz: $(VENV)/.dev-installed

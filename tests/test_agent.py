@@ -40,7 +40,7 @@ from tether.agent import (
     AgentStateError,
     AgentSubscriberError,
 )
-from tether.agent import agent as agent_module
+from tether.agent.agent import _drive as drive_module
 from tether.jsonvalue import JsonObject
 from tether.messages import validate_transcript
 from tether.models.scripted import ScriptedReply, ScriptedToolCall
@@ -509,7 +509,7 @@ async def test_an_unexpected_failure_is_agent_state_failed(monkeypatch: pytest.M
     async def broken(**_: object) -> object:
         raise RuntimeError("bookkeeping broke")
 
-    monkeypatch.setattr(agent_module, "run_owned_turns", broken)
+    monkeypatch.setattr(drive_module, "run_owned_turns", broken)
     agent = Agent(model=ScriptedModel([text_reply("x")]))
     agent.steer("queued")
     agent.follow_up("queued too")
@@ -699,7 +699,7 @@ async def test_enqueue_during_a_run_reserves_the_whole_unknown_turn() -> None:
 
 def test_default_active_reservation_is_the_workshops() -> None:
     agent = Agent(model=ScriptedModel())
-    assert agent._run_reserve == 1 + 1024  # pyright: ignore[reportPrivateUsage]
+    assert agent._state.run_reserve == 1 + 1024  # pyright: ignore[reportPrivateUsage]
 
 
 # --- subscribers ----------------------------------------------------------------------------
@@ -816,11 +816,11 @@ async def test_a_thousand_subscribers_each_see_every_event_once_in_order() -> No
     calls: list[int] = []
     for index in range(1000):
         agent.subscribe(lambda event, signal, index=index: calls.append(index))
-    snapshot = agent._snapshot  # pyright: ignore[reportPrivateUsage]
+    snapshot = agent._subscribers.snapshot  # pyright: ignore[reportPrivateUsage]
     events = [event async for event in agent.prompt("hi")]
     assert calls == list(range(1000)) * len(events)
     # The listener snapshot is built when subscriptions change, not per event.
-    assert agent._snapshot is snapshot  # pyright: ignore[reportPrivateUsage]
+    assert agent._subscribers.snapshot is snapshot  # pyright: ignore[reportPrivateUsage]
 
 
 async def test_subscribers_receive_the_runs_signal() -> None:
@@ -899,7 +899,7 @@ def test_tool_call_ids_of_the_seed_are_known() -> None:
         ToolResultMessage(id="r", tool_call_id="c1", tool_name="add", content="2"),
     ]
     agent = Agent(model=ScriptedModel(), messages=seed)
-    assert agent._call_ids == {"c1"}  # pyright: ignore[reportPrivateUsage]
+    assert agent._state.call_ids == {"c1"}  # pyright: ignore[reportPrivateUsage]
 
 
 def test_options_are_readable() -> None:
@@ -947,7 +947,7 @@ async def test_a_cancel_racing_a_failure_makes_the_result_cancelled(
         agent.cancel("cancelled first")
         raise RuntimeError("then failed")
 
-    monkeypatch.setattr(agent_module, "run_owned_turns", cancel_then_fail)
+    monkeypatch.setattr(drive_module, "run_owned_turns", cancel_then_fail)
     result = await bounded(agent.run("hi"))
     assert result.status == "cancelled"
     assert result.reason == "cancelled first"

@@ -30,7 +30,7 @@ from tether._types import await_steps, is_awaitable
 
 # The ten modules that decide whether to await caller code: each must use the one rule.
 _USERS = (
-    "tether.agent.agent",
+    "tether.agent.agent._subscribers",
     "tether.agent.compaction._summarizer",
     "tether.agent.extensions._scope",
     "tether.agent.runtime.ledger",

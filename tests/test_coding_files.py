@@ -70,6 +70,7 @@ def error_message(result: ToolResultMessage) -> str:
 def assert_code(result: ToolResultMessage, code: str) -> None:
     message = error_message(result)
     assert message.split(":", 1)[0] == code, message
+    assert result.error_code == code, message  # the same code as a field, not only in prose
 
 
 def leftovers(root: Path) -> list[str]:

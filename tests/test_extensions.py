@@ -42,7 +42,7 @@ from tether.agent.extensions import (
     ExtensionHost,
     ExtensionMetadata,
 )
-from tether.agent.extensions import host as host_module
+from tether.agent.extensions import _cleanup as cleanup_module
 from tether.agent.resources import ResourceLoader
 from tether.protocol import (
     MessageAcceptedEvent,
@@ -795,7 +795,7 @@ async def test_an_activation_queued_behind_dispose_finds_the_host_disposed(tmp_p
 async def test_a_callback_ignoring_cancellation_stays_guarded_until_it_settles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(host_module, "ABANDONED_TASK_GRACE", 0.01)
+    monkeypatch.setattr(cleanup_module, "ABANDONED_TASK_GRACE", 0.01)
     host = await make_host(tmp_path)
     entered, finish = asyncio.Event(), asyncio.Event()
     outcomes: list[str] = []
@@ -1482,7 +1482,7 @@ async def test_a_cancelled_queue_task_cancels_its_future(tmp_path: Path) -> None
     pending = host.activate("ext")
     async with asyncio.timeout(5):
         await parked.entered.wait()
-    queue_task = cast("asyncio.Task[None]", host._tail)  # pyright: ignore[reportPrivateUsage]
+    queue_task = cast("asyncio.Task[None]", host._queue.tail)  # pyright: ignore[reportPrivateUsage]
     queue_task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await queue_task
@@ -1626,7 +1626,7 @@ async def test_a_queue_task_cancelled_while_waiting_cancels_its_future(tmp_path:
     host.discover([definition(parked)])
     first = host.activate("ext")
     second = host.emit(EVENT)
-    queue_task = cast("asyncio.Task[None]", host._tail)  # pyright: ignore[reportPrivateUsage]
+    queue_task = cast("asyncio.Task[None]", host._queue.tail)  # pyright: ignore[reportPrivateUsage]
     async with asyncio.timeout(5):
         await parked.entered.wait()
     queue_task.cancel()  # the emit's task, still waiting for the activation before it

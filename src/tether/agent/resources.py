@@ -87,6 +87,12 @@ class ResourceError(TetherError):
     def __init__(self, code: ResourceErrorCode, message: str) -> None:
         super().__init__(code, message)
 
+    @property
+    def code(self) -> ResourceErrorCode:
+        """The stable error code (one of ``ResourceErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResourceRootDefinition:

@@ -39,7 +39,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal, TypeAlias, cast
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether._text import JS_WHITESPACE, code_points, is_non_empty
@@ -109,6 +109,12 @@ class SkillError(TetherError):
 
     def __init__(self, code: SkillErrorCode, detail: str) -> None:
         super().__init__(code, f"{code}: {detail}")
+
+    @property
+    def code(self) -> SkillErrorCode:
+        """The stable error code (one of ``SkillErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,10 +253,6 @@ def parse_front_matter(text: str) -> tuple[Mapping[str, str], str] | None:
     return None
 
 
-def _code(error: ResourceError) -> ResourceErrorCode:
-    return cast("ResourceErrorCode", error.code)
-
-
 def _valid_name(name: str) -> bool:
     return NAME_PATTERN.fullmatch(name) is not None
 
@@ -287,7 +289,7 @@ async def discover_skills(loader: ResourceLoader, directory: str = "skills") -> 
         try:
             resource = await loader.load_text(path)
         except ResourceError as error:
-            problems.append(SkillProblem(path=path, code=_code(error), message=error.message))
+            problems.append(SkillProblem(path=path, code=error.code, message=error.message))
             continue
         if resource is None:
             continue
@@ -423,7 +425,7 @@ async def discover_prompt_templates(
         try:
             resource = await loader.load_text(path)
         except ResourceError as error:
-            problems.append(TemplateProblem(path=path, code=_code(error), message=error.message))
+            problems.append(TemplateProblem(path=path, code=error.code, message=error.message))
             continue
         if resource is None:  # removed since the listing
             continue

@@ -78,6 +78,12 @@ class ScriptedModelError(TetherError):
     def __init__(self, code: ScriptedModelErrorCode, message: str) -> None:
         super().__init__(code, message)
 
+    @property
+    def code(self) -> ScriptedModelErrorCode:
+        """The stable error code (one of ``ScriptedModelErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
+
 
 class ScriptedModel:
     """A model whose every turn is scripted in advance, for tests and examples.

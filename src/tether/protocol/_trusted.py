@@ -155,7 +155,13 @@ assistant_message: Callable[[str, tuple[Any, ...]], AssistantMessage] = builder(
     AssistantMessage, "id", "content"
 )
 _tool_result: Callable[..., ToolResultMessage] = builder(
-    ToolResultMessage, "id", "tool_call_id", "tool_name", "content", "is_error"
+    ToolResultMessage,
+    "id",
+    "tool_call_id",
+    "tool_name",
+    "content",
+    "is_error",
+    optional=("error_code",),
 )
 model_request: Callable[..., ModelRequest] = builder(
     ModelRequest, "id", "messages", optional=("system", "tools")
@@ -209,9 +215,11 @@ _model_retry = builder(ModelRetryEvent, "sequence", "payload")
 _run_finished = builder(RunFinishedEvent, "sequence", "payload")
 
 
-def tool_result(call: ToolCall, content: str, is_error: bool) -> ToolResultMessage:
+def tool_result(
+    call: ToolCall, content: str, is_error: bool, error_code: str = ""
+) -> ToolResultMessage:
     """The result message linked to ``call``: ID ``tool-result-<call id>``."""
-    return _tool_result(f"tool-result-{call.id}", call.id, call.name, content, is_error)
+    return _tool_result(f"tool-result-{call.id}", call.id, call.name, content, is_error, error_code)
 
 
 def message_accepted_event(sequence: int, message: Any) -> MessageAcceptedEvent:

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from tether.protocol._fields import NonEmpty, ProtocolValue
+from tether.protocol._fields import NonEmpty, ProtocolValue, v2
 from tether.protocol.content import AssistantBlock
 
 __all__ = [
@@ -53,7 +53,15 @@ class AssistantMessage(ProtocolValue):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResultMessage(ProtocolValue):
-    """The outcome of one tool call, linked to it by ``tool_call_id``."""
+    """The outcome of one tool call, linked to it by ``tool_call_id``.
+
+    ``content`` is what the model reads. ``error_code`` (JSON ``errorCode``, protocol v2) is
+    the stable code of the tool's own failure, for the program: the ``code`` of a
+    ``TetherError`` the tool raised (a coding tool's ``FILE_NOT_FOUND``) or of the
+    ``Invalid`` its ``validate`` returned; ``""`` (omitted from JSON) for a success or a
+    failure without one. The contract's code (``TOOL_EXECUTION_FAILED``...) stays in
+    ``content``, as the model sees it.
+    """
 
     id: NonEmpty = field(default_factory=new_message_id)
     role: Literal["toolResult"] = "toolResult"
@@ -61,6 +69,7 @@ class ToolResultMessage(ProtocolValue):
     tool_name: NonEmpty
     content: str
     is_error: bool = False
+    error_code: str = v2("")
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage

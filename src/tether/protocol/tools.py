@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from tether.abort import AbortSignal
-from tether.protocol._fields import NonEmpty, ProtocolValue, python_only
+from tether.protocol._fields import NonEmpty, ProtocolValue, python_only, v2
 
 __all__ = ["Invalid", "RunContext", "Tool", "ToolExecutionContext", "ToolValidation", "Valid"]
 
@@ -27,10 +27,13 @@ class Valid(ProtocolValue, Generic[T_co]):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Invalid(ProtocolValue):
-    """A rejected validation; ``error`` explains what is wrong with the arguments."""
+    """A rejected validation; ``error`` explains what is wrong with the arguments (the model
+    reads it). ``code`` (protocol v2; ``""``: none) is its stable code, given to the call's
+    result as ``error_code``."""
 
     ok: Literal[False] = False
     error: NonEmpty
+    code: str = v2("")
 
 
 ToolValidation: TypeAlias = Valid[InputT] | Invalid

@@ -173,7 +173,7 @@ def redact_error(error: BaseException, secret: str | None) -> BaseException:
         if cleaned == text and cleaned_code == code:
             return error
         copy = ProviderError(
-            error.code,  # pyright: ignore[reportArgumentType]
+            error.code,
             cleaned,
             status=error.status,
             retry_after=error.retry_after,

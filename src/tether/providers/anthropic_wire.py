@@ -808,7 +808,7 @@ class AnthropicStreamParser:
         if self._failure is not None:
             failure = self._failure
             raise ProviderError(
-                failure.code,  # pyright: ignore[reportArgumentType]
+                failure.code,
                 failure.message,
                 provider_code=failure.provider_code,
             )

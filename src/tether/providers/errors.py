@@ -77,6 +77,12 @@ class ProviderError(TetherError):
         )
 
     @property
+    def code(self) -> ProviderErrorCode:
+        """The stable error code (one of ``ProviderErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
+
+    @property
     def status(self) -> int | None:
         """The HTTP status of the failed response, if there was one."""
         return self._status

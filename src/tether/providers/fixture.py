@@ -115,6 +115,12 @@ class FixtureProviderError(TetherError):
         self._provider_code = provider_code
 
     @property
+    def code(self) -> FixtureProviderErrorCode:
+        """The stable error code (one of ``FixtureProviderErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
+
+    @property
     def record_index(self) -> int | None:
         """Where in the response's records the problem is, if it is about one record."""
         return self._record_index

@@ -14,7 +14,9 @@ linked, machine-readable ways.
   ``{"error":{"code":...,"message":...}}`` with one of six codes (``TOOL_NOT_FOUND``,
   ``TOOL_VALIDATION_FAILED``, ``TOOL_ARGUMENTS_INVALID``, ``TOOL_EXECUTION_FAILED``,
   ``TOOL_OUTPUT_SERIALIZATION_FAILED``, and ``TOOL_RETRY_REQUESTED`` for a ``ModelRetry``
-  the tool raised); every result has ID ``tool-result-<callId>`` and
+  the tool raised); the tool's own code, when it raised a ``TetherError`` or its
+  ``validate`` returned an ``Invalid`` with a ``code``, is the result's ``error_code`` (the
+  content stays as above). Every result has ID ``tool-result-<callId>`` and
   links to its call. Cancellation is never a result: the abort reason is raised, even while
   ``execute`` is blocked. A ``NonRecoverableToolError`` that tether created is raised too, so
   it can stop a run; a look-alike cannot.
@@ -114,6 +116,12 @@ class ToolContractError(TetherError):
 
     def __init__(self, code: ToolContractErrorCode, message: str) -> None:
         super().__init__(code, message)
+
+    @property
+    def code(self) -> ToolContractErrorCode:
+        """The stable error code (one of ``ToolContractErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
 
 
 class NonRecoverableToolError(TetherError):
@@ -449,12 +457,14 @@ _UNAWAITED: Final = "Tool returned an un-awaited coroutine; did you forget await
 
 
 class _ToolFailure(Exception):
-    """Internal: an ordinary failure that becomes an ``is_error`` result."""
+    """Internal: an ordinary failure that becomes an ``is_error`` result (``tool_code``: the
+    tool's own code, its ``error_code``)."""
 
-    def __init__(self, code: ToolResultErrorCode, message: str) -> None:
+    def __init__(self, code: ToolResultErrorCode, message: str, tool_code: str = "") -> None:
         super().__init__(message)
         self.code: ToolResultErrorCode = code
         self.text = message
+        self.tool_code = tool_code
 
 
 async def execute_tool_call(
@@ -515,7 +525,7 @@ async def execute_tool_call(
             content = _serialized(tool, output, signal)
     except _ToolFailure as failure:
         content = serialize_output({"error": {"code": failure.code, "message": failure.text}})
-        return _result(call, content, is_error=True)
+        return trusted.tool_result(call, content, True, failure.tool_code)
     return _result(call, content, is_error=False)
 
 
@@ -593,9 +603,19 @@ def _failure(
     message as it is, else the exception's text (or a generic one when the tool hides it)."""
     if isinstance(error, ModelRetry):
         return _ToolFailure("TOOL_RETRY_REQUESTED", message_of(error, "Please try again"))
+    own = _own_code(error)
     if not tool.expose_errors:
-        return _ToolFailure(code, _HIDDEN_DETAILS)
-    return _ToolFailure(code, message_of(error, fallback))
+        return _ToolFailure(code, _HIDDEN_DETAILS, own)
+    return _ToolFailure(code, message_of(error, fallback), own)
+
+
+def _own_code(error: Exception) -> str:
+    """The code a ``TetherError`` the tool raised was built with (``""``: none), read from what
+    the constructor stored: no property or ``__getattribute__`` of the error's class runs."""
+    if not issubclass(type(error), TetherError):
+        return ""
+    stored = object.__getattribute__(error, "__dict__").get("_code")  # every exception has one
+    return stored if type(stored) is str else ""
 
 
 def _serialized(tool: ToolDefinition[Any, Any], output: object, signal: AbortSignal) -> str:
@@ -628,7 +648,7 @@ def _validated(tool: ToolDefinition[Any, Any], arguments: JsonObject, signal: Ab
     if kind is Valid:  # the common decisions: nothing more of the caller's runs to read them
         return decision.value
     if kind is Invalid:
-        raise _ToolFailure("TOOL_ARGUMENTS_INVALID", decision.error)
+        raise _ToolFailure("TOOL_ARGUMENTS_INVALID", decision.error, decision.code)
     try:
         accepted, payload = _interpret(decision)
     except _ToolFailure:

@@ -53,6 +53,12 @@ class ExtensionError(TetherError):
     def __init__(self, code: ExtensionErrorCode, message: str) -> None:
         super().__init__(code, message)
 
+    @property
+    def code(self) -> ExtensionErrorCode:
+        """The stable error code (one of ``ExtensionErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
+
 
 class ExtensionAggregateError(TetherAggregateError):
     """The failures of a rollback or a disposal, in the order they happened (a frozen

@@ -47,6 +47,12 @@ class TetherRuntimeError(TetherError):
     def __init__(self, code: RuntimeErrorCode, message: str) -> None:
         super().__init__(code, message)
 
+    @property
+    def code(self) -> RuntimeErrorCode:
+        """The stable error code (one of ``RuntimeErrorCode``)."""
+        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
+        return self._code  # pyright: ignore[reportReturnType]
+
 
 class RuntimeAggregateError(TetherAggregateError):
     """Several failures in the order they happened (the workshop's frozen ``AggregateError``;

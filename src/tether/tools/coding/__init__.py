@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from tether.tools.coding.workspace import (
         CODING_FILE_MAX_BYTES,
         CodingToolError,
+        CodingToolErrorCode,
         Workspace,
         normalize_relative_path,
     )
@@ -95,6 +96,7 @@ _MODULES = {
     "workspace": (
         "CODING_FILE_MAX_BYTES",
         "CodingToolError",
+        "CodingToolErrorCode",
         "Workspace",
         "normalize_relative_path",
     ),
@@ -114,6 +116,7 @@ __all__ = [
     "PROCESS_SOURCE_MAX_BYTES",
     "PYTHON_PROCESS_TIMEOUT_SECONDS",
     "CodingToolError",
+    "CodingToolErrorCode",
     "Sandbox",
     "SandboxMode",
     "SandboxStatus",

@@ -46,7 +46,10 @@ from tether.tools.coding.worker import run_in_worker
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
     CodingToolError,
+    CodingToolErrorCode,
     Workspace,
+    invalid,
+    invalid_from,
     normalize_relative_path,
     open_for_reading,
     record_of,
@@ -415,7 +418,7 @@ async def write_text(
         return "/".join(canon), len(data)
 
 
-def _encode(text: str, code: str) -> bytes:
+def _encode(text: str, code: CodingToolErrorCode) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -492,7 +495,7 @@ async def edit_text(
 
 
 @contextlib.contextmanager
-def fallback(code: str) -> Generator[None]:
+def fallback(code: CodingToolErrorCode) -> Generator[None]:
     """Wrap an unexpected ``OSError`` in the operation's fallback code (§08)."""
     try:
         yield
@@ -523,15 +526,15 @@ class EditInput:
     new: str
 
 
-def _invalid(code: str, detail: str) -> Invalid:
-    return Invalid(error=f"{code}: {detail}")
+def _invalid(code: CodingToolErrorCode, detail: str) -> Invalid:
+    return invalid(code, detail)
 
 
 def _path_invalid(path: str) -> Invalid | None:
     try:
         normalize_relative_path(path)
     except CodingToolError as error:
-        return Invalid(error=str(error))
+        return invalid_from(error)
     return None
 
 

@@ -64,7 +64,7 @@ from typing import Final, cast
 
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
-from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding.catalog import coding_tool_effects
 from tether.tools.coding.environment import ProcessEnvironment, process_environment
 from tether.tools.coding.sandbox import Sandbox, sandbox_status
@@ -72,6 +72,7 @@ from tether.tools.coding.worker import Unsettled
 from tether.tools.coding.workspace import (
     CodingToolError,
     Workspace,
+    invalid,
     record_of,
     require_workspace,
 )
@@ -556,24 +557,23 @@ def _validate_bash(value: object) -> ToolValidation[BashInput]:
     shape = "expected {command: string, timeout_seconds?: number}"
     record = record_of(value, ("command",), ("timeout_seconds",))
     if record is None:
-        return Invalid(error=f"INVALID_BASH_INPUT: {shape}")
+        return invalid("INVALID_BASH_INPUT", shape)
     command = record["command"]
     if type(command) is not str or not command.strip() or "\0" in command:
-        return Invalid(error="INVALID_BASH_INPUT: command must be a non-empty string")
+        return invalid("INVALID_BASH_INPUT", "command must be a non-empty string")
     try:
         size = len(command.encode("utf-8"))
     except UnicodeEncodeError:
-        return Invalid(error="INVALID_BASH_INPUT: command contains a lone surrogate")
+        return invalid("INVALID_BASH_INPUT", "command contains a lone surrogate")
     if size > BASH_COMMAND_MAX_BYTES:
-        return Invalid(error=f"INVALID_BASH_INPUT: command over {BASH_COMMAND_MAX_BYTES} bytes")
+        return invalid("INVALID_BASH_INPUT", f"command over {BASH_COMMAND_MAX_BYTES} bytes")
     timeout = record.get("timeout_seconds", BASH_DEFAULT_TIMEOUT_SECONDS)
     if (
         type(timeout) not in (int, float)
         or not 0 < timeout <= BASH_MAX_TIMEOUT_SECONDS  # NaN fails too
     ):
-        return Invalid(
-            error="INVALID_BASH_INPUT: timeout_seconds must be in "
-            f"(0, {BASH_MAX_TIMEOUT_SECONDS:g}]"
+        return invalid(
+            "INVALID_BASH_INPUT", f"timeout_seconds must be in (0, {BASH_MAX_TIMEOUT_SECONDS:g}]"
         )
     return Valid(value=BashInput(command, float(timeout)))
 
@@ -655,47 +655,48 @@ def _utf8_size(text: str) -> int | None:
 
 
 def _validate_python(value: object) -> ToolValidation[PythonInput]:
-    shape = "INVALID_PROCESS_INPUT: expected {source: string, arguments: [string, ...]}"
+    shape = "expected {source: string, arguments: [string, ...]}"
     record = record_of(value, ("source", "arguments"))
     if record is None:
-        return Invalid(error=shape)
+        return invalid("INVALID_PROCESS_INPUT", shape)
     source = record["source"]
     if type(source) is not str:
-        return Invalid(error=shape)
+        return invalid("INVALID_PROCESS_INPUT", shape)
     size = _utf8_size(source)
     if size is None:
-        return Invalid(error="INVALID_PROCESS_INPUT: source contains a lone surrogate")
+        return invalid("INVALID_PROCESS_INPUT", "source contains a lone surrogate")
     if size > PROCESS_SOURCE_MAX_BYTES:
-        return Invalid(
-            error=f"PROCESS_SOURCE_TOO_LARGE: {size} bytes; the limit is {PROCESS_SOURCE_MAX_BYTES}"
+        return invalid(
+            "PROCESS_SOURCE_TOO_LARGE", f"{size} bytes; the limit is {PROCESS_SOURCE_MAX_BYTES}"
         )
     arguments = record["arguments"]
     if type(arguments) is not list and type(arguments) is not tuple:
-        return Invalid(error=shape)
+        return invalid("INVALID_PROCESS_INPUT", shape)
     items = tuple(cast("list[object]", arguments))
     strings = tuple(item for item in items if type(item) is str)
     if len(strings) != len(items):
-        return Invalid(error=shape)
+        return invalid("INVALID_PROCESS_INPUT", shape)
     if len(items) > PROCESS_ARGUMENT_COUNT_MAX:
-        return Invalid(
-            error=f"TOO_MANY_PROCESS_ARGUMENTS: {len(items)}; the limit is "
-            f"{PROCESS_ARGUMENT_COUNT_MAX}"
+        return invalid(
+            "TOO_MANY_PROCESS_ARGUMENTS",
+            f"{len(items)}; the limit is {PROCESS_ARGUMENT_COUNT_MAX}",
         )
     total = 0
     for index, item in enumerate(strings):
         item_size = _utf8_size(item)
         if item_size is None or "\0" in item:
-            return Invalid(error=f"INVALID_PROCESS_INPUT: argument {index} is not valid text")
+            return invalid("INVALID_PROCESS_INPUT", f"argument {index} is not valid text")
         if item_size > PROCESS_ARGUMENT_MAX_BYTES:
-            return Invalid(
-                error=f"PROCESS_ARGUMENT_TOO_LARGE: argument {index} has {item_size} bytes; "
-                f"the limit is {PROCESS_ARGUMENT_MAX_BYTES}"
+            return invalid(
+                "PROCESS_ARGUMENT_TOO_LARGE",
+                f"argument {index} has {item_size} bytes; "
+                f"the limit is {PROCESS_ARGUMENT_MAX_BYTES}",
             )
         total += item_size
     if total > PROCESS_ARGUMENTS_TOTAL_MAX_BYTES:
-        return Invalid(
-            error=f"PROCESS_ARGUMENTS_TOO_LARGE: {total} bytes; the limit is "
-            f"{PROCESS_ARGUMENTS_TOTAL_MAX_BYTES}"
+        return invalid(
+            "PROCESS_ARGUMENTS_TOO_LARGE",
+            f"{total} bytes; the limit is {PROCESS_ARGUMENTS_TOTAL_MAX_BYTES}",
         )
     return Valid(value=PythonInput(source, strings))
 

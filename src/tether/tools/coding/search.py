@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from tether.abort import AbortSignal
-from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding.catalog import coding_tool_effects
 from tether.tools.coding.globmatch import Glob, compile_glob
 from tether.tools.coding.walk import IGNORED_DIRECTORIES, SearchBudget, walk
@@ -46,6 +46,8 @@ from tether.tools.coding.worker import run_in_worker
 from tether.tools.coding.workspace import (
     CodingToolError,
     Workspace,
+    invalid,
+    invalid_from,
     normalize_relative_path,
     open_for_reading,
     record_of,
@@ -149,20 +151,20 @@ class ListInput:
 
 def _validate_list(value: object) -> ToolValidation[ListInput]:
     record = record_of(value, (), ("pattern", "limit", "include_ignored"))
-    shape = "INVALID_LIST_INPUT: expected {pattern?: string, limit?: int, include_ignored?: bool}"
+    shape = "expected {pattern?: string, limit?: int, include_ignored?: bool}"
     if record is None:
-        return Invalid(error=shape)
+        return invalid("INVALID_LIST_INPUT", shape)
     pattern = record.get("pattern", "**/*")
     limit = record.get("limit", LIST_DEFAULT_LIMIT)
     include = record.get("include_ignored", False)
     if type(pattern) is not str or type(limit) is not int or type(include) is not bool:
-        return Invalid(error=shape)
+        return invalid("INVALID_LIST_INPUT", shape)
     if not 1 <= limit <= LIST_MAX_LIMIT:
-        return Invalid(error=f"INVALID_LIST_INPUT: limit must be in 1..{LIST_MAX_LIMIT}")
+        return invalid("INVALID_LIST_INPUT", f"limit must be in 1..{LIST_MAX_LIMIT}")
     try:
         _validate_pattern(pattern)
     except CodingToolError as error:
-        return Invalid(error=str(error))
+        return invalid_from(error)
     return Valid(value=ListInput(pattern, limit, include))
 
 
@@ -233,11 +235,10 @@ class GrepInput:
 def _validate_grep(value: object) -> ToolValidation[GrepInput]:
     record = record_of(value, ("pattern",), ("path", "glob", "limit", "ignore_case"))
     shape = (
-        "INVALID_GREP_INPUT: expected {pattern: string, path?: string, glob?: string, "
-        "limit?: int, ignore_case?: bool}"
+        "expected {pattern: string, path?: string, glob?: string, limit?: int, ignore_case?: bool}"
     )
     if record is None:
-        return Invalid(error=shape)
+        return invalid("INVALID_GREP_INPUT", shape)
     pattern = record["pattern"]
     path = record.get("path", ".")
     glob = record.get("glob")
@@ -251,13 +252,13 @@ def _validate_grep(value: object) -> ToolValidation[GrepInput]:
         or type(limit) is not int
         or type(ignore_case) is not bool
     ):
-        return Invalid(error=shape)
+        return invalid("INVALID_GREP_INPUT", shape)
     if not 1 <= limit <= GREP_MAX_LIMIT:
-        return Invalid(error=f"INVALID_GREP_INPUT: limit must be in 1..{GREP_MAX_LIMIT}")
+        return invalid("INVALID_GREP_INPUT", f"limit must be in 1..{GREP_MAX_LIMIT}")
     try:
         compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as error:
-        return Invalid(error=f"INVALID_GREP_PATTERN: {error}")
+        return invalid("INVALID_GREP_PATTERN", str(error))
     try:
         segments = () if path.strip() in (".", "./", "") else normalize_relative_path(path)
         matcher = None
@@ -265,7 +266,7 @@ def _validate_grep(value: object) -> ToolValidation[GrepInput]:
             _validate_pattern(glob)
             matcher = compile_glob(glob)
     except CodingToolError as error:
-        return Invalid(error=str(error))
+        return invalid_from(error)
     return Valid(value=GrepInput(compiled, segments, matcher, limit))
 
 

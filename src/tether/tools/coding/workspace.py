@@ -43,16 +43,20 @@ import os
 import re
 import stat
 from collections.abc import Callable, Generator
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether.jsonvalue import JsonObject
+from tether.protocol.tools import Invalid
 
 __all__ = [
     "CODING_FILE_MAX_BYTES",
     "CodingToolError",
+    "CodingToolErrorCode",
     "Observer",
     "Workspace",
+    "invalid",
+    "invalid_from",
     "normalize_relative_path",
     "open_for_reading",
     "record_of",
@@ -68,12 +72,75 @@ _MAX_SYMLINK_HOPS: Final = 40
 Observer = Callable[[str, object], None]
 
 
+CodingToolErrorCode: TypeAlias = Literal[
+    "EDIT_AMBIGUOUS_MATCH",
+    "EDIT_CONFLICT",
+    "EDIT_NO_MATCH",
+    "FILE_NOT_FOUND",
+    "FILE_NOT_REGULAR",
+    "FILE_NOT_UTF8",
+    "FILE_TOO_LARGE",
+    "INVALID_BASH_INPUT",
+    "INVALID_EDIT_INPUT",
+    "INVALID_GREP_INPUT",
+    "INVALID_GREP_PATTERN",
+    "INVALID_LIST_INPUT",
+    "INVALID_PROCESS_INPUT",
+    "INVALID_READ_INPUT",
+    "INVALID_RELATIVE_PATH",
+    "INVALID_WORKSPACE_ROOT",
+    "INVALID_WRITE_INPUT",
+    "PATH_CHANGED_DURING_READ",
+    "PATH_OUTSIDE_WORKSPACE",
+    "PROCESS_ARGUMENTS_TOO_LARGE",
+    "PROCESS_ARGUMENT_TOO_LARGE",
+    "PROCESS_FAILED",
+    "PROCESS_OUTPUT_FAILED",
+    "PROCESS_SCRIPT_CLEANUP_FAILED",
+    "PROCESS_SCRIPT_IDENTITY_CHANGED",
+    "PROCESS_SCRIPT_NOT_REGULAR",
+    "PROCESS_SOURCE_TOO_LARGE",
+    "PROCESS_START_FAILED",
+    "PROCESS_TIMEOUT",
+    "READ_FAILED",
+    "SANDBOX_UNAVAILABLE",
+    "TOO_MANY_PROCESS_ARGUMENTS",
+    "WORKSPACE_ROOT_CHANGED",
+    "WORKSPACE_ROOT_NOT_DIRECTORY",
+    "WORKSPACE_ROOT_NOT_FOUND",
+    "WRITE_FAILED",
+    "WRITE_PARENT_NOT_DIRECTORY",
+    "WRITE_TARGET_SYMLINK",
+    "WRITE_TEMP_CLEANUP_FAILED",
+    "WRITE_TEMP_IDENTITY_CHANGED",
+    "WRITE_TEMP_NOT_REGULAR",
+]
+"""Every code a coding tool failure carries (``CodingToolError.code``, and the prefix of an
+argument error's text)."""
+
+
 class CodingToolError(TetherError):
     """A coding tool failed with a stable ``code``; ``str(error)`` starts with the code."""
 
-    def __init__(self, code: str, detail: str | None = None) -> None:
+    def __init__(self, code: CodingToolErrorCode, detail: str | None = None) -> None:
         super().__init__(code, code if not detail else f"{code}: {detail}")
         self.detail = detail
+
+    @property
+    def code(self) -> CodingToolErrorCode:
+        """The stable error code."""
+        return self._code  # pyright: ignore[reportReturnType]
+
+
+def invalid(code: CodingToolErrorCode, detail: str) -> Invalid:
+    """The argument error a coding tool's ``validate`` returns: the text the model reads
+    (``CODE: detail``) and the code as a field (the result's ``error_code``)."""
+    return Invalid(error=f"{code}: {detail}", code=code)
+
+
+def invalid_from(error: CodingToolError) -> Invalid:
+    """``error`` as an argument error (its text and its code)."""
+    return Invalid(error=str(error), code=error.code)
 
 
 _DRIVE: Final = re.compile(r"^[A-Za-z]:")
@@ -274,7 +341,7 @@ class Workspace:
 
     @contextlib.contextmanager
     def parent_fd(
-        self, segments: tuple[str, ...], *, create: bool, missing_code: str
+        self, segments: tuple[str, ...], *, create: bool, missing_code: CodingToolErrorCode
     ) -> Generator[tuple[int, tuple[str, ...]]]:
         """Open the parent directory of ``segments`` by walking dir fds from the root.
 

@@ -1,0 +1,44 @@
+"""The errors an Agent raises, each with its stable code."""
+
+from __future__ import annotations
+
+from tether._errors import TetherError
+from tether._text import message_of
+
+__all__ = ["AgentBusyError", "AgentMessageLimitError", "AgentRecordingError", "AgentStateError"]
+
+
+class AgentBusyError(TetherError, RuntimeError):
+    """``prompt()``/``continue_()`` while a run owns the transcript (``AGENT_BUSY``).
+
+    Raised synchronously; nothing was queued. Use ``steer()`` or ``follow_up()`` to add work
+    to a running Agent, or wait for ``result``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("AGENT_BUSY", "Agent is already running")
+
+
+class AgentMessageLimitError(TetherError):
+    """The transcript or the queues would exceed their caps (``AGENT_MESSAGE_LIMIT``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("AGENT_MESSAGE_LIMIT", message)
+
+
+class AgentStateError(TetherError, RuntimeError):
+    """``continue_()`` has nothing to continue from (``AGENT_NOTHING_TO_CONTINUE``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("AGENT_NOTHING_TO_CONTINUE", message)
+
+
+class AgentRecordingError(TetherError):
+    """The recorder could not write the transcript (``AGENT_RECORDING_FAILED``); a run ends
+    ``failed`` with this code, ``Agent.compact()`` raises it."""
+
+    def __init__(self, error: BaseException) -> None:
+        detail = message_of(error, type(error).__name__)
+        super().__init__(
+            "AGENT_RECORDING_FAILED", f"The transcript could not be recorded: {detail}"
+        )
