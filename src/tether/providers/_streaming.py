@@ -62,9 +62,12 @@ __all__ = ["HttpStreamModel", "StreamParser", "loads_payload", "transcript_call_
 MAX_JSON_BODY_BYTES: Final = 16 << 20
 """Most bytes of a non-streamed JSON body read."""
 
-RETRIED_FIRST_EVENTS: Final[frozenset[ProviderErrorCode]] = frozenset({"PROVIDER_OVERLOADED"})
+RETRIED_FIRST_EVENTS: Final[frozenset[ProviderErrorCode]] = frozenset(
+    {"PROVIDER_OVERLOADED", "PROVIDER_RATE_LIMITED"}
+)
 """Error events retried like their status when nothing reached the consumer yet (Anthropic's
-``overloaded_error`` as the first event is a 529 in all but the status line)."""
+``overloaded_error`` or OpenAI Responses' ``server_is_overloaded`` as the first event is a 529
+in all but the status line, Responses' ``rate_limit_exceeded`` a 429)."""
 
 StreamRef: TypeAlias = "weakref.ReferenceType[EventStream[ModelChunk, ModelResponse]]"
 """How the producer holds its stream: weakly, so a consumer that drops it is noticed."""
