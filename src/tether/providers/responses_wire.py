@@ -308,6 +308,14 @@ _text_delta: Final = trusted.text_delta_chunk
 _thinking_delta: Final = trusted.thinking_delta_chunk
 _tool_call_delta: Final = trusted.tool_call_delta_chunk
 
+_TAIL_TYPES: Final[dict[str, str | None]] = {
+    "text": "response.output_text.delta",
+    "summary": "response.reasoning_summary_text.delta",
+    "reasoning": None,
+}
+"""The delta event that continues a part of each key kind on ``feed``'s hot path (``None``:
+always the general path)."""
+
 _PartKey: TypeAlias = "tuple[str, int]"
 """A text part of an item: ``("text", content index)`` (output text and refusals of a
 message), ``("summary", summary index)`` or ``("reasoning", content index)``."""
@@ -330,6 +338,10 @@ class _Item:
         "order",
         "parts",
         "position",
+        "tail",
+        "tail_field",
+        "tail_index",
+        "tail_type",
     )
 
     def __init__(self, kind: _ItemKind, index: int, item_id: str | None) -> None:
@@ -339,6 +351,12 @@ class _Item:
         self.done = False
         self.parts: dict[_PartKey, list[str]] = {}  # text and reasoning: streamed text by part
         self.order: list[_PartKey] = []  # the parts in the order they first streamed
+        # The part that streamed last, for feed's hot path: its texts, the field naming its
+        # index in a delta, that index, and the delta event type that continues it.
+        self.tail: list[str] = []
+        self.tail_field = ""
+        self.tail_index = -1
+        self.tail_type: str | None = None
         self.encrypted: str | None = None  # reasoning: from output_item.done only
         self.arguments: list[str] = []  # calls: the argument deltas
         self.final_arguments: str | None = None  # calls: function_call_arguments.done
@@ -495,22 +513,45 @@ class ResponsesStreamParser:
                 raise field_error("A stream event", "a JSON object", payload)
             data: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
             kind_ = data.get("type")
-            # The hot path, one per token: a text, reasoning or argument delta (each Python
-            # call saved is measurable: benchmarks/bench_responses.py).
-            if kind_ == "response.output_text.delta" and self._state == "open":
+            # The hot path, one per token: a text or reasoning summary delta that continues
+            # the part that streamed last in its item, or an argument delta into an open call,
+            # without a further call (each Python call saved is measurable:
+            # benchmarks/bench_responses.py). Anything else, and every case this does not
+            # settle, takes the general path (``_event``), which gives the same result.
+            if (
+                kind_ == "response.reasoning_summary_text.delta"
+                or kind_ == "response.output_text.delta"
+            ):
                 position: Any = data.get("output_index")
-                item = self._items.get(position) if type_of(position) is int else None
-                if item is not None and item.kind == "message" and not item.done:
-                    index: Any = data.get("content_index")
-                    delta: Any = data.get("delta")
-                    if type_of(index) is int and type_of(delta) is str:
-                        return self._text(item, ("text", index), delta)
+                if type_of(position) is int:
+                    item = self._items.get(position)
+                    if item is not None and item.tail_type == kind_:
+                        index: Any = data.get(item.tail_field)
+                        delta: Any = data.get("delta")
+                        if (
+                            index == item.tail_index
+                            and type_of(index) is int
+                            and type_of(delta) is str
+                            and item.index >= self._last_streamed
+                        ):
+                            if not delta:
+                                return []
+                            item.tail.append(delta)
+                            self._last_streamed = item.index
+                            if item.kind == "message":
+                                return [_text_delta(self._request_id, delta)]
+                            return [_thinking_delta(self._request_id, delta)]
             elif kind_ == "response.function_call_arguments.delta" and self._state == "open":
                 position = data.get("output_index")
-                item = self._items.get(position) if type_of(position) is int else None
-                if item is not None and item.kind == "call" and not item.done:
+                if type_of(position) is int:
+                    item = self._items.get(position)
                     delta = data.get("delta")
-                    if type_of(delta) is str:
+                    if (
+                        item is not None
+                        and item.kind == "call"
+                        and not item.done
+                        and type_of(delta) is str
+                    ):
                         if not delta:
                             return []
                         item.arguments.append(delta)
@@ -748,6 +789,7 @@ class ResponsesStreamParser:
             parts = item.parts[key] = []
             item.order.append(key)
         parts.append(delta)
+        self._tail(item, key, parts, "content_index")
         return [_text_delta(self._request_id, delta)]
 
     def _thinking(self, item: _Item, key: _PartKey, delta: object, where: str) -> list[ModelChunk]:
@@ -764,15 +806,26 @@ class ResponsesStreamParser:
             self._interleaved(item.index)
         self._last_streamed = item.index
         parts = item.parts.get(key)
+        field = "summary_index" if key[0] == "summary" else "content_index"
         if parts is None:
             parts = item.parts[key] = []
             if item.order:  # a new part after streamed ones: a blank line between them
                 parts.append(text)
                 item.order.append(key)
+                self._tail(item, key, parts, field)
                 return [_thinking_delta(self._request_id, _PART_SEPARATOR + text)]
             item.order.append(key)
         parts.append(text)
+        self._tail(item, key, parts, field)
         return [_thinking_delta(self._request_id, text)]
+
+    def _tail(self, item: _Item, key: _PartKey, parts: list[str], field: str) -> None:
+        """``key``'s part streamed last in ``item``: the hot path may continue it."""
+        if self._state == "open" and not item.done:
+            item.tail = parts
+            item.tail_field = field
+            item.tail_index = key[1]
+            item.tail_type = _TAIL_TYPES[key[0]]
 
     def _interleaved(self, index: int) -> NoReturn:
         raise protocol(f"Output {index} streamed text after a later output had streamed its own")
@@ -832,6 +885,7 @@ class ResponsesStreamParser:
         elif item.kind == "call":
             out = self._call_done(item, fields_, where)
         item.done = True
+        item.tail_type = None
         return out
 
     def _message_done(self, item: _Item, fields_: dict[str, Any], where: str) -> list[ModelChunk]:
@@ -977,6 +1031,7 @@ class ResponsesStreamParser:
             if item.kind == "call" and terminal == "completed":
                 out += self._call_done(item, {}, where)
             item.done = True
+            item.tail_type = None
         return out
 
     def finish(self, *, done: bool) -> tuple[list[ModelChunk], ModelResponse]:
