@@ -439,6 +439,9 @@ if TYPE_CHECKING:
         RetryPolicy,
         Timeouts,
     )
+    from tether.providers.openai_responses import (
+        OpenAIResponsesModel,
+    )
     from tether.stream import (
         EventStream,
         EventStreamIterator,
@@ -645,6 +648,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "ANTHROPIC_VERSION",
         "AnthropicModel",
     ),
+    "tether.providers.openai_responses": ("OpenAIResponsesModel",),
     "tether.providers.catalog": (
         "PRESETS",
         "ProviderApi",
@@ -1234,6 +1238,7 @@ __all__ = [
     "OnSettled",
     "OpenAIChatCompat",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ParsedSession",
     "Prologue",
     "PrologueRecord",
