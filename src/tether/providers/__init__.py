@@ -9,7 +9,11 @@
 * ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
 * ``responses_wire`` / ``openai_responses``: the OpenAI Responses API
   (``OpenAIResponsesModel``), with the ``_wire`` helpers every wire module shares;
-* ``catalog``: provider presets (base URL, key variable, quirks) by name.
+* ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``,
+  ``openai_responses_api``: its model class, loaded on first use, and its presets), from which
+  the rest derives;
+* ``catalog``: provider presets (base URL, key variable, quirks) by name;
+* ``openai_compat``: ``OpenAIChatCompat``, the quirks of one OpenAI-compatible server.
 
 Importing this package loads none of them: the fixture provider's names below load on first
 use (the loop imports ``errors``, which must not build the fixture boundary's classes with
