@@ -10,7 +10,8 @@ an error never carries a whole vendor payload.
 from __future__ import annotations
 
 import json
-from typing import Final
+from collections.abc import Set
+from typing import Final, NoReturn
 
 from tether._types import type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
@@ -24,7 +25,9 @@ __all__ = [
     "kind",
     "parse_arguments",
     "protocol",
+    "raise_again",
     "shown",
+    "unique_call_id",
 ]
 
 MAX_SHOWN: Final = 100
@@ -96,3 +99,29 @@ def parse_arguments(text: str) -> JsonObject:
         raise BadArguments(f"are not plain JSON: {error}") from None
     arguments: JsonObject = frozen  # pyright: ignore[reportAssignmentType]
     return arguments
+
+
+def unique_call_id(response_id: str, position: int, reserved: Set[str], used: set[str]) -> str:
+    """The ID a parser gives a call whose vendor ID it cannot keep:
+    ``"<response id>-call-<position>"``, with ``-2``, ``-3``... appended until it is neither
+    ``reserved`` (the transcript's IDs) nor ``used`` (this response's); added to ``used``."""
+    base = f"{response_id}-call-{position}"
+    call_id = base
+    suffix = 1
+    while call_id in reserved or call_id in used:
+        suffix += 1
+        call_id = f"{base}-{suffix}"
+    used.add(call_id)
+    return call_id
+
+
+def raise_again(failure: ProviderError | None, parser: str) -> NoReturn:
+    """What a stream parser raises when it is used after it failed (a copy of ``failure``:
+    failures are sticky) or after ``finish`` (``RuntimeError`` naming ``parser``)."""
+    if failure is not None:
+        raise ProviderError(
+            failure.code,  # pyright: ignore[reportArgumentType]
+            failure.message,
+            provider_code=failure.provider_code,
+        )
+    raise RuntimeError(f"{parser}.finish() was already called")

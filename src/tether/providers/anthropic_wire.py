@@ -47,6 +47,7 @@ from tether.providers._wire import field_error as _field_error
 from tether.providers._wire import kind as _kind
 from tether.providers._wire import parse_arguments as _parse_arguments
 from tether.providers._wire import protocol as _protocol
+from tether.providers._wire import raise_again, unique_call_id
 from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_wire import transcript_call_ids
@@ -623,14 +624,7 @@ class AnthropicStreamParser:
         return block
 
     def _derive_id(self, position: int) -> str:
-        base = f"{self._response_id}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
+        return unique_call_id(str(self._response_id), position, self._reserved, self._used_ids)
 
     def _block_stop(self, block: _Block) -> list[ModelChunk]:
         block.open = False
@@ -776,11 +770,4 @@ class AnthropicStreamParser:
         return last, response
 
     def _raise_closed(self) -> NoReturn:
-        if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,  # pyright: ignore[reportArgumentType]
-                failure.message,
-                provider_code=failure.provider_code,
-            )
-        raise RuntimeError("AnthropicStreamParser.finish() was already called")
+        raise_again(self._failure, "AnthropicStreamParser")

@@ -63,6 +63,7 @@ from tether.providers._wire import field_error as _field_error
 from tether.providers._wire import kind as _kind
 from tether.providers._wire import parse_arguments as _parse_arguments
 from tether.providers._wire import protocol as _protocol
+from tether.providers._wire import raise_again, unique_call_id
 from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_compat import OpenAIChatCompat
@@ -675,14 +676,9 @@ class OpenAIChatStreamParser:
         return call_id
 
     def _derive_id(self, position: int) -> str:
-        base = f"{self._resolved_response_id()}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
+        return unique_call_id(
+            self._resolved_response_id(), position, self._reserved, self._used_ids
+        )
 
     def _resolved_response_id(self) -> str:
         response_id = self._response_id
@@ -831,14 +827,7 @@ class OpenAIChatStreamParser:
         return out, response
 
     def _raise_closed(self) -> NoReturn:
-        if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,  # pyright: ignore[reportArgumentType]
-                failure.message,
-                provider_code=failure.provider_code,
-            )
-        raise RuntimeError("OpenAIChatStreamParser.finish() was already called")
+        raise_again(self._failure, "OpenAIChatStreamParser")
 
 
 # --- a whole JSON body ------------------------------------------------------------------------

@@ -61,7 +61,9 @@ from tether.providers._wire import (
     kind,
     parse_arguments,
     protocol,
+    raise_again,
     shown,
+    unique_call_id,
 )
 from tether.providers.errors import ProviderError, ProviderErrorCode
 from tether.providers.openai_wire import arguments_text
@@ -733,14 +735,8 @@ class ResponsesStreamParser:
         )
 
     def _derive_id(self, position: int) -> str:
-        base = f"{self._resolved_response_id()}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
+        response_id = self._resolved_response_id()
+        return unique_call_id(response_id, position, self._reserved, self._used_ids)
 
     def _resolved_response_id(self) -> str:
         response_id = self._response_id
@@ -1091,14 +1087,7 @@ class ResponsesStreamParser:
         )
 
     def _raise_closed(self) -> NoReturn:
-        if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,  # pyright: ignore[reportArgumentType]
-                failure.message,
-                provider_code=failure.provider_code,
-            )
-        raise RuntimeError("ResponsesStreamParser.finish() was already called")
+        raise_again(self._failure, "ResponsesStreamParser")
 
 
 def _count(fields_: dict[str, Any], name: str, where: str) -> int:
