@@ -26,13 +26,17 @@ shuts down.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._streaming import HttpStreamModel, StreamParser
+from tether.providers._streaming import (
+    HttpStreamModel,
+    StreamParser,
+    bearer_headers,
+    checked_key,
+)
 from tether.providers.responses_wire import (
     REASONING_SUMMARIES,
     ResponsesStreamParser,
@@ -87,12 +91,7 @@ class OpenAIResponsesModel(HttpStreamModel):
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        if type(model) is not str or not model.strip():
-            raise TypeError("model must be a non-empty model name, e.g. 'gpt-5'")
-        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
-            raise TypeError("base_url must be an http:// or https:// URL")
-        if api_key is not None and (type(api_key) is not str or not api_key):
-            raise TypeError("api_key must be a non-empty string or None")
+        api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-5")
         if max_output_tokens is not None and (
             type(max_output_tokens) is not int or max_output_tokens < 16
         ):
@@ -103,8 +102,6 @@ class OpenAIResponsesModel(HttpStreamModel):
             raise TypeError("reasoning_effort must be a non-empty string or None")
         if reasoning_summary is not None and reasoning_summary not in REASONING_SUMMARIES:
             raise TypeError("reasoning_summary must be 'auto', 'concise', 'detailed' or None")
-        if api_key is None and api_key_env:
-            api_key = os.environ.get(api_key_env) or None
         super().__init__(
             model=model,
             base_url=base_url,
@@ -119,21 +116,11 @@ class OpenAIResponsesModel(HttpStreamModel):
         self._reasoning_summary = reasoning_summary
         self._extra_headers = dict(headers or {})
 
-    def _models_url(self, after: str | None) -> str:
-        return f"{self._base_url}/models"
-
     def _url(self) -> str:
         return f"{self._base_url}/responses"
 
     def _headers(self) -> Mapping[str, str]:
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream, application/json",
-            **self._extra_headers,
-        }
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
-        return headers
+        return bearer_headers(self._api_key, self._extra_headers)
 
     def _body(self, request: ModelRequest) -> object:
         return build_responses_request(
