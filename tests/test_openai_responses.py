@@ -431,3 +431,21 @@ async def test_an_abort_mid_stream_closes_the_connection_at_once() -> None:
     closed_at = request.connection.closed_at
     assert closed_at is not None
     assert closed_at - aborted_at < 0.1
+
+
+async def test_list_models_asks_the_openai_models_endpoint() -> None:
+    async with ReplayServer() as server:
+        server.respond(json_response(200, {"object": "list", "data": [{"id": "gpt-5"}]}))
+        async with model_for(server) as model:
+            assert await model.list_models() == ("gpt-5",)
+        (request,) = server.requests
+    assert (request.method, request.path) == ("GET", "/v1/models")
+    assert request.headers["authorization"] == f"Bearer {SECRET}"
+
+
+def test_model_from_spec_builds_it_from_the_registry_preset() -> None:
+    from tether import model_from_spec
+
+    model = model_from_spec("openai-responses/gpt-5", api_key=SECRET, reasoning_effort="low")
+    assert isinstance(model, OpenAIResponsesModel)
+    assert (model.model, model.base_url) == ("gpt-5", "https://api.openai.com/v1")
