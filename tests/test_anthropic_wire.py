@@ -17,7 +17,7 @@ import dataclasses
 import importlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -29,78 +29,26 @@ from hypothesis import strategies as st
 import anthropic_bodies as bodies
 from support import examples, missing_recordings, recorded_streams
 from tether.jsonvalue import JsonObject
-from tether.loop import RunLimits
-from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
 from tether.protocol import (
     AssistantMessage,
     ModelChunk,
     ModelRequest,
-    ModelResponse,
     ModelUsage,
     TextBlock,
     ThinkingBlock,
     ToolCall,
     ToolCallChunk,
-    ToolCallDeltaChunk,
     ToolResultMessage,
     ToolSpec,
     UserMessage,
 )
-from tether.providers._sse import SSEDecoder
 from tether.providers.anthropic_wire import (
     AnthropicStreamParser,
     build_messages_request,
     transcript_call_ids,
 )
 from tether.providers.errors import ProviderError
-
-REQUEST_ID: Final = "request-001"
-LIMITS: Final = RunLimits.for_real_models()
-
-Event = tuple[str, str]
-
-
-def decode(body: str | bytes, chunk_size: int | None = None) -> list[Event]:
-    """The ``(event type, data)`` of a body, fed to the project decoder in pieces."""
-    raw = body.encode() if isinstance(body, str) else body
-    decoder = SSEDecoder()
-    size = chunk_size or max(len(raw), 1)
-    events: list[Event] = []
-    for start in range(0, len(raw), size):
-        events.extend((item.event, item.data) for item in decoder.feed(raw[start : start + size]))
-    events.extend((item.event, item.data) for item in decoder.close())
-    return events
-
-
-@dataclass
-class Outcome:
-    chunks: list[ModelChunk]
-    response: ModelResponse
-
-    @property
-    def content(self) -> tuple[Any, ...]:
-        return self.response.message.content
-
-    @property
-    def calls(self) -> list[ToolCall]:
-        return [block for block in self.content if isinstance(block, ToolCall)]
-
-    @property
-    def text(self) -> str:
-        return "".join(block.text for block in self.content if isinstance(block, TextBlock))
-
-    @property
-    def deltas(self) -> list[ToolCallDeltaChunk]:
-        return [chunk for chunk in self.chunks if isinstance(chunk, ToolCallDeltaChunk)]
-
-
-def loop_accepts(chunks: Sequence[ModelChunk], response: ModelResponse) -> None:
-    """What the agent loop checks at the model boundary (see test_openai_wire)."""
-    for chunk in chunks:
-        assert snapshot_chunk(chunk, REQUEST_ID, LIMITS) is chunk
-    streamed = {id(chunk.tool_call) for chunk in chunks if chunk.type == "toolCall"}
-    assert snapshot_response(response, REQUEST_ID, streamed, LIMITS) is response
-    check_agreement([chunk for chunk in chunks if chunk.type != "toolCallDelta"], response.message)
+from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts
 
 
 def feed_events(
