@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anthropic_bodies as bodies
+import wire_support as wire
 from support import examples, missing_recordings, recorded_streams
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
@@ -48,7 +49,7 @@ from tether.providers.anthropic_wire import (
     transcript_call_ids,
 )
 from tether.providers.errors import ProviderError
-from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts
+from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome
 
 
 def feed_events(
@@ -1059,29 +1060,9 @@ CODES: Final = {
 RESERVED: Final = st.frozensets(st.sampled_from(["toolu_1", "m-call-0", "m-call-1"]))
 
 
-def assert_sticky(error: ProviderError, parser: AnthropicStreamParser) -> None:
-    """A failure has one of the stream codes, and the parser stays failed."""
-    assert error.code in CODES
-    with pytest.raises(ProviderError) as again:
-        parser.finish(done=True)
-    assert again.value.code == error.code
-
-
 def check_sequence(items: list[tuple[object, str]], reserved: frozenset[str]) -> None:
     parser = AnthropicStreamParser(REQUEST_ID, reserved_call_ids=reserved)
-    streamed: list[ModelChunk] = []
-    try:
-        for payload, kind in items:
-            streamed.extend(parser.feed(payload, event=kind))
-        tail, response = parser.finish(done=parser.stopped)
-    except ProviderError as error:
-        assert_sticky(error, parser)
-        return
-    streamed.extend(tail)
-    loop_accepts(streamed, response)
-    ids = [block.id for block in response.message.content if isinstance(block, ToolCall)]
-    assert len(set(ids)) == len(ids)
-    assert not set(ids) & reserved
+    wire.check_sequence(parser, items, reserved, CODES)
 
 
 def sequences(payloads: Any) -> Any:
@@ -1146,20 +1127,6 @@ class PlainPathParser(AnthropicStreamParser):
         except ProviderError as error:
             self._failure = error
             raise
-
-
-def parse_outcome(
-    parser: AnthropicStreamParser, items: list[tuple[object, str]]
-) -> tuple[list[ModelChunk], object]:
-    """Every chunk fed out, then the response or the failure (code and message)."""
-    chunks: list[ModelChunk] = []
-    try:
-        for payload, kind in items:
-            chunks.extend(parser.feed(payload, event=kind))
-        tail, response = parser.finish(done=parser.stopped)
-    except ProviderError as error:
-        return chunks, (error.code, error.message, error.provider_code)
-    return [*chunks, *tail], response
 
 
 START: Final[dict[str, object]] = {"type": "message_start", "message": {"id": "m", "model": "c"}}

@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import responses_bodies as rb
+import wire_support as wire
 from support import examples, missing_recordings, recorded_streams
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
@@ -51,7 +52,7 @@ from tether.providers.responses_wire import (
     reasoning_signature,
     transcript_call_ids,
 )
-from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts
+from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome
 
 
 def feed_events(
@@ -1156,43 +1157,9 @@ def sequences(payloads: Any) -> Any:
     return st.lists(st.tuples(payloads, kinds), max_size=14)
 
 
-def parse_outcome(
-    parser: ResponsesStreamParser, items: list[tuple[object, str]]
-) -> tuple[list[ModelChunk], object]:
-    """Every chunk fed out, then the response or the failure (code and message)."""
-    chunks: list[ModelChunk] = []
-    try:
-        for payload, kind in items:
-            chunks.extend(parser.feed(payload, event=kind))
-        tail, response = parser.finish(done=parser.stopped)
-    except ProviderError as error:
-        return chunks, (error.code, error.message, error.provider_code)
-    return [*chunks, *tail], response
-
-
-def assert_sticky(error: ProviderError, parser: ResponsesStreamParser) -> None:
-    """A failure has one of the stream codes, and the parser stays failed."""
-    assert error.code in CODES
-    with pytest.raises(ProviderError) as again:
-        parser.finish(done=True)
-    assert again.value.code == error.code
-
-
 def check_sequence(items: list[tuple[object, str]], reserved: frozenset[str]) -> None:
     parser = ResponsesStreamParser(REQUEST_ID, reserved_call_ids=reserved)
-    streamed: list[ModelChunk] = []
-    try:
-        for payload, kind in items:
-            streamed.extend(parser.feed(payload, event=kind))
-        tail, response = parser.finish(done=parser.stopped)
-    except ProviderError as error:
-        assert_sticky(error, parser)
-        return
-    streamed.extend(tail)
-    loop_accepts(streamed, response)
-    ids = [block.id for block in response.message.content if isinstance(block, ToolCall)]
-    assert len(set(ids)) == len(ids)
-    assert not set(ids) & reserved
+    wire.check_sequence(parser, items, reserved, CODES)
 
 
 @settings(max_examples=examples(300))
