@@ -38,7 +38,6 @@ import importlib
 import importlib.util
 import json
 import platform
-import statistics
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -48,11 +47,10 @@ import recorded
 from bench_anthropic import (
     Contender,
     decode,
-    floor_contender,
-    measure,
-    network_chunks,
+    recorded_workload,
     source_file,
     split,
+    workload,
 )
 
 try:
@@ -348,81 +346,12 @@ def sdk_contender(chunks: list[bytes]) -> Contender | None:
 
 # --- measurement ----------------------------------------------------------------------------------
 
-
-def workload(
-    body: bytes, rounds: int, expected: tuple[int, int, int], *, sdk: bool = True
-) -> dict[str, Any]:
-    chunks = network_chunks(body)
-    payloads = [data for _, data in decode(chunks)]
-    contenders: dict[str, Contender] = {
-        "floor": floor_contender(payloads),
-        "tether": tether_contender(chunks),
-    }
-    wanted = {"floor": (0, 0, 0), "tether": expected}
-    contender = sdk_contender(chunks) if sdk else None
-    if contender is not None:
-        contenders["openai SDK"] = contender
-        wanted["openai SDK"] = expected
-    samples = measure(contenders, rounds, wanted)
-    ms = {name: statistics.median(values) for name, values in samples.items()}
-    ratios = {"tether/floor": ms["tether"] / ms["floor"]}
-    if "openai SDK" in ms:
-        ratios["sdk/tether"] = ms["openai SDK"] / ms["tether"]
-    return {
-        "bytes": len(body),
-        "events": len(payloads),
-        "ms": ms,
-        "ratios": ratios,
-        "samples": samples,
-    }
-
-
-def recorded_workload(rounds: int) -> dict[str, Any] | None:
-    """tether on every recorded Responses stream (the provider's path, the stream that fails
-    with its vendor error included) next to ``json.loads`` of every payload."""
-    found = recorded.bodies("openai-responses")
-    if not found:
-        return None
-    loads = _loads()
-    error_class: Any = importlib.import_module("tether.providers.errors").ProviderError
-    streams = [network_chunks(body) for body in found.values()]
-    payloads = [data for chunks in streams for _, data in decode(chunks)]
-    repeat = 20  # the recordings are small: each sample parses all of them this many times
-
-    def run_tether() -> tuple[int, int, int]:
-        completed = events = 0
-        for _ in range(repeat):
-            completed = events = 0
-            for chunks in streams:
-                parser = ResponsesStreamParser(REQUEST_ID)
-                feed = parser.feed
-                decoder = SSEDecoder()
-                try:
-                    for chunk in chunks:
-                        for kind, data, _, _ in decoder.feed_fields(chunk):
-                            events += 1
-                            feed(loads(data), event=kind)
-                    parser.finish(done=parser.stopped)
-                    completed += 1
-                except error_class:
-                    pass
-        return completed, events, 0
-
-    def run_floor() -> tuple[int, int, int]:
-        for _ in range(repeat):
-            for data in payloads:
-                json.loads(data)
-        return 0, len(payloads), 0
-
-    expected = {"tether": run_tether(), "floor": run_floor()}
-    samples = measure({"tether": run_tether, "floor": run_floor}, rounds, expected)
-    return {
-        "streams": len(found),
-        "events": len(payloads),
-        "completed": expected["tether"][0],
-        "ms": {name: statistics.median(values) / repeat for name, values in samples.items()},
-        "samples": samples,
-    }
+CONTENDERS: Final[dict[str, Any]] = {
+    "tether": tether_contender,
+    "sdk_for": sdk_contender,
+    "sdk_name": "openai SDK",
+}
+"""This API's contenders for ``bench_anthropic.workload`` (which measures and checks them)."""
 
 
 def responses_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[dict[str, Any]]:
@@ -485,13 +414,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             stream_body(summary_deltas, text_deltas, arguments, 0),
             rounds,
             (thinking_chars, text_chars, 0),
+            **CONTENDERS,
         ),
         "tool": workload(
             stream_body(summary_deltas, text_deltas, arguments, fragments),
             rounds,
             (thinking_chars, text_chars, content_chars),
+            **CONTENDERS,
         ),
-        "recorded": recorded_workload(rounds),
+        "recorded": recorded_workload(rounds, "openai-responses", ResponsesStreamParser),
     }
     figures["goals"] = responses_goals(figures, sdk_missing)
     for name in ("text", "tool"):
