@@ -515,6 +515,12 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         f"workload adds {sizes['argument_bytes'] / 1e3:.0f} kB of arguments in "
         f"{sizes['argument_fragments']:,} fragments; {rounds} rounds, median CPU ms"
     )
+    report_workloads(figures, "anthropic SDK")
+
+
+def report_workloads(figures: dict[str, Any], sdk_name: str) -> None:
+    """The text and tool workloads, the recorded streams and the goals, as text
+    (``bench_responses`` prints its own the same way)."""
     for name in ("text", "tool"):
         result = figures[name]
         print(f"\n{name}: {result['bytes'] / 1e6:.2f} MB, {result['events']:,} events")
@@ -524,7 +530,7 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         if "sdk/tether" in ratios:
             sdk = ratios["sdk/tether"]
             verdict = "met" if sdk >= 3 else "NOT met"
-            print(f"  anthropic SDK / tether: {sdk:.2f}x (goal >= 3) — {verdict}")
+            print(f"  {sdk_name} / tether: {sdk:.2f}x (goal >= 3) — {verdict}")
         print(f"  tether / json.loads floor: {ratios['tether/floor']:.2f}x")
     if figures["recorded"] is not None:
         rec = figures["recorded"]

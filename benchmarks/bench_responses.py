@@ -48,6 +48,7 @@ from bench_anthropic import (
     Contender,
     decode,
     recorded_workload,
+    report_workloads,
     source_file,
     split,
     workload,
@@ -445,24 +446,7 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         f"workload adds {sizes['argument_bytes'] / 1e3:.0f} kB of arguments in "
         f"{sizes['argument_fragments']:,} fragments; {rounds} rounds, median CPU ms"
     )
-    for name in ("text", "tool"):
-        result = figures[name]
-        print(f"\n{name}: {result['bytes'] / 1e6:.2f} MB, {result['events']:,} events")
-        for contender, value in result["ms"].items():
-            print(f"  {contender:<14} {value:9.2f} ms   {result['bytes'] / value / 1e3:7.1f} MB/s")
-        ratios = result["ratios"]
-        if "sdk/tether" in ratios:
-            sdk = ratios["sdk/tether"]
-            verdict = "met" if sdk >= 3 else "NOT met"
-            print(f"  openai SDK / tether: {sdk:.2f}x (goal >= 3) — {verdict}")
-        print(f"  tether / json.loads floor: {ratios['tether/floor']:.2f}x")
-    if figures["recorded"] is not None:
-        rec = figures["recorded"]
-        print(f"\nrecorded: {rec['streams']} streams, {rec['events']:,} events")
-        for contender, value in rec["ms"].items():
-            print(f"  {contender:<14} {value:9.3f} ms")
-    for goal in figures["goals"]:
-        print(goals.line(goal))
+    report_workloads(figures, "openai SDK")
 
 
 if __name__ == "__main__":
