@@ -49,6 +49,7 @@ from tether.providers.anthropic_wire import (
     transcript_call_ids,
 )
 from tether.providers.errors import ProviderError
+from tether.providers.responses_wire import reasoning_signature
 from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome
 
 
@@ -816,6 +817,31 @@ def build(request: ModelRequest | None = None, **options: Any) -> dict[str, obje
     }
     arguments.update(options)
     return build_messages_request(request or sample_request(), **arguments)
+
+
+def test_reasoning_signed_by_the_responses_api_is_not_sent() -> None:
+    """A conversation that switched from an OpenAI Responses model (``/model``) holds
+    thinking blocks signed with Responses' encrypted reasoning: Anthropic would reject that
+    signature, so they are dropped like unsigned reasoning."""
+    foreign = reasoning_signature("rs_1", "gAAAA-blob")
+    request = sample_request(
+        messages=(
+            UserMessage(content="Hi"),
+            AssistantMessage(
+                content=(
+                    ThinkingBlock(text="summary", signature=foreign),
+                    ThinkingBlock(text="", signature=foreign, redacted=True),
+                    TextBlock(text="Hello."),
+                )
+            ),
+            UserMessage(content="Again"),
+        )
+    )
+    body: Any = build(request)
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hello."}],
+    }
 
 
 def test_the_request_body() -> None:

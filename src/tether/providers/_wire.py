@@ -20,8 +20,10 @@ from tether.providers.errors import ProviderError
 __all__ = [
     "EMPTY_ARGUMENTS",
     "MAX_SHOWN",
+    "RESPONSES_REASONING_PREFIX",
     "BadArguments",
     "field_error",
+    "is_responses_reasoning",
     "kind",
     "parse_arguments",
     "protocol",
@@ -36,6 +38,10 @@ MAX_SHOWN: Final = 100
 EMPTY_ARGUMENTS: Final = JsonObject()
 """The arguments of a call sent without any (``""``), and of an invalid call."""
 
+RESPONSES_REASONING_PREFIX: Final = '{"type":"reasoning"'
+"""How every ``ThinkingBlock.signature`` the OpenAI Responses parser writes begins (its
+reasoning item as JSON text, ``responses_wire.reasoning_signature``)."""
+
 _JSON_KINDS: Final[dict[type, str]] = {
     dict: "an object",
     list: "an array",
@@ -45,6 +51,12 @@ _JSON_KINDS: Final[dict[type, str]] = {
     bool: "a boolean",
     type(None): "null",
 }
+
+
+def is_responses_reasoning(signature: str | None) -> bool:
+    """Whether a thinking block's signature is OpenAI Responses' encrypted reasoning, which
+    only the Responses API can take back (another vendor rejects it as a signature)."""
+    return signature is not None and signature.startswith(RESPONSES_REASONING_PREFIX)
 
 
 def protocol(message: str) -> ProviderError:

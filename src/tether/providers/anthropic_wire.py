@@ -44,10 +44,10 @@ from tether.protocol import _trusted as trusted
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
 from tether.providers._wire import BadArguments as _BadArguments
 from tether.providers._wire import field_error as _field_error
+from tether.providers._wire import is_responses_reasoning, raise_again, unique_call_id
 from tether.providers._wire import kind as _kind
 from tether.providers._wire import parse_arguments as _parse_arguments
 from tether.providers._wire import protocol as _protocol
-from tether.providers._wire import raise_again, unique_call_id
 from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_wire import transcript_call_ids
@@ -87,7 +87,9 @@ def build_messages_request(
       a message left with no block adds nothing.
     * An **unsigned** thinking block (an aborted stream, another provider's reasoning) is
       dropped: the API rejects thinking without a valid signature, and sending it as text
-      would put the model's private reasoning into its visible answer.
+      would put the model's private reasoning into its visible answer. So is one signed by
+      the OpenAI Responses API (a conversation that switched models): Anthropic would reject
+      its encrypted reasoning as a signature.
     * ``tools`` (only when there are some): ``{"name", "description", "input_schema"}``
       (``description`` left out when empty).
     * ``thinking: {"type": "enabled", "budget_tokens": N}`` when ``thinking_budget`` is set
@@ -180,8 +182,8 @@ def _assistant_block(block: AssistantBlock) -> dict[str, object] | None:
             "input": thaw_json(block.arguments),
         }
     signature = block.signature
-    if not signature:
-        return None  # unsigned reasoning cannot be replayed (see build_messages_request)
+    if not signature or is_responses_reasoning(signature):
+        return None  # unsigned or OpenAI's reasoning cannot be replayed (build_messages_request)
     if block.redacted:
         return {"type": "redacted_thinking", "data": signature}
     return {"type": "thinking", "thinking": block.text, "signature": signature}

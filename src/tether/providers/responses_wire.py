@@ -58,6 +58,7 @@ from tether.providers._wire import (
     MAX_SHOWN,
     BadArguments,
     field_error,
+    is_responses_reasoning,
     kind,
     parse_arguments,
     protocol,
@@ -101,7 +102,7 @@ def reasoning_item(block: ThinkingBlock) -> dict[str, object] | None:
     neither can be replayed here). ``summary`` is sent empty: the encrypted content carries
     the reasoning, and the summary text is only for people."""
     signature = block.signature
-    if not signature or not signature.startswith('{"type":"reasoning"'):
+    if not signature or not is_responses_reasoning(signature):
         return None
     try:
         value: object = json.loads(signature)
