@@ -133,7 +133,7 @@ async def test_a_streamed_text_answer(split: Split) -> None:
 
 def test_the_constructor_checks_its_arguments() -> None:
     bad: list[dict[str, Any]] = [
-        {"max_output_tokens": 8},
+        {"max_output_tokens": 0},
         {"reasoning_effort": ""},
         {"reasoning_summary": "all"},
         {"api_key": ""},

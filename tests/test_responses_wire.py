@@ -988,7 +988,7 @@ def test_options_are_sent_only_when_given() -> None:
 @pytest.mark.parametrize(
     ("options", "error"),
     [
-        ({"max_output_tokens": 8}, ValueError),
+        ({"max_output_tokens": 0}, ValueError),
         ({"max_output_tokens": True}, ValueError),
         ({"temperature": float("nan")}, ValueError),
         ({"temperature": 3}, ValueError),

@@ -62,9 +62,10 @@ class OpenAIResponsesModel(HttpStreamModel):
     ``OpenAIChatModel(reasoning_effort=...)``; ``reasoning_summary`` (``"auto"``,
     ``"concise"`` or ``"detailed"``) asks for the reasoning summaries that stream as thinking
     (some organizations must be verified first; without it only the encrypted reasoning comes
-    back, which is still replayed). ``max_output_tokens`` must be at least 16 (the API's
-    minimum; reasoning counts against it). ``headers`` are extra request headers;
-    ``http_client`` is an ``httpx2.AsyncClient`` you own (else the model creates one).
+    back, which is still replayed). ``max_output_tokens`` counts reasoning too (OpenAI's
+    minimum is 16: a smaller value is answered with a 400, ``PROVIDER_BAD_REQUEST``).
+    ``headers`` are extra request headers; ``http_client`` is an ``httpx2.AsyncClient`` you
+    own (else the model creates one).
     """
 
     __slots__ = (
@@ -93,9 +94,9 @@ class OpenAIResponsesModel(HttpStreamModel):
     ) -> None:
         api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-5")
         if max_output_tokens is not None and (
-            type(max_output_tokens) is not int or max_output_tokens < 16
+            type(max_output_tokens) is not int or max_output_tokens < 1
         ):
-            raise TypeError("max_output_tokens must be an int of at least 16, or None")
+            raise TypeError("max_output_tokens must be a positive int or None")
         if reasoning_effort is not None and (
             type(reasoning_effort) is not str or not reasoning_effort
         ):

@@ -149,8 +149,8 @@ def build_responses_request(
       "name", "description", "parameters", "strict": false}`` (``description`` left out
       when empty).
     * ``store: false`` and ``include: ["reasoning.encrypted_content"]``, always; ``stream``.
-    * ``max_output_tokens`` (at least 16: the API's minimum) and ``temperature``, each only
-      when given; ``reasoning: {"effort", "summary"}`` with whichever of
+    * ``max_output_tokens`` (OpenAI's minimum is 16: it answers a smaller one with a 400) and
+      ``temperature``, each only when given; ``reasoning: {"effort", "summary"}`` with whichever of
       ``reasoning_effort``/``reasoning_summary`` is given (``summary``: one of
       ``REASONING_SUMMARIES``; without it the stream carries no reasoning text, only the
       encrypted content).
@@ -162,9 +162,9 @@ def build_responses_request(
     if not is_non_empty(model):
         raise TypeError("model must be a non-empty string")
     if max_output_tokens is not None and (
-        type_of(max_output_tokens) is not int or max_output_tokens < 16
+        type_of(max_output_tokens) is not int or max_output_tokens < 1
     ):
-        raise ValueError("max_output_tokens must be an int of at least 16 (the API's minimum)")
+        raise ValueError("max_output_tokens must be a positive int or None")
     if temperature is not None and (
         type_of(temperature) not in (int, float)
         or not math.isfinite(temperature)
