@@ -617,6 +617,14 @@ class Agent:
         """The names of the Agent's tools, in registration order."""
         return self._tools.names
 
+    def set_tools(self, tools: ToolRegistry) -> None:
+        """Replace the Agent's tools (copied through ``ToolRegistry.snapshot``) from the next
+        turn on: a turn already going on keeps the tools it started with. For tools that
+        change while the Agent lives (an MCP server's ``tools/list_changed``)."""
+        if not instance_of(tools, ToolRegistry):
+            raise TypeError("Agent tools must be a ToolRegistry")
+        self._tools = ToolRegistry.snapshot(tools)
+
     # --- subscribers -------------------------------------------------------------------------
 
     def subscribe(self, listener: AgentSubscriber) -> Callable[[], None]:

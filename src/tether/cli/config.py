@@ -36,6 +36,10 @@ table (TOML puts a key after ``[tools]`` into that table)::
     sandbox_network = false                  # sandboxed commands may reach the network
     sandbox_hide = ["~/work-secrets"]        # hidden too, besides DEFAULT_HIDDEN_PATHS
 
+``[mcp_servers.NAME]`` tables configure MCP servers (Codex CLI's convention: ``command``,
+``args``, ``env``, or ``url`` and ``headers``); ``tether.mcp.config`` checks them and
+docs/mcp.md describes them.
+
 ``[tools]`` ``auto_approve`` and ``approve`` say which tool calls are asked about first:
 ``tether chat`` asks the person, ``tether rpc`` its client (an ``approval_request``, unless
 ``--auto-approve``); ``tether run`` has nobody to ask and never does (``--tools coding`` is
@@ -72,6 +76,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
 if TYPE_CHECKING:
+    from tether.mcp.config import McpServerConfig
     from tether.tools.coding.sandbox import SandboxMode
 
 from tether._errors import TetherError
@@ -118,6 +123,7 @@ _TOP_KEYS: Final = (
     "providers",
     "models",
     "tools",
+    "mcp_servers",
 )
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MAX_PRICE: Final = 1e9
@@ -260,6 +266,9 @@ class CliConfig:
     extension_timeout: float = DEFAULT_EXTENSION_TIMEOUT
     """Seconds one activation of an extension, or one of its cleanups, may take in
     ``tether chat`` before it fails ``EXTENSION_TIMED_OUT``."""
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """The ``[mcp_servers.NAME]`` tables, in the file's order (``tether.mcp.config``;
+    docs/mcp.md)."""
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -343,6 +352,7 @@ class _Reader:
         tools = self.tools(data.get("tools", {}))
         extensions = self.extensions(data.get("extensions", []))
         timeout = self.seconds(data.get("extension_timeout", DEFAULT_EXTENSION_TIMEOUT))
+        mcp_servers = self.mcp_servers(data["mcp_servers"]) if "mcp_servers" in data else ()
         return CliConfig(
             path=self.path,
             found=True,
@@ -352,7 +362,18 @@ class _Reader:
             tools=tools,
             extensions=extensions,
             extension_timeout=timeout,
+            mcp_servers=mcp_servers,
         )
+
+    def mcp_servers(self, value: object) -> tuple[McpServerConfig, ...]:
+        """``[mcp_servers.NAME]``: checked by ``tether.mcp.config`` (its message, this file)."""
+        from tether.mcp.config import parse_mcp_servers
+        from tether.mcp.errors import McpError
+
+        try:
+            return parse_mcp_servers(value)
+        except McpError as error:
+            raise self.fail(error.message) from None
 
     def seconds(self, value: object) -> float:
         if (type(value) is int or type(value) is float) and 0 < value <= 86_400:

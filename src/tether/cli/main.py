@@ -17,7 +17,9 @@ providers, their key variables and whether they are set, and the config file's s
 (``tether.cli.models``; the config file is described in ``tether.cli.config``). ``tether
 trace`` prints the checkpoint-00 trace as JSON lines. ``tether eval TASKS`` runs an
 evaluation suite and prints its summary; its exit statuses are its own (0 ran, 1
-``--compare`` found a regression, 2 a problem to fix; see ``tether.cli.eval``).
+``--compare`` found a regression, 2 a problem to fix; see ``tether.cli.eval``). ``tether mcp
+list`` starts the config file's MCP servers, lists their state and tools, and stops them
+(``tether.cli.mcp``).
 
 Model selection is shared by ``run`` and ``rpc``: ``--model PROVIDER/MODEL`` (a catalog
 preset or a ``[providers.NAME]`` of the config file; ``rpc`` falls back to the config's
@@ -328,8 +330,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=formatter,
     )
     from tether.cli.eval import add_parser as add_eval_parser
+    from tether.cli.mcp import add_parser as add_mcp_parser
 
     add_eval_parser(commands)
+    add_mcp_parser(commands)
     return parser, {"run": run, "rpc": rpc, "models": models}
 
 
@@ -353,6 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tether.cli.eval import main as eval_main
 
             return eval_main(args)
+        if command == "mcp":
+            from tether.cli.mcp import main as mcp_main
+
+            return _writing("mcp", lambda: mcp_main(args))
     except KeyboardInterrupt:  # Ctrl-C before a command installed its own handler
         return EXIT_INTERRUPTED
     raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover

@@ -106,4 +106,5 @@ def coding_config(
         extension_timeout=config.extension_timeout,
         sessions=sessions,
         max_steps=max_steps,
+        mcp_servers=config.mcp_servers,
     )

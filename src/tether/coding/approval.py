@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 if TYPE_CHECKING:
+    from tether.mcp.config import McpServerConfig
     from tether.protocol import ToolCall
 
 __all__ = [
@@ -41,17 +42,33 @@ def parse_answer(text: str) -> Answer | None:
 
 
 class Approvals:
-    """Which tool calls need a person's yes: those of ``tools`` unless ``auto``, minus the
-    tools answered ``always`` in this session."""
+    """Which tool calls need a person's yes: those of ``tools`` and the MCP tools of
+    ``mcp_servers`` whose approval is ``"ask"`` (``tether.mcp.mcp_approval``), unless
+    ``auto``, minus the tools answered ``always`` in this session."""
 
-    def __init__(self, tools: Iterable[str], *, auto: bool) -> None:
+    def __init__(
+        self,
+        tools: Iterable[str],
+        *,
+        auto: bool,
+        mcp_servers: tuple[McpServerConfig, ...] = (),
+    ) -> None:
         self.tools = frozenset(tools)
         self.auto = auto
+        self.mcp_servers = mcp_servers
         self.always: set[str] = set()
 
     def needs_asking(self, name: str) -> bool:
         """Whether a call of ``name`` must be asked about before it runs."""
-        return not self.auto and name in self.tools and name not in self.always
+        if self.auto or name in self.always:
+            return False
+        if name in self.tools:
+            return True
+        if not self.mcp_servers:
+            return False
+        from tether.mcp.config import mcp_approval
+
+        return mcp_approval(self.mcp_servers, name) == "ask"
 
     def decide(self, name: str, answer: Answer) -> bool:
         """Record ``answer`` for a call of ``name``; whether the call runs."""

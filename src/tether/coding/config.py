@@ -19,6 +19,7 @@ from tether.tools.coding.catalog import default_approvals
 if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
     from tether.loop.limits import RunLimits
+    from tether.mcp.config import McpServerConfig
     from tether.models.base import Model
     from tether.protocol import ModelUsage
     from tether.tools.coding.sandbox import Sandbox
@@ -80,9 +81,11 @@ M = TypeVar("M", bound=ModelSource)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalPolicy:
-    """Which tool calls are asked about before they run: those of ``tools``, unless ``auto``
-    (never ask). A call that is asked about goes to the session's approver (the mode: the
-    terminal in chat, an ``approval_request`` in RPC); without one it is declined."""
+    """Which tool calls are asked about before they run: those of ``tools``, and an MCP
+    server's tools unless its ``approval`` (or ``tool_approval``) says ``"auto"``, unless
+    ``auto`` (never ask). A call that is asked about goes to the session's approver (the
+    mode: the terminal in chat, an ``approval_request`` in RPC); without one it is
+    declined."""
 
     tools: frozenset[str] = frozenset(APPROVED_BY_DEFAULT)
     auto: bool = False
@@ -129,6 +132,9 @@ class CodingSessionConfig(Generic[M]):
     * ``interrupted_turns``: what the Agent keeps of a cancelled turn (see ``CodingSession``).
     * ``sandbox``: how ``bash`` and ``python_process`` are sandboxed (``None``: not at all;
       ``tether.tools.coding.sandbox``).
+    * ``mcp_servers``: MCP servers (``tether.mcp``) every runtime of the session starts and
+      stops; their tools are offered as ``SERVER__TOOL`` and asked about by default. One
+      that fails to start is a ``SessionNotice`` naming it (once); the others work.
     """
 
     model: M
@@ -148,3 +154,4 @@ class CodingSessionConfig(Generic[M]):
     interrupted_turns: InterruptedTurns = "keep"
     sandbox: Sandbox | None = None
     build_model: Callable[[M], Model] | None = None
+    mcp_servers: tuple[McpServerConfig, ...] = ()

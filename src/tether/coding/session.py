@@ -148,7 +148,9 @@ class CodingSession(Generic[M]):
         self._choice: M = config.model
         self._cwd = Path(os.path.abspath(config.cwd))
         self._approver = approver
-        self.approvals: Final = Approvals(config.approval.tools, auto=config.approval.auto)
+        self.approvals: Final = Approvals(
+            config.approval.tools, auto=config.approval.auto, mcp_servers=config.mcp_servers
+        )
         self._listeners: list[Listener] = []
         self._manager: RuntimeManager | None = None
         self._meter: UsageMeter | None = None
@@ -162,6 +164,7 @@ class CodingSession(Generic[M]):
         self._pace: Callable[[], Coroutine[Any, Any, None]] | None = None
         self._scratch: str | None = None  # the temporary directory of an ephemeral session
         self._noted: object = None  # the store whose repair was said
+        self._mcp_noted: set[tuple[str | None, str]] = set()  # MCP start failures said
 
     # -- what it is -------------------------------------------------------------------------
 
@@ -338,6 +341,7 @@ class CodingSession(Generic[M]):
                 factories=RuntimeFactories(
                     create_tools=self._create_tools, create_agent=self._create_agent
                 ),
+                mcp_servers=config.mcp_servers,
             )
         )
         self._manager = manager
@@ -432,6 +436,10 @@ class CodingSession(Generic[M]):
         if store.recovered is not None and store is not self._noted:
             self._noted = store  # a same-file replacement shares the store: once is enough
             self._notice(f"recovered: {store.recovered}")
+        for error in runtime.mcp_errors:  # each server's failure once (runtimes are rebuilt)
+            if (error.server, error.code) not in self._mcp_noted:
+                self._mcp_noted.add((error.server, error.code))
+                self._notice(f"[{error.code}] {error.message}; {error.hint}")
 
     async def _rebuild(
         self,

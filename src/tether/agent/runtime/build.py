@@ -78,6 +78,7 @@ from tether.agent.runtime.workspace import (
     remove_parents,
 )
 from tether.agent.session import SessionStore, SessionStoreError, SessionStoreOptions, SessionTree
+from tether.mcp import McpServer, McpServers
 from tether.tools import ToolRegistry
 from tether.tools.coding import coding_tools
 
@@ -314,6 +315,17 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         default=build.tools,
         guard=lambda value: instance_of(value, ToolRegistry),
     )
+    link = _McpLink()
+    mcp: McpServers | None = None
+    mcp_names: frozenset[str] = frozenset()
+    if shared.mcp_servers:
+        mcp = McpServers(shared.mcp_servers, cwd=public.root, on_tools_changed=link.changed)
+        ledger.add("McpServers", mcp, cleanup=mcp.stop)
+        await mcp.start()
+        definitions = mcp.definitions()
+        tools = ToolRegistry.snapshot(tools)
+        tools.register_many(definitions)
+        mcp_names = frozenset(definition.name for definition in definitions)
     resources = await invoke_factory(
         label="Resources",
         ledger=ledger,
@@ -385,6 +397,8 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         loaded=loaded,
         loaded_entries=loaded_entries,
         holder=holder,
+        mcp=mcp,
+        mcp_names=mcp_names,
     )
     runtime = Runtime._open(  # pyright: ignore[reportPrivateUsage] - the builder's door
         core=core,
@@ -393,8 +407,23 @@ async def _build(build: _Construction, claim: SessionClaim) -> Runtime:
         extensions=host,
         resources=resources,
     )
+    link.runtime = runtime
     ledger.commit()
     return runtime
+
+
+class _McpLink:
+    """Carries a server's ``tools/list_changed`` to the runtime once it exists (a change
+    during construction is picked up from the servers' tools when it opens)."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+
+    def changed(self, server: McpServer) -> None:
+        if self.runtime is not None:
+            self.runtime._mcp_tools_changed(server)  # pyright: ignore[reportPrivateUsage]
 
 
 def _remover(created: tuple[CreatedParent, ...]) -> Any:

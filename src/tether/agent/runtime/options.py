@@ -32,6 +32,7 @@ from tether.agent.runtime.errors import TetherRuntimeError
 from tether.agent.session import SessionStoreOptions
 from tether.loop.hooks import AfterToolCall, BeforeToolCall
 from tether.loop.limits import DEFAULT_LIMITS, RunLimits
+from tether.mcp.config import McpHttpServer, McpServerConfig, McpStdioServer
 from tether.models.base import ModelStream
 from tether.protocol import MAX_SAFE_INTEGER, ModelRequest
 from tether.tools import ToolRegistry
@@ -131,7 +132,11 @@ class RuntimeOptions:
     ``tools`` are base tool definitions (after the coding tools); ``resource_roots`` come after
     the workspace root; ``extensions`` are activated in order. ``extension_timeout`` (tether's)
     bounds each activation and each extension cleanup of the default extension host, in
-    seconds (``None``: no bound; see ``ExtensionHost``).
+    seconds (``None``: no bound; see ``ExtensionHost``). ``mcp_servers`` (tether's):
+    ``McpStdioServer``/``McpHttpServer`` values (``tether.mcp``) the runtime starts when it
+    is built, after the tools step, and stops when it is disposed; their tools join the
+    registry as ``SERVER__TOOL`` (a server that fails to start is in ``Runtime.mcp_errors``
+    and the others still work).
     """
 
     cwd: str | os.PathLike[str]
@@ -144,6 +149,7 @@ class RuntimeOptions:
     factories: RuntimeFactories | Mapping[str, Any] | None = None
     agent_options: RuntimeAgentOptions | Mapping[str, Any] | None = None
     extension_timeout: float | None = EXTENSION_TIMEOUT
+    mcp_servers: Any = ()
 
 
 class BoundModel:
@@ -194,6 +200,7 @@ class SharedLayer:
     factories: RuntimeFactories
     agent_options: RuntimeAgentOptions
     extension_timeout: float | None = EXTENSION_TIMEOUT
+    mcp_servers: tuple[McpServerConfig, ...] = ()
 
 
 def _invalid(message: str) -> TetherRuntimeError:
@@ -360,8 +367,23 @@ def capture_shared(value: object) -> tuple[CapturedWorkspaceOptions, SharedLayer
         factories=_factories(read.get("factories")),
         agent_options=agent_options,
         extension_timeout=_extension_timeout(read.get("extension_timeout", EXTENSION_TIMEOUT)),
+        mcp_servers=_mcp_servers(read.get("mcp_servers", ())),
     )
     return workspace, shared
+
+
+def _mcp_servers(value: object) -> tuple[McpServerConfig, ...]:
+    servers: list[McpServerConfig] = []
+    for index, item in enumerate(_sequence(value, "Runtime mcp_servers")):
+        if type_of(item) is not McpStdioServer and type_of(item) is not McpHttpServer:
+            raise _invalid(
+                f"Runtime mcp_servers[{index}] must be an McpStdioServer or an McpHttpServer"
+            )
+        server = cast(McpServerConfig, item)
+        if any(other.name == server.name for other in servers):
+            raise _invalid(f'Runtime MCP server name "{server.name}" is repeated')
+        servers.append(server)
+    return tuple(servers)
 
 
 def _extension_timeout(value: object) -> float | None:

@@ -55,6 +55,7 @@ from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeErro
 from tether.agent.runtime.scope import assert_not_reentrant, operation_scope
 from tether.agent.runtime.workspace import RuntimeWorkspace, SessionClaim, WorkspaceState
 from tether.agent.session import SessionStore, SessionTree
+from tether.mcp import McpError, McpServer, McpServers
 from tether.protocol import AgentEvent, Message
 from tether.tools import ToolRegistry
 
@@ -127,9 +128,13 @@ class RuntimeCore:
         "holder",
         "loaded",
         "loaded_entries",
+        "mcp",
+        "mcp_changed",
+        "mcp_names",
         "poison",
         "state",
         "tail",
+        "tools",
         "unsubscribe",
         "workspace",
     )
@@ -142,8 +147,14 @@ class RuntimeCore:
         loaded: FileMark,
         loaded_entries: tuple[str, ...],
         holder: SessionRecorder | None,
+        mcp: McpServers | None = None,
+        mcp_names: frozenset[str] = frozenset(),
     ) -> None:
         self.workspace = workspace
+        self.mcp = mcp  # the runtime's MCP servers (stopped at disposal)
+        self.mcp_names = mcp_names  # the registry's tools that are theirs
+        self.mcp_changed: asyncio.Event | None = None if mcp is None else asyncio.Event()
+        self.tools: ToolRegistry = ToolRegistry()  # the current tools (set when it opens)
         self.claim = claim
         self.loaded = loaded  # the session file as this runtime's store loaded or made it
         self.loaded_entries = loaded_entries  # the store's entry IDs then
@@ -243,6 +254,7 @@ class Runtime:
             ("_tools", extensions.tools),
         ):
             object.__setattr__(runtime, name, value)
+        core.tools = extensions.tools
         core.unsubscribe = agent.subscribe(runtime._on_event)
         return runtime
 
@@ -273,8 +285,49 @@ class Runtime:
 
     @property
     def tools(self) -> ToolRegistry:
-        """The tools after extension activation (the host's snapshot)."""
-        return self._tools
+        """The tools after extension activation (the host's snapshot), with the MCP servers'
+        tools as they were last listed."""
+        return self._core.tools
+
+    @property
+    def mcp_servers(self) -> tuple[McpServer, ...]:
+        """The runtime's MCP servers (``RuntimeOptions.mcp_servers``), with their state."""
+        mcp = self._core.mcp
+        return () if mcp is None else mcp.servers
+
+    @property
+    def mcp_errors(self) -> tuple[McpError, ...]:
+        """Why MCP servers failed to start (each names its server); the others work."""
+        mcp = self._core.mcp
+        return () if mcp is None else mcp.errors
+
+    @property
+    def mcp_changed(self) -> asyncio.Event | None:
+        """Set each time an MCP server's tool list changed and the Agent got the new tools
+        (clear it to wait for the next change); ``None`` without MCP servers."""
+        return self._core.mcp_changed
+
+    def _mcp_tools_changed(self, _server: McpServer) -> None:
+        """A server's tools changed: the Agent's registry gets the servers' current tools
+        (from its next turn), after the runtime's other tools."""
+        core = self._core
+        mcp = core.mcp
+        if mcp is None or core.state != "open":
+            return
+        current = core.tools
+        registry = ToolRegistry(
+            [current.get(name) for name in current.names if name not in core.mcp_names]
+        )
+        added: list[str] = []
+        for definition in mcp.definitions():
+            if definition.name not in registry:
+                registry.register(definition)
+                added.append(definition.name)
+        core.mcp_names = frozenset(added)
+        core.tools = registry
+        self._agent.set_tools(registry)
+        if core.mcp_changed is not None:
+            core.mcp_changed.set()
 
     @property
     def extensions(self) -> ExtensionHost:
@@ -428,6 +481,8 @@ class Runtime:
                     failures.append(error)
         finally:
             self._detach()
+            if core.mcp is not None:
+                await core.mcp.stop()  # never raises: each server's process group is killed
             if not core.claim.shared:  # a same-file replacement keeps using the store
                 try:
                     await self._session.store.close()
