@@ -313,24 +313,33 @@ def measure(
 
 
 def workload(
-    body: bytes, rounds: int, expected: tuple[int, int, int], *, sdk: bool = True
+    body: bytes,
+    rounds: int,
+    expected: tuple[int, int, int],
+    *,
+    sdk: bool = True,
+    tether: Callable[[list[bytes]], Contender] = tether_contender,
+    sdk_for: Callable[[list[bytes]], Contender | None] = sdk_contender,
+    sdk_name: str = "anthropic SDK",
 ) -> dict[str, Any]:
+    """The floor, ``tether`` and (with ``sdk``) the SDK contender ``sdk_for`` makes, called
+    ``sdk_name``, on ``body`` cut into network chunks (``bench_responses`` passes its own)."""
     chunks = network_chunks(body)
     payloads = [data for _, data in decode(chunks)]
     contenders: dict[str, Contender] = {
         "floor": floor_contender(payloads),
-        "tether": tether_contender(chunks),
+        "tether": tether(chunks),
     }
     wanted = {"floor": (0, 0, 0), "tether": expected}
-    contender = sdk_contender(chunks) if sdk else None
+    contender = sdk_for(chunks) if sdk else None
     if contender is not None:
-        contenders["anthropic SDK"] = contender
-        wanted["anthropic SDK"] = expected
+        contenders[sdk_name] = contender
+        wanted[sdk_name] = expected
     samples = measure(contenders, rounds, wanted)
     ms = {name: statistics.median(values) for name, values in samples.items()}
     ratios = {"tether/floor": ms["tether"] / ms["floor"]}
-    if "anthropic SDK" in ms:
-        ratios["sdk/tether"] = ms["anthropic SDK"] / ms["tether"]
+    if sdk_name in ms:
+        ratios["sdk/tether"] = ms[sdk_name] / ms["tether"]
     return {
         "bytes": len(body),
         "events": len(payloads),
@@ -340,10 +349,13 @@ def workload(
     }
 
 
-def recorded_workload(rounds: int) -> dict[str, Any] | None:
-    """tether on every recorded Anthropic stream (the providers' path, a stream that fails
-    with its vendor error included) next to ``json.loads`` of every payload."""
-    found = recorded.bodies("anthropic-messages")
+def recorded_workload(
+    rounds: int, api: str = "anthropic-messages", parser_class: Any = AnthropicStreamParser
+) -> dict[str, Any] | None:
+    """tether (``parser_class``) on every recorded stream of ``api`` (the providers' path, a
+    stream that fails with its vendor error included) next to ``json.loads`` of every
+    payload."""
+    found = recorded.bodies(api)
     if not found:
         return None
     loads = _loads()
@@ -358,7 +370,7 @@ def recorded_workload(rounds: int) -> dict[str, Any] | None:
         for _ in range(repeat):
             completed = events = 0
             for chunks in streams:
-                parser = AnthropicStreamParser(REQUEST_ID)
+                parser = parser_class(REQUEST_ID)
                 feed = parser.feed
                 decoder = SSEDecoder()
                 try:
@@ -503,6 +515,12 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         f"workload adds {sizes['argument_bytes'] / 1e3:.0f} kB of arguments in "
         f"{sizes['argument_fragments']:,} fragments; {rounds} rounds, median CPU ms"
     )
+    report_workloads(figures, "anthropic SDK")
+
+
+def report_workloads(figures: dict[str, Any], sdk_name: str) -> None:
+    """The text and tool workloads, the recorded streams and the goals, as text
+    (``bench_responses`` prints its own the same way)."""
     for name in ("text", "tool"):
         result = figures[name]
         print(f"\n{name}: {result['bytes'] / 1e6:.2f} MB, {result['events']:,} events")
@@ -512,7 +530,7 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         if "sdk/tether" in ratios:
             sdk = ratios["sdk/tether"]
             verdict = "met" if sdk >= 3 else "NOT met"
-            print(f"  anthropic SDK / tether: {sdk:.2f}x (goal >= 3) — {verdict}")
+            print(f"  {sdk_name} / tether: {sdk:.2f}x (goal >= 3) — {verdict}")
         print(f"  tether / json.loads floor: {ratios['tether/floor']:.2f}x")
     if figures["recorded"] is not None:
         rec = figures["recorded"]

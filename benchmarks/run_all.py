@@ -32,6 +32,7 @@ BENCHES = (
     "bench_providers",
     "bench_socket",
     "bench_anthropic",
+    "bench_responses",
     "bench_coding",
     "bench_sandbox",
     "bench_agent",
@@ -135,6 +136,24 @@ def render(figures: dict[str, Any], quick: bool) -> str:
         except (KeyError, TypeError) as error:  # a benchmark failed: its section is missing
             lines += ["", f"(a section is missing: {type(error).__name__} {error})"]
     return "\n".join(lines) + "\n"
+
+
+def stream_section(api: str, sdk: str, figures: dict[str, Any]) -> list[str]:
+    """The text and tool workloads of a stream benchmark (``bench_anthropic``,
+    ``bench_responses``): tether next to the floor and the SDK accumulator."""
+    lines = [
+        "",
+        f"## {api} stream → ModelResponse (in memory)",
+        "",
+        f"| workload | tether / json.loads floor | {sdk} / tether |",
+        "|---|---:|---:|",
+    ]
+    for name in ("text", "tool"):
+        row = figures[name]["ratios"]
+        sdk_ratio = row.get("sdk/tether")
+        shown = "SKIPPED: SDK not installed" if sdk_ratio is None else f"{sdk_ratio:.2f}"
+        lines.append(f"| {name} | {row['tether/floor']:.2f} | {shown} |")
+    return [*lines, "", "Goal ≥ 3x faster than the SDK accumulator."]
 
 
 def render_socket_section(figures: dict[str, Any]) -> list[str]:
@@ -268,23 +287,8 @@ def render_details(figures: dict[str, Any]) -> list[str]:
         f"scores {linearity['floor_per_argument_byte']:.2f}, the parser adds "
         f"{linearity['parser_us_per_fragment']:.1f} µs per fragment).",
     ]
-    anthropic = figures["bench_anthropic"]
-    lines += [
-        "",
-        "## Anthropic stream → ModelResponse (in memory)",
-        "",
-        "| workload | tether / json.loads floor | anthropic SDK / tether |",
-        "|---|---:|---:|",
-    ]
-    for name in ("text", "tool"):
-        row = anthropic[name]["ratios"]
-        sdk_ratio = row.get("sdk/tether")
-        shown = "SKIPPED: SDK not installed" if sdk_ratio is None else f"{sdk_ratio:.2f}"
-        lines.append(f"| {name} | {row['tether/floor']:.2f} | {shown} |")
-    lines += [
-        "",
-        "Goal ≥ 3x faster than the SDK accumulator.",
-    ]
+    lines += stream_section("Anthropic", "anthropic SDK", figures["bench_anthropic"])
+    lines += stream_section("OpenAI Responses", "openai SDK", figures["bench_responses"])
     coding = figures["bench_coding"]
     lines += [
         "",

@@ -17,7 +17,7 @@ import dataclasses
 import importlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,80 +27,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anthropic_bodies as bodies
+import wire_support as wire
 from support import examples, missing_recordings, recorded_streams
 from tether.jsonvalue import JsonObject
-from tether.loop import RunLimits
-from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
 from tether.protocol import (
     AssistantMessage,
     ModelChunk,
     ModelRequest,
-    ModelResponse,
     ModelUsage,
     TextBlock,
     ThinkingBlock,
     ToolCall,
     ToolCallChunk,
-    ToolCallDeltaChunk,
     ToolResultMessage,
     ToolSpec,
     UserMessage,
 )
-from tether.providers._sse import SSEDecoder
 from tether.providers.anthropic_wire import (
     AnthropicStreamParser,
     build_messages_request,
     transcript_call_ids,
 )
 from tether.providers.errors import ProviderError
-
-REQUEST_ID: Final = "request-001"
-LIMITS: Final = RunLimits.for_real_models()
-
-Event = tuple[str, str]
-
-
-def decode(body: str | bytes, chunk_size: int | None = None) -> list[Event]:
-    """The ``(event type, data)`` of a body, fed to the project decoder in pieces."""
-    raw = body.encode() if isinstance(body, str) else body
-    decoder = SSEDecoder()
-    size = chunk_size or max(len(raw), 1)
-    events: list[Event] = []
-    for start in range(0, len(raw), size):
-        events.extend((item.event, item.data) for item in decoder.feed(raw[start : start + size]))
-    events.extend((item.event, item.data) for item in decoder.close())
-    return events
-
-
-@dataclass
-class Outcome:
-    chunks: list[ModelChunk]
-    response: ModelResponse
-
-    @property
-    def content(self) -> tuple[Any, ...]:
-        return self.response.message.content
-
-    @property
-    def calls(self) -> list[ToolCall]:
-        return [block for block in self.content if isinstance(block, ToolCall)]
-
-    @property
-    def text(self) -> str:
-        return "".join(block.text for block in self.content if isinstance(block, TextBlock))
-
-    @property
-    def deltas(self) -> list[ToolCallDeltaChunk]:
-        return [chunk for chunk in self.chunks if isinstance(chunk, ToolCallDeltaChunk)]
-
-
-def loop_accepts(chunks: Sequence[ModelChunk], response: ModelResponse) -> None:
-    """What the agent loop checks at the model boundary (see test_openai_wire)."""
-    for chunk in chunks:
-        assert snapshot_chunk(chunk, REQUEST_ID, LIMITS) is chunk
-    streamed = {id(chunk.tool_call) for chunk in chunks if chunk.type == "toolCall"}
-    assert snapshot_response(response, REQUEST_ID, streamed, LIMITS) is response
-    check_agreement([chunk for chunk in chunks if chunk.type != "toolCallDelta"], response.message)
+from tether.providers.responses_wire import reasoning_signature
+from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome
 
 
 def feed_events(
@@ -869,6 +819,31 @@ def build(request: ModelRequest | None = None, **options: Any) -> dict[str, obje
     return build_messages_request(request or sample_request(), **arguments)
 
 
+def test_reasoning_signed_by_the_responses_api_is_not_sent() -> None:
+    """A conversation that switched from an OpenAI Responses model (``/model``) holds
+    thinking blocks signed with Responses' encrypted reasoning: Anthropic would reject that
+    signature, so they are dropped like unsigned reasoning."""
+    foreign = reasoning_signature("rs_1", "gAAAA-blob")
+    request = sample_request(
+        messages=(
+            UserMessage(content="Hi"),
+            AssistantMessage(
+                content=(
+                    ThinkingBlock(text="summary", signature=foreign),
+                    ThinkingBlock(text="", signature=foreign, redacted=True),
+                    TextBlock(text="Hello."),
+                )
+            ),
+            UserMessage(content="Again"),
+        )
+    )
+    body: Any = build(request)
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hello."}],
+    }
+
+
 def test_the_request_body() -> None:
     assert build() == {
         "model": "claude-sonnet-4-6",
@@ -1111,29 +1086,9 @@ CODES: Final = {
 RESERVED: Final = st.frozensets(st.sampled_from(["toolu_1", "m-call-0", "m-call-1"]))
 
 
-def assert_sticky(error: ProviderError, parser: AnthropicStreamParser) -> None:
-    """A failure has one of the stream codes, and the parser stays failed."""
-    assert error.code in CODES
-    with pytest.raises(ProviderError) as again:
-        parser.finish(done=True)
-    assert again.value.code == error.code
-
-
 def check_sequence(items: list[tuple[object, str]], reserved: frozenset[str]) -> None:
     parser = AnthropicStreamParser(REQUEST_ID, reserved_call_ids=reserved)
-    streamed: list[ModelChunk] = []
-    try:
-        for payload, kind in items:
-            streamed.extend(parser.feed(payload, event=kind))
-        tail, response = parser.finish(done=parser.stopped)
-    except ProviderError as error:
-        assert_sticky(error, parser)
-        return
-    streamed.extend(tail)
-    loop_accepts(streamed, response)
-    ids = [block.id for block in response.message.content if isinstance(block, ToolCall)]
-    assert len(set(ids)) == len(ids)
-    assert not set(ids) & reserved
+    wire.check_sequence(parser, items, reserved, CODES)
 
 
 def sequences(payloads: Any) -> Any:
@@ -1198,20 +1153,6 @@ class PlainPathParser(AnthropicStreamParser):
         except ProviderError as error:
             self._failure = error
             raise
-
-
-def parse_outcome(
-    parser: AnthropicStreamParser, items: list[tuple[object, str]]
-) -> tuple[list[ModelChunk], object]:
-    """Every chunk fed out, then the response or the failure (code and message)."""
-    chunks: list[ModelChunk] = []
-    try:
-        for payload, kind in items:
-            chunks.extend(parser.feed(payload, event=kind))
-        tail, response = parser.finish(done=parser.stopped)
-    except ProviderError as error:
-        return chunks, (error.code, error.message, error.provider_code)
-    return [*chunks, *tail], response
 
 
 START: Final[dict[str, object]] = {"type": "message_start", "message": {"id": "m", "model": "c"}}

@@ -115,7 +115,8 @@ def test_models_lists_providers_and_which_keys_are_set(tmp_path: Path) -> None:
     assert completed.stderr == ""
     lines = completed.stdout.splitlines()
     assert lines[0].split() == ["PROVIDER", "API", "BASE", "URL", "API", "KEY"]
-    row = {line.split()[0]: line for line in lines[1:13] if line}
+    table = lines[1 : lines.index("")] if "" in lines else lines[1:]
+    row = {line.split()[0]: line for line in table}
     assert row["openai"].endswith("OPENAI_API_KEY (set)")
     assert "https://api.openai.com/v1" in row["openai"]
     assert row["anthropic"].endswith("ANTHROPIC_API_KEY (not set)")

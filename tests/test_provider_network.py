@@ -1,15 +1,15 @@
-"""Both HTTP providers under a hostile network, over real loopback sockets.
+"""Every HTTP provider under a hostile network, over real loopback sockets.
 
 The replay/fault server (``tests/servers/replay.py``) misbehaves the way real servers and
 proxies do: it compresses bodies a client asked to get uncompressed, answers with redirects
 to another origin, drips a byte at a time, delays the headers and then the body, and counts
 the TCP connections it accepts. Each test here is one of those faults against
-``OpenAIChatModel`` and ``AnthropicModel`` alike: the body decoded (bounded: a gzip bomb is a
-coded error), the redirect refused without the key or custom headers reaching the second
-origin, idle time measured between events with an optional total deadline, one first-byte
-deadline, a stream the consumer drops closing its connection, three streams sharing one
-keep-alive connection, and a run that fails mid-stream returning only after its response
-was closed (in a child process that exits right after, as a script would).
+``OpenAIChatModel``, ``AnthropicModel`` and ``OpenAIResponsesModel`` alike: the body decoded
+(bounded: a gzip bomb is a coded error), the redirect refused without the key or custom
+headers reaching the second origin, idle time measured between events with an optional total
+deadline, one first-byte deadline, a stream the consumer drops closing its connection, three
+streams sharing one keep-alive connection, and a run that fails mid-stream returning only
+after its response was closed (in a child process that exits right after, as a script would).
 
 Time: the drip and delay tests use short real intervals (they are about time); everything
 else waits on the server's events, under an outer bound.
@@ -32,6 +32,7 @@ import httpx2
 import pytest
 
 import anthropic_bodies as anthropic
+import responses_bodies as responses
 from cli_support import FAKE_KEY, assert_no_key, child_env
 from openai_bodies import DONE, openai_chunk, openai_usage, sse
 from servers.replay import (
@@ -60,6 +61,7 @@ from tether.providers._streaming import HttpStreamModel
 from tether.providers.anthropic import AnthropicModel
 from tether.providers.errors import ProviderError
 from tether.providers.openai_chat import OpenAIChatModel
+from tether.providers.openai_responses import OpenAIResponsesModel
 
 BOUND: Final = 20.0
 """Outer bound (seconds) on waits a regression could turn into a hang."""
@@ -67,8 +69,8 @@ SECRET: Final = "sk-test-NETWORK-SECRET-0123456789"
 CUSTOM: Final = "custom-header-SECRET-value"
 FAST_RETRY: Final = RetryPolicy(attempts=3, initial_backoff=0.0, max_backoff=0.0)
 
-Kind = Literal["openai", "anthropic"]
-KINDS: Final[tuple[Kind, ...]] = ("openai", "anthropic")
+Kind = Literal["openai", "anthropic", "responses"]
+KINDS: Final[tuple[Kind, ...]] = ("openai", "anthropic", "responses")
 WORDS: Final = ("The sum ", "is ", "42.")
 
 
@@ -76,11 +78,14 @@ def make_model(kind: Kind, server: ReplayServer, **options: Any) -> HttpStreamMo
     options.setdefault("retry", FAST_RETRY)
     if kind == "openai":
         return OpenAIChatModel("gpt-test", base_url=server.url, api_key=SECRET, **options)
+    if kind == "responses":
+        return OpenAIResponsesModel("gpt-test", base_url=server.url, api_key=SECRET, **options)
     return AnthropicModel("claude-test", base_url=server.origin, api_key=SECRET, **options)
 
 
 def endpoint(kind: Kind) -> str:
-    return "/v1/chat/completions" if kind == "openai" else "/v1/messages"
+    paths = {"openai": "/v1/chat/completions", "responses": "/v1/responses"}
+    return paths.get(kind, "/v1/messages")
 
 
 def text_body(kind: Kind, words: tuple[str, ...] = WORDS) -> bytes:
@@ -93,6 +98,8 @@ def text_body(kind: Kind, words: tuple[str, ...] = WORDS) -> bytes:
             openai_chunk(choices=False, usage=openai_usage(10, len(words))),
             DONE,
         ).encode()
+    if kind == "responses":
+        return responses.text_body(*words)
     parts = [anthropic.text(0, word) for word in words]
     return anthropic.body(anthropic.text_start(0), *parts, anthropic.stop(0)).encode()
 

@@ -18,6 +18,7 @@ from tether.providers._streaming import HttpStreamModel
 from tether.providers.anthropic import AnthropicModel
 from tether.providers.errors import MAX_ERROR_TEXT, MAX_PROVIDER_CODE, ProviderError
 from tether.providers.openai_chat import OpenAIChatModel
+from tether.providers.openai_responses import OpenAIResponsesModel
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -100,6 +101,8 @@ def _leak_model(kind: str, server: ReplayServer, **options: Any) -> HttpStreamMo
     retry = RetryPolicy(attempts=1)
     if kind == "openai":
         return OpenAIChatModel("m", base_url=server.url, api_key=LOOPBACK_SECRET, retry=retry)
+    if kind == "responses":
+        return OpenAIResponsesModel("m", base_url=server.url, api_key=LOOPBACK_SECRET, retry=retry)
     return AnthropicModel("m", base_url=server.origin, api_key=LOOPBACK_SECRET, retry=retry)
 
 
@@ -122,7 +125,7 @@ def _no_key_in(error: ProviderError) -> None:
     assert code is None or len(code) <= MAX_PROVIDER_CODE
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "responses"])
 async def test_a_vendor_code_that_echoes_the_key_never_carries_it(kind: str) -> None:
     echo = f"invalid_key:{LOOPBACK_SECRET}:" + "x" * 5000
     async with ReplayServer() as server:
@@ -132,6 +135,36 @@ async def test_a_vendor_code_that_echoes_the_key_never_carries_it(kind: str) -> 
     assert error.code == "PROVIDER_AUTH_FAILED"
     assert error.provider_code is not None
     assert error.provider_code.startswith("invalid_key:[redacted]")
+    _no_key_in(error)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "error", "error": {"code": f"weird_{LOOPBACK_SECRET}_error", "message": "echo"}},
+        {"type": "error", "code": f"weird_{LOOPBACK_SECRET}_error", "message": "echo"},
+        {
+            "type": "response.failed",
+            "response": {
+                "id": "resp_1",
+                "status": "failed",
+                "error": {"code": f"weird_{LOOPBACK_SECRET}_error", "message": "echo"},
+            },
+        },
+    ],
+)
+async def test_a_responses_error_event_that_echoes_the_key_never_carries_it(
+    event: dict[str, Any],
+) -> None:
+    fields: dict[str, Any] = event.get("error") or event.get("response", {}).get("error") or event
+    fields["message"] = "echo " + LOOPBACK_SECRET
+    async with ReplayServer() as server:
+        server.respond(sse_response(sse_body([event], done=False, event_from_type=True)))
+        async with _leak_model("responses", server) as model:
+            error = await _error_of(model)
+    assert error.code == "PROVIDER_ERROR_EVENT"
+    assert error.provider_code == "weird_[redacted]_error"
+    assert "echo [redacted]" in error.message
     _no_key_in(error)
 
 
@@ -147,7 +180,7 @@ async def test_an_error_event_type_that_echoes_the_key_never_carries_it() -> Non
     _no_key_in(error)
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "responses"])
 async def test_a_redirect_whose_location_echoes_the_key_never_carries_it(kind: str) -> None:
     location = f"http://127.0.0.1:9/v1/messages?key={LOOPBACK_SECRET}&pad=" + "p" * 5000
     async with ReplayServer() as server:

@@ -117,6 +117,9 @@ if TYPE_CHECKING:
         RetryPolicy,
         Timeouts,
     )
+    from tether.providers.openai_responses import (
+        OpenAIResponsesModel,
+    )
     from tether.stream import (
         EventStream,
     )
@@ -191,6 +194,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
         "Timeouts",
     ),
     "tether.providers.anthropic": ("AnthropicModel",),
+    "tether.providers.openai_responses": ("OpenAIResponsesModel",),
     "tether.providers.catalog": ("model_from_spec",),
     "tether.tools": (
         "ModelRetry",
@@ -272,6 +276,7 @@ __all__ = [
     "ModelUsage",
     "NoRunningLoopError",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ProviderError",
     "RetryPolicy",
     "RunContext",

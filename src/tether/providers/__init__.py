@@ -4,11 +4,14 @@
 * ``errors``: ``ProviderError`` and its codes, for every real provider;
 * ``_http`` / ``_watch`` / ``_decoding`` / ``_sse`` / ``_streaming``: the shared HTTP client,
   retries, deadlines and abort enforced in the request's task, ``Content-Encoding`` decoding,
-  the SSE decoder, and the ``Model`` base both providers build on;
+  the SSE decoder, and the ``Model`` base every HTTP provider builds on;
 * ``openai_wire`` / ``openai_chat``: OpenAI Chat Completions (``OpenAIChatModel``);
 * ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
-* ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``: its
-  model class, loaded on first use, and its presets), from which the rest derives;
+* ``responses_wire`` / ``openai_responses``: the OpenAI Responses API
+  (``OpenAIResponsesModel``), with the ``_wire`` helpers every wire module shares;
+* ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``,
+  ``openai_responses_api``: its model class, loaded on first use, and its presets), from which
+  the rest derives;
 * ``catalog``: provider presets (base URL, key variable, quirks) by name;
 * ``openai_compat``: ``OpenAIChatCompat``, the quirks of one OpenAI-compatible server.
 

@@ -57,14 +57,24 @@ if TYPE_CHECKING:
 
     from tether.loop.limits import RunLimits
 
-__all__ = ["HttpStreamModel", "StreamParser", "loads_payload", "transcript_call_ids"]
+__all__ = [
+    "HttpStreamModel",
+    "StreamParser",
+    "bearer_headers",
+    "checked_key",
+    "loads_payload",
+    "transcript_call_ids",
+]
 
 MAX_JSON_BODY_BYTES: Final = 16 << 20
 """Most bytes of a non-streamed JSON body read."""
 
-RETRIED_FIRST_EVENTS: Final[frozenset[ProviderErrorCode]] = frozenset({"PROVIDER_OVERLOADED"})
+RETRIED_FIRST_EVENTS: Final[frozenset[ProviderErrorCode]] = frozenset(
+    {"PROVIDER_OVERLOADED", "PROVIDER_RATE_LIMITED"}
+)
 """Error events retried like their status when nothing reached the consumer yet (Anthropic's
-``overloaded_error`` as the first event is a 529 in all but the status line)."""
+``overloaded_error`` or OpenAI Responses' ``server_is_overloaded`` as the first event is a 529
+in all but the status line, Responses' ``rate_limit_exceeded`` a 429)."""
 
 StreamRef: TypeAlias = "weakref.ReferenceType[EventStream[ModelChunk, ModelResponse]]"
 """How the producer holds its stream: weakly, so a consumer that drops it is noticed."""
@@ -176,8 +186,9 @@ class HttpStreamModel:
         await self._transport.aclose()
 
     def _models_url(self, after: str | None) -> str:
-        """The URL of the model list's page after the cursor ``after`` (``None``: the first)."""
-        raise NotImplementedError
+        """The URL of the model list's page after the cursor ``after`` (``None``: the first):
+        OpenAI's one-page ``{base_url}/models`` unless the vendor pages its list."""
+        return f"{self._base_url}/models"
 
     async def list_models(self, signal: AbortSignal | None = None) -> tuple[str, ...]:
         """The IDs of the models the server offers (``GET /models``), every page of them.
@@ -385,6 +396,39 @@ class HttpStreamModel:
         finally:
             await reader.aclose()
         return parser.finish(done=done)
+
+
+def checked_key(
+    model: object, base_url: object, api_key: object, api_key_env: str | None, example: str
+) -> str | None:
+    """Check the arguments every HTTP model's constructor takes (``TypeError`` naming the
+    first wrong one; ``example`` is a model name for its message) and return the key to send:
+    ``api_key``, else the ``api_key_env`` environment variable's value, else ``None``."""
+    if type(model) is not str or not model.strip():
+        raise TypeError(f"model must be a non-empty model name, e.g. {example!r}")
+    if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
+        raise TypeError("base_url must be an http:// or https:// URL")
+    if api_key is not None and (type(api_key) is not str or not api_key):
+        raise TypeError("api_key must be a non-empty string or None")
+    if api_key is None and api_key_env:
+        import os
+
+        return os.environ.get(api_key_env) or None
+    key: str | None = api_key
+    return key
+
+
+def bearer_headers(api_key: str | None, extra: Mapping[str, str]) -> dict[str, str]:
+    """The headers of an OpenAI-style JSON request answered by a stream or JSON: the
+    ``extra`` headers, and the key as ``Authorization: Bearer`` (only when there is one)."""
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream, application/json",
+        **extra,
+    }
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
 
 
 def _deliver(ref: StreamRef, chunks: list[ModelChunk]) -> None:

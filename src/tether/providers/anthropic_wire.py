@@ -29,7 +29,7 @@ from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
 from tether._types import type_of
-from tether.jsonvalue import JsonObject, JsonValueError, freeze_json, thaw_json
+from tether.jsonvalue import thaw_json
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
@@ -41,6 +41,14 @@ from tether.protocol import (
     ToolCall,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import BadArguments as _BadArguments
+from tether.providers._wire import field_error as _field_error
+from tether.providers._wire import is_responses_reasoning, raise_again, unique_call_id
+from tether.providers._wire import kind as _kind
+from tether.providers._wire import parse_arguments as _parse_arguments
+from tether.providers._wire import protocol as _protocol
+from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_wire import transcript_call_ids
 
@@ -79,7 +87,9 @@ def build_messages_request(
       a message left with no block adds nothing.
     * An **unsigned** thinking block (an aborted stream, another provider's reasoning) is
       dropped: the API rejects thinking without a valid signature, and sending it as text
-      would put the model's private reasoning into its visible answer.
+      would put the model's private reasoning into its visible answer. So is one signed by
+      the OpenAI Responses API (a conversation that switched models): Anthropic would reject
+      its encrypted reasoning as a signature.
     * ``tools`` (only when there are some): ``{"name", "description", "input_schema"}``
       (``description`` left out when empty).
     * ``thinking: {"type": "enabled", "budget_tokens": N}`` when ``thinking_budget`` is set
@@ -172,49 +182,14 @@ def _assistant_block(block: AssistantBlock) -> dict[str, object] | None:
             "input": thaw_json(block.arguments),
         }
     signature = block.signature
-    if not signature:
-        return None  # unsigned reasoning cannot be replayed (see build_messages_request)
+    if not signature or is_responses_reasoning(signature):
+        return None  # unsigned or OpenAI's reasoning cannot be replayed (build_messages_request)
     if block.redacted:
         return {"type": "redacted_thinking", "data": signature}
     return {"type": "thinking", "thinking": block.text, "signature": signature}
 
 
 # --- errors -----------------------------------------------------------------------------------
-
-_MAX_SHOWN: Final = 100
-"""Most characters of a vendor value quoted in an error message."""
-
-_JSON_KINDS: Final[dict[type, str]] = {
-    dict: "an object",
-    list: "an array",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    type(None): "null",
-}
-
-
-def _protocol(message: str) -> ProviderError:
-    return ProviderError("PROVIDER_PROTOCOL_ERROR", message)
-
-
-def _shown(value: object) -> str:
-    """A vendor value quoted in an error message, bounded."""
-    if type_of(value) is not str:
-        return _kind(value)
-    text: str = value  # pyright: ignore[reportAssignmentType]
-    if len(text) > _MAX_SHOWN:
-        text = text[: _MAX_SHOWN - 1] + "…"
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _kind(value: object) -> str:
-    return _JSON_KINDS.get(type_of(value), type_of(value).__name__)
-
-
-def _field_error(where: str, expected: str, value: object) -> ProviderError:
-    return _protocol(f"{where} must be {expected} (got {_kind(value)})")
 
 
 def _error_event(payload: dict[str, Any]) -> ProviderError:
@@ -258,7 +233,6 @@ _USAGE_FIELDS: Final = (
     ("cache_read_input_tokens", 2),
     ("cache_creation_input_tokens", 3),
 )
-_EMPTY_ARGUMENTS: Final = JsonObject()
 _tool_call_delta: Final = trusted.tool_call_delta_chunk
 
 _Kind: TypeAlias = Literal["text", "thinking", "redacted", "tool", "skip"]
@@ -652,14 +626,7 @@ class AnthropicStreamParser:
         return block
 
     def _derive_id(self, position: int) -> str:
-        base = f"{self._response_id}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
+        return unique_call_id(str(self._response_id), position, self._reserved, self._used_ids)
 
     def _block_stop(self, block: _Block) -> list[ModelChunk]:
         block.open = False
@@ -805,37 +772,4 @@ class AnthropicStreamParser:
         return last, response
 
     def _raise_closed(self) -> NoReturn:
-        if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,
-                failure.message,
-                provider_code=failure.provider_code,
-            )
-        raise RuntimeError("AnthropicStreamParser.finish() was already called")
-
-
-class _BadArguments(Exception):
-    """Internal: why a call's argument text is not a JSON object."""
-
-
-def _parse_arguments(text: str) -> JsonObject:
-    """``""`` (or whitespace) is ``{}``; anything else must be a JSON object, frozen."""
-    if not text or text.isspace():
-        return _EMPTY_ARGUMENTS
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise _BadArguments(f"are not valid JSON ({error.msg} at character {error.pos})") from None
-    except RecursionError:
-        raise _BadArguments("nest too deeply to be read") from None
-    except ValueError as error:
-        raise _BadArguments(f"are not valid JSON ({error})") from None
-    if type_of(value) is not dict:
-        raise _BadArguments(f"must be a JSON object, not {_kind(value)}")
-    try:
-        frozen = freeze_json(value, path="arguments")
-    except JsonValueError as error:
-        raise _BadArguments(f"are not plain JSON: {error}") from None
-    arguments: JsonObject = frozen  # pyright: ignore[reportAssignmentType]
-    return arguments
+        raise_again(self._failure, "AnthropicStreamParser")

@@ -23,13 +23,17 @@ OpenAIChatModel(...) as model``); one never closed is closed when its event loop
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._streaming import HttpStreamModel, StreamParser
+from tether.providers._streaming import (
+    HttpStreamModel,
+    StreamParser,
+    bearer_headers,
+    checked_key,
+)
 from tether.providers.catalog import parse_model_spec
 from tether.providers.openai_chat_api import API_SPEC
 from tether.providers.openai_wire import (
@@ -82,20 +86,13 @@ class OpenAIChatModel(HttpStreamModel):
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        if type(model) is not str or not model.strip():
-            raise TypeError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
-        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
-            raise TypeError("base_url must be an http:// or https:// URL")
-        if api_key is not None and (type(api_key) is not str or not api_key):
-            raise TypeError("api_key must be a non-empty string or None")
+        api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-4o-mini")
         if max_output_tokens is not None and (
             type(max_output_tokens) is not int or max_output_tokens < 1
         ):
             raise TypeError("max_output_tokens must be a positive int or None")
         if not isinstance(compat, OpenAIChatCompat):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("compat must be an OpenAIChatCompat")
-        if api_key is None and api_key_env:
-            api_key = os.environ.get(api_key_env) or None
         super().__init__(
             model=model,
             base_url=base_url,
@@ -126,21 +123,11 @@ class OpenAIChatModel(HttpStreamModel):
         options.setdefault("compat", preset.compat)
         return cls(model, **options)
 
-    def _models_url(self, after: str | None) -> str:
-        return f"{self._base_url}/models"
-
     def _url(self) -> str:
         return f"{self._base_url}/chat/completions"
 
     def _headers(self) -> Mapping[str, str]:
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream, application/json",
-            **self._extra_headers,
-        }
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
-        return headers
+        return bearer_headers(self._api_key, self._extra_headers)
 
     def _body(self, request: ModelRequest) -> object:
         return build_chat_request(

@@ -39,9 +39,7 @@ from tether._text import is_non_empty
 from tether._types import type_of
 from tether.jsonvalue import (
     JsonObject,
-    JsonValueError,
     entries,
-    freeze_json,
     thaw_json,
 )
 from tether.protocol import (
@@ -58,6 +56,15 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.providers._streaming import transcript_call_ids
+from tether.providers._wire import EMPTY_ARGUMENTS as _EMPTY_ARGUMENTS
+from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import BadArguments as _BadArguments
+from tether.providers._wire import field_error as _field_error
+from tether.providers._wire import kind as _kind
+from tether.providers._wire import parse_arguments as _parse_arguments
+from tether.providers._wire import protocol as _protocol
+from tether.providers._wire import raise_again, unique_call_id
+from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_compat import OpenAIChatCompat
 
@@ -231,42 +238,8 @@ def _unfrozen(value: object) -> object:
 _text_delta: Final = trusted.text_delta_chunk
 _tool_call_delta: Final = trusted.tool_call_delta_chunk
 _thinking_delta: Final = trusted.thinking_delta_chunk
-_EMPTY_ARGUMENTS: Final = JsonObject()
 
 # --- errors -----------------------------------------------------------------------------------
-
-_MAX_SHOWN: Final = 100
-"""Most characters of a vendor value quoted in an error message."""
-
-
-def _protocol(message: str) -> ProviderError:
-    return ProviderError("PROVIDER_PROTOCOL_ERROR", message)
-
-
-def _shown(value: str) -> str:
-    """A vendor string quoted in an error message, bounded."""
-    if len(value) > _MAX_SHOWN:
-        value = value[: _MAX_SHOWN - 1] + "…"
-    return json.dumps(value, ensure_ascii=False)
-
-
-_JSON_KINDS: Final[dict[type, str]] = {
-    dict: "an object",
-    list: "an array",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    type(None): "null",
-}
-
-
-def _kind(value: object) -> str:
-    return _JSON_KINDS.get(type_of(value), type_of(value).__name__)
-
-
-def _field_error(where: str, expected: str, value: object) -> ProviderError:
-    return _protocol(f"{where} must be {expected} (got {_kind(value)})")
 
 
 def _error_event(error: object) -> ProviderError:
@@ -331,33 +304,6 @@ def _usage(value: object) -> ModelUsage:
             f"usage counts {cached + written} cached prompt tokens of only {prompt} prompt tokens"
         )
     return trusted.model_usage(prompt - cached - written, completion, cached, written)
-
-
-class _BadArguments(Exception):
-    """Internal: why a call's argument text is not a JSON object."""
-
-
-def _parse_arguments(text: str) -> JsonObject:
-    """The arguments of a complete call: ``""`` (or only whitespace) is ``{}``; anything else
-    must be a JSON object, frozen. Raises ``_BadArguments``; nothing is ever repaired."""
-    if not text or text.isspace():
-        return _EMPTY_ARGUMENTS
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise _BadArguments(f"are not valid JSON ({error.msg} at character {error.pos})") from None
-    except RecursionError:
-        raise _BadArguments("nest too deeply to be read") from None
-    except ValueError as error:  # e.g. an integer with more digits than Python converts
-        raise _BadArguments(f"are not valid JSON ({error})") from None
-    if type_of(value) is not dict:
-        raise _BadArguments(f"must be a JSON object, not {_kind(value)}")
-    try:
-        frozen = freeze_json(value, path="arguments")
-    except JsonValueError as error:
-        raise _BadArguments(f"are not plain JSON: {error}") from None
-    arguments: JsonObject = frozen  # pyright: ignore[reportAssignmentType]
-    return arguments
 
 
 def _dumps_whole(arguments: dict[str, Any]) -> str:
@@ -730,14 +676,9 @@ class OpenAIChatStreamParser:
         return call_id
 
     def _derive_id(self, position: int) -> str:
-        base = f"{self._resolved_response_id()}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
+        return unique_call_id(
+            self._resolved_response_id(), position, self._reserved, self._used_ids
+        )
 
     def _resolved_response_id(self) -> str:
         response_id = self._response_id
@@ -886,14 +827,7 @@ class OpenAIChatStreamParser:
         return out, response
 
     def _raise_closed(self) -> NoReturn:
-        if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,
-                failure.message,
-                provider_code=failure.provider_code,
-            )
-        raise RuntimeError("OpenAIChatStreamParser.finish() was already called")
+        raise_again(self._failure, "OpenAIChatStreamParser")
 
 
 # --- a whole JSON body ------------------------------------------------------------------------

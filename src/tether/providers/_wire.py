@@ -1,0 +1,139 @@
+"""What every wire module (``openai_wire``, ``anthropic_wire``, ``responses_wire``) shares:
+protocol errors that quote vendor values safely, and the parsing of a complete tool call's
+argument text.
+
+Pure data work, no I/O. Vendor values quoted in an error message are bounded
+(``MAX_SHOWN`` characters) and only their JSON kind is named when they are not strings, so
+an error never carries a whole vendor payload.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Set
+from typing import Final, NoReturn
+
+from tether._types import type_of
+from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
+from tether.providers.errors import ProviderError
+
+__all__ = [
+    "EMPTY_ARGUMENTS",
+    "MAX_SHOWN",
+    "RESPONSES_REASONING_PREFIX",
+    "BadArguments",
+    "field_error",
+    "is_responses_reasoning",
+    "kind",
+    "parse_arguments",
+    "protocol",
+    "raise_again",
+    "shown",
+    "unique_call_id",
+]
+
+MAX_SHOWN: Final = 100
+"""Most characters of a vendor value quoted in an error message."""
+
+EMPTY_ARGUMENTS: Final = JsonObject()
+"""The arguments of a call sent without any (``""``), and of an invalid call."""
+
+RESPONSES_REASONING_PREFIX: Final = '{"type":"reasoning"'
+"""How every ``ThinkingBlock.signature`` the OpenAI Responses parser writes begins (its
+reasoning item as JSON text, ``responses_wire.reasoning_signature``)."""
+
+_JSON_KINDS: Final[dict[type, str]] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def is_responses_reasoning(signature: str | None) -> bool:
+    """Whether a thinking block's signature is OpenAI Responses' encrypted reasoning, which
+    only the Responses API can take back (another vendor rejects it as a signature)."""
+    return signature is not None and signature.startswith(RESPONSES_REASONING_PREFIX)
+
+
+def protocol(message: str) -> ProviderError:
+    """A ``PROVIDER_PROTOCOL_ERROR`` with ``message``."""
+    return ProviderError("PROVIDER_PROTOCOL_ERROR", message)
+
+
+def kind(value: object) -> str:
+    """The JSON kind of a decoded value, as an error message names it (``"an object"``)."""
+    return _JSON_KINDS.get(type_of(value), type_of(value).__name__)
+
+
+def shown(value: object) -> str:
+    """A vendor value quoted in an error message: a string JSON-quoted and bounded to
+    ``MAX_SHOWN`` characters, anything else only its kind."""
+    if type_of(value) is not str:
+        return kind(value)
+    text: str = value  # pyright: ignore[reportAssignmentType]
+    if len(text) > MAX_SHOWN:
+        text = text[: MAX_SHOWN - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)
+
+
+def field_error(where: str, expected: str, value: object) -> ProviderError:
+    """``PROVIDER_PROTOCOL_ERROR``: the field ``where`` is not ``expected`` (its kind named)."""
+    return protocol(f"{where} must be {expected} (got {kind(value)})")
+
+
+class BadArguments(Exception):
+    """Why a call's argument text is not a JSON object (the call is then kept as an invalid
+    call, never repaired)."""
+
+
+def parse_arguments(text: str) -> JsonObject:
+    """The arguments of a complete call: ``""`` (or only whitespace) is ``{}``; anything else
+    must be a JSON object, frozen. Raises ``BadArguments``; nothing is ever repaired."""
+    if not text or text.isspace():
+        return EMPTY_ARGUMENTS
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BadArguments(f"are not valid JSON ({error.msg} at character {error.pos})") from None
+    except RecursionError:
+        raise BadArguments("nest too deeply to be read") from None
+    except ValueError as error:  # e.g. an integer with more digits than Python converts
+        raise BadArguments(f"are not valid JSON ({error})") from None
+    if type_of(value) is not dict:
+        raise BadArguments(f"must be a JSON object, not {kind(value)}")
+    try:
+        frozen = freeze_json(value, path="arguments")
+    except JsonValueError as error:
+        raise BadArguments(f"are not plain JSON: {error}") from None
+    arguments: JsonObject = frozen  # pyright: ignore[reportAssignmentType]
+    return arguments
+
+
+def unique_call_id(response_id: str, position: int, reserved: Set[str], used: set[str]) -> str:
+    """The ID a parser gives a call whose vendor ID it cannot keep:
+    ``"<response id>-call-<position>"``, with ``-2``, ``-3``... appended until it is neither
+    ``reserved`` (the transcript's IDs) nor ``used`` (this response's); added to ``used``."""
+    base = f"{response_id}-call-{position}"
+    call_id = base
+    suffix = 1
+    while call_id in reserved or call_id in used:
+        suffix += 1
+        call_id = f"{base}-{suffix}"
+    used.add(call_id)
+    return call_id
+
+
+def raise_again(failure: ProviderError | None, parser: str) -> NoReturn:
+    """What a stream parser raises when it is used after it failed (a copy of ``failure``:
+    failures are sticky) or after ``finish`` (``RuntimeError`` naming ``parser``)."""
+    if failure is not None:
+        raise ProviderError(
+            failure.code,
+            failure.message,
+            provider_code=failure.provider_code,
+        )
+    raise RuntimeError(f"{parser}.finish() was already called")
