@@ -675,9 +675,11 @@ class GeminiStreamParser:
             if type_of(candidate) is not dict:
                 raise field_error("A candidate", "an object", candidate)
             index = candidate.get("index")
-            if index is None or index == 0:
-                if index is not None and type_of(index) is not int:
-                    raise field_error("candidates[].index", "an integer", index)
+            if index is None:
+                return self._candidate(candidate)
+            if type_of(index) is not int:
+                raise field_error("candidates[].index", "an integer", index)
+            if index == 0:
                 return self._candidate(candidate)
         return []
 
