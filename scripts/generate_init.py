@@ -28,6 +28,7 @@ MODULES = (
     "tether.providers.errors",
     "tether.providers.openai_chat",
     "tether.providers.anthropic",
+    "tether.providers.gemini",
     "tether.providers.catalog",
     "tether.tools",
     "tether.tools.coding",

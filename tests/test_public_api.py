@@ -388,21 +388,28 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
 _HTTP_MODELS_PROBE = """
 import json, sys
 import tether
-models = [tether.OpenAIChatModel.__module__, tether.AnthropicModel.__module__]
+models = [
+    tether.OpenAIChatModel.__module__,
+    tether.AnthropicModel.__module__,
+    tether.GeminiModel.__module__,
+]
 print(json.dumps({"modules": models, "httpx2": "httpx2" in sys.modules}))
 """
 
 
 @pytest.mark.slow
-def test_both_http_models_are_exported_from_the_root_without_loading_httpx2() -> None:
-    """DESIGN Part II: both real models are re-exported from ``tether``; resolving them still
+def test_the_http_models_are_exported_from_the_root_without_loading_httpx2() -> None:
+    """DESIGN Part II: the real models are re-exported from ``tether``; resolving them still
     leaves httpx2 unimported until a request is sent."""
     from tether.providers.anthropic import AnthropicModel
+    from tether.providers.gemini import GeminiModel
     from tether.providers.openai_chat import OpenAIChatModel
 
     assert tether.AnthropicModel is AnthropicModel
     assert tether.OpenAIChatModel is OpenAIChatModel
+    assert tether.GeminiModel is GeminiModel
     assert "AnthropicModel" in tether.__all__
+    assert "GeminiModel" in tether.__all__
     completed = subprocess.run(
         [sys.executable, "-c", _HTTP_MODELS_PROBE],
         capture_output=True,
@@ -413,6 +420,10 @@ def test_both_http_models_are_exported_from_the_root_without_loading_httpx2() ->
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout)
     assert report == {
-        "modules": ["tether.providers.openai_chat", "tether.providers.anthropic"],
+        "modules": [
+            "tether.providers.openai_chat",
+            "tether.providers.anthropic",
+            "tether.providers.gemini",
+        ],
         "httpx2": False,
     }

@@ -433,6 +433,10 @@ if TYPE_CHECKING:
         FixtureProviderError,
         FixtureProviderErrorCode,
     )
+    from tether.providers.gemini import (
+        GEMINI_API_VERSION,
+        GeminiModel,
+    )
     from tether.providers.openai_chat import (
         OpenAIChatCompat,
         OpenAIChatModel,
@@ -644,6 +648,10 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "tether.providers.anthropic": (
         "ANTHROPIC_VERSION",
         "AnthropicModel",
+    ),
+    "tether.providers.gemini": (
+        "GEMINI_API_VERSION",
+        "GeminiModel",
     ),
     "tether.providers.catalog": (
         "PRESETS",
@@ -1027,6 +1035,7 @@ __all__ = [
     "EXTENSION_ERROR_CODES",
     "EXTENSION_TIMEOUT",
     "FIXTURE_CANDIDATE_ID",
+    "GEMINI_API_VERSION",
     "INTERRUPTED_TURN_NOTE",
     "JUDGE_SYSTEM_PROMPT",
     "MAX_AGENT_MESSAGES",
@@ -1191,6 +1200,7 @@ __all__ = [
     "FixtureProviderErrorCode",
     "FixtureRuntime",
     "FunctionTool",
+    "GeminiModel",
     "InterruptedTurns",
     "Invalid",
     "ItemOutcome",

@@ -38,7 +38,7 @@ from tether.providers.gemini_wire import (
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["GEMINI_API_VERSION", "GeminiModel", "ThinkingLevel"]
+__all__ = ["GEMINI_API_VERSION", "GeminiModel"]
 
 GEMINI_API_VERSION: Final = "v1beta"
 """The API version in the URL by default (thought signatures and ``thinkingConfig`` are
