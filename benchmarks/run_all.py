@@ -32,6 +32,7 @@ BENCHES = (
     "bench_providers",
     "bench_socket",
     "bench_anthropic",
+    "bench_gemini",
     "bench_coding",
     "bench_sandbox",
     "bench_agent",
@@ -284,6 +285,27 @@ def render_details(figures: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "Goal ≥ 3x faster than the SDK accumulator.",
+    ]
+    gemini = figures["bench_gemini"]
+    lines += [
+        "",
+        "## Gemini stream → ModelResponse (in memory)",
+        "",
+        "| workload | tether / json.loads floor | google-genai SDK / tether |",
+        "|---|---:|---:|",
+    ]
+    for name in ("recorded", "text", "tool"):
+        result = gemini[name]
+        if result is None:
+            lines.append(f"| {name} | SKIPPED: no recordings | |")
+            continue
+        row = result["ratios"]
+        sdk_ratio = row.get("sdk/tether")
+        shown = "SKIPPED: SDK not installed" if sdk_ratio is None else f"{sdk_ratio:.2f}"
+        lines.append(f"| {name} | {row['tether/floor']:.2f} | {shown} |")
+    lines += [
+        "",
+        "Goal ≥ 3x faster than the SDK turning each event into its objects.",
     ]
     coding = figures["bench_coding"]
     lines += [

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
-from urllib.parse import quote
 
 from tether.protocol import ModelRequest
 from tether.providers._http import RetryPolicy, Timeouts
@@ -117,10 +116,14 @@ class GeminiModel(HttpStreamModel):
         self._extra_headers = dict(headers or {})
 
     def _models_url(self, after: str | None) -> str:
+        from urllib.parse import quote
+
         url = f"{self._base_url}/{self._api_version}/models?pageSize=1000"
         return url if after is None else f"{url}&pageToken={quote(after, safe='')}"
 
     def _url(self) -> str:
+        from urllib.parse import quote
+
         model = quote(self._model, safe="")
         return f"{self._base_url}/{self._api_version}/models/{model}:streamGenerateContent?alt=sse"
 
