@@ -41,6 +41,11 @@ from tether.protocol import (
     ToolCall,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import field_error as _field_error
+from tether.providers._wire import json_kind as _kind
+from tether.providers._wire import protocol_error as _protocol
+from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_wire import transcript_call_ids
 
@@ -180,41 +185,6 @@ def _assistant_block(block: AssistantBlock) -> dict[str, object] | None:
 
 
 # --- errors -----------------------------------------------------------------------------------
-
-_MAX_SHOWN: Final = 100
-"""Most characters of a vendor value quoted in an error message."""
-
-_JSON_KINDS: Final[dict[type, str]] = {
-    dict: "an object",
-    list: "an array",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    type(None): "null",
-}
-
-
-def _protocol(message: str) -> ProviderError:
-    return ProviderError("PROVIDER_PROTOCOL_ERROR", message)
-
-
-def _shown(value: object) -> str:
-    """A vendor value quoted in an error message, bounded."""
-    if type_of(value) is not str:
-        return _kind(value)
-    text: str = value  # pyright: ignore[reportAssignmentType]
-    if len(text) > _MAX_SHOWN:
-        text = text[: _MAX_SHOWN - 1] + "…"
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _kind(value: object) -> str:
-    return _JSON_KINDS.get(type_of(value), type_of(value).__name__)
-
-
-def _field_error(where: str, expected: str, value: object) -> ProviderError:
-    return _protocol(f"{where} must be {expected} (got {_kind(value)})")
 
 
 def _error_event(payload: dict[str, Any]) -> ProviderError:

@@ -59,6 +59,11 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.providers._streaming import transcript_call_ids
+from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import field_error as _field_error
+from tether.providers._wire import json_kind as _kind
+from tether.providers._wire import protocol_error as _protocol
+from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 
 __all__ = [
@@ -335,39 +340,6 @@ _thinking_delta: Final = trusted.thinking_delta_chunk
 _EMPTY_ARGUMENTS: Final = JsonObject()
 
 # --- errors -----------------------------------------------------------------------------------
-
-_MAX_SHOWN: Final = 100
-"""Most characters of a vendor value quoted in an error message."""
-
-
-def _protocol(message: str) -> ProviderError:
-    return ProviderError("PROVIDER_PROTOCOL_ERROR", message)
-
-
-def _shown(value: str) -> str:
-    """A vendor string quoted in an error message, bounded."""
-    if len(value) > _MAX_SHOWN:
-        value = value[: _MAX_SHOWN - 1] + "…"
-    return json.dumps(value, ensure_ascii=False)
-
-
-_JSON_KINDS: Final[dict[type, str]] = {
-    dict: "an object",
-    list: "an array",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    type(None): "null",
-}
-
-
-def _kind(value: object) -> str:
-    return _JSON_KINDS.get(type_of(value), type_of(value).__name__)
-
-
-def _field_error(where: str, expected: str, value: object) -> ProviderError:
-    return _protocol(f"{where} must be {expected} (got {_kind(value)})")
 
 
 def _error_event(error: object) -> ProviderError:
