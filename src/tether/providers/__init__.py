@@ -4,9 +4,11 @@
 * ``errors``: ``ProviderError`` and its codes, for every real provider;
 * ``_http`` / ``_watch`` / ``_decoding`` / ``_sse`` / ``_streaming``: the shared HTTP client,
   retries, deadlines and abort enforced in the request's task, ``Content-Encoding`` decoding,
-  the SSE decoder, and the ``Model`` base both providers build on;
+  the SSE decoder, and the ``Model`` base the providers build on;
 * ``openai_wire`` / ``openai_chat``: OpenAI Chat Completions (``OpenAIChatModel``);
 * ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
+* ``gemini_wire`` / ``gemini``: Google's native Gemini API (``GeminiModel``);
+* ``_wire``: what every wire module says about a payload it cannot read;
 * ``catalog``: provider presets (base URL, key variable, quirks) by name.
 
 Importing this package loads none of them: the fixture provider's names below load on first
