@@ -1,6 +1,7 @@
 """The HTTP half of every real provider: client, retries, timeouts, error mapping, redaction.
 
-Shared by ``OpenAIChatModel`` and ``AnthropicModel``; nothing here knows a vendor's format.
+Shared by ``OpenAIChatModel``, ``AnthropicModel`` and ``GeminiModel``; nothing here knows a
+vendor's format.
 
 * ``HttpTransport`` owns one pooled ``httpx2.AsyncClient`` per model (created on first use,
   so ``import tether`` never imports httpx2), unless the caller passes ``http_client``
