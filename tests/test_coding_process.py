@@ -454,9 +454,10 @@ async def test_tool_processes_never_see_provider_keys(
         coding_tools(tmp_path, hide_env="OPENAI_API_KEY")
 
 
-def test_the_readme_names_every_variable_tool_processes_never_see() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("Which environment variables tool processes never see:", 1)[1]
+def test_the_guide_names_every_variable_tool_processes_never_see() -> None:
+    guide = Path(__file__).resolve().parent.parent / "docs" / "coding-tools.md"
+    marker = "Which environment variables tool processes never see:"
+    section = guide.read_text(encoding="utf-8").split(marker, 1)[1]
     for name in sorted(catalog_key_variables()):
         assert f"`{name}`" in section.split("\n\n", 1)[0], name
 

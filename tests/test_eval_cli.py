@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+import tether
 from cli_support import (
     FAKE_KEY,
     TETHER,
@@ -83,7 +84,8 @@ class Page(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
-        if tag == "rect" and ("class", "bar") in attrs:
+        classes = dict(attrs).get("class") or ""
+        if tag == "rect" and "bar" in classes.split():
             self.bars.append(dict(attrs))
 
     def handle_data(self, data: str) -> None:
@@ -130,6 +132,9 @@ async def test_the_bundled_fixture_runs_offline(tmp_path: Path) -> None:
         ("held-out-arithmetic-pass", "fixture-candidate"),
         ("held-out-arithmetic-fail", "fixture-candidate"),
     ]
+    words = " ".join(" ".join(page.text).split())
+    assert f"tether {tether.__version__} · " in words
+    assert "fixture-candidate offline fixture none" in words
     assert sorted(os.listdir(tmp_path)) == ["report.html", "report.json"]
 
 
@@ -219,6 +224,7 @@ async def test_out_then_compare_shows_improved_and_regressed_runs(tmp_path: Path
         ("held-out-arithmetic-fail", "openai-gpt-test"),
     ]
     assert "regressed" in page.text
+    assert "openai-gpt-test openai/gpt-test none" in " ".join(" ".join(page.text).split())
     assert "improved" in page.text
     for name in ("base.json", "new.json", "page.html"):
         data = (tmp_path / name).read_bytes()
@@ -472,7 +478,7 @@ def test_the_page_is_self_contained_with_one_bar_per_task_and_candidate() -> Non
         ("beta", "base", "0"),
         ("beta", "new", "0"),
     ]
-    assert page.tags.count("table") == 4  # totals, comparison metrics and runs, every run
+    assert page.tags.count("table") == 5  # totals, per task, comparison metrics and runs, runs
     assert "PROVIDER_TIMEOUT" in page.text
     assert "+33.3 pts" in text
 
@@ -483,7 +489,7 @@ def test_the_page_of_one_report_has_no_comparison() -> None:
     page = Page()
     page.feed(render_html([NEW]))
     assert len(page.bars) == 2
-    assert page.tags.count("table") == 2
+    assert page.tags.count("table") == 3  # totals, per task, runs
 
 
 def test_every_text_is_escaped_and_reports_are_validated() -> None:

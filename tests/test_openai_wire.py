@@ -1365,8 +1365,11 @@ def test_compat_fields_are_checked(changes: dict[str, Any], error: type[Exceptio
 
 
 def test_presets() -> None:
-    assert sorted(PRESETS) == [
-        "anthropic",
+    from tether.providers.registry import REGISTRY
+
+    assert PRESETS["anthropic"].api == "anthropic-messages"
+    openai_chat = sorted(preset.name for preset in REGISTRY.api("openai-chat").presets)
+    assert openai_chat == [
         "deepseek",
         "groq",
         "llamacpp",

@@ -17,7 +17,8 @@ table (TOML puts a key after ``[tools]`` into that table)::
     [providers.gpu-box]                      # a custom server (not a catalog preset's name)
     base_url = "http://gpu-box:8000/v1"      # required, http:// or https://
     api_key_env = "GPU_BOX_KEY"              # optional: the variable that holds its key
-    api = "openai-chat"                      # optional: or "anthropic-messages"
+    api = "openai-chat"                      # optional: or "anthropic-messages" (the wire
+                                             # APIs of tether.providers.registry)
 
     [models."openai/gpt-4o-mini"]            # settings of one PROVIDER/MODEL
     context_window = 128000                  # tokens (for context management)
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
 from tether._errors import TetherError
 from tether.cli.reading import UnreadableFile, read_regular_file
 from tether.cli.urls import http_url_problem
+from tether.providers.registry import REGISTRY, ProviderApi
 
 __all__ = [
     "APPROVABLE_TOOLS",
@@ -101,9 +103,6 @@ MAX_CONFIG_BYTES: Final = 1 << 20
 DEFAULT_EXTENSION_TIMEOUT: Final = 30.0
 """Seconds an extension's activation, or one of its cleanups, may take by default
 (``tether.agent.extensions.EXTENSION_TIMEOUT``; a test keeps them equal)."""
-
-ConfigApi: TypeAlias = Literal["openai-chat", "anthropic-messages"]
-"""The wire API of a custom provider (``tether.providers.catalog.ProviderApi``)."""
 
 APPROVABLE_TOOLS: Final = (
     "read_file",
@@ -141,28 +140,11 @@ _TOOL_KEYS: Final = (
     "sandbox_network",
     "sandbox_hide",
 )
-_APIS: Final = ("openai-chat", "anthropic-messages")
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SHOWN_KEY: Final = 64
 _SECRET_RUN: Final = 16
 _SECRET_LIKE: Final = re.compile(rf"[A-Za-z0-9]{{{_SECRET_RUN},}}")
 _VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_BUILT_IN: Final = (
-    "anthropic",
-    "openai",
-    "openrouter",
-    "groq",
-    "deepseek",
-    "mistral",
-    "ollama",
-    "vllm",
-    "llamacpp",
-    "lmstudio",
-)
-"""The catalog's preset names (``tether.providers.catalog.PRESETS``; a test keeps them equal),
-spelled out so that reading the config does not import the providers."""
-
-
 CliErrorCode: TypeAlias = Literal[
     "CLI_CONFIG_INVALID",
     "CLI_CONFIG_UNREADABLE",
@@ -220,14 +202,15 @@ class CliConfigError(CliError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderConfig:
-    """A custom provider from ``[providers.NAME]``: an OpenAI-compatible (or Anthropic
-    Messages) server at ``base_url``; ``api_key_env`` names the variable holding its key
-    (``None``: no key is sent)."""
+    """A custom provider from ``[providers.NAME]``: a server at ``base_url`` that speaks
+    ``api`` (an API of ``tether.providers.registry.REGISTRY``; OpenAI Chat Completions by
+    default); ``api_key_env`` names the variable holding its key (``None``: no key is
+    sent)."""
 
     name: str
     base_url: str
     api_key_env: str | None = None
-    api: ConfigApi = "openai-chat"
+    api: ProviderApi = "openai-chat"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,7 +341,7 @@ class _Reader:
     def config(self, data: dict[str, object]) -> CliConfig:
         self.known(data, _TOP_KEYS, "")
         providers = self.providers(data.get("providers", {}))
-        names = set(_BUILT_IN) | set(providers)
+        names = set(REGISTRY.presets()) | set(providers)
         default = data.get("default_model")
         if default is not None:
             default = self.spec(default, "default_model", names)
@@ -415,16 +398,23 @@ class _Reader:
             key = f"providers.{_key(name)}"
             if not _NAME.fullmatch(name):
                 raise self.fail(f"'{key}': a provider name is letters, digits, '.', '_', '-'")
-            if name in _BUILT_IN:
+            if name in REGISTRY.presets():
                 raise self.fail(
                     f"'{key}': '{name}' is a built-in provider; give your server another name "
                     "(or pass --base-url to point the built-in one elsewhere)"
                 )
             fields = self.table(entry, key)
             self.known(fields, _PROVIDER_KEYS, f"{key}.")
+            api = fields.get("api", "openai-chat")
+            spec = REGISTRY.get(api) if isinstance(api, str) else None
+            if spec is None:
+                raise self.fail(f"'{key}.api' must be one of: {', '.join(REGISTRY.names())}")
             base_url = fields.get("base_url")
             if base_url is None:
-                raise self.fail(f"'{key}.base_url' is missing")
+                raise self.fail(
+                    f"'{key}.base_url' is missing (for api {spec.name}, e.g. "
+                    f"{spec.base_url_example})"
+                )
             if not isinstance(base_url, str):
                 raise self.fail(f"'{key}.base_url' must be an http:// or https:// URL")
             problem = http_url_problem(base_url)
@@ -438,14 +428,11 @@ class _Reader:
                     f"'{key}.api_key_env' must be the NAME of an environment variable "
                     "(letters, digits and '_'), not the key itself"
                 )
-            api = fields.get("api", "openai-chat")
-            if api not in _APIS:
-                raise self.fail(f"'{key}.api' must be one of: {', '.join(_APIS)}")
             result[name] = ProviderConfig(
                 name=name,
                 base_url=base_url,
                 api_key_env=variable,
-                api=api,
+                api=spec.name,
             )
         return result
 

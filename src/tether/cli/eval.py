@@ -52,6 +52,7 @@ import os
 import re
 import stat
 import sys
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from tether.cli.models import ModelChoice
     from tether.evals.errors import EvaluationInfrastructureError
     from tether.evals.executors import EvaluationExecutor, ItemOutcome
+    from tether.evals.html import ReportHeader
     from tether.evals.types import (
         EvaluationCandidate,
         EvaluationComparison,
@@ -295,7 +297,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         from tether.evals.html import render_html
 
         reports = [report] if baseline is None else [baseline, report]
-        _write(args.html, render_html(reports, comparison))
+        _write(args.html, render_html(reports, comparison, header=_header(args, report)))
     if comparison is not None and comparison.public_metrics.regressed_runs > 0:
         return EXIT_EVAL_REGRESSED
     return EXIT_EVAL_OK
@@ -394,6 +396,26 @@ def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> E
         tools=args.tools or "none",
         max_steps=args.max_steps or _DEFAULT_STEPS,
         model_factory=choice.build,
+    )
+
+
+def _header(args: argparse.Namespace, report: EvaluationReport) -> ReportHeader:
+    """The HTML page's header: this tether, the time now (UTC, to the minute) and the
+    candidate that ran (a baseline read from a file is described by its report alone)."""
+    from datetime import datetime
+
+    from tether import __version__
+    from tether.evals.html import CandidateDescription, ReportHeader
+
+    model = None if args.model is None else _choose(args.model, args.base_url).spec
+    return ReportHeader(
+        tether_version=__version__,
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        candidates=(
+            CandidateDescription(
+                candidate_id=report.candidate_id, model=model, tools=args.tools or "none"
+            ),
+        ),
     )
 
 

@@ -94,11 +94,10 @@ MODEL_MAX_STEPS: Final = 1024
 
 MODEL_HELP: Final = """\
 model selection:
-  --model PROVIDER/MODEL picks a catalog preset (openai, anthropic, openrouter, groq,
-  deepseek, mistral, ollama, vllm, llamacpp, lmstudio) or a [providers.NAME] of the config
-  file ($TETHER_CONFIG, else $XDG_CONFIG_HOME/tether/config.toml, else
-  ~/.config/tether/config.toml); its API key comes from the provider's environment variable
-  (`tether models` lists them and whether they are set, never their values).
+  --model PROVIDER/MODEL picks a catalog preset (openai/gpt-4o-mini, anthropic/...,
+  ollama/...) or a [providers.NAME] of the config file ($TETHER_CONFIG, else
+  $XDG_CONFIG_HOME/tether/config.toml, else ~/.config/tether/config.toml); `tether models`
+  lists every provider, its API key variable and whether it is set (never its value).
 """
 
 

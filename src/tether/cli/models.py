@@ -3,8 +3,10 @@
 ``--model PROVIDER/MODEL`` names a provider (a catalog preset such as ``openai``,
 ``anthropic``, ``ollama``, or a ``[providers.NAME]`` of the config file) and the vendor's
 model name (everything after the first ``/``). ``--base-url URL`` points that provider
-elsewhere (for ``anthropic-messages`` providers the URL has no ``/v1``: the model adds
-``/v1/messages``; for OpenAI-compatible ones it does, as in ``http://localhost:8000/v1``).
+elsewhere, in the shape of its API's ``ApiSpec.base_url_example`` (for
+``anthropic-messages`` providers the URL has no ``/v1``: the model adds ``/v1/messages``; for
+OpenAI-compatible ones it does, as in ``http://localhost:8000/v1``). The providers, their
+APIs and the model classes come from ``tether.providers.registry``.
 Without ``--model`` the config's ``default_model`` is used where a command needs a model.
 
 ``choose_model`` checks everything that can be checked before the first request and raises
@@ -41,19 +43,17 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal
 
 from tether.cli.config import CliConfig, CliError, ModelSettings
 from tether.cli.render import Output, json_line, warn
 from tether.cli.urls import display_url
+from tether.providers.registry import REGISTRY, ProviderApi
 
 if TYPE_CHECKING:
     from tether.protocol import ModelUsage, RunResult
-    from tether.providers.anthropic import AnthropicModel
     from tether.providers.errors import ProviderError
-    from tether.providers.openai_chat import OpenAIChatModel
-
-    HttpModel: TypeAlias = OpenAIChatModel | AnthropicModel
+    from tether.providers.registry import ProviderModel
 
 __all__ = [
     "ModelChoice",
@@ -65,7 +65,6 @@ __all__ = [
     "run_problem",
 ]
 
-Api: TypeAlias = Literal["openai-chat", "anthropic-messages"]
 _PROVIDER_CODE: Final = re.compile(r"(PROVIDER_[A-Z_]+): ")
 
 
@@ -77,14 +76,12 @@ class Provider:
     name: str
     base_url: str
     api_key_env: str | None
-    api: Api
+    api: ProviderApi
     source: Literal["preset", "config"]
 
 
 def known_providers(config: CliConfig) -> dict[str, Provider]:
     """Every provider by name: the catalog presets in catalog order, then the config's."""
-    from tether.providers.catalog import PRESETS
-
     providers = {
         name: Provider(
             name=name,
@@ -93,7 +90,7 @@ def known_providers(config: CliConfig) -> dict[str, Provider]:
             api=preset.api,
             source="preset",
         )
-        for name, preset in PRESETS.items()
+        for name, preset in REGISTRY.presets().items()
     }
     for name, custom in config.providers.items():
         providers[name] = Provider(
@@ -139,41 +136,19 @@ class ModelChoice:
             + usage.output_tokens * (settings.output_cost or 0.0)
         ) / 1_000_000
 
-    def build(self) -> HttpModel:
-        """A new ``Model`` for this choice; it reads its key from the provider's variable and
+    def build(self) -> ProviderModel:
+        """A new ``Model`` for this choice, of the class of the provider's API
+        (``tether.providers.registry``); it reads its key from the provider's variable and
         owns an HTTP client (close it with ``await model.aclose()``)."""
         provider = self.provider
-        limit = self.settings.max_output_tokens
-        if provider.api == "anthropic-messages":
-            from tether.providers.anthropic import AnthropicModel
-
-            if limit is None:
-                return AnthropicModel(
-                    self.model, base_url=self.base_url, api_key_env=provider.api_key_env
-                )
-            return AnthropicModel(
-                self.model,
-                base_url=self.base_url,
-                api_key_env=provider.api_key_env,
-                max_output_tokens=limit,
-            )
-        from tether.providers.openai_chat import OpenAIChatModel
-        from tether.providers.openai_wire import OpenAIChatCompat
-
-        if provider.source == "preset":
-            from tether.providers.catalog import PRESETS
-
-            compat = PRESETS[provider.name].compat
-        else:  # a compatible server of the config file: most know `max_tokens` only, and
-            # many re-parse earlier calls' arguments (an invalid call goes back as `{}`)
-            compat = OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty")
-        return OpenAIChatModel(
-            self.model,
-            base_url=self.base_url,
-            api_key_env=provider.api_key_env,
-            max_output_tokens=limit,
-            compat=compat,
-        )
+        options: dict[str, object] = {
+            "base_url": self.base_url,
+            "api_key_env": provider.api_key_env,
+        }
+        if self.settings.max_output_tokens is not None:
+            options["max_output_tokens"] = self.settings.max_output_tokens
+        preset = REGISTRY.presets()[provider.name] if provider.source == "preset" else None
+        return REGISTRY.api(provider.api).build(self.model, preset, options)
 
 
 def choose_model(

@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tether._errors import TetherError
 from tether._producer import (
@@ -121,6 +121,10 @@ from tether.providers.errors import ProviderError
 from tether.stream import EventStream
 from tether.tools import ToolRegistry, execute_tool_call
 from tether.tools.output import OutputT
+from tether.tracing._config import Tracing
+
+if TYPE_CHECKING:
+    from tether.tracing._spans import RunTrace
 
 __all__ = [
     "MAX_AGENT_STEPS",
@@ -161,6 +165,7 @@ def run_agent_loop(
     tool_retries: int | None = None,
     output_type: type[OutputT] | None = None,
     output_retries: int = 1,
+    tracing: Tracing | None = None,
 ) -> EventStream[AgentEvent, RunResult[OutputT]]:
     """Run one agent run: ask ``model``, run the tools it calls, repeat until it answers.
 
@@ -198,7 +203,10 @@ def run_agent_loop(
     ``RunLimits.for_real_models()``) or else ``RunLimits()``. ``hooks`` (``ToolHooks``) are
     called around every tool call, e.g. to ask a person before a tool runs.
     ``request_sequence_start`` is for owners of a longer conversation: the number of
-    requests already made, so request IDs continue (``request-NNN``).
+    requests already made, so request IDs continue (``request-NNN``). ``tracing``
+    (``tether.tracing.Tracing``) traces the run with OpenTelemetry: one span for the run, one
+    per model request and one per tool call (``TRACING_UNAVAILABLE`` without
+    ``tether[otel]``); without it the run pays nothing for tracing.
 
     An invalid call (``ToolCall.raw_arguments`` set: the model's argument text was not a
     JSON object) is never run and no hook sees it: it gets ``tool.started``/``tool.finished``
@@ -238,9 +246,19 @@ def run_agent_loop(
         raise TypeError("hooks must be a ToolHooks or None")
     check_tool_retries(tool_retries)
     output = OutputState.for_run(output_type, output_retries, tools)
+    if tracing is not None and type_of(tracing) is not Tracing:
+        raise TypeError("tracing must be a tether.tracing.Tracing or None")
     require_running_loop("run_agent_loop()")  # the arguments are checked first
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()
+    push = stream.push
+    trace = None
+    if tracing is not None:
+        from tether.tracing._spans import RunTrace
+
+        trace = RunTrace(tracing, model, system)
+        open_stream = trace.open_stream(open_stream)
+        push = trace.emit(push)
     registry = _snapshot_registry(tools)
     try:
         transcript = snapshot_transcript(messages, limits)
@@ -249,6 +267,7 @@ def run_agent_loop(
             stream,
             0,
             _failed(error.messages, "INVALID_TRANSCRIPT", str(error), ZERO_USAGE, error.hint),
+            trace,
         )
         return stream
     controller = AbortController()
@@ -258,11 +277,12 @@ def run_agent_loop(
             stream,
             0,
             _failed((), "SIGNAL_ACCESS_FAILED", "The abort signal could not be read", ZERO_USAGE),
+            trace,
         )
         return stream
     stream.on_abandon(lambda: controller.abort(AbortError(CONSUMER_GONE)))
     run = _Run(
-        stream.push,
+        push,
         transcript,
         open_stream,
         registry,
@@ -276,7 +296,11 @@ def run_agent_loop(
         budget=RetryBudget.for_run(registry, tool_retries),
         output=output,
     )
-    start_producer(_drive(run, stream, detach))
+    if trace is None:
+        start_producer(_drive(run, stream, detach))
+    else:
+        with trace.attached():  # the producer's task keeps the run's span as current
+            start_producer(_drive(run, stream, detach, trace))
     return stream
 
 
@@ -334,7 +358,10 @@ async def run_owned_turns(
 
 
 async def _drive(
-    run: _Run, stream: EventStream[AgentEvent, RunResult], detach: Callable[[], None]
+    run: _Run,
+    stream: EventStream[AgentEvent, RunResult],
+    detach: Callable[[], None],
+    trace: RunTrace | None = None,
 ) -> None:
     """``run_agent_loop``'s producer: settle ``stream`` with the run's outcome, whatever it is."""
     try:
@@ -342,14 +369,16 @@ async def _drive(
     except asyncio.CancelledError:
         # The task itself was cancelled (e.g. the event loop is shutting down).
         detach()
-        _settle(stream, run.sequence, run.terminal(None, cancelled=True))
+        _settle(stream, run.sequence, run.terminal(None, cancelled=True), trace)
         raise
     except BaseException as error:
         detach()
+        if trace is not None:
+            trace.finish(run.terminal(None, cancelled=True))
         fail_producer(stream, error)
         return
     detach()
-    _settle(stream, run.sequence, result)
+    _settle(stream, run.sequence, result, trace)
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -365,7 +394,14 @@ def _failed(
     )
 
 
-def _settle(stream: EventStream[AgentEvent, RunResult], sequence: int, result: RunResult) -> None:
+def _settle(
+    stream: EventStream[AgentEvent, RunResult],
+    sequence: int,
+    result: RunResult,
+    trace: RunTrace | None = None,
+) -> None:
+    if trace is not None:
+        trace.finish(result)
     stream.push(trusted.run_finished_event(sequence, result))
     stream.finish(result)
 

@@ -9,7 +9,11 @@
 * ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
 * ``gemini_wire`` / ``gemini``: Google's native Gemini API (``GeminiModel``);
 * ``_wire``: what every wire module says about a payload it cannot read;
-* ``catalog``: provider presets (base URL, key variable, quirks) by name.
+* ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``,
+  ``gemini_api``: its
+  model class, loaded on first use, and its presets), from which the rest derives;
+* ``catalog``: provider presets (base URL, key variable, quirks) by name;
+* ``openai_compat``: ``OpenAIChatCompat``, the quirks of one OpenAI-compatible server.
 
 Importing this package loads none of them: the fixture provider's names below load on first
 use (the loop imports ``errors``, which must not build the fixture boundary's classes with

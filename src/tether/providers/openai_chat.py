@@ -31,6 +31,7 @@ from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import HttpStreamModel, StreamParser
 from tether.providers.catalog import parse_model_spec
+from tether.providers.openai_chat_api import API_SPEC
 from tether.providers.openai_wire import (
     OpenAIChatCompat,
     OpenAIChatStreamParser,
@@ -115,7 +116,7 @@ class OpenAIChatModel(HttpStreamModel):
         URL, key variable, quirks): ``OpenAIChatModel.from_spec("groq/llama-3.3-70b")``.
         ``options`` are the constructor's keyword arguments and win over the preset."""
         preset, model = parse_model_spec(spec)
-        if preset.api != "openai-chat":
+        if preset.api != API_SPEC.name:
             raise ValueError(
                 f"{preset.name!r} does not speak OpenAI Chat Completions; use "
                 "tether.model_from_spec (or AnthropicModel) for it"
