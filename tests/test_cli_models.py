@@ -115,10 +115,12 @@ def test_models_lists_providers_and_which_keys_are_set(tmp_path: Path) -> None:
     assert completed.stderr == ""
     lines = completed.stdout.splitlines()
     assert lines[0].split() == ["PROVIDER", "API", "BASE", "URL", "API", "KEY"]
-    row = {line.split()[0]: line for line in lines[1:13] if line}
+    row = {line.split()[0]: line for line in lines[1:14] if line}
     assert row["openai"].endswith("OPENAI_API_KEY (set)")
     assert "https://api.openai.com/v1" in row["openai"]
     assert row["anthropic"].endswith("ANTHROPIC_API_KEY (not set)")
+    assert row["google"].endswith("GEMINI_API_KEY (not set)")
+    assert "gemini  " in row["google"]
     assert row["ollama"].endswith("none needed")
     assert "(config)" in row["gpu-box"]
     assert row["gpu-box"].endswith("GPU_BOX_TOKEN (set)")

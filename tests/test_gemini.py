@@ -374,3 +374,69 @@ async def test_a_failed_run_reports_a_model_stream_failure() -> None:
     assert isinstance(result, FailedRunResult), result
     assert result.error.code == "MODEL_STREAM_FAILED"
     assert "MALFORMED_FUNCTION_CALL" in result.error.message
+
+
+# --- the registry entry and the model list --------------------------------------------------------
+
+
+async def test_google_in_the_catalog_builds_a_gemini_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.providers.catalog import PRESETS, model_from_spec
+
+    monkeypatch.setenv("GEMINI_API_KEY", SECRET)
+    preset = PRESETS["google"]
+    assert (preset.api, preset.api_key_env) == ("gemini", "GEMINI_API_KEY")
+    async with ReplayServer() as server:
+        server.respond(sse_response(g.text_body("hi")))
+        model = model_from_spec("google/gemini-test", base_url=server.origin, retry=FAST_RETRY)
+        assert isinstance(model, GeminiModel)
+        assert model.model == "gemini-test"
+        async with model:
+            chunks, _ = await collect(model)
+    assert [chunk.type for chunk in chunks] == ["textDelta"]
+    assert server.requests[0].headers["x-goog-api-key"] == SECRET
+    assert GeminiModel("m").base_url == preset.base_url
+
+
+async def test_list_models_follows_googles_pages() -> None:
+    pages = [
+        {
+            "models": [{"name": "models/gemini-2.5-flash"}, {"name": "models/gemini-2.5-pro"}],
+            "nextPageToken": "next/token",
+        },
+        {"models": [{"name": "models/gemini-3-pro-preview"}]},
+    ]
+    async with ReplayServer() as server:
+        for page in pages:
+            server.respond(json_response(200, page))
+        async with model_for(server) as model:
+            async with asyncio.timeout(BOUND):
+                ids = await model.list_models()
+    assert ids == ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview")
+    first, second = server.requests
+    assert first.path == "/v1beta/models?pageSize=1000"
+    assert second.path == "/v1beta/models?pageSize=1000&pageToken=next%2Ftoken"
+    assert all(request.headers["x-goog-api-key"] == SECRET for request in server.requests)
+    assert all(SECRET not in request.path for request in server.requests)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        {"models": [1]},
+        {"models": [{"name": 5}]},
+        {"models": [{"name": "models/"}]},
+        {"models": [], "nextPageToken": 3},
+    ],
+)
+def test_a_malformed_google_model_page_is_a_protocol_error(page: object) -> None:
+    from tether.providers.model_list import parse_model_page
+
+    with pytest.raises(ProviderError) as caught:
+        parse_model_page(page)
+    assert caught.value.code == "PROVIDER_PROTOCOL_ERROR"
+
+
+def test_tool_processes_never_see_the_gemini_key() -> None:
+    from tether.tools.coding.environment import catalog_key_variables
+
+    assert "GEMINI_API_KEY" in catalog_key_variables()

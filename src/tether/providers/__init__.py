@@ -10,8 +10,8 @@
 * ``gemini_wire`` / ``gemini``: Google's native Gemini API (``GeminiModel``);
 * ``_wire``: what every wire module says about a payload it cannot read;
 * ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``,
-  ``gemini_api``: its
-  model class, loaded on first use, and its presets), from which the rest derives;
+  ``gemini_api``: its model class, loaded on first use, and its presets), from which the rest
+  derives;
 * ``catalog``: provider presets (base URL, key variable, quirks) by name;
 * ``openai_compat``: ``OpenAIChatCompat``, the quirks of one OpenAI-compatible server.
 

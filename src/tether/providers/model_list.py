@@ -3,6 +3,9 @@
 OpenAI, Anthropic and most OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio,
 OpenRouter, Groq, ...) answer ``GET {base}/models`` (Anthropic: ``/v1/models``) with
 ``{"data": [{"id": "...", ...}, ...]}``; Anthropic pages with ``has_more`` and ``last_id``.
+Google's Gemini API answers ``GET {base}/v1beta/models`` with ``{"models": [{"name":
+"models/gemini-2.5-flash", ...}], "nextPageToken": "..."}``: the IDs are the names without
+``models/``, the cursor is ``nextPageToken``.
 The body is vendor data: unknown fields are ignored, but what is read must have its
 documented type, and the list is bounded, so a hostile server cannot make the caller hold
 an unbounded list (``PROVIDER_PROTOCOL_ERROR`` otherwise).
@@ -40,6 +43,8 @@ def parse_model_page(body: object) -> tuple[tuple[str, ...], str | None]:
     page = _object(body)
     if page is None:
         raise _bad("is not a JSON object")
+    if "data" not in page and type_of(page.get("models")) is list:
+        return _google_page(page)
     data = page.get("data")
     if type_of(data) is not list:
         raise _bad("has no 'data' array")
@@ -61,3 +66,26 @@ def parse_model_page(body: object) -> tuple[tuple[str, ...], str | None]:
     if not isinstance(last, str) or not last:
         raise _bad("says it has more but names no 'last_id'")
     return tuple(ids), last
+
+
+def _google_page(page: dict[str, object]) -> tuple[tuple[str, ...], str | None]:
+    """A page of Google's ``{"models": [{"name": "models/..."}], "nextPageToken"}``."""
+    entries = cast("list[object]", page["models"])
+    if len(entries) > MAX_LISTED_MODELS:
+        raise _bad(f"holds more than {MAX_LISTED_MODELS} models")
+    ids: list[str] = []
+    for entry in entries:
+        model = _object(entry)
+        if model is None:
+            raise _bad("holds an entry that is not an object")
+        name = model.get("name")
+        ident = name.removeprefix("models/") if isinstance(name, str) else None
+        if ident is None or not 0 < len(ident) <= MAX_MODEL_ID_LENGTH:
+            raise _bad(f"holds a model whose name is not a string of 1 to {MAX_MODEL_ID_LENGTH}")
+        ids.append(ident)
+    token = page.get("nextPageToken")
+    if token is None or token == "":
+        return tuple(ids), None
+    if not isinstance(token, str):
+        raise _bad("has a 'nextPageToken' that is not a string")
+    return tuple(ids), token
