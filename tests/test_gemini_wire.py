@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 
 import gemini_bodies as g
 from support import examples, missing_recordings, recorded_streams
-from tether.jsonvalue import JsonObject
+from tether import ToolRegistry, tool
+from tether.jsonvalue import JsonObject, thaw_json
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
 from tether.protocol import (
@@ -882,6 +883,59 @@ def test_a_pydantic_style_schema_is_converted() -> None:
             "many": {"anyOf": [{"type": "STRING"}, {"type": "INTEGER"}]},
         },
         "required": ["mode"],
+    }
+
+
+def test_a_non_string_enum_keeps_its_type_and_names_its_values() -> None:
+    schema = {
+        "properties": {
+            "level": {"enum": [1, 2], "default": 1, "description": "How deep."},
+            "flag": {"const": True},
+            "mixed": {"enum": [1, 2.5]},
+            "odd": {"enum": ["a", 1]},
+        }
+    }
+    assert gemini_schema(schema)["properties"] == {
+        "level": {"default": 1, "description": "How deep. One of: 1, 2.", "type": "INTEGER"},
+        "flag": {"type": "BOOLEAN", "description": "Must be true."},
+        "mixed": {"type": "NUMBER", "description": "One of: 1, 2.5."},
+        "odd": {"description": 'One of: "a", 1.'},
+    }
+
+
+@dataclass
+class Point:
+    x: int
+    y: int | None = None
+
+
+@tool
+async def probe(
+    a: int | None, b: tuple[str, ...], c: Literal["x", "y"], d: Point, h: Literal[1, 2] = 1
+) -> str:
+    """Probe."""
+    return ""
+
+
+def test_a_tool_schema_tether_derives_converts() -> None:
+    (spec,) = ToolRegistry([probe]).specs()
+    assert gemini_schema(thaw_json(spec.parameters)) == {
+        "type": "OBJECT",
+        "properties": {
+            "a": {"type": "INTEGER", "nullable": True},
+            "b": {"type": "ARRAY", "items": {"type": "STRING"}},
+            "c": {"enum": ["x", "y"], "type": "STRING"},
+            "d": {
+                "type": "OBJECT",
+                "properties": {
+                    "x": {"type": "INTEGER"},
+                    "y": {"type": "INTEGER", "default": None, "nullable": True},
+                },
+                "required": ["x"],
+            },
+            "h": {"default": 1, "type": "INTEGER", "description": "One of: 1, 2."},
+        },
+        "required": ["a", "b", "c", "d"],
     }
 
 

@@ -128,15 +128,17 @@ def gemini_schema(schema: object, *, tool: str = "tool") -> dict[str, object]:
     Converted: ``type`` to Gemini's upper-case names (a ``[T, "null"]`` list becomes ``T``
     with ``nullable: true``, a longer list an ``anyOf``); ``anyOf``/``oneOf`` to ``anyOf``,
     a ``{"type": "null"}`` member to ``nullable`` (and a single member left is merged into the
-    schema); ``const`` (a string) to a one-value ``enum``; ``$ref`` to ``#/$defs/...`` or
-    ``#/definitions/...`` inlined; a one-member ``allOf`` merged. Kept: the keywords Gemini
-    has (``description``, ``enum`` of strings, ``properties``, ``required``, ``items``,
-    ``minimum``, ``format``, ...). Left out: annotations and constraints it has no field for
-    (``$schema``, ``additionalProperties: true|false``, ``exclusiveMinimum``, ``examples``,
-    ``uniqueItems``, a non-string ``enum``, ...). Anything else (a recursive or external
-    ``$ref``, ``allOf`` of several, ``not``, ``if``, ``patternProperties``,
-    ``additionalProperties`` with a schema, tuple ``items``, an unknown keyword) is refused:
-    ``ProviderError`` ``PROVIDER_BAD_REQUEST`` naming the tool, the place and the keyword.
+    schema); ``const`` (a string) to a one-value ``enum``; a non-string ``enum`` or ``const``
+    (Gemini's ``enum`` holds strings) to its values' type, when they share one, with the values
+    named in the ``description``; ``$ref`` to ``#/$defs/...`` or ``#/definitions/...``
+    inlined; a one-member ``allOf`` merged. Kept: the keywords Gemini has (``description``,
+    ``enum`` of strings, ``properties``, ``required``, ``items``, ``minimum``, ``format``,
+    ...). Left out: annotations and constraints it has no field for (``$schema``,
+    ``additionalProperties: true|false``, ``exclusiveMinimum``, ``examples``,
+    ``uniqueItems``, ...). Anything else (a recursive or external ``$ref``, ``allOf`` of
+    several, ``not``, ``if``, ``patternProperties``, ``additionalProperties`` with a schema,
+    tuple ``items``, an unknown keyword) is refused: ``ProviderError``
+    ``PROVIDER_BAD_REQUEST`` naming the tool, the place and the keyword.
     """
     if type_of(schema) is not dict:
         raise ProviderError(
@@ -190,6 +192,7 @@ def _convert(
         return _convert(merged, path, defs, refs, depth + 1)
     out: dict[str, object] = {}
     nullable = False
+    others: list[Any] | None = None  # a non-string enum: Gemini's enum holds strings only
     for key, value in source.items():
         if key == "type":
             nullable = _type(value, path, out) or nullable
@@ -204,14 +207,15 @@ def _convert(
             out["items"] = _convert(value, f"{path}.items", defs, refs, depth + 1)
         elif key == "anyOf" or key == "oneOf":
             nullable = _any_of(value, f"{path}.{key}", defs, refs, depth, out) or nullable
-        elif key == "enum":
-            if type_of(value) is list and value and all(type_of(v) is str for v in value):
-                out["enum"] = list(value)
+        elif key == "enum" or key == "const":
+            values: Any = value if key == "enum" else [value]
+            if type_of(values) is not list or not values:
+                raise _Unsupported(f"{path}.{key}", "something other than a non-empty list")
+            if all(type_of(v) is str for v in values):
+                out["enum"] = list(values)
                 out.setdefault("type", "STRING")
-        elif key == "const":
-            if type_of(value) is str:
-                out["enum"] = [value]
-                out.setdefault("type", "STRING")
+            else:
+                others = values
         elif key == "required":
             if type_of(value) is not list or not all(type_of(v) is str for v in value):
                 raise _Unsupported(f"{path}.required", "something other than a list of names")
@@ -225,6 +229,8 @@ def _convert(
             continue
         else:
             raise _Unsupported(path, f"the keyword {shown(key)}")
+    if others is not None:
+        _other_values(others, out)
     if "anyOf" in out:
         members: Any = out["anyOf"]
         if len(members) == 1:  # what is left of an Optional[X]: X itself, made nullable
@@ -233,6 +239,23 @@ def _convert(
     if nullable:
         out["nullable"] = True
     return out
+
+
+_VALUE_TYPES: Final[dict[type, str]] = {int: "INTEGER", float: "NUMBER", bool: "BOOLEAN"}
+
+
+def _other_values(values: list[Any], out: dict[str, object]) -> None:
+    """A non-string ``enum`` (or ``const``): its type, when all its values share one, and the
+    values named in the description, since Gemini's ``enum`` takes strings only."""
+    kinds = {_VALUE_TYPES.get(type_of(v)) for v in values}
+    if len(kinds) == 1 and None not in kinds:
+        out.setdefault("type", kinds.pop())
+    elif kinds <= {"INTEGER", "NUMBER"}:
+        out.setdefault("type", "NUMBER")
+    allowed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+    hint = f"One of: {allowed}." if len(values) > 1 else f"Must be {allowed}."
+    description = out.get("description")
+    out["description"] = f"{description} {hint}" if type_of(description) is str else hint
 
 
 def _type(value: object, path: str, out: dict[str, object]) -> bool:
