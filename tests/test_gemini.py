@@ -13,6 +13,7 @@ from typing import Any, Final
 import pytest
 
 import gemini_bodies as g
+from gemini_sdk import assert_same_as_sdk, sdk_described
 from servers.replay import ReplayServer, json_response, sse_response
 from support import missing_recordings, recorded_streams
 from tether import (
@@ -128,6 +129,41 @@ async def test_the_recorded_streams_over_loopback(path: Path | None, split: Any)
     assert SECRET not in sent.path
     assert "authorization" not in sent.headers
     assert sent.json == {"contents": [{"role": "user", "parts": [{"text": "What is 20 + 22?"}]}]}
+
+
+@pytest.mark.parametrize(
+    "path", _recorded_paths() or [None], ids=lambda path: getattr(path, "stem", "none")
+)
+async def test_the_official_sdk_reading_the_same_bytes_over_loopback_agrees(
+    path: Path | None,
+) -> None:
+    """google-genai's own client (its HTTP, its SSE reading) and ``GeminiModel`` each stream
+    the same recorded body, cut into random pieces, from the replay server."""
+    genai: Any = pytest.importorskip("google.genai")
+    types: Any = pytest.importorskip("google.genai.types")
+    if path is None:
+        missing_recordings()
+    body = recorded(path.stem)
+    async with ReplayServer() as server:
+        server.respond(sse_response(body, split=("random", 11)))
+        server.respond(sse_response(body, split=("random", 13)))
+        client = genai.Client(
+            api_key=SECRET, http_options=types.HttpOptions(base_url=server.origin)
+        )
+        try:
+            async with asyncio.timeout(BOUND):
+                stream = await client.aio.models.generate_content_stream(
+                    model="gemini-test", contents="What is 20 + 22?"
+                )
+                responses = [response async for response in stream]
+        finally:
+            await client.aio.aclose()
+        async with model_for(server) as model:
+            _, ours = await collect(model)
+    assert_same_as_sdk(ours, sdk_described(responses))
+    sdk_request, our_request = server.requests
+    assert sdk_request.headers["x-goog-api-key"] == our_request.headers["x-goog-api-key"]
+    assert sdk_request.path.endswith(":streamGenerateContent?alt=sse")
 
 
 async def test_a_text_run_with_thinking_through_the_loop() -> None:
