@@ -42,9 +42,11 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import CallIds, reserved_ids
 from tether.providers._wire import field_error as _field_error
 from tether.providers._wire import json_kind as _kind
 from tether.providers._wire import protocol_error as _protocol
+from tether.providers._wire import repeated as _repeated
 from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_wire import transcript_call_ids
@@ -332,34 +334,27 @@ class AnthropicStreamParser:
         "_calls",
         "_failure",
         "_held",
+        "_ids",
         "_model",
         "_request_id",
-        "_reserved",
         "_response_id",
         "_state",
         "_stop",
         "_stopped",
         "_usage",
-        "_used_ids",
     )
 
     def __init__(self, request_id: str, *, reserved_call_ids: frozenset[str] = frozenset()) -> None:
         """``request_id`` (non-empty) goes into every chunk and the response;
         ``reserved_call_ids`` are the tool-call IDs the transcript already uses."""
-        if not is_non_empty(request_id):
-            raise TypeError("request_id must be a non-empty string")
-        reserved = frozenset(reserved_call_ids)
-        if not all(type_of(call_id) is str for call_id in reserved):
-            raise TypeError("reserved_call_ids must be strings")
+        self._ids = CallIds(reserved_ids(request_id, reserved_call_ids))
         self._request_id = request_id
-        self._reserved = reserved
         self._response_id: str | None = None
         self._model: str | None = None
         self._stop: str | None = None
         self._usage = [0, 0, 0, 0]
         self._blocks: list[_Block] = []
         self._calls = 0
-        self._used_ids: set[str] = set()
         self._held: ToolCall | None = None  # an invalid call awaiting the stop reason
         self._failure: ProviderError | None = None
         self._state: _State = "new"
@@ -609,27 +604,11 @@ class AnthropicStreamParser:
         block.position = self._calls
         self._calls += 1
         block.name = name
-        if (
-            is_non_empty(vendor_id)
-            and vendor_id not in self._reserved
-            and vendor_id not in self._used_ids
-        ):
-            block.call_id = vendor_id
-            self._used_ids.add(vendor_id)
-        if not block.call_id:
-            block.call_id = self._derive_id(block.position)
+        block.call_id = self._ids.keep(vendor_id) or self._ids.derive(
+            f"{self._response_id}", block.position
+        )
         out.append(_tool_call_delta(self._request_id, block.position, block.call_id, name, ""))
         return block
-
-    def _derive_id(self, position: int) -> str:
-        base = f"{self._response_id}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
 
     def _block_stop(self, block: _Block) -> list[ModelChunk]:
         block.open = False
@@ -776,12 +755,7 @@ class AnthropicStreamParser:
 
     def _raise_closed(self) -> NoReturn:
         if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,  # pyright: ignore[reportArgumentType]
-                failure.message,
-                provider_code=failure.provider_code,
-            )
+            raise _repeated(self._failure)
         raise RuntimeError("AnthropicStreamParser.finish() was already called")
 
 

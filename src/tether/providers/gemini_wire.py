@@ -40,7 +40,16 @@ from tether.protocol import (
     ToolCall,
 )
 from tether.protocol import _trusted as trusted
-from tether.providers._wire import MAX_SHOWN, field_error, json_kind, protocol_error, shown
+from tether.providers._wire import (
+    MAX_SHOWN,
+    CallIds,
+    field_error,
+    json_kind,
+    protocol_error,
+    repeated,
+    reserved_ids,
+    shown,
+)
 from tether.providers.errors import ProviderError
 
 __all__ = [
@@ -613,24 +622,18 @@ class GeminiStreamParser:
         "_finish_message",
         "_finish_reason",
         "_finished",
+        "_ids",
         "_model",
         "_request_id",
-        "_reserved",
         "_response_id",
         "_usage",
-        "_used_ids",
     )
 
     def __init__(self, request_id: str, *, reserved_call_ids: frozenset[str] = frozenset()) -> None:
         """``request_id`` (non-empty) goes into every chunk and the response;
         ``reserved_call_ids`` are the tool-call IDs the transcript already uses."""
-        if not is_non_empty(request_id):
-            raise TypeError("request_id must be a non-empty string")
-        reserved = frozenset(reserved_call_ids)
-        if not all(type_of(call_id) is str for call_id in reserved):
-            raise TypeError("reserved_call_ids must be strings")
+        self._ids = CallIds(reserved_ids(request_id, reserved_call_ids))
         self._request_id = request_id
-        self._reserved = reserved
         self._response_id: str | None = None
         self._model: str | None = None
         self._finish_reason: str | None = None
@@ -639,7 +642,6 @@ class GeminiStreamParser:
         self._usage: dict[str, int] = {}
         self._blocks: list[_Block] = []
         self._calls = 0
-        self._used_ids: set[str] = set()
         self._failure: ProviderError | None = None
         self._finished = False
 
@@ -791,15 +793,9 @@ class GeminiStreamParser:
             raise field_error("functionCall.id", "a string", vendor_id)
         position = self._calls
         self._calls += 1
-        if (
-            is_non_empty(vendor_id)
-            and vendor_id not in self._reserved
-            and vendor_id not in self._used_ids
-        ):
-            call_id: str = vendor_id
-            self._used_ids.add(call_id)
-        else:
-            call_id = self._derive_id(position)
+        call_id = self._ids.keep(vendor_id) or self._ids.derive(
+            self._response_id or f"response-{self._request_id}", position
+        )
         try:
             text = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
         except (ValueError, TypeError, RecursionError):  # pragma: no cover - from JSON
@@ -819,16 +815,6 @@ class GeminiStreamParser:
         request_id = self._request_id
         out.append(trusted.tool_call_delta_chunk(request_id, position, call_id, name, text))
         out.append(trusted.tool_call_chunk(request_id, tool))
-
-    def _derive_id(self, position: int) -> str:
-        base = f"{self._response_id or f'response-{self._request_id}'}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
 
     def _read_usage(self, value: object) -> None:
         if type_of(value) is not dict:
@@ -930,10 +916,5 @@ class GeminiStreamParser:
 
     def _raise_closed(self) -> NoReturn:
         if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,  # pyright: ignore[reportArgumentType]
-                failure.message,
-                provider_code=failure.provider_code,
-            )
+            raise repeated(self._failure)
         raise RuntimeError("GeminiStreamParser.finish() was already called")

@@ -59,9 +59,11 @@ from tether.protocol import (
 from tether.protocol import _trusted as trusted
 from tether.providers._streaming import transcript_call_ids
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import CallIds, reserved_ids
 from tether.providers._wire import field_error as _field_error
 from tether.providers._wire import json_kind as _kind
 from tether.providers._wire import protocol_error as _protocol
+from tether.providers._wire import repeated as _repeated
 from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_compat import OpenAIChatCompat
@@ -435,6 +437,7 @@ class OpenAIChatStreamParser:
         "_failure",
         "_finish",
         "_finish_optional",
+        "_ids",
         "_model",
         "_order",
         "_pending",
@@ -442,13 +445,11 @@ class OpenAIChatStreamParser:
         "_refused",
         "_request_id",
         "_requires_done",
-        "_reserved",
         "_response_id",
         "_run",
         "_run_kind",
         "_state",
         "_usage",
-        "_used_ids",
     )
 
     def __init__(
@@ -465,14 +466,12 @@ class OpenAIChatStreamParser:
             raise TypeError("request_id must be a non-empty string")
         if type_of(compat) is not OpenAIChatCompat:
             raise TypeError("compat must be an OpenAIChatCompat")
-        reserved = frozenset(reserved_call_ids)
-        if not all(type_of(call_id) is str for call_id in reserved):
-            raise TypeError("reserved_call_ids must be strings")
+        reserved = reserved_ids(request_id, reserved_call_ids)
         self._request_id = request_id
         self._reasoning = compat.reasoning_fields
         self._finish_optional = compat.finish_reason_optional
         self._requires_done = compat.requires_done
-        self._reserved = reserved
+        self._ids = CallIds(reserved)
         self._response_id: str | None = None
         self._model: str | None = None
         self._finish: str | None = None
@@ -481,7 +480,6 @@ class OpenAIChatStreamParser:
         self._calls: dict[int, _Call] = {}
         self._order: list[_Call] = []
         self._pending: list[_Call] = []
-        self._used_ids: set[str] = set()
         self._content: list[AssistantBlock] = []
         self._run: list[str] = []
         self._run_kind: Literal["text", "thinking"] | None = None
@@ -693,23 +691,12 @@ class OpenAIChatStreamParser:
 
     def _assign_id(self, call: _Call, vendor_id: str) -> str:
         """The ID the call will have: the vendor's, unless it is taken (then derived)."""
-        if vendor_id in self._reserved or vendor_id in self._used_ids:
-            call_id = self._derive_id(call.position)
-        else:
-            call_id = vendor_id
-            self._used_ids.add(call_id)
+        call_id = self._ids.keep(vendor_id) or self._derive_id(call.position)
         call.call_id = call_id
         return call_id
 
     def _derive_id(self, position: int) -> str:
-        base = f"{self._resolved_response_id()}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used_ids:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used_ids.add(call_id)
-        return call_id
+        return self._ids.derive(self._resolved_response_id(), position)
 
     def _resolved_response_id(self) -> str:
         response_id = self._response_id
@@ -859,12 +846,7 @@ class OpenAIChatStreamParser:
 
     def _raise_closed(self) -> NoReturn:
         if self._failure is not None:
-            failure = self._failure
-            raise ProviderError(
-                failure.code,  # pyright: ignore[reportArgumentType]
-                failure.message,
-                provider_code=failure.provider_code,
-            )
+            raise _repeated(self._failure)
         raise RuntimeError("OpenAIChatStreamParser.finish() was already called")
 
 
