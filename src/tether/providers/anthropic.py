@@ -22,7 +22,6 @@ The API key is sent only in the ``x-api-key`` header (never to a redirect's targ
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -59,6 +58,8 @@ class AnthropicModel(HttpStreamModel):
         "_thinking_budget",
     )
 
+    _MODEL_EXAMPLE = "claude-sonnet-4-5"
+
     def __init__(
         self,
         model: str,
@@ -75,12 +76,6 @@ class AnthropicModel(HttpStreamModel):
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        if type(model) is not str or not model.strip():
-            raise TypeError("model must be a non-empty model name, e.g. 'claude-sonnet-4-5'")
-        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
-            raise TypeError("base_url must be an http:// or https:// URL")
-        if api_key is not None and (type(api_key) is not str or not api_key):
-            raise TypeError("api_key must be a non-empty string or None")
         if type(max_output_tokens) is not int or max_output_tokens < 1:
             raise TypeError("max_output_tokens must be a positive int")
         if thinking_budget is not None and (
@@ -91,12 +86,11 @@ class AnthropicModel(HttpStreamModel):
             )
         if type(anthropic_version) is not str or not anthropic_version:
             raise TypeError("anthropic_version must be a non-empty string")
-        if api_key is None and api_key_env:
-            api_key = os.environ.get(api_key_env) or None
         super().__init__(
             model=model,
             base_url=base_url,
             api_key=api_key,
+            api_key_env=api_key_env,
             retry=retry,
             timeouts=timeouts,
             http_client=http_client,

@@ -20,7 +20,6 @@ never in ``repr``, an error, an event or JSON output. Close the model's HTTP cli
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -69,6 +68,8 @@ class GeminiModel(HttpStreamModel):
         "_thinking_level",
     )
 
+    _MODEL_EXAMPLE = "gemini-2.5-flash"
+
     def __init__(
         self,
         model: str,
@@ -86,24 +87,16 @@ class GeminiModel(HttpStreamModel):
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        if type(model) is not str or not model.strip():
-            raise TypeError("model must be a non-empty model name, e.g. 'gemini-2.5-flash'")
-        model = model.removeprefix("models/")
-        if not model.strip():
-            raise TypeError("model must name a model after 'models/'")
-        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
-            raise TypeError("base_url must be an http:// or https:// URL")
-        if api_key is not None and (type(api_key) is not str or not api_key):
-            raise TypeError("api_key must be a non-empty string or None")
+        if type(model) is str:
+            model = model.removeprefix("models/")
         if type(api_version) is not str or not api_version or "/" in api_version:
             raise TypeError("api_version must be a non-empty path segment, e.g. 'v1beta'")
         check_generation_options(max_output_tokens, temperature, thinking_budget, thinking_level)
-        if api_key is None and api_key_env:
-            api_key = os.environ.get(api_key_env) or None
         super().__init__(
             model=model,
             base_url=base_url,
             api_key=api_key,
+            api_key_env=api_key_env,
             retry=retry,
             timeouts=timeouts,
             http_client=http_client,

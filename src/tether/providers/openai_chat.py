@@ -23,7 +23,6 @@ OpenAIChatModel(...) as model``); one never closed is closed when its event loop
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -66,6 +65,8 @@ class OpenAIChatModel(HttpStreamModel):
         "_temperature",
     )
 
+    _MODEL_EXAMPLE = "gpt-4o-mini"
+
     def __init__(
         self,
         model: str,
@@ -82,24 +83,17 @@ class OpenAIChatModel(HttpStreamModel):
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        if type(model) is not str or not model.strip():
-            raise TypeError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
-        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
-            raise TypeError("base_url must be an http:// or https:// URL")
-        if api_key is not None and (type(api_key) is not str or not api_key):
-            raise TypeError("api_key must be a non-empty string or None")
         if max_output_tokens is not None and (
             type(max_output_tokens) is not int or max_output_tokens < 1
         ):
             raise TypeError("max_output_tokens must be a positive int or None")
         if not isinstance(compat, OpenAIChatCompat):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("compat must be an OpenAIChatCompat")
-        if api_key is None and api_key_env:
-            api_key = os.environ.get(api_key_env) or None
         super().__init__(
             model=model,
             base_url=base_url,
             api_key=api_key,
+            api_key_env=api_key_env,
             retry=retry,
             timeouts=timeouts,
             http_client=http_client,
