@@ -35,20 +35,19 @@ paused inside each timed region; every contender's output is checked.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import importlib.util
 import json
 import platform
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import goals
 import recorded
+from bench_anthropic import network_chunks, source_file, time_once
 
 try:
     from tether.providers._sse import SSEDecoder
@@ -59,7 +58,6 @@ except ImportError:  # running from a checkout without an installed tether
     from tether.providers.gemini_wire import GeminiStreamParser
 
 REQUEST_ID: Final = "request-001"
-NETWORK_CHUNK: Final = 64 * 1024
 SDK = "google-genai SDK"
 SDK_MISSING: Final = "google-genai not installed (pip install google-genai): SDK contender skipped"
 RECORDED_REPEAT: Final = 50
@@ -69,13 +67,6 @@ Outcome = tuple[int, int, int]
 Contender = Callable[[], Outcome]
 
 # --- the streams ----------------------------------------------------------------------------------
-
-
-def source_file(size: int) -> str:
-    """About ``size`` characters of Python-looking source: quotes, backslashes, newlines."""
-    line = 'def f_{0}(path: str) -> str:\n    return "C:\\\\tmp\\\\" + path.replace("\\"", "\'")\n'
-    text = "".join(line.format(index) for index in range(size // len(line) + 1))
-    return text[:size]
 
 
 def _payload(parts: list[dict[str, Any]], n: int, finish: str | None = None) -> dict[str, Any]:
@@ -133,10 +124,6 @@ def tool_body(prose: int, calls: int, argument_chars: int) -> bytes:
         payloads.append(_payload([part], n))
     payloads.append(_payload([{"text": ""}], calls, "STOP"))
     return _body(payloads)
-
-
-def network_chunks(body: bytes) -> list[bytes]:
-    return [body[start : start + NETWORK_CHUNK] for start in range(0, len(body), NETWORK_CHUNK)]
 
 
 def payload_texts(streams: list[list[bytes]]) -> list[str]:
@@ -232,18 +219,6 @@ def floor_contender(payloads: list[str], repeat: int = 1) -> Contender:
 
 
 # --- measurement ----------------------------------------------------------------------------------
-
-
-def time_once(contender: Contender) -> tuple[float, Outcome]:
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.process_time()
-        outcome = contender()
-        elapsed = time.process_time() - start
-    finally:
-        gc.enable()
-    return elapsed, outcome
 
 
 def workload(bodies: list[bytes], rounds: int, repeat: int = 1) -> dict[str, Any]:

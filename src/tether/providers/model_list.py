@@ -48,29 +48,28 @@ def parse_model_page(body: object) -> tuple[tuple[str, ...], str | None]:
     data = page.get("data")
     if type_of(data) is not list:
         raise _bad("has no 'data' array")
-    entries = cast("list[object]", data)
-    if len(entries) > MAX_LISTED_MODELS:
-        raise _bad(f"holds more than {MAX_LISTED_MODELS} models")
-    ids: list[str] = []
-    for entry in entries:
-        model = _object(entry)
-        if model is None:
-            raise _bad("holds an entry that is not an object")
-        ident = model.get("id")
-        if not isinstance(ident, str) or not 0 < len(ident) <= MAX_MODEL_ID_LENGTH:
-            raise _bad(f"holds a model whose id is not a string of 1 to {MAX_MODEL_ID_LENGTH}")
-        ids.append(ident)
+    ids = _ids(cast("list[object]", data), "id", "")
     if page.get("has_more") is not True:
-        return tuple(ids), None
+        return ids, None
     last = page.get("last_id")
     if not isinstance(last, str) or not last:
         raise _bad("says it has more but names no 'last_id'")
-    return tuple(ids), last
+    return ids, last
 
 
 def _google_page(page: dict[str, object]) -> tuple[tuple[str, ...], str | None]:
     """A page of Google's ``{"models": [{"name": "models/..."}], "nextPageToken"}``."""
-    entries = cast("list[object]", page["models"])
+    ids = _ids(cast("list[object]", page["models"]), "name", "models/")
+    token = page.get("nextPageToken")
+    if token is None or token == "":
+        return ids, None
+    if not isinstance(token, str):
+        raise _bad("has a 'nextPageToken' that is not a string")
+    return ids, token
+
+
+def _ids(entries: list[object], field: str, prefix: str) -> tuple[str, ...]:
+    """Each entry's ``field`` (without ``prefix``), bounded in count and length."""
     if len(entries) > MAX_LISTED_MODELS:
         raise _bad(f"holds more than {MAX_LISTED_MODELS} models")
     ids: list[str] = []
@@ -78,14 +77,9 @@ def _google_page(page: dict[str, object]) -> tuple[tuple[str, ...], str | None]:
         model = _object(entry)
         if model is None:
             raise _bad("holds an entry that is not an object")
-        name = model.get("name")
-        ident = name.removeprefix("models/") if isinstance(name, str) else None
-        if ident is None or not 0 < len(ident) <= MAX_MODEL_ID_LENGTH:
-            raise _bad(f"holds a model whose name is not a string of 1 to {MAX_MODEL_ID_LENGTH}")
+        value = model.get(field)
+        ident = value.removeprefix(prefix) if isinstance(value, str) else ""
+        if not 0 < len(ident) <= MAX_MODEL_ID_LENGTH:
+            raise _bad(f"holds a model whose {field} is not a string of 1 to {MAX_MODEL_ID_LENGTH}")
         ids.append(ident)
-    token = page.get("nextPageToken")
-    if token is None or token == "":
-        return tuple(ids), None
-    if not isinstance(token, str):
-        raise _bad("has a 'nextPageToken' that is not a string")
-    return tuple(ids), token
+    return tuple(ids)
