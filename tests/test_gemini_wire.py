@@ -711,6 +711,27 @@ def test_a_minimal_request_sends_no_config_and_no_tools() -> None:
     }
 
 
+def test_results_go_back_in_the_order_of_their_calls() -> None:
+    calls = tuple(ToolCall(id=f"c{n}", name=f"f{n}", arguments=JsonObject()) for n in range(3))
+    results = [
+        ToolResultMessage(tool_call_id=f"c{n}", tool_name=f"f{n}", content=str(n))
+        for n in (2, 0, 1)
+    ]
+    request = ModelRequest(
+        id=REQUEST_ID,
+        messages=(AssistantMessage(content=calls), *results, UserMessage(content="next")),
+    )
+    body: Any = build_gemini_request(request)
+    parts = body["contents"][1]["parts"]
+    assert [part.get("functionResponse", {}).get("id") for part in parts] == [
+        "c0",
+        "c1",
+        "c2",
+        None,
+    ]
+    assert parts[-1] == {"text": "next"}
+
+
 def test_unsigned_calls_get_the_documented_placeholder_on_the_first_only() -> None:
     message = AssistantMessage(
         content=(

@@ -22,6 +22,7 @@ The rules (docs/providers.md, "Gemini"):
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any, Final, Literal, NoReturn, TypeAlias
@@ -340,7 +341,8 @@ def build_gemini_request(
 
     * ``systemInstruction: {"parts": [{"text": system}]}`` (left out when ``None`` or empty).
     * ``contents`` alternate ``user``/``model`` turns (consecutive messages of one role share a
-      turn, their parts in transcript order): a user message is a ``text`` part; a tool result
+      turn, their parts in transcript order, except that the results of a model turn's calls
+      come first, in the order of the calls): a user message is a ``text`` part; a tool result
       a ``functionResponse`` part (``name``, ``id``: the call's ID, ``response``:
       ``{"output": content}``, or ``{"error": content}`` when it failed); an assistant message
       its blocks, each one part, **as received**: text (``thoughtSignature`` when the block has
@@ -394,6 +396,9 @@ def build_gemini_request(
     body: dict[str, object] = {}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    for previous, (role, parts) in itertools.pairwise(turns):
+        if role == "user" and previous[0] == "model":
+            _in_call_order(previous[1], parts)
     body["contents"] = [{"role": role, "parts": parts} for role, parts in turns]
     if request.tools:
         declarations: list[dict[str, object]] = []
@@ -447,6 +452,24 @@ def check_generation_options(
         raise ValueError(f"thinking_level must be one of {', '.join(THINKING_LEVELS)}, or None")
     if thinking_budget is not None and thinking_level is not None:
         raise ValueError("give thinking_budget (Gemini 2.5) or thinking_level (Gemini 3), not both")
+
+
+def _in_call_order(calls: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
+    """Sort the ``functionResponse`` parts of a user turn into the order of the model turn's
+    ``functionCall`` parts before it (Gemini pairs them by position when it sent no IDs);
+    other parts keep their order after them."""
+    order = {
+        part["functionCall"]["id"]: position
+        for position, part in enumerate(calls)
+        if "functionCall" in part
+    }
+    late = len(calls)
+
+    def position(part: dict[str, Any]) -> int:
+        response = part.get("functionResponse")
+        return late if response is None else order.get(response["id"], late)
+
+    parts.sort(key=position)
 
 
 def _model_parts(content: tuple[AssistantBlock, ...]) -> list[dict[str, object]]:
