@@ -33,6 +33,7 @@ BENCHES = (
     "bench_socket",
     "bench_anthropic",
     "bench_responses",
+    "bench_gemini",
     "bench_coding",
     "bench_sandbox",
     "bench_agent",
@@ -289,6 +290,7 @@ def render_details(figures: dict[str, Any]) -> list[str]:
     ]
     lines += stream_section("Anthropic", "anthropic SDK", figures["bench_anthropic"])
     lines += stream_section("OpenAI Responses", "openai SDK", figures["bench_responses"])
+    lines += render_gemini(figures["bench_gemini"])
     coding = figures["bench_coding"]
     lines += [
         "",
@@ -408,6 +410,31 @@ def render_details(figures: dict[str, Any]) -> list[str]:
         f"runs {growth['added_rss_factor']:.1f}x. Goal memory linear in concurrent runs: "
         f"{verdict(growth['added_rss_factor'] <= growth['size_factor'] * 1.25)}.",
         "",
+    ]
+    return lines
+
+
+def render_gemini(gemini: dict[str, Any]) -> list[str]:
+    """The Gemini section: tether against the floor and the SDK, per workload."""
+    lines = [
+        "",
+        "## Gemini stream → ModelResponse (in memory)",
+        "",
+        "| workload | tether / json.loads floor | google-genai SDK / tether |",
+        "|---|---:|---:|",
+    ]
+    for name in ("recorded", "text", "tool"):
+        result = gemini[name]
+        if result is None:
+            lines.append(f"| {name} | SKIPPED: no recordings | |")
+            continue
+        row = result["ratios"]
+        sdk_ratio = row.get("sdk/tether")
+        shown = "SKIPPED: SDK not installed" if sdk_ratio is None else f"{sdk_ratio:.2f}"
+        lines.append(f"| {name} | {row['tether/floor']:.2f} | {shown} |")
+    lines += [
+        "",
+        "Goal ≥ 3x faster than the SDK turning each event into its objects.",
     ]
     return lines
 

@@ -33,6 +33,7 @@ MODULES = (
     "tether.providers.openai_chat",
     "tether.providers.anthropic",
     "tether.providers.openai_responses",
+    "tether.providers.gemini",
     "tether.providers.catalog",
     "tether.tools",
     "tether.tools.coding",
@@ -93,6 +94,7 @@ ROOT_NAMES = (
     # models
     "AnthropicModel",
     "FixtureProviderAdapter",
+    "GeminiModel",
     "Model",
     "ModelStream",
     "OpenAIChatModel",

@@ -120,6 +120,8 @@ def test_models_lists_providers_and_which_keys_are_set(tmp_path: Path) -> None:
     assert row["openai"].endswith("OPENAI_API_KEY (set)")
     assert "https://api.openai.com/v1" in row["openai"]
     assert row["anthropic"].endswith("ANTHROPIC_API_KEY (not set)")
+    assert row["google"].endswith("GEMINI_API_KEY (not set)")
+    assert "gemini  " in row["google"]
     assert row["ollama"].endswith("none needed")
     assert "(config)" in row["gpu-box"]
     assert row["gpu-box"].endswith("GPU_BOX_TOKEN (set)")

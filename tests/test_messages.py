@@ -527,7 +527,9 @@ def test_assistant_message_reads_each_block_field_once(kind: str) -> None:
 
     assert len(message.content) == 1
     expected_keys = (
-        {"type", "text"} if kind == "text" else {"type", "id", "name", "arguments", "rawArguments"}
+        {"type", "text", "signature"}
+        if kind == "text"
+        else {"type", "id", "name", "arguments", "rawArguments", "signature"}
     )
     assert set(block.reads) == expected_keys
     assert all(count == 1 for count in block.reads.values()), block.reads

@@ -1405,9 +1405,8 @@ def test_parse_model_spec() -> None:
         "anthropic/claude-sonnet-4.5",
     )
     assert parse_model_spec("ollama/qwen3:8b") == (PRESETS["ollama"], "qwen3:8b")
-    with pytest.raises(
-        ValueError, match=r"unknown provider 'nope'.*known providers: anthropic, deepseek, groq"
-    ):
+    known = r"known providers: anthropic, deepseek, google, groq"
+    with pytest.raises(ValueError, match=rf"unknown provider 'nope'.*{known}"):
         parse_model_spec("nope/model")
     for bad in ("gpt-4o", "/gpt-4o", "openai/", "openai/ "):
         with pytest.raises(ValueError, match="must be PROVIDER/MODEL"):

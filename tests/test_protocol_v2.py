@@ -136,6 +136,29 @@ def test_thinking_block_defaults_and_json() -> None:
         signed.redacted = False  # pyright: ignore[reportAttributeAccessIssue]
 
 
+def test_text_and_tool_call_signatures_are_v2_fields() -> None:
+    """Gemini's ``thoughtSignature`` rides on the text or call it came with: omitted from the
+    JSON while ``None`` (the workshop JSON is unchanged), kept verbatim otherwise."""
+    assert to_json(TextBlock(text="hi")) == {"type": "text", "text": "hi"}
+    signed = TextBlock(text="", signature="Ep+/sig==")
+    assert to_json(signed) == {"type": "text", "text": "", "signature": "Ep+/sig=="}
+    assert from_json(to_json(signed), AssistantBlock) == signed
+    call = ToolCall(id="c1", name="add", arguments=JsonObject({"a": 1}), signature="SIG")
+    assert to_json(call) == {
+        "type": "toolCall",
+        "id": "c1",
+        "name": "add",
+        "arguments": {"a": 1},
+        "signature": "SIG",
+    }
+    assert from_json(json_round_trip(call), AssistantBlock) == call
+    assert "signature" not in to_json(ToolCall(id="c1", name="add", arguments=JsonObject()))
+    with pytest.raises(TypeError, match=r"^TextBlock\.signature must be a string"):
+        TextBlock(text="t", signature=b"s")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match=r"^ToolCall\.signature must be a string"):
+        ToolCall(id="c", name="n", arguments=JsonObject(), signature=1)  # pyright: ignore[reportArgumentType]
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -582,8 +605,14 @@ INVALID_TOOL_CALLS = st.builds(
 )
 """Calls whose argument text was not a JSON object (``raw_arguments`` set, ``arguments``
 empty)."""
+SIGNED_BLOCKS = st.builds(TextBlock, text=TEXTS, signature=TEXTS) | st.builds(
+    ToolCall, id=IDS, name=IDS, arguments=st.just(JsonObject()), signature=TEXTS
+)
+"""Text and calls carrying a vendor signature (Gemini's ``thoughtSignature``)."""
 TOOL_CALLS = VALID_TOOL_CALLS | INVALID_TOOL_CALLS
-BLOCKS: st.SearchStrategy[AssistantBlock] = st.one_of(TEXT_BLOCKS, THINKING_BLOCKS, TOOL_CALLS)
+BLOCKS: st.SearchStrategy[AssistantBlock] = st.one_of(
+    TEXT_BLOCKS, THINKING_BLOCKS, TOOL_CALLS, SIGNED_BLOCKS
+)
 
 USER_MESSAGES = st.builds(UserMessage, id=IDS, content=TEXTS)
 ASSISTANT_MESSAGES = st.builds(AssistantMessage, id=IDS, content=st.lists(BLOCKS, max_size=4))

@@ -4,7 +4,8 @@ The replay/fault server (``tests/servers/replay.py``) misbehaves the way real se
 proxies do: it compresses bodies a client asked to get uncompressed, answers with redirects
 to another origin, drips a byte at a time, delays the headers and then the body, and counts
 the TCP connections it accepts. Each test here is one of those faults against
-``OpenAIChatModel``, ``AnthropicModel`` and ``OpenAIResponsesModel`` alike: the body decoded
+``OpenAIChatModel``, ``AnthropicModel``, ``OpenAIResponsesModel`` and ``GeminiModel``
+alike: the body decoded
 (bounded: a gzip bomb is a coded error), the redirect refused without the key or custom
 headers reaching the second origin, idle time measured between events with an optional total
 deadline, one first-byte deadline, a stream the consumer drops closing its connection, three
@@ -32,6 +33,7 @@ import httpx2
 import pytest
 
 import anthropic_bodies as anthropic
+import gemini_bodies as gemini
 import responses_bodies as responses
 from cli_support import FAKE_KEY, assert_no_key, child_env
 from openai_bodies import DONE, openai_chunk, openai_usage, sse
@@ -60,6 +62,7 @@ from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import HttpStreamModel
 from tether.providers.anthropic import AnthropicModel
 from tether.providers.errors import ProviderError
+from tether.providers.gemini import GeminiModel
 from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.openai_responses import OpenAIResponsesModel
 
@@ -69,8 +72,10 @@ SECRET: Final = "sk-test-NETWORK-SECRET-0123456789"
 CUSTOM: Final = "custom-header-SECRET-value"
 FAST_RETRY: Final = RetryPolicy(attempts=3, initial_backoff=0.0, max_backoff=0.0)
 
-Kind = Literal["openai", "anthropic", "responses"]
-KINDS: Final[tuple[Kind, ...]] = ("openai", "anthropic", "responses")
+Kind = Literal["openai", "anthropic", "responses", "gemini"]
+KINDS: Final[tuple[Kind, ...]] = ("openai", "anthropic", "responses", "gemini")
+ENDED: Final[tuple[Kind, ...]] = ("openai", "anthropic", "responses")
+"""The kinds whose stream has an end event (Gemini's just ends: its body is read to EOF)."""
 WORDS: Final = ("The sum ", "is ", "42.")
 
 
@@ -80,16 +85,27 @@ def make_model(kind: Kind, server: ReplayServer, **options: Any) -> HttpStreamMo
         return OpenAIChatModel("gpt-test", base_url=server.url, api_key=SECRET, **options)
     if kind == "responses":
         return OpenAIResponsesModel("gpt-test", base_url=server.url, api_key=SECRET, **options)
+    if kind == "gemini":
+        return GeminiModel("gemini-test", base_url=server.origin, api_key=SECRET, **options)
     return AnthropicModel("claude-test", base_url=server.origin, api_key=SECRET, **options)
 
 
 def endpoint(kind: Kind) -> str:
+    if kind == "gemini":
+        return "/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
     paths = {"openai": "/v1/chat/completions", "responses": "/v1/responses"}
     return paths.get(kind, "/v1/messages")
 
 
 def text_body(kind: Kind, words: tuple[str, ...] = WORDS) -> bytes:
     """A complete text answer in ``kind``'s streaming format."""
+    if kind == "gemini":  # as Gemini 3 sends it: the finish reason on an empty last part
+        return gemini.body(
+            {"usageMetadata": gemini.usage(10)},
+            *(gemini.chunk(gemini.text(word), usage=gemini.usage(10)) for word in words),
+            gemini.chunk(gemini.text(""), finish="STOP", usage=gemini.usage(10, len(words))),
+            crlf=False,
+        )
     if kind == "openai":
         return sse(
             openai_chunk({"role": "assistant", "content": ""}),
@@ -361,7 +377,7 @@ async def test_three_streams_on_one_model_share_one_connection(
     assert len(server.connections) == 1
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ENDED)
 async def test_a_body_that_lingers_after_its_end_event_is_dropped_after_a_short_drain(
     kind: Kind,
 ) -> None:

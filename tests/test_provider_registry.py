@@ -96,7 +96,7 @@ def _config(tmp_path: Path, text: str) -> CliConfig:
 
 
 def test_the_built_in_apis_and_their_presets() -> None:
-    assert REGISTRY.names() == ("anthropic-messages", "openai-chat", "openai-responses")
+    assert REGISTRY.names() == ("anthropic-messages", "openai-chat", "openai-responses", "gemini")
     assert len(BUILT_IN_APIS) == len(REGISTRY.names())
     assert tuple(PRESETS)[:2] == ("anthropic", "openai")
     for name, preset in PRESETS.items():
@@ -107,6 +107,7 @@ def test_the_built_in_apis_and_their_presets() -> None:
     assert REGISTRY.api("anthropic-messages").base_url_example.endswith(".com")
     assert REGISTRY.api("openai-chat").base_url_example.endswith("/v1")
     assert REGISTRY.api("openai-responses").base_url_example.endswith("/v1")
+    assert REGISTRY.api("gemini").base_url_example.endswith("googleapis.com")
 
 
 def test_the_registry_loads_no_http_provider() -> None:
@@ -116,7 +117,8 @@ def test_the_registry_loads_no_http_provider() -> None:
         "from tether.cli.config import load_config\n"
         "names = REGISTRY.names(); presets = dict(REGISTRY.presets())\n"
         "heavy = [m for m in ('httpx2', 'tether.providers.openai_chat', "
-        "'tether.providers.anthropic', 'tether.providers.openai_responses', 'asyncio') "
+        "'tether.providers.anthropic', 'tether.providers.openai_responses', "
+        "'tether.providers.gemini', 'asyncio') "
         "if m in sys.modules]\n"
         "print(json.dumps({'names': list(names), 'heavy': heavy}))\n"
     )
@@ -125,7 +127,7 @@ def test_the_registry_loads_no_http_provider() -> None:
     )
     report = json.loads(completed.stdout)
     assert report == {
-        "names": ["anthropic-messages", "openai-chat", "openai-responses"],
+        "names": ["anthropic-messages", "openai-chat", "openai-responses", "gemini"],
         "heavy": [],
     }
 
@@ -288,8 +290,9 @@ def test_the_config_file_accepts_the_new_api_only_while_it_is_registered(
         assert _config(tmp_path, text).providers["box"].api == "fake"
         with pytest.raises(CliConfigError) as listed:
             _config(tmp_path, '[providers.box]\napi = "nope"\nbase_url = "http://h"\n')
-        assert "must be one of: anthropic-messages, openai-chat, openai-responses, fake" in str(
-            listed.value
+        assert (
+            "must be one of: anthropic-messages, openai-chat, openai-responses, gemini, fake"
+            in str(listed.value)
         )
         with pytest.raises(CliConfigError) as missing:
             _config(tmp_path, '[providers.box]\napi = "fake"\n')

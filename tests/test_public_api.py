@@ -422,6 +422,7 @@ models = [
     tether.OpenAIChatModel.__module__,
     tether.AnthropicModel.__module__,
     tether.OpenAIResponsesModel.__module__,
+    tether.GeminiModel.__module__,
 ]
 print(json.dumps({"modules": models, "httpx2": "httpx2" in sys.modules}))
 """
@@ -432,6 +433,7 @@ def test_the_http_models_are_exported_from_the_root_without_loading_httpx2() -> 
     """DESIGN Part II: the real models are re-exported from ``tether``; resolving them still
     leaves httpx2 unimported until a request is sent."""
     from tether.providers.anthropic import AnthropicModel
+    from tether.providers.gemini import GeminiModel
     from tether.providers.openai_chat import OpenAIChatModel
     from tether.providers.openai_responses import OpenAIResponsesModel
 
@@ -440,6 +442,9 @@ def test_the_http_models_are_exported_from_the_root_without_loading_httpx2() -> 
     assert tether.OpenAIResponsesModel is OpenAIResponsesModel
     assert "AnthropicModel" in tether.__all__
     assert "OpenAIResponsesModel" in tether.__all__
+    assert tether.GeminiModel is GeminiModel
+    assert "AnthropicModel" in tether.__all__
+    assert "GeminiModel" in tether.__all__
     completed = subprocess.run(
         [sys.executable, "-c", _HTTP_MODELS_PROBE],
         capture_output=True,
@@ -454,6 +459,7 @@ def test_the_http_models_are_exported_from_the_root_without_loading_httpx2() -> 
             "tether.providers.openai_chat",
             "tether.providers.anthropic",
             "tether.providers.openai_responses",
+            "tether.providers.gemini",
         ],
         "httpx2": False,
     }

@@ -17,6 +17,7 @@ from tether.providers._http import RetryPolicy, redact, redact_error
 from tether.providers._streaming import HttpStreamModel
 from tether.providers.anthropic import AnthropicModel
 from tether.providers.errors import MAX_ERROR_TEXT, MAX_PROVIDER_CODE, ProviderError
+from tether.providers.gemini import GeminiModel
 from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.openai_responses import OpenAIResponsesModel
 
@@ -103,6 +104,8 @@ def _leak_model(kind: str, server: ReplayServer, **options: Any) -> HttpStreamMo
         return OpenAIChatModel("m", base_url=server.url, api_key=LOOPBACK_SECRET, retry=retry)
     if kind == "responses":
         return OpenAIResponsesModel("m", base_url=server.url, api_key=LOOPBACK_SECRET, retry=retry)
+    if kind == "gemini":
+        return GeminiModel("m", base_url=server.origin, api_key=LOOPBACK_SECRET, retry=retry)
     return AnthropicModel("m", base_url=server.origin, api_key=LOOPBACK_SECRET, retry=retry)
 
 
@@ -125,7 +128,7 @@ def _no_key_in(error: ProviderError) -> None:
     assert code is None or len(code) <= MAX_PROVIDER_CODE
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic", "responses"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "responses", "gemini"])
 async def test_a_vendor_code_that_echoes_the_key_never_carries_it(kind: str) -> None:
     echo = f"invalid_key:{LOOPBACK_SECRET}:" + "x" * 5000
     async with ReplayServer() as server:
@@ -180,7 +183,7 @@ async def test_an_error_event_type_that_echoes_the_key_never_carries_it() -> Non
     _no_key_in(error)
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic", "responses"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "responses", "gemini"])
 async def test_a_redirect_whose_location_echoes_the_key_never_carries_it(kind: str) -> None:
     location = f"http://127.0.0.1:9/v1/messages?key={LOOPBACK_SECRET}&pad=" + "p" * 5000
     async with ReplayServer() as server:
@@ -191,3 +194,14 @@ async def test_a_redirect_whose_location_echoes_the_key_never_carries_it(kind: s
     assert "http://127.0.0.1:9/v1/messages?key=[redacted]" in error.message
     assert len(error.message) < 1000
     _no_key_in(error)
+
+
+async def test_a_gemini_error_payload_that_echoes_the_key_never_carries_it() -> None:
+    error = {"code": 400, "message": "echo " + LOOPBACK_SECRET, "status": f"S_{LOOPBACK_SECRET}"}
+    async with ReplayServer() as server:
+        server.respond(sse_response(sse_body([{"error": error}], done=False)))
+        async with _leak_model("gemini", server) as model:
+            raised = await _error_of(model)
+    assert raised.code == "PROVIDER_ERROR_EVENT"
+    assert raised.provider_code == "S_[redacted]"
+    _no_key_in(raised)

@@ -112,6 +112,9 @@ if TYPE_CHECKING:
     from tether.providers.fixture import (
         FixtureProviderAdapter,
     )
+    from tether.providers.gemini import (
+        GeminiModel,
+    )
     from tether.providers.openai_chat import (
         OpenAIChatModel,
         RetryPolicy,
@@ -195,6 +198,7 @@ _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tether.providers.anthropic": ("AnthropicModel",),
     "tether.providers.openai_responses": ("OpenAIResponsesModel",),
+    "tether.providers.gemini": ("GeminiModel",),
     "tether.providers.catalog": ("model_from_spec",),
     "tether.tools": (
         "ModelRetry",
@@ -263,6 +267,7 @@ __all__ = [
     "EventStream",
     "FailedRunResult",
     "FixtureProviderAdapter",
+    "GeminiModel",
     "Invalid",
     "JsonObject",
     "MaxStepsRunResult",

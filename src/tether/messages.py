@@ -153,7 +153,7 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         text = read_field(block, "text")
         if type_of(text) is not str:
             raise TypeError(f"{prefix}.text must be a string")
-        return TextBlock(text=text)
+        return TextBlock(text=text, signature=_signature(block, prefix))
     if type_of(block_type) is str and block_type == "thinking":
         return _thinking_from_mapping(block, prefix)
     if type_of(block_type) is str and block_type == "toolCall":
@@ -164,25 +164,35 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         if not is_non_empty(name):
             raise TypeError(f"{prefix}.name must be a non-empty string")
         arguments = snapshot_arguments(read_field(block, "arguments"), f"{prefix}.arguments")
+        signature = _signature(block, prefix)
         raw = read_field(block, "rawArguments")
         if raw is MISSING or raw is None:
-            return ToolCall(id=call_id, name=name, arguments=arguments)
+            return ToolCall(id=call_id, name=name, arguments=arguments, signature=signature)
         problem = _raw_arguments_problem(raw, arguments)
         if problem is not None:
             raise TypeError(f"{prefix}.{problem}")
-        return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)
+        return ToolCall(
+            id=call_id, name=name, arguments=arguments, raw_arguments=raw, signature=signature
+        )
     raise TypeError(f'{prefix}.type must be "text", "thinking" or "toolCall"')
+
+
+def _signature(block: Any, prefix: str) -> str | None:
+    """A block's optional ``signature``: a string, or ``None`` when missing or null."""
+    signature = read_field(block, "signature")
+    if signature is MISSING or signature is None:
+        return None
+    if type_of(signature) is not str:
+        raise TypeError(f"{prefix}.signature must be a string or null")
+    text: str = signature
+    return text
 
 
 def _thinking_from_mapping(block: Any, prefix: str) -> ThinkingBlock:
     text = read_field(block, "text")
     if type_of(text) is not str:
         raise TypeError(f"{prefix}.text must be a string")
-    signature = read_field(block, "signature")
-    if signature is MISSING:
-        signature = None
-    elif signature is not None and type_of(signature) is not str:
-        raise TypeError(f"{prefix}.signature must be a string or null")
+    signature = _signature(block, prefix)
     redacted = read_field(block, "redacted")
     if redacted is MISSING:
         redacted = False

@@ -122,12 +122,12 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     return build
 
 
-text_block: Callable[[str], TextBlock] = builder(TextBlock, "text")
+text_block: Callable[..., TextBlock] = builder(TextBlock, "text", optional=("signature",))
 thinking_block: Callable[..., ThinkingBlock] = builder(
     ThinkingBlock, "text", optional=("signature", "redacted")
 )
 tool_call: Callable[..., ToolCall] = builder(
-    ToolCall, "id", "name", "arguments", optional=("raw_arguments",)
+    ToolCall, "id", "name", "arguments", optional=("raw_arguments", "signature")
 )
 _NO_ARGUMENTS: Final = JsonObject()
 

@@ -32,10 +32,17 @@ ToolCallId: TypeAlias = str
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextBlock(ProtocolValue):
-    """A run of assistant text."""
+    """A run of assistant text.
+
+    ``signature`` (protocol v2) is a vendor's opaque token that came on this text and must go
+    back on it, verbatim, when the transcript is sent again: Gemini's ``thoughtSignature``
+    (its model's encrypted reasoning state). ``None`` when the vendor sent none; it may be set
+    on an empty ``text`` (Gemini sends signatures on empty text parts too).
+    """
 
     type: Literal["text"] = "text"
     text: str
+    signature: str | None = v2(None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +72,10 @@ class ToolCall(ProtocolValue):
     (construction rejects anything else). The loop never executes an invalid call; it answers
     it with an error result (``TOOL_ARGUMENTS_INVALID: ...``) so the model can try again, and
     providers send the raw text back as what the model sent.
+
+    ``signature`` (protocol v2) is a vendor's opaque token that came on this call and must go
+    back on it, verbatim: Gemini's ``thoughtSignature`` (Gemini 3 rejects a replayed turn
+    whose first call lacks it). ``None`` when the vendor sent none.
     """
 
     type: Literal["toolCall"] = "toolCall"
@@ -72,6 +83,7 @@ class ToolCall(ProtocolValue):
     name: NonEmpty
     arguments: JsonObject
     raw_arguments: str | None = v2(None)
+    signature: str | None = v2(None)
 
     def _invariant(self) -> None:
         """Cross-field rule, run after the field checks (see ``ProtocolValue``)."""

@@ -8,10 +8,12 @@
 * ``openai_wire`` / ``openai_chat``: OpenAI Chat Completions (``OpenAIChatModel``);
 * ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
 * ``responses_wire`` / ``openai_responses``: the OpenAI Responses API
-  (``OpenAIResponsesModel``), with the ``_wire`` helpers every wire module shares;
+  (``OpenAIResponsesModel``);
+* ``gemini_wire`` / ``gemini``: Google's native Gemini API (``GeminiModel``);
+* ``_wire``: what every wire module shares (errors about a payload, arguments, call IDs);
 * ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``,
-  ``openai_responses_api``: its model class, loaded on first use, and its presets), from which
-  the rest derives;
+  ``openai_responses_api``, ``gemini_api``: its model class, loaded on first use, and its
+  presets), from which the rest derives;
 * ``catalog``: provider presets (base URL, key variable, quirks) by name;
 * ``openai_compat``: ``OpenAIChatCompat``, the quirks of one OpenAI-compatible server.
 

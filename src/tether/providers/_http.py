@@ -1,7 +1,7 @@
 """The HTTP half of every real provider: client, retries, timeouts, error mapping, redaction.
 
 Shared by every HTTP provider (``OpenAIChatModel``, ``AnthropicModel``,
-``OpenAIResponsesModel``); nothing here knows a vendor's format.
+``OpenAIResponsesModel``, ``GeminiModel``); nothing here knows a vendor's format.
 
 * ``HttpTransport`` owns one pooled ``httpx2.AsyncClient`` per model (created on first use,
   so ``import tether`` never imports httpx2), unless the caller passes ``http_client``
@@ -310,26 +310,58 @@ def _retry_after(headers: Mapping[str, str], now: Callable[[], float] = time.tim
     return seconds if 0 <= seconds < float("inf") else None
 
 
-def _vendor_error(body: bytes) -> tuple[str, str | None]:
-    """The vendor's message and code from an error body (OpenAI ``{"error": {...}}``,
-    Anthropic ``{"type": "error", "error": {...}}``, or plain text)."""
+def _vendor_error(body: bytes) -> tuple[str, str | None, float | None]:
+    """The vendor's message, code and requested delay from an error body (OpenAI
+    ``{"error": {...}}``, Anthropic ``{"type": "error", "error": {...}}``, Google
+    ``{"error": {"code": 429, "message", "status", "details"}}``, also wrapped in a one-item
+    array as Google's non-SSE stream sends it, or plain text).
+
+    For Google the code is the ``status`` name (``RESOURCE_EXHAUSTED``), not the number the
+    HTTP status already says, and the delay is a ``google.rpc.RetryInfo`` detail's
+    ``retryDelay`` (``"32s"``)."""
     text = body.decode("utf-8", "replace").strip()
     try:
         parsed: object = json.loads(text)
-    except ValueError:
-        return text, None
-    error: object = _get(parsed, "error")
+    except (ValueError, RecursionError):
+        return text, None, None
+    top: object = parsed
+    if isinstance(parsed, list):
+        wrapped: list[object] = parsed  # pyright: ignore[reportUnknownVariableType]
+        if len(wrapped) == 1:
+            top = wrapped[0]
+    error: object = _get(top, "error")
     if isinstance(error, dict):
         fields: dict[str, object] = error  # pyright: ignore[reportUnknownVariableType]
         message = fields.get("message")
         code = fields.get("code") or fields.get("type")
+        status_name = fields.get("status")
+        if type(code) is int and isinstance(status_name, str) and status_name:
+            code = status_name
         return (
             message if isinstance(message, str) else text,
             None if code is None else str(code),
+            _retry_delay(fields.get("details")),
         )
     if isinstance(error, str):
-        return error, None
-    return text, None
+        return error, None, None
+    return text, None, None
+
+
+_DELAY: Final = re.compile(r"(\d{1,7}(?:\.\d{1,9})?)s")
+
+
+def _retry_delay(details: object) -> float | None:
+    """The seconds of the first ``google.rpc.RetryInfo`` detail's ``retryDelay``, if any."""
+    if not isinstance(details, list):
+        return None
+    entries: list[object] = details  # pyright: ignore[reportUnknownVariableType]
+    for detail in entries:
+        delay = _get(detail, "retryDelay")
+        if isinstance(delay, str):
+            match = _DELAY.fullmatch(delay)
+            if match is not None:
+                return float(match.group(1))
+    return None
 
 
 def _get(value: object, key: str) -> object:
@@ -346,14 +378,15 @@ def error_for_status(
     """The ``ProviderError`` for a non-2xx response (vendor text bounded, key redacted)."""
     if 300 <= status < 400:
         return _redirected(status, headers.get("location"), secret)
-    message, provider_code = _vendor_error(body)
+    message, provider_code, delay = _vendor_error(body)
     message = redact(message, secret) or f"HTTP {status}"
     code = _code_for_status(status, message)
+    retry_after = _retry_after(headers)
     return ProviderError(
         code,
         f"HTTP {status}: {message}",
         status=status,
-        retry_after=_retry_after(headers),
+        retry_after=delay if retry_after is None else retry_after,
         provider_code=None if provider_code is None else redact(provider_code, secret),
     )
 

@@ -29,7 +29,7 @@ import json.scanner
 import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, Self, TypeAlias, cast
 
 from tether._producer import fail_producer, start_producer
 from tether._race import follow_signal
@@ -93,16 +93,34 @@ class HttpStreamModel:
 
     __slots__ = ("_api_key", "_base_url", "_model", "_retry", "_timeouts", "_transport")
 
+    _MODEL_EXAMPLE: ClassVar[str] = "model-name"
+    """A model name of the vendor's, shown in the error for a missing one."""
+
     def __init__(
         self,
         *,
         model: str,
         base_url: str,
         api_key: str | None,
+        api_key_env: str | None = None,
         retry: RetryPolicy,
         timeouts: Timeouts,
         http_client: httpx2.AsyncClient | None,
     ) -> None:
+        """What every HTTP model checks (``TypeError`` otherwise): a non-empty ``model``, an
+        ``http(s)://`` ``base_url``, an ``api_key`` that is non-empty or ``None`` (then read
+        from the ``api_key_env`` environment variable, when one is named), a ``RetryPolicy``
+        and ``Timeouts``."""
+        if type(model) is not str or not model.strip():
+            raise TypeError(f"model must be a non-empty model name, e.g. {self._MODEL_EXAMPLE!r}")
+        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
+            raise TypeError("base_url must be an http:// or https:// URL")
+        if api_key is not None and (type(api_key) is not str or not api_key):
+            raise TypeError("api_key must be a non-empty string or None")
+        if api_key is None and api_key_env:
+            import os
+
+            api_key = os.environ.get(api_key_env) or None
         if not isinstance(retry, RetryPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("retry must be a RetryPolicy")
         if not isinstance(timeouts, Timeouts):  # pyright: ignore[reportUnnecessaryIsInstance]

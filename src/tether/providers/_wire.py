@@ -1,6 +1,7 @@
-"""What every wire module (``openai_wire``, ``anthropic_wire``, ``responses_wire``) shares:
-protocol errors that quote vendor values safely, and the parsing of a complete tool call's
-argument text.
+"""What every wire module (``openai_wire``, ``anthropic_wire``, ``responses_wire``,
+``gemini_wire``) shares: protocol errors that quote vendor values safely, the parsing of a
+complete tool call's argument text, a parser's constructor checks, its sticky failure, and how
+it names tool calls (``CallIds``).
 
 Pure data work, no I/O. Vendor values quoted in an error message are bounded
 (``MAX_SHOWN`` characters) and only their JSON kind is named when they are not strings, so
@@ -10,9 +11,10 @@ an error never carries a whole vendor payload.
 from __future__ import annotations
 
 import json
-from collections.abc import Set
-from typing import Final, NoReturn
+from collections.abc import Iterable, Set
+from typing import Final, NoReturn, cast
 
+from tether._text import is_non_empty
 from tether._types import type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 from tether.providers.errors import ProviderError
@@ -22,12 +24,15 @@ __all__ = [
     "MAX_SHOWN",
     "RESPONSES_REASONING_PREFIX",
     "BadArguments",
+    "CallIds",
     "field_error",
     "is_responses_reasoning",
     "kind",
     "parse_arguments",
     "protocol",
     "raise_again",
+    "repeated",
+    "reserved_ids",
     "shown",
     "unique_call_id",
 ]
@@ -137,3 +142,55 @@ def raise_again(failure: ProviderError | None, parser: str) -> NoReturn:
             provider_code=failure.provider_code,
         )
     raise RuntimeError(f"{parser}.finish() was already called")
+
+
+def reserved_ids(request_id: object, reserved_call_ids: Iterable[object]) -> frozenset[str]:
+    """A stream parser's constructor arguments checked (``TypeError`` otherwise): a non-empty
+    ``request_id`` and string ``reserved_call_ids``, returned as a frozenset."""
+    if not is_non_empty(request_id):
+        raise TypeError("request_id must be a non-empty string")
+    reserved = frozenset(reserved_call_ids)
+    if not all(type_of(call_id) is str for call_id in reserved):
+        raise TypeError("reserved_call_ids must be strings")
+    return cast("frozenset[str]", reserved)
+
+
+def repeated(failure: ProviderError) -> ProviderError:
+    """A fresh copy of a parser's sticky ``failure``, raised again by every later call."""
+    return ProviderError(
+        failure.code,
+        failure.message,
+        provider_code=failure.provider_code,
+    )
+
+
+class CallIds:
+    """The tool-call IDs of one response: a vendor's ID is kept unless it is empty, already
+    used in this response, or reserved (used earlier in the transcript); otherwise one is
+    derived, ``"<response id>-call-<position>"`` with ``-2``, ``-3``... until unique."""
+
+    __slots__ = ("_reserved", "_used")
+
+    def __init__(self, reserved: frozenset[str]) -> None:
+        self._reserved = reserved
+        self._used: set[str] = set()
+
+    def keep(self, vendor_id: object) -> str | None:
+        """``vendor_id``, now used, when it may stand; else ``None``."""
+        if not is_non_empty(vendor_id):
+            return None
+        if vendor_id in self._reserved or vendor_id in self._used:
+            return None
+        self._used.add(vendor_id)
+        return vendor_id
+
+    def derive(self, response_id: str, position: int) -> str:
+        """A new unique ID for the call at ``position``, now used."""
+        base = f"{response_id}-call-{position}"
+        call_id = base
+        suffix = 1
+        while call_id in self._reserved or call_id in self._used:
+            suffix += 1
+            call_id = f"{base}-{suffix}"
+        self._used.add(call_id)
+        return call_id

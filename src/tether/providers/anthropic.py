@@ -58,6 +58,8 @@ class AnthropicModel(HttpStreamModel):
         "_thinking_budget",
     )
 
+    _MODEL_EXAMPLE = "claude-sonnet-4-5"
+
     def __init__(
         self,
         model: str,
@@ -89,6 +91,7 @@ class AnthropicModel(HttpStreamModel):
             model=model,
             base_url=base_url,
             api_key=api_key,
+            api_key_env=api_key_env,
             retry=retry,
             timeouts=timeouts,
             http_client=http_client,

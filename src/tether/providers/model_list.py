@@ -3,6 +3,9 @@
 OpenAI, Anthropic and most OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio,
 OpenRouter, Groq, ...) answer ``GET {base}/models`` (Anthropic: ``/v1/models``) with
 ``{"data": [{"id": "...", ...}, ...]}``; Anthropic pages with ``has_more`` and ``last_id``.
+Google's Gemini API answers ``GET {base}/v1beta/models`` with ``{"models": [{"name":
+"models/gemini-2.5-flash", ...}], "nextPageToken": "..."}``: the IDs are the names without
+``models/``, the cursor is ``nextPageToken``.
 The body is vendor data: unknown fields are ignored, but what is read must have its
 documented type, and the list is bounded, so a hostile server cannot make the caller hold
 an unbounded list (``PROVIDER_PROTOCOL_ERROR`` otherwise).
@@ -40,10 +43,33 @@ def parse_model_page(body: object) -> tuple[tuple[str, ...], str | None]:
     page = _object(body)
     if page is None:
         raise _bad("is not a JSON object")
+    if "data" not in page and type_of(page.get("models")) is list:
+        return _google_page(page)
     data = page.get("data")
     if type_of(data) is not list:
         raise _bad("has no 'data' array")
-    entries = cast("list[object]", data)
+    ids = _ids(cast("list[object]", data), "id", "")
+    if page.get("has_more") is not True:
+        return ids, None
+    last = page.get("last_id")
+    if not isinstance(last, str) or not last:
+        raise _bad("says it has more but names no 'last_id'")
+    return ids, last
+
+
+def _google_page(page: dict[str, object]) -> tuple[tuple[str, ...], str | None]:
+    """A page of Google's ``{"models": [{"name": "models/..."}], "nextPageToken"}``."""
+    ids = _ids(cast("list[object]", page["models"]), "name", "models/")
+    token = page.get("nextPageToken")
+    if token is None or token == "":
+        return ids, None
+    if not isinstance(token, str):
+        raise _bad("has a 'nextPageToken' that is not a string")
+    return ids, token
+
+
+def _ids(entries: list[object], field: str, prefix: str) -> tuple[str, ...]:
+    """Each entry's ``field`` (without ``prefix``), bounded in count and length."""
     if len(entries) > MAX_LISTED_MODELS:
         raise _bad(f"holds more than {MAX_LISTED_MODELS} models")
     ids: list[str] = []
@@ -51,13 +77,9 @@ def parse_model_page(body: object) -> tuple[tuple[str, ...], str | None]:
         model = _object(entry)
         if model is None:
             raise _bad("holds an entry that is not an object")
-        ident = model.get("id")
-        if not isinstance(ident, str) or not 0 < len(ident) <= MAX_MODEL_ID_LENGTH:
-            raise _bad(f"holds a model whose id is not a string of 1 to {MAX_MODEL_ID_LENGTH}")
+        value = model.get(field)
+        ident = value.removeprefix(prefix) if isinstance(value, str) else ""
+        if not 0 < len(ident) <= MAX_MODEL_ID_LENGTH:
+            raise _bad(f"holds a model whose {field} is not a string of 1 to {MAX_MODEL_ID_LENGTH}")
         ids.append(ident)
-    if page.get("has_more") is not True:
-        return tuple(ids), None
-    last = page.get("last_id")
-    if not isinstance(last, str) or not last:
-        raise _bad("says it has more but names no 'last_id'")
-    return tuple(ids), last
+    return tuple(ids)

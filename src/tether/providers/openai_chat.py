@@ -70,6 +70,8 @@ class OpenAIChatModel(HttpStreamModel):
         "_temperature",
     )
 
+    _MODEL_EXAMPLE = "gpt-4o-mini"
+
     def __init__(
         self,
         model: str,
@@ -97,6 +99,7 @@ class OpenAIChatModel(HttpStreamModel):
             model=model,
             base_url=base_url,
             api_key=api_key,
+            api_key_env=api_key_env,
             retry=retry,
             timeouts=timeouts,
             http_client=http_client,

@@ -224,6 +224,7 @@ BUILT_IN_APIS: Final = (
     "tether.providers.anthropic_api",
     "tether.providers.openai_chat_api",
     "tether.providers.openai_responses_api",
+    "tether.providers.gemini_api",
 )
 """The modules of the built-in wire APIs, one line each, in catalog (and ``tether models``)
 order; each defines its ``ApiSpec`` as ``API_SPEC``."""

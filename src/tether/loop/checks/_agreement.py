@@ -73,6 +73,8 @@ def _final_pieces(content: Sequence[AssistantBlock]) -> Iterable[tuple[str, str]
             yield block
         elif block.type == "thinking" and block.redacted:
             continue
+        elif block.type == "text" and not block.text:
+            continue  # nothing to stream: an empty block that carries only its signature
         else:
             yield (AGREEMENT_KINDS[type(block)], block.text)
 
