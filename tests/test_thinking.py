@@ -1,0 +1,174 @@
+"""One thinking level for every API: the pure mapping of ``tether.providers.thinking``."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tether.providers.thinking import (
+    THINKING_LEVELS,
+    ThinkingLevel,
+    anthropic_levels,
+    anthropic_thinking,
+    clamp_level,
+    gemini_levels,
+    gemini_thinking_config,
+    next_level,
+    openai_chat_effort,
+    openai_levels,
+    openai_responses_reasoning,
+    parse_thinking_level,
+)
+
+levels = st.sampled_from(THINKING_LEVELS)
+
+
+def test_next_level_cycles_through_every_level() -> None:
+    seen: list[ThinkingLevel] = []
+    level: ThinkingLevel | None = None
+    for _ in range(6):
+        level = next_level(level)
+        seen.append(level)
+    assert seen == ["off", "minimal", "low", "medium", "high", "off"]
+
+
+@given(st.one_of(st.text(max_size=12), st.integers(), st.none(), levels))
+def test_parse_thinking_level_takes_exactly_the_levels(value: object) -> None:
+    if value in THINKING_LEVELS:
+        assert parse_thinking_level(value) == value
+    else:
+        with pytest.raises(ValueError, match="off, minimal, low, medium, high"):
+            parse_thinking_level(value)
+
+
+@given(levels, st.sets(levels, min_size=1))
+def test_clamp_picks_a_supported_level_nearest_to_the_request(
+    requested: ThinkingLevel, supported: set[ThinkingLevel]
+) -> None:
+    ordered = tuple(level for level in THINKING_LEVELS if level in supported)
+    choice = clamp_level(requested, ordered, model="m")
+    assert choice.level in supported
+    at = THINKING_LEVELS.index(requested)
+    distance = abs(THINKING_LEVELS.index(choice.level) - at)
+    assert all(abs(THINKING_LEVELS.index(other) - at) >= distance for other in supported)
+    assert (choice.notice is None) == (requested in supported)
+
+
+def test_clamp_ties_go_to_more_thinking_and_the_notice_names_both() -> None:
+    choice = clamp_level("minimal", ("off", "low", "medium", "high"), model="gpt-5.1")
+    assert choice.level == "low"
+    assert choice.notice == "thinking: gpt-5.1 has no 'minimal' level; using 'low'"
+    with pytest.raises(ValueError):
+        clamp_level("minimal", (), model="m")
+
+
+# --- Anthropic ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("level", "fields"),
+    [
+        ("off", {"max_tokens": 4096}),
+        ("minimal", {"max_tokens": 5120, "thinking": {"type": "enabled", "budget_tokens": 1024}}),
+        ("low", {"max_tokens": 6144, "thinking": {"type": "enabled", "budget_tokens": 2048}}),
+        ("medium", {"max_tokens": 12288, "thinking": {"type": "enabled", "budget_tokens": 8192}}),
+        ("high", {"max_tokens": 20480, "thinking": {"type": "enabled", "budget_tokens": 16384}}),
+    ],
+)
+def test_anthropic_budget_per_level(level: ThinkingLevel, fields: dict[str, object]) -> None:
+    mapped = anthropic_thinking(level, model="claude-sonnet-4-5", max_output_tokens=4096)
+    assert mapped.fields() == fields
+
+
+@given(levels, st.integers(min_value=1, max_value=200_000))
+def test_anthropic_budget_is_always_below_max_tokens(level: ThinkingLevel, asked: int) -> None:
+    mapped = anthropic_thinking(level, model="claude-opus-4-1", max_output_tokens=asked)
+    assert mapped.max_tokens >= asked
+    if mapped.budget_tokens is not None:
+        assert 1024 <= mapped.budget_tokens < mapped.max_tokens
+
+
+def test_claude_3_without_extended_thinking_is_off_only() -> None:
+    assert anthropic_levels("claude-3-5-haiku-latest") == ("off",)
+    assert anthropic_levels("claude-3-7-sonnet-latest") == THINKING_LEVELS
+    assert anthropic_thinking("high", model="claude-3-haiku", max_output_tokens=100).fields() == {
+        "max_tokens": 100
+    }
+
+
+# --- OpenAI ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        # model: the reasoning_effort sent for off, minimal, low, medium, high
+        ("gpt-5", ("minimal", "minimal", "low", "medium", "high")),
+        ("gpt-5-mini", ("minimal", "minimal", "low", "medium", "high")),
+        ("gpt-5.1", ("none", "low", "low", "medium", "high")),
+        ("o4-mini", ("low", "low", "low", "medium", "high")),
+        ("gpt-4o-mini", (None, None, None, None, None)),
+        ("gpt-5-chat-latest", (None, None, None, None, None)),
+        ("qwen3:8b", (None, "low", "low", "medium", "high")),
+        ("openai/gpt-5", ("minimal", "minimal", "low", "medium", "high")),
+    ],
+)
+def test_openai_chat_effort_per_model(model: str, expected: tuple[str | None, ...]) -> None:
+    assert tuple(openai_chat_effort(level, model=model) for level in THINKING_LEVELS) == expected
+
+
+def test_openai_responses_reasoning() -> None:
+    assert openai_responses_reasoning("medium", model="gpt-5") == {
+        "effort": "medium",
+        "summary": "auto",
+    }
+    assert openai_responses_reasoning("off", model="gpt-5") == {
+        "effort": "minimal",
+        "summary": "auto",
+    }
+    assert openai_responses_reasoning("off", model="gpt-5.2") == {"effort": "none"}
+    assert openai_responses_reasoning("off", model="gpt-4.1") is None
+    assert openai_responses_reasoning("high", model="gpt-4.1") is None
+    assert openai_responses_reasoning("low", model="o3", summary=None) == {"effort": "low"}
+    assert openai_levels("o3") == ("low", "medium", "high")
+
+
+# --- Gemini ------------------------------------------------------------------------------------
+
+
+def test_gemini_25_budgets() -> None:
+    flash = [gemini_thinking_config(level, model="gemini-2.5-flash") for level in THINKING_LEVELS]
+    assert flash == [
+        {"thinkingBudget": 0},
+        {"thinkingBudget": 512, "includeThoughts": True},
+        {"thinkingBudget": 2048, "includeThoughts": True},
+        {"thinkingBudget": 8192, "includeThoughts": True},
+        {"thinkingBudget": 24576, "includeThoughts": True},
+    ]
+    # 2.5 Pro cannot turn thinking off: off is its least level; high is its larger maximum.
+    assert gemini_levels("gemini-2.5-pro") == ("minimal", "low", "medium", "high")
+    assert gemini_thinking_config("off", model="gemini-2.5-pro") == {
+        "thinkingBudget": 512,
+        "includeThoughts": True,
+    }
+    assert gemini_thinking_config("high", model="gemini-2.5-pro") == {
+        "thinkingBudget": 32768,
+        "includeThoughts": True,
+    }
+
+
+def test_gemini_3_levels() -> None:
+    assert [
+        gemini_thinking_config(level, model="gemini-3-pro-preview") for level in THINKING_LEVELS
+    ] == [{"thinkingLevel": level, "includeThoughts": True} for level in ("low",) * 3 + ("high",) * 2]
+    assert gemini_thinking_config("off", model="gemini-3-flash-preview") == {
+        "thinkingLevel": "minimal",
+        "includeThoughts": True,
+    }
+    assert gemini_thinking_config("medium", model="gemini-3-flash-preview") == {
+        "thinkingLevel": "medium",
+        "includeThoughts": True,
+    }
+    assert gemini_levels("gemini-2.0-flash") == ("off",)
+    assert gemini_thinking_config("high", model="gemini-2.0-flash") is None
