@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from anthropic_bodies import TEXT as ANTHROPIC_TEXT
+from openai_bodies import OPENAI_TEXT
+from servers.replay import ReplayServer, sse_response
+from tether import CompletedRunResult, ToolRegistry, UserMessage, run_agent_loop
+from tether.providers.anthropic import AnthropicModel
+from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.thinking import (
     THINKING_LEVELS,
     ThinkingLevel,
@@ -46,7 +56,9 @@ def test_parse_thinking_level_takes_exactly_the_levels(value: object) -> None:
 def test_clamp_picks_a_supported_level_nearest_to_the_request(
     requested: ThinkingLevel, supported: set[ThinkingLevel]
 ) -> None:
-    ordered = tuple(level for level in THINKING_LEVELS if level in supported)
+    ordered: tuple[ThinkingLevel, ...] = tuple(
+        each for each in THINKING_LEVELS if each in supported
+    )
     choice = clamp_level(requested, ordered, model="m")
     assert choice.level in supported
     at = THINKING_LEVELS.index(requested)
@@ -59,7 +71,7 @@ def test_clamp_ties_go_to_more_thinking_and_the_notice_names_both() -> None:
     choice = clamp_level("minimal", ("off", "low", "medium", "high"), model="gpt-5.1")
     assert choice.level == "low"
     assert choice.notice == "thinking: gpt-5.1 has no 'minimal' level; using 'low'"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least one"):
         clamp_level("minimal", (), model="m")
 
 
@@ -161,7 +173,9 @@ def test_gemini_25_budgets() -> None:
 def test_gemini_3_levels() -> None:
     assert [
         gemini_thinking_config(level, model="gemini-3-pro-preview") for level in THINKING_LEVELS
-    ] == [{"thinkingLevel": level, "includeThoughts": True} for level in ("low",) * 3 + ("high",) * 2]
+    ] == [
+        {"thinkingLevel": level, "includeThoughts": True} for level in ("low",) * 3 + ("high",) * 2
+    ]
     assert gemini_thinking_config("off", model="gemini-3-flash-preview") == {
         "thinkingLevel": "minimal",
         "includeThoughts": True,
@@ -172,3 +186,106 @@ def test_gemini_3_levels() -> None:
     }
     assert gemini_levels("gemini-2.0-flash") == ("off",)
     assert gemini_thinking_config("high", model="gemini-2.0-flash") is None
+
+
+# --- request bodies over loopback ----------------------------------------------------------------
+
+
+async def _sent_bodies(model: Any, server: ReplayServer, body: bytes, count: int) -> list[Any]:
+    """Run ``count`` one-step prompts through ``model`` and return the JSON bodies sent."""
+    for _ in range(count):
+        server.respond(sse_response(body))
+    for number in range(count):
+        stream = run_agent_loop(
+            messages=[UserMessage(id=f"user-{number}", content="Hi")],
+            model=model,
+            tools=ToolRegistry(),
+            max_steps=1,
+        )
+        async with asyncio.timeout(20):
+            result = await stream.result
+        assert isinstance(result, CompletedRunResult), result
+    return [request.json for request in server.requests]
+
+
+@pytest.mark.parametrize("level", THINKING_LEVELS)
+async def test_anthropic_model_sends_the_level_s_budget(level: ThinkingLevel) -> None:
+    async with (
+        ReplayServer() as server,
+        AnthropicModel(
+            "claude-sonnet-4-5", base_url=server.origin, api_key="k", thinking=level
+        ) as model,
+    ):
+        (sent,) = await _sent_bodies(model, server, ANTHROPIC_TEXT.encode(), 1)
+    expected = anthropic_thinking(level, model="claude-sonnet-4-5", max_output_tokens=4096)
+    assert sent["max_tokens"] == expected.max_tokens
+    assert sent.get("thinking") == expected.fields().get("thinking")
+    assert model.thinking == level
+
+
+@pytest.mark.parametrize("level", THINKING_LEVELS)
+async def test_openai_chat_model_sends_the_level_s_effort(level: ThinkingLevel) -> None:
+    async with (
+        ReplayServer() as server,
+        OpenAIChatModel("gpt-5", base_url=server.url, api_key="k", thinking=level) as model,
+    ):
+        (sent,) = await _sent_bodies(model, server, OPENAI_TEXT.encode(), 1)
+    assert sent["reasoning_effort"] == ("minimal" if level == "off" else level)
+    choice = model.thinking_choice
+    assert choice is not None
+    assert (choice.notice is not None) == (level == "off")
+
+
+async def test_with_thinking_switches_the_level_on_the_same_connection() -> None:
+    async with ReplayServer() as server:
+        async with OpenAIChatModel("o4-mini", base_url=server.url, api_key="k") as model:
+            high = model.with_thinking("high")
+            off = high.with_thinking("off")
+            sent = [
+                (await _sent_bodies(each, server, OPENAI_TEXT.encode(), 1))[-1]
+                for each in (model, high, off)
+            ]
+        assert [body.get("reasoning_effort") for body in sent] == [None, "high", "low"]
+        assert off.thinking_choice is not None
+        assert off.thinking_choice.notice == "thinking: o4-mini has no 'off' level; using 'low'"
+        assert len(server.connections) == 1  # one pooled client, shared by the copies
+        assert model.thinking is None
+
+
+async def test_a_claude_3_model_clamps_to_off_and_the_precise_forms_still_work() -> None:
+    async with (
+        ReplayServer() as server,
+        AnthropicModel(
+            "claude-3-5-haiku-latest", base_url=server.origin, api_key="k", thinking="high"
+        ) as model,
+    ):
+        (sent,) = await _sent_bodies(model, server, ANTHROPIC_TEXT.encode(), 1)
+        precise = AnthropicModel(
+            "claude-3-5-haiku-latest", base_url=server.origin, api_key="k", thinking_budget=2048
+        )
+        async with precise:
+            (budget,) = (await _sent_bodies(precise, server, ANTHROPIC_TEXT.encode(), 1))[1:]
+            # None: back to the model as constructed (the precise budget)
+            again = precise.with_thinking("low").with_thinking(None)
+            assert again.thinking is None
+    assert "thinking" not in sent
+    choice = model.thinking_choice
+    assert choice is not None
+    assert choice.level == "off"
+    assert choice.notice == "thinking: claude-3-5-haiku-latest has no 'high' level; using 'off'"
+    assert budget["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: AnthropicModel("m", thinking="max"), "thinking"),  # type: ignore[arg-type]
+        (lambda: AnthropicModel("m", thinking="low", thinking_budget=2048), "not both"),
+        (lambda: AnthropicModel("m", thinking="low", temperature=0.2), "temperature"),
+        (lambda: OpenAIChatModel("m", thinking="low", reasoning_effort="low"), "not both"),
+        (lambda: OpenAIChatModel("m", thinking=""), "thinking"),  # type: ignore[arg-type]
+    ],
+)
+def test_thinking_options_are_checked(make: Callable[[], object], named: str) -> None:
+    with pytest.raises(TypeError, match=named):
+        make()
