@@ -13,6 +13,9 @@ table (TOML puts a key after ``[tools]`` into that table)::
                                              # of group "tether.extensions", by name)
     extension_timeout = 30                   # seconds an extension's activation, or one of
                                              # its cleanups, may take (then it fails)
+    thinking = "medium"                      # off / minimal / low / medium / high: how much
+                                             # models reason (tether.providers.thinking);
+                                             # --thinking wins
 
     [providers.gpu-box]                      # a custom server (not a catalog preset's name)
     base_url = "http://gpu-box:8000/v1"      # required, http:// or https://
@@ -26,6 +29,7 @@ table (TOML puts a key after ``[tools]`` into that table)::
     input_cost = 0.15                        # optional: price per million input tokens
     output_cost = 0.60                       # ... and per million output tokens (the
                                              # session's cost totals; any currency)
+    thinking = "high"                        # this model's level (beats the top-level one)
 
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false
@@ -72,6 +76,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
 if TYPE_CHECKING:
+    from tether.providers.thinking import ThinkingLevel
     from tether.tools.coding.sandbox import SandboxMode
 
 from tether._errors import TetherError
@@ -121,6 +126,7 @@ _TOP_KEYS: Final = (
     "default_model",
     "extensions",
     "extension_timeout",
+    "thinking",
     "providers",
     "models",
     "tools",
@@ -128,7 +134,13 @@ _TOP_KEYS: Final = (
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MAX_PRICE: Final = 1e9
 """A price per million tokens must be below this (and not NaN: TOML allows ``nan``)."""
-_MODEL_KEYS: Final = ("context_window", "max_output_tokens", "input_cost", "output_cost")
+_MODEL_KEYS: Final = (
+    "context_window",
+    "max_output_tokens",
+    "input_cost",
+    "output_cost",
+    "thinking",
+)
 SANDBOX_MODES: Final = ("off", "auto", "on")
 """``tether.tools.coding.sandbox.SandboxMode``'s values, spelled out so that reading the
 config loads no coding tool (a test keeps the two equal)."""
@@ -216,13 +228,14 @@ class ProviderConfig:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSettings:
     """``[models."PROVIDER/MODEL"]``: the model's context window in tokens, the output
-    tokens to ask for, and its prices per million input and output tokens (``None``: not
-    configured)."""
+    tokens to ask for, its prices per million input and output tokens and its thinking
+    level (``None``: not configured)."""
 
     context_window: int | None = None
     max_output_tokens: int | None = None
     input_cost: float | None = None
     output_cost: float | None = None
+    thinking: ThinkingLevel | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +279,9 @@ class CliConfig:
     extension_timeout: float = DEFAULT_EXTENSION_TIMEOUT
     """Seconds one activation of an extension, or one of its cleanups, may take in
     ``tether chat`` before it fails ``EXTENSION_TIMED_OUT``."""
+    thinking: ThinkingLevel | None = None
+    """The thinking level of every model without one of its own in ``models`` (``None``:
+    each model's default)."""
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -349,6 +365,7 @@ class _Reader:
         tools = self.tools(data.get("tools", {}))
         extensions = self.extensions(data.get("extensions", []))
         timeout = self.seconds(data.get("extension_timeout", DEFAULT_EXTENSION_TIMEOUT))
+        thinking = self.thinking(data.get("thinking"), "thinking")
         return CliConfig(
             path=self.path,
             found=True,
@@ -358,7 +375,18 @@ class _Reader:
             tools=tools,
             extensions=extensions,
             extension_timeout=timeout,
+            thinking=thinking,
         )
+
+    def thinking(self, value: object, key: str) -> ThinkingLevel | None:
+        from tether.providers.thinking import THINKING_LEVELS, parse_thinking_level
+
+        if value is None:
+            return None
+        try:
+            return parse_thinking_level(value)
+        except ValueError:
+            raise self.fail(f"'{key}' must be one of: {', '.join(THINKING_LEVELS)}") from None
 
     def seconds(self, value: object) -> float:
         if (type(value) is int or type(value) is float) and 0 < value <= 86_400:
@@ -451,6 +479,7 @@ class _Reader:
                 ),
                 input_cost=self.price(fields.get("input_cost"), f"{key}.input_cost"),
                 output_cost=self.price(fields.get("output_cost"), f"{key}.output_cost"),
+                thinking=self.thinking(fields.get("thinking"), f"{key}.thinking"),
             )
         return result
 

@@ -65,6 +65,7 @@ from tether.cli.exit_codes import (
 )
 from tether.cli.render import Output, OutputError, json_line, warn
 from tether.cli.slash_commands import CHAT_EXIT_HELP, COMMANDS_HELP, KEYS_HELP
+from tether.providers.thinking import THINKING_LEVELS, parse_thinking_level
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -146,7 +147,32 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
             metavar="TEXT",
             help="replace the system prompt's introduction (its first paragraph)",
         )
+    parser.add_argument(
+        "--thinking",
+        choices=THINKING_LEVELS,
+        metavar="LEVEL",
+        help=(
+            "how much the model reasons: off, minimal, low, medium or high (clamped to what "
+            "the model takes; beats the config's thinking)"
+        ),
+    )
     _sandbox_option(parser)
+
+
+def with_thinking_flag(config: CliConfig, level: str | None) -> CliConfig:
+    """``config`` with ``--thinking LEVEL`` (when given) as every model's level: its top-level
+    ``thinking``, and no model's own; ``config`` itself without the flag."""
+    if level is None:
+        return config
+    import dataclasses
+    from types import MappingProxyType
+
+    thinking = parse_thinking_level(level)
+    models = {
+        spec: dataclasses.replace(settings, thinking=None)
+        for spec, settings in config.models.items()
+    }
+    return dataclasses.replace(config, thinking=thinking, models=MappingProxyType(models))
 
 
 def _sandbox_option(parser: argparse.ArgumentParser) -> None:
@@ -510,7 +536,7 @@ def _chat(args: argparse.Namespace) -> int:
     from tether.cli.config import CliError, load_config
 
     try:
-        config = _sandboxed(args, load_config(), "chat")
+        config = with_thinking_flag(_sandboxed(args, load_config(), "chat"), args.thinking)
     except CliError as error:
         warn(f"tether chat: [{error.code}] {error}")
         return EXIT_USAGE
@@ -547,7 +573,9 @@ def _choose_with_config(
     from tether.cli.models import choose_model
 
     try:
-        config = _sandboxed(args, load_config(), command)
+        config = with_thinking_flag(
+            _sandboxed(args, load_config(), command), getattr(args, "thinking", None)
+        )
         return choose_model(args.model, base_url=args.base_url, config=config), config
     except CliError as error:
         warn(f"tether {command}: [{error.code}] {error}")
