@@ -34,7 +34,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
+
+if TYPE_CHECKING:
+    from typing import Self
 
 __all__ = [
     "ANTHROPIC_BUDGETS",
@@ -42,6 +45,7 @@ __all__ = [
     "AnthropicThinking",
     "ThinkingChoice",
     "ThinkingLevel",
+    "ThinkingModel",
     "anthropic_levels",
     "anthropic_thinking",
     "clamp_level",
@@ -107,6 +111,21 @@ class ThinkingChoice:
         if not self.clamped:
             return None
         return f"thinking: {self.model} has no {self.requested!r} level; using {self.level!r}"
+
+
+@runtime_checkable
+class ThinkingModel(Protocol):
+    """A model that takes a ``ThinkingLevel`` (``AnthropicModel``, ``OpenAIChatModel``):
+    the level asked for (``thinking``), how it takes it (``thinking_choice``), and a copy at
+    another level on the same connection (``with_thinking``)."""
+
+    @property
+    def thinking(self) -> ThinkingLevel | None: ...
+
+    @property
+    def thinking_choice(self) -> ThinkingChoice | None: ...
+
+    def with_thinking(self, level: ThinkingLevel | None) -> Self: ...
 
 
 def clamp_level(
