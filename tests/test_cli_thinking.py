@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.cli.config import CliConfigError, load_config
-from tether.cli.main import _parser, with_thinking_flag  # pyright: ignore[reportPrivateUsage]
+from tether.cli.config import CliConfigError, load_config, with_thinking_flag
+from tether.cli.main import _parser  # pyright: ignore[reportPrivateUsage]
 from tether.cli.models import choose_model
 from tether.providers.anthropic import AnthropicModel
 from tether.providers.openai_chat import OpenAIChatModel
@@ -95,3 +95,50 @@ def test_the_flag_is_on_every_model_command_and_beats_the_config(
     assert with_thinking_flag(config, None) is config
     with pytest.raises(SystemExit):
         parser.parse_args([command, "--thinking", "max", *extra])
+
+
+# --- tether rpc: --thinking, set_thinking, get_state ---------------------------------------------
+
+
+@pytest.mark.slow
+async def test_rpc_sets_the_level_and_the_next_request_carries_it(tmp_path: Path) -> None:
+    from cli_support import child_env
+    from servers.replay import ReplayServer
+    from test_cli_rpc import is_event, rpc, text_reply
+
+    async with (
+        ReplayServer() as server,
+        rpc(
+            "--model",
+            "openai/gpt-5",
+            "--base-url",
+            server.url,
+            "--thinking",
+            "low",
+            env=child_env(tmp_path),
+        ) as session,
+    ):
+        assert (await session.ok({"id": 1, "type": "get_state"}))["thinking"] == "low"
+        server.respond(text_reply("one"))
+        await session.ok({"id": 2, "type": "prompt", "message": "hi"})
+        await session.until(is_event("run.finished"))
+        assert await session.ok({"id": 3, "type": "set_thinking", "level": "off"}) == {
+            "thinking": "off"
+        }
+        notices = [line["text"] for line in session.lines if line["type"] == "notice"]
+        assert notices == ["thinking: gpt-5 has no 'off' level; using 'minimal'"]
+        server.respond(text_reply("two"))
+        await session.ok({"id": 4, "type": "prompt", "message": "again"})
+        await session.until(is_event("run.finished"))
+        # the session's level goes on with the next model: gpt-5.1 has "none"
+        await session.ok({"id": 5, "type": "set_model", "model": "openai/gpt-5.1"})
+        server.respond(text_reply("three"))
+        await session.ok({"id": 6, "type": "prompt", "message": "and now"})
+        await session.until(is_event("run.finished"))
+        refused = await session.refused({"id": 7, "type": "set_thinking", "level": "max"}, 7)
+        assert refused["code"] == "RPC_INVALID_REQUEST"
+        assert "off, minimal, low, medium, high" in refused["message"]
+        status, _ = await session.finish()
+    assert status == 0
+    efforts = [request.json["reasoning_effort"] for request in server.requests]
+    assert efforts == ["low", "minimal", "none"]

@@ -99,6 +99,7 @@ __all__ = [
     "ToolSettings",
     "config_path",
     "load_config",
+    "with_thinking_flag",
 ]
 
 CONFIG_ENV: Final = "TETHER_CONFIG"
@@ -282,6 +283,23 @@ class CliConfig:
     thinking: ThinkingLevel | None = None
     """The thinking level of every model without one of its own in ``models`` (``None``:
     each model's default)."""
+
+
+def with_thinking_flag(config: CliConfig, level: str | None) -> CliConfig:
+    """``config`` with ``--thinking LEVEL`` (when given) as every model's level: its top-level
+    ``thinking``, and no model's own; ``config`` itself without the flag."""
+    if level is None:
+        return config
+    import dataclasses
+
+    from tether.providers.thinking import parse_thinking_level
+
+    thinking = parse_thinking_level(level)
+    models = {
+        spec: dataclasses.replace(settings, thinking=None)
+        for spec, settings in config.models.items()
+    }
+    return dataclasses.replace(config, thinking=thinking, models=MappingProxyType(models))
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from tether.cli.arguments import non_empty_path, non_empty_text, url
+from tether.cli.config import with_thinking_flag
 from tether.cli.exit_codes import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -65,7 +66,7 @@ from tether.cli.exit_codes import (
 )
 from tether.cli.render import Output, OutputError, json_line, warn
 from tether.cli.slash_commands import CHAT_EXIT_HELP, COMMANDS_HELP, KEYS_HELP
-from tether.providers.thinking import THINKING_LEVELS, parse_thinking_level
+from tether.providers.thinking import THINKING_LEVELS
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -159,22 +160,6 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
     _sandbox_option(parser)
 
 
-def with_thinking_flag(config: CliConfig, level: str | None) -> CliConfig:
-    """``config`` with ``--thinking LEVEL`` (when given) as every model's level: its top-level
-    ``thinking``, and no model's own; ``config`` itself without the flag."""
-    if level is None:
-        return config
-    import dataclasses
-    from types import MappingProxyType
-
-    thinking = parse_thinking_level(level)
-    models = {
-        spec: dataclasses.replace(settings, thinking=None)
-        for spec, settings in config.models.items()
-    }
-    return dataclasses.replace(config, thinking=thinking, models=MappingProxyType(models))
-
-
 def _sandbox_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sandbox",
@@ -266,7 +251,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
             "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
             "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
-            "compact. Sessions are kept (a new one at start, or -r ID); write_file,\n"
+            "set_thinking, compact. Sessions are kept (a new one at start, or -r ID); write_file,\n"
             "edit_file, bash and python_process calls wait for the client's approve unless\n"
             "--auto-approve. Without --model, the config's default_model."
         ),
@@ -486,6 +471,7 @@ def _rpc(args: argparse.Namespace) -> int:
             chat_data_dir() / "sessions" if args.session_dir is None else Path(args.session_dir)
         ),
         resume=args.resume,
+        thinking=args.thinking,
     )
     return _writing(
         "rpc",
