@@ -142,3 +142,37 @@ async def test_rpc_sets_the_level_and_the_next_request_carries_it(tmp_path: Path
     assert status == 0
     efforts = [request.json["reasoning_effort"] for request in server.requests]
     assert efforts == ["low", "minimal", "none"]
+
+
+@pytest.mark.slow
+async def test_run_sends_the_flag_s_level_and_says_the_clamp_on_stderr(tmp_path: Path) -> None:
+    import cli_support
+    from servers.replay import ReplayServer
+
+    config = tmp_path / "config.toml"
+    config.write_text('[models."openai/gpt-5"]\nthinking = "high"\n', encoding="utf-8")
+    env = cli_support.child_env(tmp_path, TETHER_CONFIG=str(config))
+    async with ReplayServer() as server:
+        for _ in range(2):
+            server.respond(cli_support.text_reply("ok", prompt_tokens=3))
+        flagged = await cli_support.run_tether(
+            "run",
+            "--model",
+            "openai/gpt-5",
+            "--base-url",
+            server.url,
+            "--thinking",
+            "off",
+            "-p",
+            "hi",
+            env=env,
+        )
+        configured = await cli_support.run_tether(
+            "run", "--model", "openai/gpt-5", "--base-url", server.url, "-p", "hi", env=env
+        )
+    assert flagged.returncode == 0, flagged.err
+    assert "thinking: gpt-5 has no 'off' level; using 'minimal'" in flagged.err
+    assert configured.returncode == 0, configured.err
+    assert configured.stderr == b""
+    efforts = [request.json["reasoning_effort"] for request in server.requests]
+    assert efforts == ["minimal", "high"]
