@@ -57,11 +57,11 @@ async def test_shift_tab_cycles_the_level_shown_and_sent(tmux: Tmux, tmp_path: P
         await at_prompt(tmux)
         await say(tmux, "Go")
         await tmux.wait_for("think medium")  # the status line of the running turn
+        tmux.send("BTab")  # during the turn too: high, for the next request
+        await tmux.wait_for("think high")
         stalled.release.set()
         await tmux.wait_for("and the rest")
         await at_prompt(tmux)
-        tmux.send("BTab")  # high
-        await tmux.wait_for("(thinking: high)")
         tmux.send("BTab")  # off again; minimal again: the notice is not said twice
         await tmux.wait_for("(thinking: off)", count=2)
         tmux.send("BTab")

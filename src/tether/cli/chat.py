@@ -37,8 +37,9 @@ module is what a person sees and can do:
   queues it as a steer (``CodingSession.steer``: the model sees it at the next turn
   boundary) and Alt-Enter as a follow-up (``CodingSession.follow_up``); text not sent when
   the turn ends is put back on the next prompt. Ctrl-O at the prompt
-  shows the last tool result whole; Shift-Tab cycles the thinking level (``off``, ``minimal``,
-  ``low``, ``medium``, ``high``; ``CodingSession.cycle_thinking``), shown in the status line.
+  shows the last tool result whole. Shift-Tab, at the prompt or during a turn, cycles the
+  thinking level (``off``, ``minimal``, ``low``, ``medium``, ``high``;
+  ``CodingSession.cycle_thinking``: the next request uses it), shown in the status line.
   Ctrl-C while a
   runtime is being built (the first prompt, ``/new``, ``/resume``, ``/tree ID``, ``/model``,
   ``/cd``) cancels the build: what it made is rolled back, the current runtime stays, the
@@ -1604,6 +1605,7 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
             on_enter=lambda text: chat.queue(text, follow_up=False),
             on_alt_enter=lambda text: chat.queue(text, follow_up=True),
             on_change=on_typed,
+            on_shift_tab=chat.cycle_thinking,
         )
 
     def on_sigint() -> None:

@@ -45,8 +45,9 @@ keys:
   Alt-Enter      a new line (Esc then Enter too)
   Tab            complete a /command, a /model name or an @path in the workspace
   Ctrl-O         show the last tool result whole (its hidden middle lines too)
-  Shift-Tab      the next thinking level: off, minimal, low, medium, high (shown in the
-                 status line; --thinking or the config's thinking sets the first)
+  Shift-Tab      the next thinking level: off, minimal, low, medium, high (at the prompt
+                 or during a turn: the next request uses it; shown in the status line;
+                 --thinking or the config's thinking sets the first)
   Esc            cancel the running turn (what streamed is kept)
   during a turn  typing does not echo into the answer: Enter queues the text as a steer
                  (seen at the next turn boundary), Alt-Enter as a follow-up
