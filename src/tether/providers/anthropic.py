@@ -36,8 +36,7 @@ from tether.providers.thinking import (
     ThinkingLevel,
     anthropic_levels,
     anthropic_thinking,
-    clamp_level,
-    is_thinking_level,
+    choose_level,
 )
 
 if TYPE_CHECKING:
@@ -127,13 +126,7 @@ class AnthropicModel(HttpStreamModel):
         self._extra_headers = dict(headers or {})
 
     def _set_thinking(self, level: ThinkingLevel | None) -> None:
-        if level is not None and not is_thinking_level(level):
-            raise TypeError("thinking must be one of 'off', 'minimal', 'low', 'medium', 'high'")
-        choice = (
-            None
-            if level is None
-            else clamp_level(level, anthropic_levels(self._model), model=self._model)
-        )
+        choice = choose_level(level, anthropic_levels(self._model), model=self._model)
         if choice is not None and choice.level != "off" and self._temperature not in (None, 1):
             raise TypeError("thinking cannot be combined with a temperature (the API requires 1)")
         self._thinking = choice

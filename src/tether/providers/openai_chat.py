@@ -42,8 +42,7 @@ from tether.providers.openai_wire import (
 from tether.providers.thinking import (
     ThinkingChoice,
     ThinkingLevel,
-    clamp_level,
-    is_thinking_level,
+    choose_level,
     openai_chat_effort,
     openai_levels,
 )
@@ -130,13 +129,7 @@ class OpenAIChatModel(HttpStreamModel):
         self._set_thinking(thinking)
 
     def _set_thinking(self, level: ThinkingLevel | None) -> None:
-        if level is not None and not is_thinking_level(level):
-            raise TypeError("thinking must be one of 'off', 'minimal', 'low', 'medium', 'high'")
-        self._thinking = (
-            None
-            if level is None
-            else clamp_level(level, openai_levels(self._model), model=self._model)
-        )
+        self._thinking = choose_level(level, openai_levels(self._model), model=self._model)
 
     @property
     def thinking(self) -> ThinkingLevel | None:

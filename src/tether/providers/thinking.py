@@ -48,6 +48,7 @@ __all__ = [
     "ThinkingModel",
     "anthropic_levels",
     "anthropic_thinking",
+    "choose_level",
     "clamp_level",
     "gemini_levels",
     "gemini_thinking_config",
@@ -148,6 +149,19 @@ def clamp_level(
 
     best = min(supported, key=distance)
     return ThinkingChoice(requested=requested, level=best, model=model)
+
+
+def choose_level(
+    level: ThinkingLevel | None, supported: tuple[ThinkingLevel, ...], *, model: str
+) -> ThinkingChoice | None:
+    """A model constructor's ``thinking=`` argument checked and clamped: ``None`` for
+    ``None``, else ``clamp_level``'s choice; ``TypeError`` (naming ``thinking``) for anything
+    but a ``ThinkingLevel``."""
+    if level is None:
+        return None
+    if not is_thinking_level(level):
+        raise TypeError(f"thinking must be one of {', '.join(map(repr, THINKING_LEVELS))}")
+    return clamp_level(level, supported, model=model)
 
 
 def _name(model: str) -> str:
