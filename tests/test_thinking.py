@@ -289,3 +289,28 @@ async def test_a_claude_3_model_clamps_to_off_and_the_precise_forms_still_work()
 def test_thinking_options_are_checked(make: Callable[[], object], named: str) -> None:
     with pytest.raises(TypeError, match=named):
         make()
+
+
+_MODEL_NAMES = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(
+        ["gpt-5", "gpt-5.1-codex", "o3-mini", "gpt-4.1", "gemini-3-pro", "gemini-2.5-flash-lite"]
+    ).flatmap(lambda name: st.sampled_from([name, name.upper(), f"vendor/{name}-x"])),
+)
+
+
+@given(levels, _MODEL_NAMES)
+def test_every_mapping_sends_only_what_its_api_accepts(level: ThinkingLevel, model: str) -> None:
+    assert openai_chat_effort(level, model=model) in {None, "none", *THINKING_LEVELS[1:]}
+    reasoning = openai_responses_reasoning(level, model=model)
+    assert reasoning is None or reasoning["effort"] in {"none", *THINKING_LEVELS[1:]}
+    config = gemini_thinking_config(level, model=model)
+    if config is not None and "thinkingLevel" in config:
+        assert config["thinkingLevel"] in gemini_levels(model)
+        assert config["thinkingLevel"] != "off"
+    if config is not None and "thinkingBudget" in config:
+        assert (config.get("includeThoughts") is True) == (config["thinkingBudget"] != 0)
+    for levels_of in (anthropic_levels, openai_levels, gemini_levels):
+        supported = levels_of(model)
+        assert supported
+        assert list(supported) == sorted(supported, key=THINKING_LEVELS.index)
