@@ -192,6 +192,7 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
             "cost": None,  # no prices in the config
             "tools": [],
             "maxSteps": 64,
+            "thinking": None,  # no level: the model's default
         }
 
         server.respond(text_reply("Hello", " back."))

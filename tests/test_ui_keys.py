@@ -22,6 +22,15 @@ def test_keys_of_a_read() -> None:
     assert parse_keys("x\x15") == [Key(name="text", text="x"), Key(name="clear")]
 
 
+def test_shift_tab_is_a_key_of_its_own() -> None:
+    assert parse_keys("\x1b[Z") == [Key(name="shift-tab")]
+    assert parse_keys("a\x1b[Zb\x1b[1;2Z") == [
+        Key(name="text", text="a"),
+        Key(name="shift-tab"),
+        Key(name="text", text="b"),
+    ]
+
+
 def test_escape_sequences_are_skipped_whole() -> None:
     assert parse_keys("\x1b[A\x1b[1;5C\x1bOPok") == [Key(name="text", text="ok")]
     assert parse_keys("\x1bx") == []  # Alt-x: nothing to do

@@ -71,6 +71,14 @@ def test_the_least_useful_parts_go_first_when_narrow() -> None:
     assert status_line(FULL, width=10, color=False) == "⠸ retryin…"
 
 
+def test_the_thinking_level_is_shown_last_and_kept_before_the_details() -> None:
+    state = StatusState(activity="writing", elapsed=3.2, cost=0.5, thinking="high")
+    assert status_line(state, width=80, color=False) == "⠋ writing · 3.2 s · $0.5000 · think high"
+    assert status_line(state, width=30, color=False) == "⠋ writing · 3.2 s · think high"
+    assert status_line(state, width=22, color=False) == "⠋ writing · think high"
+    assert status_line(StatusState(activity="idle"), width=80, color=False) == "  ready"
+
+
 def test_colour_marks_a_full_context() -> None:
     nearly = StatusState(activity="writing", context_used=96, context_window=100)
     assert "\x1b[31mcontext 96%\x1b[0m" in status_line(nearly, width=80, color=True)

@@ -47,7 +47,10 @@ module is what a person sees and can do:
   queues it as a steer (``CodingSession.steer``: the model sees it at the next turn
   boundary) and Alt-Enter as a follow-up (``CodingSession.follow_up``); text not sent when
   the turn ends is put back on the next prompt. Ctrl-O at the prompt
-  shows the last tool result whole. Ctrl-C while a
+  shows the last tool result whole. Shift-Tab, at the prompt or during a turn, cycles the
+  thinking level (``off``, ``minimal``, ``low``, ``medium``, ``high``;
+  ``CodingSession.cycle_thinking``: the next request uses it), shown in the status line.
+  Ctrl-C while a
   runtime is being built (the first prompt, ``/new``, ``/resume``, ``/tree ID``, ``/model``,
   ``/cd``) cancels the build: what it made is rolled back, the current runtime stays, the
   prompt comes back. Ctrl-C while the chat waits for extension hooks after a turn stops
@@ -712,6 +715,16 @@ class Chat:
             self._activity = ("waiting", None)
             self._last_chunk = loop_time
 
+    def cycle_thinking(self) -> None:
+        """Shift-Tab at the prompt: the next thinking level (``CodingSession.cycle_thinking``),
+        said on a line of its own (then a level the model clamps is said once, by the
+        session)."""
+        from tether.providers.thinking import next_level
+
+        level = next_level(self.coding.thinking)
+        self.view.line(self.view.dim(f"(thinking: {level})"))
+        self.coding.set_thinking(level)
+
     def queue(self, text: str, *, follow_up: bool) -> None:
         """Enter (a steer: the next turn boundary) or Alt-Enter (a follow-up: when the model
         would finish) while a turn runs: queue ``text`` and say so."""
@@ -769,6 +782,7 @@ class Chat:
                 cost=self.coding.cost,
                 context_used=None if meter is None else meter.context_tokens,
                 context_window=self.choice.context_window or DEFAULT_CONTEXT_WINDOW,
+                thinking=self.coding.thinking,
             )
             if not self._asking:
                 width = self.view.width - 1
@@ -1423,6 +1437,12 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
 
         run_in_terminal(view.expand_last)
 
+    @bindings.add("s-tab")
+    def _thinking(event: KeyPressEvent) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
+        run_in_terminal(chat.cycle_thinking)
+
     @bindings.add("escape", "enter")
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
@@ -1488,6 +1508,7 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
             on_enter=lambda text: chat.queue(text, follow_up=False),
             on_alt_enter=lambda text: chat.queue(text, follow_up=True),
             on_change=on_typed,
+            on_shift_tab=chat.cycle_thinking,
         )
 
     def on_sigint() -> None:

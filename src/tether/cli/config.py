@@ -13,6 +13,9 @@ table (TOML puts a key after ``[tools]`` into that table)::
                                              # of group "tether.extensions", by name)
     extension_timeout = 30                   # seconds an extension's activation, or one of
                                              # its cleanups, may take (then it fails)
+    thinking = "medium"                      # off / minimal / low / medium / high: how much
+                                             # models reason (tether.providers.thinking);
+                                             # --thinking wins
 
     [providers.gpu-box]                      # a custom server (not a catalog preset's name)
     base_url = "http://gpu-box:8000/v1"      # required, http:// or https://
@@ -26,6 +29,7 @@ table (TOML puts a key after ``[tools]`` into that table)::
     input_cost = 0.15                        # optional: price per million input tokens
     output_cost = 0.60                       # ... and per million output tokens (the
                                              # session's cost totals; any currency)
+    thinking = "high"                        # this model's level (beats the top-level one)
 
     [tools]                                  # how `tether chat` asks before tools run
     auto_approve = false
@@ -77,6 +81,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
 if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig
+    from tether.providers.thinking import ThinkingLevel
     from tether.tools.coding.sandbox import SandboxMode
 
 from tether._errors import TetherError
@@ -100,6 +105,7 @@ __all__ = [
     "ToolSettings",
     "config_path",
     "load_config",
+    "with_thinking_flag",
 ]
 
 CONFIG_ENV: Final = "TETHER_CONFIG"
@@ -120,6 +126,7 @@ _TOP_KEYS: Final = (
     "default_model",
     "extensions",
     "extension_timeout",
+    "thinking",
     "providers",
     "models",
     "tools",
@@ -128,7 +135,13 @@ _TOP_KEYS: Final = (
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MAX_PRICE: Final = 1e9
 """A price per million tokens must be below this (and not NaN: TOML allows ``nan``)."""
-_MODEL_KEYS: Final = ("context_window", "max_output_tokens", "input_cost", "output_cost")
+_MODEL_KEYS: Final = (
+    "context_window",
+    "max_output_tokens",
+    "input_cost",
+    "output_cost",
+    "thinking",
+)
 SANDBOX_MODES: Final = ("off", "auto", "on")
 """``tether.tools.coding.sandbox.SandboxMode``'s values, spelled out so that reading the
 config loads no coding tool (a test keeps the two equal)."""
@@ -216,13 +229,14 @@ class ProviderConfig:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSettings:
     """``[models."PROVIDER/MODEL"]``: the model's context window in tokens, the output
-    tokens to ask for, and its prices per million input and output tokens (``None``: not
-    configured)."""
+    tokens to ask for, its prices per million input and output tokens and its thinking
+    level (``None``: not configured)."""
 
     context_window: int | None = None
     max_output_tokens: int | None = None
     input_cost: float | None = None
     output_cost: float | None = None
+    thinking: ThinkingLevel | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,6 +283,26 @@ class CliConfig:
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """The ``[mcp_servers.NAME]`` tables, in the file's order (``tether.mcp.config``;
     docs/mcp.md)."""
+    thinking: ThinkingLevel | None = None
+    """The thinking level of every model without one of its own in ``models`` (``None``:
+    each model's default)."""
+
+
+def with_thinking_flag(config: CliConfig, level: str | None) -> CliConfig:
+    """``config`` with ``--thinking LEVEL`` (when given) as every model's level: its top-level
+    ``thinking``, and no model's own; ``config`` itself without the flag."""
+    if level is None:
+        return config
+    import dataclasses
+
+    from tether.providers.thinking import parse_thinking_level
+
+    thinking = parse_thinking_level(level)
+    models = {
+        spec: dataclasses.replace(settings, thinking=None)
+        for spec, settings in config.models.items()
+    }
+    return dataclasses.replace(config, thinking=thinking, models=MappingProxyType(models))
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -353,6 +387,7 @@ class _Reader:
         extensions = self.extensions(data.get("extensions", []))
         timeout = self.seconds(data.get("extension_timeout", DEFAULT_EXTENSION_TIMEOUT))
         mcp_servers = self.mcp_servers(data["mcp_servers"]) if "mcp_servers" in data else ()
+        thinking = self.thinking(data.get("thinking"), "thinking")
         return CliConfig(
             path=self.path,
             found=True,
@@ -363,6 +398,7 @@ class _Reader:
             extensions=extensions,
             extension_timeout=timeout,
             mcp_servers=mcp_servers,
+            thinking=thinking,
         )
 
     def mcp_servers(self, value: object) -> tuple[McpServerConfig, ...]:
@@ -374,6 +410,16 @@ class _Reader:
             return parse_mcp_servers(value)
         except McpError as error:
             raise self.fail(error.message) from None
+
+    def thinking(self, value: object, key: str) -> ThinkingLevel | None:
+        from tether.providers.thinking import THINKING_LEVELS, parse_thinking_level
+
+        if value is None:
+            return None
+        try:
+            return parse_thinking_level(value)
+        except ValueError:
+            raise self.fail(f"'{key}' must be one of: {', '.join(THINKING_LEVELS)}") from None
 
     def seconds(self, value: object) -> float:
         if (type(value) is int or type(value) is float) and 0 < value <= 86_400:
@@ -466,6 +512,7 @@ class _Reader:
                 ),
                 input_cost=self.price(fields.get("input_cost"), f"{key}.input_cost"),
                 output_cost=self.price(fields.get("output_cost"), f"{key}.output_cost"),
+                thinking=self.thinking(fields.get("thinking"), f"{key}.thinking"),
             )
         return result
 

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from tether.cli.arguments import non_empty_path, non_empty_text, url
+from tether.cli.config import with_thinking_flag
 from tether.cli.exit_codes import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -66,6 +67,7 @@ from tether.cli.exit_codes import (
     EXIT_USAGE,
 )
 from tether.cli.render import Output, OutputError, json_line, warn
+from tether.providers.thinking import THINKING_LEVELS
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -147,6 +149,15 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
             metavar="TEXT",
             help="replace the system prompt's introduction (its first paragraph)",
         )
+    parser.add_argument(
+        "--thinking",
+        choices=THINKING_LEVELS,
+        metavar="LEVEL",
+        help=(
+            "how much the model reasons: off, minimal, low, medium or high (clamped to what "
+            "the model takes; beats the config's thinking)"
+        ),
+    )
     _sandbox_option(parser)
 
 
@@ -276,7 +287,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
             "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
             "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
-            "compact, command (tether chat's slash commands that need no terminal:\n"
+            "set_thinking, compact, command (tether chat's slash commands that need no terminal:\n"
             + _RPC_SLASH_COMMANDS
             + ").\nSessions are kept (a new one at start, or -r ID); write_file, edit_file,\n"
             "bash and python_process calls wait for the client's approve unless\n"
@@ -504,6 +515,7 @@ def _rpc(args: argparse.Namespace) -> int:
             chat_data_dir() / "sessions" if args.session_dir is None else Path(args.session_dir)
         ),
         resume=args.resume,
+        thinking=args.thinking,
     )
     return _writing(
         "rpc",
@@ -554,7 +566,7 @@ def _chat(args: argparse.Namespace) -> int:
     from tether.cli.config import CliError, load_config
 
     try:
-        config = _sandboxed(args, load_config(), "chat")
+        config = with_thinking_flag(_sandboxed(args, load_config(), "chat"), args.thinking)
     except CliError as error:
         warn(f"tether chat: [{error.code}] {error}")
         return EXIT_USAGE
@@ -591,7 +603,9 @@ def _choose_with_config(
     from tether.cli.models import choose_model
 
     try:
-        config = _sandboxed(args, load_config(), command)
+        config = with_thinking_flag(
+            _sandboxed(args, load_config(), command), getattr(args, "thinking", None)
+        )
         return choose_model(args.model, base_url=args.base_url, config=config), config
     except CliError as error:
         warn(f"tether {command}: [{error.code}] {error}")

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from tether.protocol import ModelUsage, RunResult
     from tether.providers.errors import ProviderError
     from tether.providers.registry import ProviderModel
+    from tether.providers.thinking import ThinkingLevel
 
 __all__ = [
     "ModelChoice",
@@ -119,6 +120,11 @@ class ModelChoice:
     hidden_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
 
+    thinking: ThinkingLevel | None = None
+    """The thinking level the model is built with: the config's for this model, else its
+    top-level ``thinking`` (``--thinking`` is written into both; ``None``: the model's
+    default)."""
+
     @property
     def context_window(self) -> int | None:
         """The config's ``context_window`` for this model (``None``: not set)."""
@@ -147,6 +153,8 @@ class ModelChoice:
         }
         if self.settings.max_output_tokens is not None:
             options["max_output_tokens"] = self.settings.max_output_tokens
+        if self.thinking is not None:
+            options["thinking"] = self.thinking
         preset = REGISTRY.presets()[provider.name] if provider.source == "preset" else None
         return REGISTRY.api(provider.api).build(self.model, preset, options)
 
@@ -189,12 +197,14 @@ def choose_model(
             "CLI_MISSING_API_KEY",
             f"no API key for provider {name!r}: set the environment variable {variable}",
         )
+    settings = config.models.get(spec, ModelSettings())
     return ModelChoice(
         spec=spec,
         provider=provider,
         model=model,
         base_url=provider.base_url if base_url is None else base_url,
-        settings=config.models.get(spec, ModelSettings()),
+        settings=settings,
+        thinking=settings.thinking or config.thinking,
         hidden_env=tuple(sorted({p.api_key_env for p in providers.values() if p.api_key_env})),
         pass_env=config.tools.pass_env,
     )

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         ToolSet,
     )
     from tether.protocol import AgentEvent, RunResult
+    from tether.providers.thinking import ThinkingLevel
     from tether.stream import EventStream
 
 __all__ = [
@@ -102,6 +103,7 @@ COMMANDS: Final = (
     "get_tree",
     "move_to",
     "set_cwd",
+    "set_thinking",
     "compact",
     "command",
 )
@@ -117,6 +119,7 @@ _FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "move_to": ("entryId",),
     "set_cwd": ("cwd",),
     "command": ("name", "argument"),
+    "set_thinking": ("level",),
 }
 _READ_BYTES: Final = 65_536
 _QUEUED_CHUNKS: Final = 4
@@ -203,7 +206,7 @@ async def rpc_command(
             return await server.approve(request)
 
         session = CodingSession(made, approver=approve)
-        server = _Session(session, out)
+        server = _Session(session, out, thinking_flag=options.thinking)
         try:
             try:
                 if options.resume is not None:
@@ -328,8 +331,9 @@ class _Request:
 class RpcOptions:
     """What ``tether rpc`` serves, from the command line: the ``tools``, the
     ``introduction`` (``--system``), the step budget, whether tool calls are approved without
-    asking (``auto_approve``), the sessions directory and a session to ``resume`` at start
-    (an ID or a unique prefix)."""
+    asking (``auto_approve``), the sessions directory, a session to ``resume`` at start
+    (an ID or a unique prefix) and the ``--thinking`` level (kept for the config file read
+    again by ``set_model``)."""
 
     tools: ToolSet = "none"
     introduction: str | None = None
@@ -337,6 +341,7 @@ class RpcOptions:
     auto_approve: bool = False
     sessions_dir: Path
     resume: str | None = None
+    thinking: ThinkingLevel | None = None
 
 
 def rpc_config(
@@ -396,8 +401,15 @@ class _Session:
     """One ``CodingSession``, the running prompt's event pumps, the pending approvals and
     the output."""
 
-    def __init__(self, session: CodingSession[ModelChoice], out: Output) -> None:
+    def __init__(
+        self,
+        session: CodingSession[ModelChoice],
+        out: Output,
+        *,
+        thinking_flag: ThinkingLevel | None = None,
+    ) -> None:
         self.session = session
+        self.thinking_flag = thinking_flag
         self.out = out
         self.output_error: OutputError | None = None
         self.pumps: set[asyncio.Task[None]] = set()
@@ -615,6 +627,8 @@ class _Session:
                 return {"entryId": entry, **self.where()}
             case "set_cwd":
                 return await self.set_cwd(_text(fields, "cwd"))
+            case "set_thinking":
+                return self.set_thinking(fields.get("level"))
             case "command":
                 return await self.slash(fields)
             case "compact":
@@ -829,10 +843,20 @@ class _Session:
             "cost": session.cost,
             "tools": [] if agent is None else list(agent.tool_names),
             "maxSteps": session.config.max_steps,
+            "thinking": session.thinking,
         }
 
+    def set_thinking(self, level: object) -> object:
+        from tether.providers.thinking import THINKING_LEVELS, is_thinking_level
+
+        if not is_thinking_level(level):
+            raise RpcError(
+                "RPC_INVALID_REQUEST", f'"level" must be one of: {", ".join(THINKING_LEVELS)}'
+            )
+        return {"thinking": self.session.set_thinking(cast("ThinkingLevel", level))}
+
     async def set_model(self, fields: dict[str, object]) -> object:
-        from tether.cli.config import CliError, load_config
+        from tether.cli.config import CliError, load_config, with_thinking_flag
 
         self.idle("set_model")
         spec = fields.get("model")
@@ -850,7 +874,8 @@ class _Session:
         if base_url is None and spec.partition("/")[0] == self.choice.provider.name:
             base_url = self.choice.base_url
         try:
-            choice = choose_model(spec, base_url=base_url, config=load_config())
+            config = with_thinking_flag(load_config(), self.thinking_flag)
+            choice = choose_model(spec, base_url=base_url, config=config)
         except CliError as error:
             raise RpcError(error.code, error.message) from None
         await self.session.switch_model(choice)

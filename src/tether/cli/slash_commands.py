@@ -450,7 +450,8 @@ HELP: Final = (
     "commands:\n"
     + "".join(f"  {command.usage:<{_USAGE_WIDTH}} {command.help}\n" for command in SLASH_COMMANDS)
     + "keys: Enter sends · Alt-Enter (Esc Enter) new line · Tab completes /commands, "
-    "/model names and @paths · Ctrl-O shows the last tool result whole · Esc or Ctrl-C "
+    "/model names and @paths · Ctrl-O shows the last tool result whole · Shift-Tab cycles "
+    "the thinking level · Esc or Ctrl-C "
     "cancels the turn (Ctrl-C: or a runtime being built, or clears the line) · during a "
     "turn Enter steers and Alt-Enter follows up · Ctrl-D exits\n"
 )
@@ -470,6 +471,9 @@ keys:
   Alt-Enter      a new line (Esc then Enter too)
   Tab            complete a /command, a /model name or an @path in the workspace
   Ctrl-O         show the last tool result whole (its hidden middle lines too)
+  Shift-Tab      the next thinking level: off, minimal, low, medium, high (at the prompt
+                 or during a turn: the next request uses it; shown in the status line;
+                 --thinking or the config's thinking sets the first)
   Esc            cancel the running turn (what streamed is kept), at an approval
                  question too (the call does not run)
   during a turn  typing does not echo into the answer: Enter queues the text as a steer

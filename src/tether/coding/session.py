@@ -17,6 +17,11 @@ workspace, tools, resources, session file, extensions, Agent) and the Agent:
   the project directory, the context files and the skills (see ``CodingSessionConfig``),
   built again for every runtime (a new workspace has its own context files and skills);
 * **approvals** (``ApprovalPolicy``; the ``Approver`` the mode gives answers the asked ones);
+* the **thinking level** (``thinking``, ``set_thinking``, ``cycle_thinking``): one
+  ``tether.providers.thinking.ThinkingLevel`` for every model of the session once set; it
+  changes the next request at once (the model is swapped for ``model.with_thinking(level)``,
+  on the same connection, no new runtime), and a level a model has to clamp, or a model
+  without levels, is said once (a ``SessionNotice``);
 * **usage and cost totals** (``usage``, ``cost``: every finished run's, over every model of
   the session, each at its model's prices);
 * the **event stream** (``subscribe``): every ``AgentEvent`` of every Agent the session
@@ -56,6 +61,7 @@ from tether.coding.approval import (
 )
 from tether.coding.config import DEFAULT_CONTEXT_WINDOW, CodingSessionConfig, ModelSource
 from tether.protocol import ZERO_USAGE, ModelUsage
+from tether.providers.thinking import ThinkingLevel, ThinkingModel, is_thinking_level, next_level
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent
@@ -71,6 +77,7 @@ if TYPE_CHECKING:
     from tether.coding.meter import UsageMeter
     from tether.coding.resources import ChatResources
     from tether.loop.hooks import BlockToolCall, ToolCallContext
+    from tether.models.base import Model
     from tether.protocol import AgentEvent, RunResult, UserMessage
     from tether.stream import EventStream
 
@@ -90,8 +97,9 @@ T = TypeVar("T")
 class CodingSessionError(TetherError):
     """A session operation that cannot be done: ``CODING_SESSION_NOT_FOUND``,
     ``CODING_SESSION_AMBIGUOUS``, ``CODING_ENTRY_NOT_FOUND``, ``CODING_ENTRY_AMBIGUOUS``,
-    ``CODING_NOT_STARTED`` (nothing to act on before the first runtime) or
-    ``CODING_SESSION_FIXED`` (a session on one fixed file has no other session to go to)."""
+    ``CODING_NOT_STARTED`` (nothing to act on before the first runtime),
+    ``CODING_SESSION_FIXED`` (a session on one fixed file has no other session to go to) or
+    ``CODING_THINKING_INVALID`` (not a thinking level)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +173,8 @@ class CodingSession(Generic[M]):
         self._scratch: str | None = None  # the temporary directory of an ephemeral session
         self._noted: object = None  # the store whose repair was said
         self._mcp_noted: set[tuple[str | None, str]] = set()  # MCP start failures said
+        self._thinking: ThinkingLevel | None = None  # set_thinking's, for every model
+        self._said: set[str] = set()  # the thinking notices already given
 
     # -- what it is -------------------------------------------------------------------------
 
@@ -307,8 +317,59 @@ class CodingSession(Generic[M]):
         if self._meter is None:
             build = self.config.build_model
             model = build(self._choice) if build is not None else self._choice.build()
-            self._meter = UsageMeter(model, self._pace)
+            self._meter = UsageMeter(self._at_level(model), self._pace)
         return self._meter
+
+    # -- thinking ---------------------------------------------------------------------------
+
+    @property
+    def thinking(self) -> ThinkingLevel | None:
+        """The thinking level of the next request: the one set with ``set_thinking``, else
+        the current model's own (its choice's ``thinking`` before it is built); ``None``:
+        none (the model's default)."""
+        if self._thinking is not None:
+            return self._thinking
+        source: object = self._choice if self._meter is None else self._meter.model
+        level: object = getattr(source, "thinking", None)
+        return level if is_thinking_level(level) else None  # pyright: ignore[reportReturnType]
+
+    def set_thinking(self, level: ThinkingLevel) -> ThinkingLevel:
+        """Think at ``level`` from the next request on, with this model and every later one
+        (``switch_model``); returns it. ``CodingSessionError`` ``CODING_THINKING_INVALID``
+        for anything but a ``ThinkingLevel``."""
+        if not is_thinking_level(level):
+            raise CodingSessionError(
+                "CODING_THINKING_INVALID",
+                "thinking must be one of: off, minimal, low, medium, high",
+            )
+        self._thinking = level
+        if self._meter is not None:
+            self._meter.model = self._at_level(self._meter.model)
+        return level
+
+    def cycle_thinking(self) -> ThinkingLevel:
+        """Go to the level after the current one (``off`` → ``minimal`` → … → ``high`` →
+        ``off``; Shift-Tab in ``tether chat``); returns it."""
+        return self.set_thinking(next_level(self.thinking))
+
+    def _at_level(self, model: Model) -> Model:
+        """``model`` at the session's level (when one is set), what it clamped said once."""
+        level = self._thinking
+        if level is not None:
+            if isinstance(model, ThinkingModel):
+                model = model.with_thinking(level)
+            else:
+                self._say_once(f"thinking: {self._choice.spec} takes no thinking level")
+        if isinstance(model, ThinkingModel):
+            choice = model.thinking_choice
+            if choice is not None and choice.notice is not None:
+                self._say_once(choice.notice)
+        return model
+
+    def _say_once(self, text: str) -> None:
+        if text not in self._said:
+            self._said.add(text)
+            self._notice(text)
 
     def _compaction(self) -> Any:
         from tether.agent.auto_compaction import AutoCompaction

@@ -22,13 +22,21 @@ The API key is sent only in the ``x-api-key`` header (never to a redirect's targ
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Self
 
 from tether.protocol import ModelRequest
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import HttpStreamModel, StreamParser, checked_key
 from tether.providers.anthropic_wire import AnthropicStreamParser, build_messages_request
+from tether.providers.thinking import (
+    ThinkingChoice,
+    ThinkingLevel,
+    anthropic_levels,
+    anthropic_thinking,
+    choose_level,
+)
 
 if TYPE_CHECKING:
     import httpx2
@@ -45,8 +53,12 @@ class AnthropicModel(HttpStreamModel):
     """A ``Model`` speaking Anthropic Messages over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable. ``max_output_tokens``
-    is always sent (the API requires it). ``thinking_budget`` enables extended thinking with
-    that many tokens (then no ``temperature`` is sent, as the API requires).
+    is always sent (the API requires it). ``thinking`` is a ``ThinkingLevel``
+    (``tether.providers.thinking``: ``"medium"`` sends ``budget_tokens: 8192`` and raises
+    ``max_tokens`` so the answer keeps 4096 tokens; a Claude 3 model without extended
+    thinking takes ``"off"`` only, see ``thinking_choice``); ``thinking_budget`` is the
+    precise form: extended thinking with that many tokens, below ``max_output_tokens``. With
+    either, no ``temperature`` is sent (the API requires the default).
     ``anthropic_version`` is the ``anthropic-version`` header.
     """
 
@@ -55,6 +67,7 @@ class AnthropicModel(HttpStreamModel):
         "_extra_headers",
         "_max_output_tokens",
         "_temperature",
+        "_thinking",
         "_thinking_budget",
     )
 
@@ -69,6 +82,7 @@ class AnthropicModel(HttpStreamModel):
         api_key_env: str | None = "ANTHROPIC_API_KEY",
         max_output_tokens: int = 4096,
         temperature: float | None = None,
+        thinking: ThinkingLevel | None = None,
         thinking_budget: int | None = None,
         anthropic_version: str = ANTHROPIC_VERSION,
         retry: RetryPolicy = _DEFAULT_RETRY,
@@ -85,6 +99,8 @@ class AnthropicModel(HttpStreamModel):
             raise TypeError(
                 "thinking_budget must be an int of at least 1024 and below max_output_tokens"
             )
+        if thinking is not None and thinking_budget is not None:
+            raise TypeError("pass thinking (a level) or thinking_budget (tokens), not both")
         if type(anthropic_version) is not str or not anthropic_version:
             raise TypeError("anthropic_version must be a non-empty string")
         super().__init__(
@@ -99,8 +115,35 @@ class AnthropicModel(HttpStreamModel):
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._thinking_budget = thinking_budget
+        self._thinking: ThinkingChoice | None = None
+        self._set_thinking(thinking)
         self._anthropic_version = anthropic_version
         self._extra_headers = dict(headers or {})
+
+    def _set_thinking(self, level: ThinkingLevel | None) -> None:
+        choice = choose_level(level, anthropic_levels(self._model), model=self._model)
+        if choice is not None and choice.level != "off" and self._temperature not in (None, 1):
+            raise TypeError("thinking cannot be combined with a temperature (the API requires 1)")
+        self._thinking = choice
+
+    @property
+    def thinking(self) -> ThinkingLevel | None:
+        """The thinking level asked for (``None``: none; ``thinking_budget`` may be set)."""
+        return None if self._thinking is None else self._thinking.requested
+
+    @property
+    def thinking_choice(self) -> ThinkingChoice | None:
+        """How this model takes the level: the level sent and, when it had to be clamped,
+        a ``notice`` to show (``None`` without a level)."""
+        return self._thinking
+
+    def with_thinking(self, level: ThinkingLevel | None) -> Self:
+        """A copy of this model at another thinking level (``None``: as constructed, with
+        ``thinking_budget`` if it had one). The copy shares this model's HTTP client:
+        closing either closes it."""
+        clone = copy.copy(self)
+        clone._set_thinking(level)
+        return clone
 
     def _models_url(self, after: str | None) -> str:
         from urllib.parse import quote
@@ -123,12 +166,18 @@ class AnthropicModel(HttpStreamModel):
         return headers
 
     def _body(self, request: ModelRequest) -> object:
+        max_tokens, budget = self._max_output_tokens, self._thinking_budget
+        if self._thinking is not None:
+            mapped = anthropic_thinking(
+                self._thinking.level, model=self._model, max_output_tokens=max_tokens
+            )
+            max_tokens, budget = mapped.max_tokens, mapped.budget_tokens
         return build_messages_request(
             request,
             model=self._model,
-            max_output_tokens=self._max_output_tokens,
+            max_output_tokens=max_tokens,
             temperature=self._temperature,
-            thinking_budget=self._thinking_budget,
+            thinking_budget=budget,
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:

@@ -23,8 +23,9 @@ OpenAIChatModel(...) as model``); one never closed is closed when its event loop
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
@@ -41,6 +42,13 @@ from tether.providers.openai_wire import (
     OpenAIChatStreamParser,
     build_chat_request,
     parse_chat_completion,
+)
+from tether.providers.thinking import (
+    ThinkingChoice,
+    ThinkingLevel,
+    choose_level,
+    openai_chat_effort,
+    openai_levels,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +68,10 @@ class OpenAIChatModel(HttpStreamModel):
     neither is set, as local servers expect). ``compat`` holds the server's quirks
     (``tether.providers.catalog`` has presets); ``headers`` are extra request headers;
     ``http_client`` is an ``httpx2.AsyncClient`` you own (else the model creates one).
+    ``thinking`` is a ``ThinkingLevel`` sent as ``reasoning_effort``
+    (``tether.providers.thinking``: clamped to what the model takes, e.g. gpt-5 has no
+    ``"off"``, see ``thinking_choice``); ``reasoning_effort`` is the precise form, sent as
+    given.
     """
 
     __slots__ = (
@@ -68,6 +80,7 @@ class OpenAIChatModel(HttpStreamModel):
         "_max_output_tokens",
         "_reasoning_effort",
         "_temperature",
+        "_thinking",
     )
 
     _MODEL_EXAMPLE = "gpt-4o-mini"
@@ -81,6 +94,7 @@ class OpenAIChatModel(HttpStreamModel):
         api_key_env: str | None = "OPENAI_API_KEY",
         max_output_tokens: int | None = None,
         temperature: float | None = None,
+        thinking: ThinkingLevel | None = None,
         reasoning_effort: str | None = None,
         compat: OpenAIChatCompat = _DEFAULT_COMPAT,
         retry: RetryPolicy = _DEFAULT_RETRY,
@@ -95,6 +109,8 @@ class OpenAIChatModel(HttpStreamModel):
             raise TypeError("max_output_tokens must be a positive int or None")
         if not isinstance(compat, OpenAIChatCompat):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("compat must be an OpenAIChatCompat")
+        if thinking is not None and reasoning_effort is not None:
+            raise TypeError("pass thinking (a level) or reasoning_effort, not both")
         super().__init__(
             model=model,
             base_url=base_url,
@@ -109,6 +125,30 @@ class OpenAIChatModel(HttpStreamModel):
         self._reasoning_effort = reasoning_effort
         self._compat = compat
         self._extra_headers = dict(headers or {})
+        self._thinking: ThinkingChoice | None = None
+        self._set_thinking(thinking)
+
+    def _set_thinking(self, level: ThinkingLevel | None) -> None:
+        self._thinking = choose_level(level, openai_levels(self._model), model=self._model)
+
+    @property
+    def thinking(self) -> ThinkingLevel | None:
+        """The thinking level asked for (``None``: none; ``reasoning_effort`` may be set)."""
+        return None if self._thinking is None else self._thinking.requested
+
+    @property
+    def thinking_choice(self) -> ThinkingChoice | None:
+        """How this model takes the level: the level sent and, when it had to be clamped,
+        a ``notice`` to show (``None`` without a level)."""
+        return self._thinking
+
+    def with_thinking(self, level: ThinkingLevel | None) -> Self:
+        """A copy of this model at another thinking level (``None``: as constructed, with
+        ``reasoning_effort`` if it had one). The copy shares this model's HTTP client:
+        closing either closes it."""
+        clone = copy.copy(self)
+        clone._set_thinking(level)
+        return clone
 
     @classmethod
     def from_spec(cls, spec: str, **options: Any) -> OpenAIChatModel:
@@ -139,7 +179,9 @@ class OpenAIChatModel(HttpStreamModel):
             compat=self._compat,
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
-            reasoning_effort=self._reasoning_effort,
+            reasoning_effort=self._reasoning_effort
+            if self._thinking is None
+            else openai_chat_effort(self._thinking.level, model=self._model),
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:

@@ -7,6 +7,7 @@ still raises ``SIGINT``: ``ISIG`` is kept) and reads the keys itself:
 
 * **Esc** (alone in a read: an escape sequence such as an arrow key comes in one read and is
   skipped whole) calls ``on_escape`` (the chat cancels the turn).
+* **Shift-Tab** (``ESC [ Z``) calls ``on_shift_tab`` (the chat cycles the thinking level).
 * Printable text is collected in ``typed``; Backspace removes the last character; Ctrl-U
   clears it. ``on_change`` is told every change (the chat shows it on the status line).
 * **Enter** hands the text to ``on_enter`` (a steer: queued for the next turn boundary), and
@@ -30,10 +31,13 @@ from typing import Any, Final, Literal, TypeAlias
 
 __all__ = ["Key", "KeyName", "TurnKeys", "parse_keys"]
 
-KeyName: TypeAlias = Literal["text", "escape", "enter", "alt-enter", "backspace", "clear"]
+KeyName: TypeAlias = Literal[
+    "text", "escape", "enter", "alt-enter", "backspace", "clear", "shift-tab"
+]
 """What a key does (``text``: printable characters, in ``Key.text``)."""
 
 _ESC: Final = "\x1b"
+_SHIFT_TAB: Final = "\x1b[Z"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +77,9 @@ def parse_keys(text: str) -> list[Key]:
             elif text[index + 1] in "\r\n":
                 keys.append(Key(name="alt-enter"))
                 index += 2
+            elif text.startswith(_SHIFT_TAB, index):
+                keys.append(Key(name="shift-tab"))
+                index += len(_SHIFT_TAB)
             else:
                 index = _skip_sequence(text, index)
             continue
@@ -102,8 +109,10 @@ class TurnKeys:
         on_enter: Callable[[str], None],
         on_alt_enter: Callable[[str], None],
         on_change: Callable[[str], None],
+        on_shift_tab: Callable[[], None] | None = None,
     ) -> None:
         self.fd = fd
+        self._on_shift_tab = on_shift_tab
         self.typed = ""
         self._on_escape = on_escape
         self._on_enter = on_enter
@@ -161,6 +170,9 @@ class TurnKeys:
             match key.name:
                 case "escape":
                     self._on_escape()
+                case "shift-tab":
+                    if self._on_shift_tab is not None:
+                        self._on_shift_tab()
                 case "enter" | "alt-enter":
                     text, self.typed = self.typed.strip(), ""
                     if text:

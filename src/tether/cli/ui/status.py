@@ -3,9 +3,10 @@
 ``status_line(state, width=..., color=...)`` is a pure function of a ``StatusState``: a
 spinner frame, what is happening (``waiting for the model``, ``thinking``, ``writing``,
 ``running bash``, ``retrying in 2 s (HTTP 503)``, ``compacting the context``), the elapsed
-time, the tokens in and out, the cost and how much of the context window is used, joined by
-``·``. When the line is wider than ``width`` the least useful parts go first (cost, tokens,
-elapsed time; the activity and the context share stay longest), and what is left is cut with
+time, the tokens in and out, the cost, how much of the context window is used and the
+thinking level (``think high``), joined by ``·``. When the line is wider than ``width`` the
+least useful parts go first (cost, tokens, elapsed time, the thinking level; the activity and
+the context share stay longest), and what is left is cut with
 ``…``. With colour the spinner is cyan, the details dim, and the context share yellow from 80%
 and red from 95%. Text from outside (a tool's name, a retry reason) has its control
 characters made visible.
@@ -50,8 +51,8 @@ class StatusState:
     """What the status line shows. ``tool``: the running tool (``activity="tool"``);
     ``retry_in`` and ``retry_reason``: the wait before the next attempt and why
     (``activity="retrying"``, e.g. ``2.0`` and ``"HTTP 503"``); ``elapsed``: seconds since the
-    turn started; ``context_used`` / ``context_window``: tokens; ``cost``: US dollars.
-    ``None`` leaves a part out."""
+    turn started; ``context_used`` / ``context_window``: tokens; ``cost``: US dollars;
+    ``thinking``: the thinking level the model is asked for. ``None`` leaves a part out."""
 
     activity: Activity
     frame: int = 0
@@ -64,6 +65,7 @@ class StatusState:
     cost: float | None = None
     context_used: int | None = None
     context_window: int | None = None
+    thinking: str | None = None
 
 
 def format_duration(seconds: float) -> str:
@@ -141,6 +143,8 @@ def status_line(state: StatusState, *, width: int, color: bool, ascii_only: bool
         share = state.context_used / state.context_window
         style = "31" if share >= 0.95 else "33" if share >= 0.8 else "2"
         parts.append((3, f"context {share:.0%}", style))
+    if state.thinking is not None:
+        parts.append((2, f"think {_one_line(state.thinking)}", "2"))
     while (
         parts
         and cell_width(head)
