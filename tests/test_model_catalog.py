@@ -28,7 +28,8 @@ def test_every_catalog_model_belongs_to_a_preset_and_has_its_limits() -> None:
         assert provider in presets, spec
         assert model
         assert info.context_window is not None
-        assert info.prices.input is not None and info.prices.output is not None
+        assert info.prices.input is not None
+        assert info.prices.output is not None
 
 
 def test_anthropic_cache_prices_follow_the_published_multipliers() -> None:
@@ -49,6 +50,7 @@ def test_cached_tokens_are_priced_at_the_cache_prices() -> None:
         input_tokens=1_000, output_tokens=2_000, cache_read_tokens=100_000, cache_write_tokens=0
     )
     cost = cost_of(usage, prices)
+    assert cost is not None
     assert cost == Cost(input=0.003, output=0.03, cache_read=0.03, cache_write=0.0)
     assert math.isclose(cost.total, 0.063)
     assert cost.to_json()["totalUsd"] == cost.total
@@ -88,9 +90,7 @@ _COUNT = st.integers(0, 10**9)
 _PRICE = st.none() | st.floats(0, 1000)
 
 
-@given(
-    _COUNT, _COUNT, _COUNT, _COUNT, _PRICE, _PRICE, _PRICE, _PRICE
-)
+@given(_COUNT, _COUNT, _COUNT, _COUNT, _PRICE, _PRICE, _PRICE, _PRICE)
 def test_cost_is_known_exactly_when_every_count_spent_has_a_price(
     tokens_in: int,
     tokens_out: int,
@@ -110,7 +110,12 @@ def test_cost_is_known_exactly_when_every_count_spent_has_a_price(
     prices = ModelPrices(
         input=price_in, output=price_out, cache_read=price_read, cache_write=price_write
     )
-    pairs = [(tokens_in, price_in), (tokens_out, price_out), (read, price_read), (write, price_write)]
+    pairs = [
+        (tokens_in, price_in),
+        (tokens_out, price_out),
+        (read, price_read),
+        (write, price_write),
+    ]
     cost = cost_of(usage, prices)
     known = prices.known and all(price is not None for count, price in pairs if count)
     assert (cost is not None) == known

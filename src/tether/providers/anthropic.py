@@ -48,13 +48,17 @@ class AnthropicModel(HttpStreamModel):
     ``api_key`` defaults to the ``api_key_env`` environment variable. ``max_output_tokens``
     is always sent (the API requires it). ``thinking_budget`` enables extended thinking with
     that many tokens (then no ``temperature`` is sent, as the API requires).
-    ``anthropic_version`` is the ``anthropic-version`` header.
+    ``anthropic_version`` is the ``anthropic-version`` header. ``prompt_caching`` (on by
+    default) puts ``cache_control`` breakpoints on the system prompt, the last tool and the
+    conversation's last turns (``anthropic_wire.build_messages_request``), so a long
+    conversation's next turn reads its prefix from the cache.
     """
 
     __slots__ = (
         "_anthropic_version",
         "_extra_headers",
         "_max_output_tokens",
+        "_prompt_caching",
         "_temperature",
         "_thinking_budget",
     )
@@ -74,6 +78,7 @@ class AnthropicModel(HttpStreamModel):
         timeouts: Timeouts = _DEFAULT_TIMEOUTS,
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         if type(model) is not str or not model.strip():
             raise TypeError("model must be a non-empty model name, e.g. 'claude-sonnet-4-5'")
@@ -91,6 +96,8 @@ class AnthropicModel(HttpStreamModel):
             )
         if type(anthropic_version) is not str or not anthropic_version:
             raise TypeError("anthropic_version must be a non-empty string")
+        if type(prompt_caching) is not bool:
+            raise TypeError("prompt_caching must be a bool")
         if api_key is None and api_key_env:
             api_key = os.environ.get(api_key_env) or None
         super().__init__(
@@ -105,6 +112,7 @@ class AnthropicModel(HttpStreamModel):
         self._temperature = temperature
         self._thinking_budget = thinking_budget
         self._anthropic_version = anthropic_version
+        self._prompt_caching = prompt_caching
         self._extra_headers = dict(headers or {})
 
     def _models_url(self, after: str | None) -> str:
@@ -134,6 +142,7 @@ class AnthropicModel(HttpStreamModel):
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
             thinking_budget=self._thinking_budget,
+            cache=self._prompt_caching,
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:

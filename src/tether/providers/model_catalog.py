@@ -81,7 +81,8 @@ class ModelPrices:
     def known(self) -> bool:
         """Whether any price is known."""
         return any(
-            price is not None for price in (self.input, self.output, self.cache_read, self.cache_write)
+            price is not None
+            for price in (self.input, self.output, self.cache_read, self.cache_write)
         )
 
 
