@@ -56,12 +56,16 @@ class OpenAIChatModel(HttpStreamModel):
     neither is set, as local servers expect). ``compat`` holds the server's quirks
     (``tether.providers.catalog`` has presets); ``headers`` are extra request headers;
     ``http_client`` is an ``httpx2.AsyncClient`` you own (else the model creates one).
+    ``prompt_cache_key`` is sent with every request (when ``compat.send_prompt_cache_key``):
+    a stable key per conversation (the coding session gives one) so OpenAI routes its
+    requests to the same prompt cache; it must not hold a secret.
     """
 
     __slots__ = (
         "_compat",
         "_extra_headers",
         "_max_output_tokens",
+        "_prompt_cache_key",
         "_reasoning_effort",
         "_temperature",
     )
@@ -81,6 +85,7 @@ class OpenAIChatModel(HttpStreamModel):
         timeouts: Timeouts = _DEFAULT_TIMEOUTS,
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
+        prompt_cache_key: str | None = None,
     ) -> None:
         if type(model) is not str or not model.strip():
             raise TypeError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
@@ -94,6 +99,10 @@ class OpenAIChatModel(HttpStreamModel):
             raise TypeError("max_output_tokens must be a positive int or None")
         if not isinstance(compat, OpenAIChatCompat):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError("compat must be an OpenAIChatCompat")
+        if prompt_cache_key is not None and (
+            type(prompt_cache_key) is not str or not prompt_cache_key.strip()
+        ):
+            raise TypeError("prompt_cache_key must be a non-empty string or None")
         if api_key is None and api_key_env:
             api_key = os.environ.get(api_key_env) or None
         super().__init__(
@@ -108,6 +117,7 @@ class OpenAIChatModel(HttpStreamModel):
         self._temperature = temperature
         self._reasoning_effort = reasoning_effort
         self._compat = compat
+        self._prompt_cache_key = prompt_cache_key
         self._extra_headers = dict(headers or {})
 
     @classmethod
@@ -150,6 +160,7 @@ class OpenAIChatModel(HttpStreamModel):
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
             reasoning_effort=self._reasoning_effort,
+            prompt_cache_key=self._prompt_cache_key,
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:
