@@ -786,3 +786,24 @@ def test_the_config_knows_every_sandbox_mode() -> None:
     from tether.tools.coding.sandbox import SandboxMode
 
     assert get_args(SandboxMode) == SANDBOX_MODES
+
+
+async def test_the_session_key_goes_only_to_an_api_that_takes_one(tmp_path: Path) -> None:
+    """Issue 33: ``ModelChoice.build(cache_key=...)`` gives OpenAI Chat models their
+    ``prompt_cache_key``; Anthropic's API has no such option (its caching needs no key)."""
+    config = load_config(tmp_path / "missing.toml")
+    env = {"OPENAI_API_KEY": FAKE_KEY, "ANTHROPIC_API_KEY": FAKE_KEY}
+    openai = choose_model("openai/gpt-4o", base_url=None, config=config, environ=env)
+    anthropic = choose_model(
+        "anthropic/claude-sonnet-4-5", base_url=None, config=config, environ=env
+    )
+    built = openai.build(cache_key="tether-abc")
+    claude = anthropic.build(cache_key="tether-abc")
+    try:
+        assert isinstance(built, OpenAIChatModel)
+        assert built._prompt_cache_key == "tether-abc"  # pyright: ignore[reportPrivateUsage]
+        assert anthropic.context_window == 200_000
+        assert anthropic.prices.cache_read == 0.3
+    finally:
+        await built.aclose()
+        await claude.aclose()
