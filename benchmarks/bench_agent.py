@@ -37,9 +37,9 @@ from tether import (
     text_reply,
     tool,
     tool_call_reply,
-    user_message,
 )
 from tether.agent import Agent
+from tether.messages import user_message
 
 TURNS = 32
 PROMPTS = 40

@@ -97,8 +97,8 @@ def tether_runner() -> Runner:
         text_reply,
         tool,
         tool_call_reply,
-        user_message,
     )
+    from tether.messages import user_message
 
     @tool
     async def add(left: int, right: int) -> int:
@@ -135,14 +135,13 @@ def tether_factory_runner() -> Runner:
         ModelUsage,
         ScriptedModel,
         TextBlock,
-        TextDeltaChunk,
         ToolCall,
-        ToolCallChunk,
         ToolRegistry,
         UserMessage,
         run_agent_loop,
         tool,
     )
+    from tether.protocol import TextDeltaChunk, ToolCallChunk
 
     @tool
     async def add(left: int, right: int) -> int:

@@ -41,8 +41,8 @@ async def _runs(count: int) -> dict[str, Any]:
         text_reply,
         tool,
         tool_call_reply,
-        user_message,
     )
+    from tether.messages import user_message
 
     @tool
     async def add(left: int, right: int) -> int:

@@ -18,7 +18,6 @@ from support import turns
 from tether import (
     AbortSignal,
     AgentEvent,
-    AgentEventType,
     AssistantMessage,
     ModelRequest,
     ModelUsage,
@@ -45,6 +44,7 @@ from tether.agent import agent as agent_module
 from tether.jsonvalue import JsonObject
 from tether.messages import validate_transcript
 from tether.models.scripted import ScriptedReply, ScriptedToolCall
+from tether.protocol import AgentEventType
 
 LIMIT = 5.0  # seconds: only a bound on waits that a regression could turn into hangs
 

@@ -23,9 +23,7 @@ from tether import (
     ModelResponse,
     ScriptedModel,
     TextBlock,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
     ToolRegistry,
     ToolResultMessage,
     UserMessage,
@@ -33,7 +31,6 @@ from tether import (
     text_reply,
     tool,
     tool_call_reply,
-    validate_transcript,
 )
 from tether.agent import (
     INTERRUPTED_TURN_NOTE,
@@ -44,7 +41,9 @@ from tether.agent import (
 from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.session import SessionStore, SessionTree
 from tether.jsonvalue import JsonObject
+from tether.messages import validate_transcript
 from tether.models.scripted import ScriptedReply, ScriptedToolCall
+from tether.protocol import TextDeltaChunk, ToolCallChunk
 from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.openai_wire import OpenAIChatCompat, build_chat_request
 

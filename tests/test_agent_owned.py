@@ -35,7 +35,6 @@ from tether import (
     ModelChunk,
     ModelRequest,
     ModelUsage,
-    ResponseFactory,
     RunResult,
     ScriptedModel,
     ScriptedReply,
@@ -56,6 +55,7 @@ from tether.loop import RunLimits
 from tether.loop.hooks import BlockToolCall, ToolCallContext, ToolHooks
 from tether.loop.limits import DEFAULT_LIMITS
 from tether.loop.run import run_owned_turns
+from tether.models.scripted import ResponseFactory
 from tether.protocol import TextDeltaChunk
 
 USER = UserMessage(id="user-1", content="Add 20 and 22.")

@@ -34,11 +34,11 @@ from tether import (
     ToolExecutionContext,
     ToolRegistry,
     UserMessage,
-    thaw_json,
     to_json,
     tool,
 )
 from tether.agent.agent import Agent
+from tether.jsonvalue import thaw_json
 from tether.providers._http import RetryPolicy
 from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.openai_wire import OpenAIChatCompat

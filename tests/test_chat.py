@@ -1168,13 +1168,13 @@ def test_the_unfinished_block_is_redrawn_at_a_frame_rate_not_per_delta(
 def test_live_tool_output_and_retries_are_shown() -> None:
     """Issue 28: a command's output appears while it runs (a bounded view, before its
     result), and a retry says how long it waits and why."""
-    from tether import (
+    from tether.cli.chat import PROGRESS_MAX_LINES
+    from tether.protocol import (
         ModelRetryEvent,
         ModelRetryPayload,
         ToolProgressEvent,
         ToolProgressPayload,
     )
-    from tether.cli.chat import PROGRESS_MAX_LINES
 
     chat_view, buffer = view()
     retry = ModelRetryPayload(
@@ -1213,8 +1213,8 @@ def test_an_invalid_call_shows_what_the_model_sent() -> None:
 
 
 def test_tether_run_shows_an_invalid_call_as_sent() -> None:
-    from tether import ToolStartedEvent, ToolStartedPayload
     from tether.cli.render import HumanView
+    from tether.protocol import ToolStartedEvent, ToolStartedPayload
 
     buffer = io.BytesIO()
     human = HumanView(Output.for_people(io.TextIOWrapper(buffer, encoding="utf-8")))

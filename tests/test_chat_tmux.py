@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from servers.replay import ReplayServer, Script, sse_body, sse_response
-from tether import INTERRUPTED_TURN_NOTE
+from tether.agent import INTERRUPTED_TURN_NOTE
 from tmux_support import DEADLINE, POLL, Tmux, tmux_binary
 
 pytestmark = [

@@ -590,7 +590,8 @@ def test_run_problem_maps_each_provider_code_to_advice(tmp_path: Path) -> None:
 
 
 def test_the_cli_lists_match_the_runtime(tmp_path: Path) -> None:
-    from tether import MAX_AGENT_STEPS, RunLimits
+    from tether import RunLimits
+    from tether.loop import MAX_AGENT_STEPS
     from tether.providers.catalog import PRESETS
     from tether.tools.coding import coding_tools
 

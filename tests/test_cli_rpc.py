@@ -32,7 +32,7 @@ import cli_support
 from cli_support import BOUND, FAKE_KEY, TETHER, assert_no_key, bash_reply, child_env, spawned
 from servers.katan import KatanServer
 from servers.replay import ReplayServer, Script, json_response
-from tether import INTERRUPTED_TURN_NOTE
+from tether.agent import INTERRUPTED_TURN_NOTE
 
 pytestmark = [
     pytest.mark.slow,

@@ -39,7 +39,7 @@ from cli_support import (
 from openai_bodies import call, minimal_chunk, minimal_usage
 from servers.katan import KatanServer, free_port
 from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
-from tether import INTERRUPTED_TURN_NOTE
+from tether.agent import INTERRUPTED_TURN_NOTE
 
 pytestmark = [
     pytest.mark.slow,

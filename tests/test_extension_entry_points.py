@@ -25,8 +25,6 @@ from tether import (
     FailedRunResult,
     JsonObject,
     RunError,
-    RunFinishedEvent,
-    RunFinishedPayload,
     ToolCall,
     UserMessage,
     execute_tool_call,
@@ -40,6 +38,7 @@ from tether.agent.extensions import (
     load_entry_point_extensions,
 )
 from tether.agent.resources import ResourceLoader
+from tether.protocol import RunFinishedEvent, RunFinishedPayload
 
 USER = UserMessage(id="u1", content="hi")
 

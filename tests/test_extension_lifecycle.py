@@ -27,9 +27,10 @@ from typing import Any, cast
 
 import pytest
 
-from tether import AbortSignal, ToolRegistry, run_agent_loop, user_message
+from tether import AbortSignal, ToolRegistry, run_agent_loop
 from tether.agent.extensions import ExtensionDefinition, ExtensionError, ExtensionHost
 from tether.agent.resources import ResourceLoader
+from tether.messages import user_message
 from tether.models.scripted import ScriptedModel, text_reply
 
 GUARD = 10.0

@@ -25,10 +25,6 @@ from tether import (
     AbortSignal,
     AgentEvent,
     CompletedRunResult,
-    MessageAcceptedEvent,
-    MessageAcceptedPayload,
-    RunFinishedEvent,
-    RunFinishedPayload,
     TetherError,
     ToolDefinition,
     ToolRegistry,
@@ -48,6 +44,12 @@ from tether.agent.extensions import (
 )
 from tether.agent.extensions import host as host_module
 from tether.agent.resources import ResourceLoader
+from tether.protocol import (
+    MessageAcceptedEvent,
+    MessageAcceptedPayload,
+    RunFinishedEvent,
+    RunFinishedPayload,
+)
 
 USER = UserMessage(id="u1", content="hi")
 EVENT = MessageAcceptedEvent(sequence=0, payload=MessageAcceptedPayload(message=USER))

@@ -35,16 +35,15 @@ from tether import (
     AbortError,
     AbortSignal,
     FixtureProviderAdapter,
-    FixtureProviderError,
     JsonObject,
     ModelChunk,
     ModelRequest,
     ModelUsage,
     TextBlock,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
 )
+from tether.protocol import TextDeltaChunk, ToolCallChunk
+from tether.providers.fixture import FixtureProviderError
 
 FIXTURE_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "provider-tool-roundtrip.json"
 REQUEST_ID = "request-001"

@@ -24,22 +24,21 @@ from tether import (
     ScriptedToolCall,
     TetherError,
     ToolCall,
-    ToolCallDeltaChunk,
     ToolRegistry,
     UserMessage,
     execute_tool_call,
     run_agent_loop,
     text_reply,
     tool,
-    validate_transcript,
 )
 from tether.agent import session as session_module
 from tether.loop import RunLimits, ToolCallContext, ToolHooks
 from tether.loop.invalid_calls import describe_raw_arguments, invalid_call_result
-from tether.messages import assistant_message
+from tether.messages import assistant_message, validate_transcript
 from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     RunResult,
+    ToolCallDeltaChunk,
     ToolResultMessage,
     from_json,
 )

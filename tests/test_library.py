@@ -33,8 +33,6 @@ from tether import (
     ScriptedToolCall,
     ToolExecutionContext,
     ToolRegistry,
-    ToolSignatureError,
-    ToolValidation,
     UserMessage,
     Valid,
     define_tool,
@@ -42,10 +40,12 @@ from tether import (
     run_agent_loop,
     to_json,
     tool,
-    user_message,
 )
 from tether.agent import Agent
+from tether.messages import user_message
+from tether.protocol import ToolValidation
 from tether.providers.openai_chat import OpenAIChatModel
+from tether.tools import ToolSignatureError
 from tether.tools.output import output_spec
 
 BOUND = 20.0
@@ -545,7 +545,7 @@ _OUTSIDE_A_LOOP = """
 import warnings
 warnings.simplefilter("error")
 from tether import AbortController, ScriptedModel, ToolRegistry, run_agent_loop, text_reply
-from tether import user_message
+from tether.messages import user_message
 try:
     run_agent_loop(messages=[user_message(content="hi")], model=ScriptedModel([text_reply("x")]),
                    tools=ToolRegistry([]), max_steps=2, signal=AbortController().signal)

@@ -21,7 +21,6 @@ from tether import (
     AbortController,
     AbortSignal,
     AgentEvent,
-    AssistantBlock,
     AssistantMessage,
     CompletedRunResult,
     EventStream,
@@ -35,19 +34,14 @@ from tether import (
     ModelResponse,
     ModelStream,
     ModelUsage,
-    NonRecoverableToolError,
     RunResult,
     ScriptedModel,
-    StopReason,
     TextBlock,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
     ToolDefinition,
     ToolExecutionContext,
     ToolRegistry,
     ToolResultMessage,
-    ToolValidation,
     UserMessage,
     Valid,
     define_tool,
@@ -56,8 +50,16 @@ from tether import (
     to_json,
     tool,
     tool_call_reply,
-    validate_transcript,
 )
+from tether.messages import validate_transcript
+from tether.protocol import (
+    AssistantBlock,
+    StopReason,
+    TextDeltaChunk,
+    ToolCallChunk,
+    ToolValidation,
+)
+from tether.tools import NonRecoverableToolError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "provider-tool-roundtrip.json"
 USER = UserMessage(id="user-1", content="What is 20 + 22?")

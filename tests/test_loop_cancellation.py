@@ -28,26 +28,24 @@ from tether import (
     ModelRequest,
     ModelResponse,
     ModelUsage,
-    NonRecoverableToolError,
-    ResponseFactory,
     RunResult,
     ScriptedModel,
     ScriptedReply,
     TextBlock,
-    TextDeltaChunk,
-    ToolCallChunk,
     ToolDefinition,
     ToolExecutionContext,
     ToolRegistry,
-    ToolValidation,
     UserMessage,
     Valid,
     define_tool,
     run_agent_loop,
     text_reply,
     tool_call_reply,
-    validate_transcript,
 )
+from tether.messages import validate_transcript
+from tether.models.scripted import ResponseFactory
+from tether.protocol import TextDeltaChunk, ToolCallChunk, ToolValidation
+from tether.tools import NonRecoverableToolError
 
 USER = UserMessage(id="user-1", content="Add some numbers.")
 ZERO_USAGE = ModelUsage(input_tokens=0, output_tokens=0)

@@ -23,7 +23,6 @@ from tether import (
     AbortController,
     AgentEvent,
     ModelRequest,
-    ResponseFactory,
     RunResult,
     ScriptedModel,
     ScriptedReply,
@@ -38,7 +37,7 @@ from tether.loop.checks._bounds import (
     _measure_frozen,  # pyright: ignore[reportPrivateUsage]
     _measure_frozen_walk,  # pyright: ignore[reportPrivateUsage]
 )
-from tether.models.scripted import stream_reply
+from tether.models.scripted import ResponseFactory, stream_reply
 from tether.stream import EventStream
 
 TEXTS = st.lists(st.text(max_size=3), max_size=3).map(tuple)

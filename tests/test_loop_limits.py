@@ -17,20 +17,10 @@ from typing import Any, cast
 import pytest
 
 from tether import (
-    MAX_AGENT_STEPS,
-    MAX_INITIAL_MESSAGES,
-    MAX_MODEL_BLOCKS_PER_STEP,
-    MAX_MODEL_CHUNKS_PER_STEP,
-    MAX_MODEL_TEXT_CODE_POINTS,
-    MAX_TOOL_ARGUMENT_DEPTH,
-    MAX_TOOL_ARGUMENT_ENTRIES,
-    MAX_TOOL_ARGUMENT_NODES,
-    MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
     AbortController,
     AbortError,
     AbortSignal,
     AgentEvent,
-    AssistantBlock,
     AssistantMessage,
     EventStream,
     FailedRunResult,
@@ -43,16 +33,12 @@ from tether import (
     RunLimits,
     RunResult,
     ScriptedModel,
-    StopReason,
     TextBlock,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
     ToolDefinition,
     ToolExecutionContext,
     ToolRegistry,
     ToolResultMessage,
-    ToolValidation,
     UserMessage,
     Valid,
     define_tool,
@@ -60,7 +46,25 @@ from tether import (
     text_reply,
     tool_call_reply,
 )
+from tether.loop import (
+    MAX_AGENT_STEPS,
+    MAX_INITIAL_MESSAGES,
+    MAX_MODEL_BLOCKS_PER_STEP,
+    MAX_MODEL_CHUNKS_PER_STEP,
+    MAX_MODEL_TEXT_CODE_POINTS,
+    MAX_TOOL_ARGUMENT_DEPTH,
+    MAX_TOOL_ARGUMENT_ENTRIES,
+    MAX_TOOL_ARGUMENT_NODES,
+    MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
+)
 from tether.loop import run as loop_run
+from tether.protocol import (
+    AssistantBlock,
+    StopReason,
+    TextDeltaChunk,
+    ToolCallChunk,
+    ToolValidation,
+)
 
 USER = UserMessage(id="user-1", content="Go.")
 ZERO_USAGE = ModelUsage(input_tokens=0, output_tokens=0)

@@ -21,15 +21,6 @@ import pytest
 
 from support import turns
 from tether import (
-    MAX_AGENT_STEPS,
-    MAX_INITIAL_MESSAGES,
-    MAX_MODEL_BLOCKS_PER_STEP,
-    MAX_MODEL_CHUNKS_PER_STEP,
-    MAX_MODEL_TEXT_CODE_POINTS,
-    MAX_TOOL_ARGUMENT_DEPTH,
-    MAX_TOOL_ARGUMENT_ENTRIES,
-    MAX_TOOL_ARGUMENT_NODES,
-    MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
     AbortController,
     AbortSignal,
     AgentEvent,
@@ -52,13 +43,10 @@ from tether import (
     ScriptedReply,
     ScriptedToolCall,
     TextBlock,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
     ToolDefinition,
     ToolExecutionContext,
     ToolRegistry,
-    ToolValidation,
     UserMessage,
     Valid,
     define_tool,
@@ -67,13 +55,27 @@ from tether import (
     tool,
     tool_call_reply,
 )
-from tether.loop import RunLimits
+from tether.loop import (
+    MAX_AGENT_STEPS,
+    MAX_INITIAL_MESSAGES,
+    MAX_MODEL_BLOCKS_PER_STEP,
+    MAX_MODEL_CHUNKS_PER_STEP,
+    MAX_MODEL_TEXT_CODE_POINTS,
+    MAX_TOOL_ARGUMENT_DEPTH,
+    MAX_TOOL_ARGUMENT_ENTRIES,
+    MAX_TOOL_ARGUMENT_NODES,
+    MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
+    RunLimits,
+)
 from tether.protocol import (
     ZERO_USAGE,
+    TextDeltaChunk,
     ThinkingBlock,
     ThinkingDeltaChunk,
+    ToolCallChunk,
     ToolCallDeltaChunk,
     ToolSpec,
+    ToolValidation,
 )
 
 USER = UserMessage(id="user-1", content="Go.")

@@ -16,14 +16,9 @@ from typing import Any, overload
 import pytest
 
 import tether
-from tether import (
-    AssistantMessage,
-    JsonObject,
-    TextBlock,
-    ToolCall,
-    ToolResultMessage,
+from tether import AssistantMessage, JsonObject, TextBlock, ToolCall, ToolResultMessage, UserMessage
+from tether.messages import (
     TranscriptDiagnostic,
-    UserMessage,
     assistant_message,
     parse_message,
     text_from_assistant,

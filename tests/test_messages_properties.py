@@ -12,15 +12,10 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 import tether
-from tether import (
-    AssistantMessage,
-    JsonObject,
-    TextBlock,
-    ToolCall,
-    ToolResultMessage,
+from tether import AssistantMessage, JsonObject, TextBlock, ToolCall, ToolResultMessage, UserMessage
+from tether.messages import (
     TranscriptDiagnostic,
     TranscriptDiagnosticCode,
-    UserMessage,
     assistant_message,
     parse_message,
     tool_result_message,

@@ -16,16 +16,10 @@ from typing import Any
 import pytest
 
 import tether._ownership as ownership
-from tether import (
-    AbortController,
-    FixtureProviderAdapter,
-    FixtureProviderError,
-    ModelRequest,
-    ScriptedModel,
-    ScriptedModelError,
-    text_reply,
-)
+from tether import AbortController, FixtureProviderAdapter, ModelRequest, ScriptedModel, text_reply
 from tether._ownership import IdentitySet, claim_iterator_once, trusted_errors
+from tether.models.scripted import ScriptedModelError
+from tether.providers.fixture import FixtureProviderError
 
 
 class Plain:

@@ -28,17 +28,16 @@ from support import Impostor, run_async
 from tether import (
     AbortController,
     FixtureProviderAdapter,
-    FixtureProviderError,
     JsonObject,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     TextBlock,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
 )
 from tether._text import is_non_empty
+from tether.protocol import TextDeltaChunk, ToolCallChunk
+from tether.providers.fixture import FixtureProviderError
 
 REQUEST_ID = "request-001"
 MAX_SAFE_INTEGER = 2**53 - 1

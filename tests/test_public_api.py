@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -23,11 +25,33 @@ from tether.abort import AbortController, AbortError
 from tether.jsonvalue import JsonObject, JsonValueError
 
 MODULE_EXPORTS: dict[str, tuple[str, ...]] = tether._MODULE_EXPORTS  # pyright: ignore[reportPrivateUsage]
+"""The package root's table: the names it re-exports, by module."""
+
+
+def _generator() -> Any:
+    """``scripts/generate_init.py``, loaded as a module (it lists the public modules)."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / "generate_init.py"
+    spec = importlib.util.spec_from_file_location("generate_init", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GENERATOR = _generator()
+PUBLIC: dict[str, tuple[str, ...]] = GENERATOR.public_names()
+"""Every public module and its ``__all__``: what the docstring and error checks cover."""
 
 
 def _exported() -> list[tuple[str, str]]:
     """(module, name) for every name the package root re-exports."""
     return [(module, name) for module, names in MODULE_EXPORTS.items() for name in names]
+
+
+def _public() -> list[tuple[str, str]]:
+    """(module, name) for every public name of every public module."""
+    return [(module, name) for module, names in PUBLIC.items() for name in names]
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -57,22 +81,27 @@ def test_dunder_all_is_exactly_what_the_module_table_exports() -> None:
 
 
 def test_no_name_is_exported_by_two_modules() -> None:
-    names = [name for _, name in _exported()]
+    names = [name for _, name in _public()]
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("module_name", list(MODULE_EXPORTS))
-def test_every_module_in_the_table_lists_its_exports_in_its_own_all(module_name: str) -> None:
+@pytest.mark.parametrize("module_name", list(PUBLIC))
+def test_every_public_module_lists_its_names_sorted_in_its_own_all(module_name: str) -> None:
     module_all: list[str] = list(getattr(_module(module_name), "__all__"))  # noqa: B009
-    assert set(MODULE_EXPORTS[module_name]) <= set(module_all)
+    assert set(MODULE_EXPORTS.get(module_name, ())) <= set(module_all)
     assert module_all == sorted(module_all, key=_isort_key)
+    assert len(module_all) == len(set(module_all))
 
 
-@pytest.mark.parametrize("module_name", list(MODULE_EXPORTS))
-def test_every_public_name_of_a_module_is_importable_from_tether(module_name: str) -> None:
-    module_all = set(getattr(_module(module_name), "__all__"))  # noqa: B009
-    assert module_all == set(MODULE_EXPORTS[module_name])
-    assert module_all <= set(tether.__all__)
+def test_the_root_exports_at_most_80_names_a_user_imports() -> None:
+    assert len(tether.__all__) <= 80
+    assert set(tether.__all__) == set(GENERATOR.ROOT_NAMES)
+    assert set(MODULE_EXPORTS) <= set(PUBLIC)
+
+
+@pytest.mark.parametrize(("module_name", "name"), _public())
+def test_every_public_name_resolves_in_its_module(module_name: str, name: str) -> None:
+    assert hasattr(_module(module_name), name)
 
 
 @pytest.mark.parametrize(("module_name", "name"), _exported())
@@ -106,8 +135,8 @@ def test_private_helpers_are_not_exported() -> None:
 
 def _public_callables() -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
-    for name in tether.__all__:
-        value = getattr(tether, name)
+    for module_name, name in _public():
+        value = getattr(_module(module_name), name)
         defined_here = getattr(value, "__module__", "").startswith("tether")
         if defined_here and (inspect.isclass(value) or inspect.isfunction(value)):
             found.append((name, value))  # ID aliases such as MessageId = str are skipped
@@ -143,7 +172,7 @@ def test_every_public_method_and_property_is_documented(qualified_name: str, mem
     assert doc, qualified_name
 
 
-@pytest.mark.parametrize("module_name", ["tether", *MODULE_EXPORTS])
+@pytest.mark.parametrize("module_name", ["tether", *PUBLIC])
 def test_every_module_has_a_docstring(module_name: str) -> None:
     doc = _module(module_name).__doc__
     assert doc
@@ -276,11 +305,12 @@ def test_protocol_dataclasses_are_keyword_only(cls: type) -> None:
 
 
 def _public_error_classes() -> list[type]:
-    return [
-        value
-        for name in tether.__all__
-        if isinstance(value := getattr(tether, name), type) and issubclass(value, BaseException)
-    ]
+    found: dict[type, None] = {}
+    for module_name, name in _public():
+        value = getattr(_module(module_name), name)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            found[value] = None
+    return list(found)
 
 
 def test_the_foundation_errors_are_public() -> None:
@@ -319,7 +349,7 @@ import tether
 after_import = sorted(
     name for name in sys.modules if name == "asyncio" or name.startswith("tether")
 )
-for name in ("ToolCall", "RunResult", "to_json", "JsonObject", "freeze_json", "AbortController"):
+for name in ("ToolCall", "RunResult", "to_json", "JsonObject", "AbortController"):
     getattr(tether, name)
 after_protocol = "asyncio" in sys.modules
 print(json.dumps({"after_import": after_import, "after_protocol": after_protocol}))

@@ -44,18 +44,14 @@ from tether import (
     EventStream,
     FailedRunResult,
     FixtureProviderAdapter,
-    FixtureProviderError,
     ModelRequest,
     ModelResponse,
     ModelUsage,
     RunResult,
     ScriptedModel,
-    ScriptedModelError,
     TextBlock,
-    TextDeltaChunk,
     ToolExecutionContext,
     ToolRegistry,
-    ToolValidation,
     UserMessage,
     Valid,
     define_tool,
@@ -65,6 +61,9 @@ from tether import (
 )
 from tether._ownership import IdentitySet, claim_iterator_once
 from tether._race import check_signal, race
+from tether.models.scripted import ScriptedModelError
+from tether.protocol import TextDeltaChunk, ToolValidation
+from tether.providers.fixture import FixtureProviderError
 
 T = TypeVar("T")
 

@@ -22,25 +22,23 @@ from tether import (
     AbortSignal,
     AssistantMessage,
     FixtureProviderAdapter,
-    FixtureProviderError,
     JsonObject,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ModelUsage,
-    ResponseFactory,
     ScriptedModel,
-    ScriptedModelError,
     ScriptedReply,
     ScriptedToolCall,
     TextBlock,
-    TextDeltaChunk,
     ToolCall,
-    ToolCallChunk,
     UserMessage,
     text_reply,
     tool_call_reply,
 )
+from tether.models.scripted import ResponseFactory, ScriptedModelError
+from tether.protocol import TextDeltaChunk, ToolCallChunk
+from tether.providers.fixture import FixtureProviderError
 
 Item = ModelChunk | ModelResponse
 

@@ -27,7 +27,6 @@ from tether import (
     AssistantMessage,
     JsonObject,
     Message,
-    ProtocolJsonError,
     TextBlock,
     ThinkingBlock,
     ToolCall,
@@ -35,7 +34,6 @@ from tether import (
     UserMessage,
     from_json,
     to_json,
-    validate_transcript,
 )
 from tether.agent import session as session_module
 from tether.agent.session import (
@@ -48,6 +46,8 @@ from tether.agent.session import (
     SessionTree,
     parse_session,
 )
+from tether.messages import validate_transcript
+from tether.protocol import ProtocolJsonError
 
 incomplete_prefix = session_module._is_incomplete_object_prefix  # pyright: ignore[reportPrivateUsage]
 message_from_json = session_module._message_from_json  # pyright: ignore[reportPrivateUsage]

@@ -33,14 +33,14 @@ from tether import (
     RunResult,
     ScriptedModel,
     TextBlock,
-    TextDeltaChunk,
     ToolRegistry,
     run_agent_loop,
     text_reply,
     tool,
     tool_call_reply,
-    user_message,
 )
+from tether.messages import user_message
+from tether.protocol import TextDeltaChunk
 
 pytestmark = pytest.mark.soak
 

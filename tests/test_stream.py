@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from support import run_async
-from tether import EventStream, EventStreamStateError
-from tether.stream import EventStreamIterator
+from tether import EventStream
+from tether.stream import EventStreamIterator, EventStreamStateError
 
 
 class Boom(Exception):

@@ -87,6 +87,7 @@ from tether._errors import TetherError
 from tether.cli.reading import UnreadableFile, read_regular_file
 from tether.cli.urls import http_url_problem
 from tether.providers.registry import REGISTRY, ProviderApi
+from tether.tools.coding.catalog import coding_tool_names, default_approvals
 
 __all__ = [
     "APPROVABLE_TOOLS",
@@ -113,18 +114,11 @@ DEFAULT_EXTENSION_TIMEOUT: Final = 30.0
 """Seconds an extension's activation, or one of its cleanups, may take by default
 (``tether.agent.extensions.EXTENSION_TIMEOUT``; a test keeps them equal)."""
 
-APPROVABLE_TOOLS: Final = (
-    "read_file",
-    "write_file",
-    "edit_file",
-    "list_files",
-    "grep",
-    "bash",
-    "python_process",
-)
-"""The coding tools a ``[tools] approve`` list may name (``tether.tools.coding``)."""
-DEFAULT_APPROVE: Final = ("write_file", "edit_file", "bash", "python_process")
-"""The tools asked about before they run, unless the config says otherwise."""
+APPROVABLE_TOOLS: Final = coding_tool_names()
+"""The coding tools a ``[tools] approve`` list may name (``tether.tools.coding.catalog``)."""
+DEFAULT_APPROVE: Final = default_approvals()
+"""The tools asked about before they run, unless the config says otherwise: the coding tools
+whose declared effects include a write, an execution or the network."""
 
 _TOP_KEYS: Final = (
     "default_model",

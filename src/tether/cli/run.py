@@ -64,17 +64,17 @@ from tether import (
     AgentEvent,
     EventStream,
     FixtureProviderAdapter,
-    FixtureProviderError,
     RunResult,
     ToolRegistry,
     run_agent_loop,
     tool,
-    user_message,
 )
 from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
 from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.render import HumanView, Output, event_json, json_line, warn
 from tether.coding.meter import UsageMeter
+from tether.messages import user_message
+from tether.providers.fixture import FixtureProviderError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.cli.config import CliConfig, CliError
+from tether.tools.coding.catalog import sandbox_contained_tools
 
 if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
@@ -19,9 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SANDBOXED_TOOLS", "coding_config", "configured_extensions", "sandbox_of"]
 
-SANDBOXED_TOOLS: frozenset[str] = frozenset({"bash", "python_process"})
+SANDBOXED_TOOLS: frozenset[str] = sandbox_contained_tools()
 """The tools the sandbox contains: a sandboxed session does not ask before they run (they
-can change only the workspace, reach no network and see no credentials)."""
+can change only the workspace, reach no network and see no credentials): the process tools
+whose only asking effect is ``execute`` (``tether.tools.coding.catalog``)."""
 
 
 def sandbox_of(config: CliConfig) -> Sandbox | None:

@@ -9,6 +9,8 @@ system prompt, approvals, usage totals and the event stream; ``tether chat`` (in
 
 from typing import TYPE_CHECKING
 
+from tether._lazy import lazy_exports
+
 if TYPE_CHECKING:
     from tether.coding.approval import (
         DECLINED,
@@ -69,23 +71,7 @@ _MODULES = {
         "SessionOpened",
     ),
 }
-_WHERE = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str) -> object:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tether.coding' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"tether.coding.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
-
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())
 
 __all__ = [
     "APPROVED_BY_DEFAULT",

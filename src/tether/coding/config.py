@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Generic, Literal, Protocol, TypeAlias, TypeVar
 
+from tether.tools.coding.catalog import default_approvals
+
 if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
     from tether.loop.limits import RunLimits
@@ -37,8 +39,9 @@ DEFAULT_CONTEXT_WINDOW: Final = 128_000
 """Tokens assumed for a model whose ``context_window`` is not known."""
 DEFAULT_MAX_STEPS: Final = 64
 """Model steps per prompt unless the config says otherwise."""
-APPROVED_BY_DEFAULT: Final = ("write_file", "edit_file", "bash", "python_process")
-"""The tools whose calls are asked about unless the policy says otherwise."""
+APPROVED_BY_DEFAULT: Final = default_approvals()
+"""The tools whose calls are asked about unless the policy says otherwise: the coding tools
+whose declared effects ask (``tether.tools.coding.catalog``)."""
 
 ToolSet: TypeAlias = Literal["coding", "none"]
 """``coding``: the seven coding tools confined to the workspace (and ``load_skill`` when the

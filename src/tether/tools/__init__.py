@@ -1,30 +1,73 @@
 """Layer 06: the tool contract (``contract``), the bounded output serializer (``serialize``)
-and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``."""
+and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``.
 
-from tether.tools.contract import (
-    TOOL_OUTPUT_LIMIT_MIN,
-    FunctionTool,
-    ModelRetry,
-    NonRecoverableToolError,
-    ToolContractError,
-    ToolContractErrorCode,
-    ToolDefinition,
-    ToolRegistry,
-    ToolResultErrorCode,
-    define_tool,
-    execute_tool_call,
-)
-from tether.tools.function import ToolSignatureError, tool
-from tether.tools.serialize import (
-    TOOL_OUTPUT_CAP_CHARACTERS,
-    TOOL_SERIALIZATION_MAX_BIGINT_BITS,
-    TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,
-    TOOL_SERIALIZATION_MAX_DEPTH,
-    TOOL_SERIALIZATION_MAX_NODES,
-    TOOL_SERIALIZATION_MAX_STRING_CHARACTERS,
-    TOOL_TRUNCATION_MARKER,
-    UNDEFINED,
-)
+Each name loads its module on first use, so a light module of this package (``effects``)
+can be read without loading the contract.
+"""
+
+from typing import TYPE_CHECKING
+
+from tether._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from tether.tools.contract import (
+        TOOL_OUTPUT_LIMIT_MIN,
+        FunctionTool,
+        ModelRetry,
+        NonRecoverableToolError,
+        ToolContractError,
+        ToolContractErrorCode,
+        ToolDefinition,
+        ToolRegistry,
+        ToolResultErrorCode,
+        define_tool,
+        execute_tool_call,
+    )
+    from tether.tools.function import (
+        ToolSignatureError,
+        tool,
+    )
+    from tether.tools.serialize import (
+        TOOL_OUTPUT_CAP_CHARACTERS,
+        TOOL_SERIALIZATION_MAX_BIGINT_BITS,
+        TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES,
+        TOOL_SERIALIZATION_MAX_DEPTH,
+        TOOL_SERIALIZATION_MAX_NODES,
+        TOOL_SERIALIZATION_MAX_STRING_CHARACTERS,
+        TOOL_TRUNCATION_MARKER,
+        UNDEFINED,
+    )
+
+_MODULES = {
+    "contract": (
+        "TOOL_OUTPUT_LIMIT_MIN",
+        "FunctionTool",
+        "ModelRetry",
+        "NonRecoverableToolError",
+        "ToolContractError",
+        "ToolContractErrorCode",
+        "ToolDefinition",
+        "ToolRegistry",
+        "ToolResultErrorCode",
+        "define_tool",
+        "execute_tool_call",
+    ),
+    "function": (
+        "ToolSignatureError",
+        "tool",
+    ),
+    "serialize": (
+        "TOOL_OUTPUT_CAP_CHARACTERS",
+        "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
+        "TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES",
+        "TOOL_SERIALIZATION_MAX_DEPTH",
+        "TOOL_SERIALIZATION_MAX_NODES",
+        "TOOL_SERIALIZATION_MAX_STRING_CHARACTERS",
+        "TOOL_TRUNCATION_MARKER",
+        "UNDEFINED",
+    ),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())
 
 __all__ = [
     "TOOL_OUTPUT_CAP_CHARACTERS",

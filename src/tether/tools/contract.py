@@ -27,7 +27,7 @@ import contextlib
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeVar
+from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeVar, cast
 
 from tether._errors import TetherError
 from tether._ownership import trusted_errors
@@ -52,6 +52,7 @@ from tether.protocol import (
     Valid,
 )
 from tether.protocol import _trusted as trusted
+from tether.tools.effects import TOOL_EFFECTS, ToolEffect
 from tether.tools.serialize import (
     TOOL_OUTPUT_CAP_CHARACTERS,
     TOOL_SERIALIZATION_MAX_BIGINT_BITS,
@@ -172,7 +173,11 @@ class ToolDefinition(Generic[InputT, OutputT]):
     run fails with ``TOOL_RETRIES_EXHAUSTED`` (``None``: the run's ``tool_retries``, unbounded
     by default); a successful call resets the count. ``expose_errors=False`` replaces the text
     of an exception the tool raised with a generic message in what the model sees
-    (``ModelRetry`` messages and argument errors are still sent).
+    (``ModelRetry`` messages and argument errors are still sent). ``effects`` says what a
+    call may do (``ToolEffect``: ``read``, ``write``, ``execute``, ``network``), for the
+    owners that decide what to ask a person about (``tether.tools.effects.tools_to_ask``);
+    ``None`` (the default) means undeclared, which they treat as possibly anything.
+    Effects are never sent to the model.
     """
 
     name: str
@@ -183,6 +188,7 @@ class ToolDefinition(Generic[InputT, OutputT]):
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS
     retries: int | None = None
     expose_errors: bool = True
+    effects: frozenset[ToolEffect] | None = None
 
 
 _NO_PARAMETERS_SCHEMA: Final = JsonObject({"type": "object", "properties": {}})
@@ -211,13 +217,14 @@ def define_tool(
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
     retries: int | None = None,
     expose_errors: bool = True,
+    effects: Iterable[ToolEffect] | None = None,
 ) -> ToolDefinition[InputT, OutputT]:
     """Check and freeze a tool definition (``ToolContractError`` ``INVALID_TOOL_DEFINITION``).
 
     ``output_limit`` must be an ``int`` of at least ``TOOL_OUTPUT_LIMIT_MIN`` (24: the length
     of the truncation marker, which a truncated output always ends with). ``retries`` (a
-    non-negative ``int`` or ``None``) and ``expose_errors`` are described on
-    ``ToolDefinition``.
+    non-negative ``int`` or ``None``), ``expose_errors`` and ``effects`` (e.g.
+    ``{"read"}``, ``{"write"}``; ``None``: undeclared) are described on ``ToolDefinition``.
     """
     return _definition(
         {
@@ -229,6 +236,7 @@ def define_tool(
             "output_limit": output_limit,
             "retries": retries,
             "expose_errors": expose_errors,
+            "effects": effects,
         }
     )
 
@@ -242,8 +250,9 @@ _FIELDS: Final = (
     "output_limit",
     "retries",
     "expose_errors",
+    "effects",
 )
-_OPTIONAL: Final = frozenset({"parameters", "output_limit", "retries", "expose_errors"})
+_OPTIONAL: Final = frozenset({"parameters", "output_limit", "retries", "expose_errors", "effects"})
 
 
 def _definition(source: object) -> ToolDefinition[Any, Any]:
@@ -308,7 +317,25 @@ def _definition(source: object) -> ToolDefinition[Any, Any]:
         output_limit=output_limit,
         retries=retries,
         expose_errors=expose_errors,
+        effects=checked_effects(values["effects"], name),
     )
+
+
+def checked_effects(value: object, name: str) -> frozenset[ToolEffect] | None:
+    """``value`` as a tool's effects: ``None``/missing, or an iterable (not a string) of
+    ``ToolEffect`` names; ``INVALID_TOOL_DEFINITION`` otherwise."""
+    if value is None or value is MISSING:
+        return None
+    problem = f'Tool "{name}" effects must be None or a set of {sorted(TOOL_EFFECTS)}'
+    if type_of(value) in (str, bytes) or not isinstance(value, Iterable):
+        raise ToolContractError("INVALID_TOOL_DEFINITION", problem)
+    try:
+        items = list(cast("Iterable[object]", value))
+    except Exception as error:
+        raise ToolContractError("INVALID_TOOL_DEFINITION", problem) from error
+    if any(type_of(item) is not str or item not in TOOL_EFFECTS for item in items):
+        raise ToolContractError("INVALID_TOOL_DEFINITION", problem)
+    return frozenset(cast("list[ToolEffect]", items))
 
 
 def _read_definition_field(source: object, key: str, *, required: bool) -> Any:

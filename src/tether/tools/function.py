@@ -50,7 +50,7 @@ import enum
 import math
 import types
 import typing
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar, Union, overload
 
 from tether.jsonvalue import (
@@ -64,6 +64,7 @@ from tether.jsonvalue import (
 from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation
 from tether.protocol import _trusted as trusted
 from tether.tools.contract import FunctionTool, ToolContractError, define_tool
+from tether.tools.effects import ToolEffect
 from tether.tools.serialize import TOOL_OUTPUT_CAP_CHARACTERS
 
 __all__ = ["FunctionTool", "ToolSignatureError", "tool"]
@@ -138,6 +139,7 @@ def tool(
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
     retries: int | None = None,
     expose_errors: bool = True,
+    effects: Iterable[ToolEffect] | None = None,
 ) -> _Decorator: ...
 
 
@@ -150,6 +152,7 @@ def tool(
     output_limit: int = TOOL_OUTPUT_CAP_CHARACTERS,
     retries: int | None = None,
     expose_errors: bool = True,
+    effects: Iterable[ToolEffect] | None = None,
 ) -> Any:
     """Turn an annotated function into a tool the model can call (a ``FunctionTool``).
 
@@ -163,7 +166,8 @@ def tool(
     (one of them must exist: ``TypeError`` otherwise). ``output_limit`` caps the result
     content in code points, as for ``define_tool``; ``retries`` (failed calls in a row before
     the run fails with ``TOOL_RETRIES_EXHAUSTED``; ``None``: the run's ``tool_retries``) and
-    ``expose_errors`` (``False``: the model never sees an exception's text) are described on
+    ``expose_errors`` (``False``: the model never sees an exception's text) and ``effects``
+    (what a call may do, e.g. ``effects={"write"}``; undeclared by default) are described on
     ``ToolDefinition``. Raise ``ModelRetry("...")`` in the function to send the model a
     message asking it to try again. A plain ``def`` runs in a worker thread;
     an abort stops waiting for it but cannot interrupt it, and its result is then discarded.
@@ -177,6 +181,7 @@ def tool(
             output_limit=output_limit,
             retries=retries,
             expose_errors=expose_errors,
+            effects=effects,
         )
 
     if function is None:
@@ -192,6 +197,7 @@ def _build(
     output_limit: int,
     retries: int | None = None,
     expose_errors: bool = True,
+    effects: Iterable[ToolEffect] | None = None,
 ) -> FunctionTool[Any, Any, Any]:
     import inspect
 
@@ -308,6 +314,7 @@ def _build(
         output_limit=output_limit,
         retries=retries,
         expose_errors=expose_errors,
+        effects=effects,
     )
     derived = checked.parameters
     assert derived is not None  # define_tool froze the schema built above
@@ -320,6 +327,7 @@ def _build(
         output_limit=checked.output_limit,
         retries=checked.retries,
         expose_errors=checked.expose_errors,
+        effects=checked.effects,
         fn=function,
     )
 

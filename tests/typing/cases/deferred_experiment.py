@@ -9,7 +9,8 @@ exactly one error, on the ``assert_never(result)`` line of ``describe_run``.
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from tether import Message, RunResult, assert_never
+from tether import Message, RunResult
+from tether.protocol import assert_never
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

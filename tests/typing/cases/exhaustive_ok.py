@@ -2,19 +2,13 @@
 
 from typing import Literal, assert_type
 
-from tether import (
-    AgentEvent,
+from tether import AgentEvent, Invalid, Message, ModelChunk, RunResult, ToolExecutionContext, Valid
+from tether.protocol import (
     AssistantBlock,
-    Invalid,
-    Message,
-    ModelChunk,
-    RunResult,
     StopReason,
     TextDeltaChunk,
     Tool,
-    ToolExecutionContext,
     ToolValidation,
-    Valid,
     assert_never,
 )
 

@@ -13,17 +13,14 @@ from tether import (
     CompletedRunResult,
     FailedRunResult,
     JsonObject,
-    MessageAcceptedEvent,
-    MessageAcceptedPayload,
     RunError,
     TextBlock,
-    Tool,
     ToolCall,
     ToolExecutionContext,
-    ToolValidation,
     UserMessage,
     Valid,
 )
+from tether.protocol import MessageAcceptedEvent, MessageAcceptedPayload, Tool, ToolValidation
 
 user = UserMessage(id="message-1", content="What is 20 + 22?")
 assistant = AssistantMessage(id="message-2", content=(TextBlock(text="Adding."),))

@@ -10,48 +10,96 @@ they run real processes as the user, bounded in time and output, under a supervi
 kills everything they started (see ``process``), in the user's environment without the
 variables that hold API keys (see ``environment``). ``coding_tools(root, sandbox=Sandbox())``
 runs them inside bubblewrap instead (see ``sandbox``): the workspace is the one writable
-place, there is no network, and credentials are hidden.
+place, there is no network, and credentials are hidden. ``catalog`` lists the tools, each
+with its declared effects; adding a tool is its module and one line there.
+
+Each name loads its module on first use, so ``tether.tools.coding.catalog`` can be read (by
+the command line's config) without loading the tools.
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-import os
-from collections.abc import Iterable
+from tether._lazy import lazy_exports
 
-from tether.tools.coding.environment import process_environment
-from tether.tools.coding.files import (
-    edit_file_tool,
-    read_file_tool,
-    write_file_tool,
-)
-from tether.tools.coding.process import (
-    BASH_DEFAULT_TIMEOUT_SECONDS,
-    BASH_MAX_TIMEOUT_SECONDS,
-    NODE_CODE_ALIASES,
-    PROCESS_ARGUMENT_COUNT_MAX,
-    PROCESS_ARGUMENT_MAX_BYTES,
-    PROCESS_ARGUMENTS_TOTAL_MAX_BYTES,
-    PROCESS_OUTPUT_MAX_BYTES,
-    PROCESS_SOURCE_MAX_BYTES,
-    PYTHON_PROCESS_TIMEOUT_SECONDS,
-    bash_tool,
-    python_process_tool,
-)
-from tether.tools.coding.sandbox import (
-    DEFAULT_HIDDEN_PATHS,
-    Sandbox,
-    SandboxMode,
-    SandboxStatus,
-    sandbox_status,
-)
-from tether.tools.coding.search import grep_tool, list_files_tool
-from tether.tools.coding.workspace import (
-    CODING_FILE_MAX_BYTES,
-    CodingToolError,
-    Workspace,
-    normalize_relative_path,
-)
-from tether.tools.contract import ToolRegistry
+if TYPE_CHECKING:
+    from tether.tools.coding.files import (
+        edit_file_tool,
+        read_file_tool,
+        write_file_tool,
+    )
+    from tether.tools.coding.process import (
+        BASH_DEFAULT_TIMEOUT_SECONDS,
+        BASH_MAX_TIMEOUT_SECONDS,
+        NODE_CODE_ALIASES,
+        PROCESS_ARGUMENT_COUNT_MAX,
+        PROCESS_ARGUMENT_MAX_BYTES,
+        PROCESS_ARGUMENTS_TOTAL_MAX_BYTES,
+        PROCESS_OUTPUT_MAX_BYTES,
+        PROCESS_SOURCE_MAX_BYTES,
+        PYTHON_PROCESS_TIMEOUT_SECONDS,
+        bash_tool,
+        python_process_tool,
+    )
+    from tether.tools.coding.sandbox import (
+        DEFAULT_HIDDEN_PATHS,
+        Sandbox,
+        SandboxMode,
+        SandboxStatus,
+        sandbox_status,
+    )
+    from tether.tools.coding.search import (
+        grep_tool,
+        list_files_tool,
+    )
+    from tether.tools.coding.toolset import (
+        coding_tools,
+    )
+    from tether.tools.coding.workspace import (
+        CODING_FILE_MAX_BYTES,
+        CodingToolError,
+        Workspace,
+        normalize_relative_path,
+    )
+
+_MODULES = {
+    "files": (
+        "edit_file_tool",
+        "read_file_tool",
+        "write_file_tool",
+    ),
+    "process": (
+        "BASH_DEFAULT_TIMEOUT_SECONDS",
+        "BASH_MAX_TIMEOUT_SECONDS",
+        "NODE_CODE_ALIASES",
+        "PROCESS_ARGUMENTS_TOTAL_MAX_BYTES",
+        "PROCESS_ARGUMENT_COUNT_MAX",
+        "PROCESS_ARGUMENT_MAX_BYTES",
+        "PROCESS_OUTPUT_MAX_BYTES",
+        "PROCESS_SOURCE_MAX_BYTES",
+        "PYTHON_PROCESS_TIMEOUT_SECONDS",
+        "bash_tool",
+        "python_process_tool",
+    ),
+    "sandbox": (
+        "DEFAULT_HIDDEN_PATHS",
+        "Sandbox",
+        "SandboxMode",
+        "SandboxStatus",
+        "sandbox_status",
+    ),
+    "search": (
+        "grep_tool",
+        "list_files_tool",
+    ),
+    "toolset": ("coding_tools",),
+    "workspace": (
+        "CODING_FILE_MAX_BYTES",
+        "CodingToolError",
+        "Workspace",
+        "normalize_relative_path",
+    ),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())
 
 __all__ = [
     "BASH_DEFAULT_TIMEOUT_SECONDS",
@@ -81,34 +129,3 @@ __all__ = [
     "sandbox_status",
     "write_file_tool",
 ]
-
-
-def coding_tools(
-    root: str | os.PathLike[str] | Workspace,
-    *,
-    hide_env: Iterable[str] = (),
-    pass_env: Iterable[str] = (),
-    sandbox: Sandbox | None = None,
-) -> ToolRegistry:
-    """The seven coding tools over one captured workspace (``CodingToolError`` for a bad root).
-
-    ``bash`` and ``python_process`` never see a catalog API key variable nor the names in
-    ``hide_env`` (pass the active model's ``api_key_env``), except those in ``pass_env``
-    (``tether.tools.coding.environment``). With ``sandbox`` they run inside bubblewrap
-    (``tether.tools.coding.sandbox``; ``Sandbox(mode="auto")`` falls back to running
-    unsandboxed where bubblewrap does not work, ``sandbox_status()`` says why).
-    """
-    ws = root if isinstance(root, Workspace) else Workspace(root)
-    env = process_environment(hide_env, pass_env, "coding_tools")
-    hide, keep = env.hide, env.pass_through
-    return ToolRegistry(
-        [
-            read_file_tool(ws),
-            write_file_tool(ws),
-            edit_file_tool(ws),
-            list_files_tool(ws),
-            grep_tool(ws),
-            bash_tool(ws, hide_env=hide, pass_env=keep, sandbox=sandbox),
-            python_process_tool(ws, hide_env=hide, pass_env=keep, sandbox=sandbox),
-        ]
-    )

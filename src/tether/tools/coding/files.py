@@ -41,6 +41,7 @@ from typing import Final
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.tools.coding.catalog import coding_tool_effects
 from tether.tools.coding.worker import run_in_worker
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
@@ -616,6 +617,7 @@ def read_file_tool(ws: Workspace) -> ToolDefinition[ReadInput, str]:
 
     return define_tool(
         name="read_file",
+        effects=coding_tool_effects("read_file"),
         description=(
             f"Read a UTF-8 text file (at most {CODING_FILE_MAX_BYTES} bytes) by its "
             "workspace-relative path. Optional `offset` (first line, 1-based) and `limit` "
@@ -649,6 +651,7 @@ def write_file_tool(ws: Workspace) -> ToolDefinition[WriteInput, str]:
 
     return define_tool(
         name="write_file",
+        effects=coding_tool_effects("write_file"),
         description=(
             "Create or replace a workspace file with `content` (UTF-8, at most "
             f"{CODING_FILE_MAX_BYTES} bytes), atomically. Missing parent directories are "
@@ -680,6 +683,7 @@ def edit_file_tool(ws: Workspace) -> ToolDefinition[EditInput, str]:
 
     return define_tool(
         name="edit_file",
+        effects=coding_tool_effects("edit_file"),
         description=(
             "Replace exactly one occurrence of `old` with `new` in a workspace file. `old` must "
             "match the file exactly (whitespace included) and occur exactly once; if it occurs "

@@ -65,6 +65,7 @@ from typing import Final, cast
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.tools.coding.catalog import coding_tool_effects
 from tether.tools.coding.environment import ProcessEnvironment, process_environment
 from tether.tools.coding.sandbox import Sandbox, sandbox_status
 from tether.tools.coding.worker import Unsettled
@@ -608,6 +609,7 @@ def bash_tool(
 
     return define_tool(
         name="bash",
+        effects=coding_tool_effects("bash"),
         description=(
             f"Run a command with /bin/bash -c in the workspace directory "
             f"({_describe_processes(sandbox)}). stdin is empty. Timeout "
@@ -788,6 +790,7 @@ def python_process_tool(
 
     return define_tool(
         name="python_process",
+        effects=coding_tool_effects("python_process"),
         description=(
             "Run Python `source` with this interpreter (isolated mode, `sys.argv[1:]` == "
             f"`arguments`) in the workspace directory; never a shell. Wall-clock limit "

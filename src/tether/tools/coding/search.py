@@ -39,6 +39,7 @@ from typing import Final
 
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.tools.coding.catalog import coding_tool_effects
 from tether.tools.coding.globmatch import Glob, compile_glob
 from tether.tools.coding.walk import IGNORED_DIRECTORIES, SearchBudget, walk
 from tether.tools.coding.worker import run_in_worker
@@ -196,6 +197,7 @@ def list_files_tool(ws: Workspace) -> ToolDefinition[ListInput, str]:
 
     return define_tool(
         name="list_files",
+        effects=coding_tool_effects("list_files"),
         description=(
             "List workspace files whose relative path matches a glob `pattern` (default "
             "'**/*'; '*.py' matches at any depth), sorted, at most `limit` "
@@ -353,6 +355,7 @@ def grep_tool(ws: Workspace) -> ToolDefinition[GrepInput, str]:
 
     return define_tool(
         name="grep",
+        effects=coding_tool_effects("grep"),
         description=(
             "Search workspace text files for a Python regular expression `pattern` (matched per "
             "line). Optional `path` (a directory to search, default '.'), `glob` (only files "
