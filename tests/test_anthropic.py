@@ -163,7 +163,9 @@ async def test_a_streamed_text_answer_completes_with_overwritten_usage(split: An
     assert "authorization" not in request.headers
     assert request.headers["anthropic-version"]
     sent: Any = request.json
-    assert sent["system"] == "Be brief."
+    assert sent["system"] == [
+        {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert sent["max_tokens"] == 4096
     assert sent["stream"] is True
     dumped = json.dumps([to_json(event) for event in events]) + json.dumps(to_json(result))
@@ -197,6 +199,117 @@ async def test_a_tool_run_replays_the_signed_thinking_and_links_the_result() -> 
     assert "input_schema" in second["tools"][0]
 
 
+def cached_text_events(text: str, *, read: int, write: int) -> list[dict[str, Any]]:
+    """A text answer whose usage reports ``read`` tokens read from the cache and ``write``
+    written to it."""
+    events = text_events(text)
+    events[-2]["usage"] = {
+        "input_tokens": 40,
+        "output_tokens": 10,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+    }
+    return events
+
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def breakpoints(sent: Any) -> list[str]:
+    """Where the request body has ``cache_control``: ``system``, ``tool:NAME`` or
+    ``message:INDEX:BLOCK-INDEX``."""
+    system: list[Any] = sent["system"] if isinstance(sent.get("system"), list) else []
+    found = ["system" for block in system if block.get("cache_control") == EPHEMERAL]
+    found += [
+        f"tool:{entry['name']}"
+        for entry in sent.get("tools", [])
+        if entry.get("cache_control") == EPHEMERAL
+    ]
+    for turn, message in enumerate(sent["messages"]):
+        for index, block in enumerate(message["content"]):
+            if block.get("cache_control") == EPHEMERAL:
+                found.append(f"message:{turn}:{index}")
+    return found
+
+
+def unmarked(messages: list[Any]) -> list[Any]:
+    return [
+        {
+            **message,
+            "content": [
+                {key: value for key, value in block.items() if key != "cache_control"}
+                for block in message["content"]
+            ],
+        }
+        for message in messages
+    ]
+
+
+async def test_the_second_turn_of_a_long_conversation_marks_the_cache_and_costs_it() -> None:
+    """Issue 33: the breakpoints are on the system prompt, the last tool, the last turn and
+    the user turn before it (where the first request wrote); the cached tokens the server
+    reports are priced at the catalog's cache prices, not the input price."""
+    from tether import AssistantMessage, TextBlock
+    from tether.providers.model_catalog import cost_of, model_info
+
+    history = [
+        UserMessage(content="Let us talk about sums. " * 200),
+        AssistantMessage(content=(TextBlock(text="Sure."),)),
+        UserMessage(content="What is 20 + 22?"),
+    ]
+    async with ReplayServer() as server:
+        server.respond(sse_response(body(tool_events())))
+        server.respond(sse_response(body(cached_text_events("42", read=5_000, write=300))))
+        async with model_for(server) as model:
+            stream = run_agent_loop(
+                messages=history,
+                model=model,
+                tools=ToolRegistry([add]),
+                max_steps=4,
+                system="Be brief.",
+            )
+            async with asyncio.timeout(BOUND):
+                result = await stream.result
+    assert isinstance(result, CompletedRunResult), result
+    first: Any = server.requests[0].json
+    second: Any = server.requests[1].json
+    assert breakpoints(first) == ["system", "tool:add", "message:0:0", "message:2:0"]
+    # turn 3 is the assistant's tool call, turn 4 the tool result: the last turn and the user
+    # turn before it (the first request's last breakpoint) are marked, four in all
+    roles = [m["role"] for m in second["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user"]
+    assert breakpoints(second) == ["system", "tool:add", "message:2:0", "message:4:0"]
+    assert second["messages"][4]["content"][0]["type"] == "tool_result"
+    # the first request's messages start the second's (the markers aside)
+    assert unmarked(second["messages"][:3]) == unmarked(first["messages"])
+    assert result.usage == ModelUsage(
+        input_tokens=60, output_tokens=40, cache_read_tokens=5_000, cache_write_tokens=300
+    )
+    info = model_info("anthropic/claude-sonnet-4-5")
+    assert info is not None
+    cost = cost_of(result.usage, info.prices)
+    assert cost is not None
+    assert cost.cache_read == pytest.approx(5_000 * 0.30 / 1e6)  # $0.30 per million
+    assert cost.cache_write == pytest.approx(300 * 3.75 / 1e6)  # $3.75 per million
+    assert cost.input == pytest.approx(60 * 3 / 1e6)
+    assert cost.total == pytest.approx((60 * 3 + 40 * 15 + 5_000 * 0.3 + 300 * 3.75) / 1e6)
+
+
+async def test_prompt_caching_can_be_turned_off() -> None:
+    async with ReplayServer() as server:
+        server.respond(sse_response(body(tool_events())))
+        server.respond(sse_response(body(text_events("42"))))
+        async with model_for(server, prompt_caching=False) as model:
+            _, result = await run_once(model, tools=ToolRegistry([add]))
+    assert isinstance(result, CompletedRunResult), result
+    for request in server.requests:
+        sent: Any = request.json
+        assert sent["system"] == "Be brief."
+        assert breakpoints(sent) == []
+    with pytest.raises(TypeError, match="prompt_caching"):
+        AnthropicModel("claude-test", api_key="k", prompt_caching=1)  # pyright: ignore[reportArgumentType]
+
+
 async def test_a_call_with_broken_json_arguments_goes_back_to_the_model() -> None:
     """The call is kept as an invalid call and answered with ``TOOL_ARGUMENTS_INVALID``; the
     next request sends it back with ``input: {}`` (Anthropic requires an object), so the error
@@ -204,7 +317,7 @@ async def test_a_call_with_broken_json_arguments_goes_back_to_the_model() -> Non
     async with ReplayServer() as server:
         server.respond(sse_response(body(tool_events(("", '{"left": 20', ' "right": 22}')))))
         server.respond(sse_response(body(text_events("42"))))
-        async with model_for(server) as model:
+        async with model_for(server, prompt_caching=False) as model:
             events, result = await run_once(model, tools=ToolRegistry([add]))
     assert isinstance(result, CompletedRunResult), result
     (answer,) = [m for m in result.messages if m.role == "toolResult"]

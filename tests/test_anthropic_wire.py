@@ -1223,3 +1223,102 @@ def test_the_delta_fast_path_matches_the_plain_path(
     fast = parse_outcome(AnthropicStreamParser(REQUEST_ID, reserved_call_ids=reserved), items)
     plain = parse_outcome(PlainPathParser(REQUEST_ID, reserved_call_ids=reserved), items)
     assert fast == plain
+
+
+# --- prompt caching (issue 33) ----------------------------------------------------------------
+
+_EPHEMERAL: Final = {"type": "ephemeral"}
+
+
+def _strip_markers(body: Any) -> Any:
+    if isinstance(body, dict):
+        return {k: _strip_markers(v) for k, v in body.items() if k != "cache_control"}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(body, list):
+        return [_strip_markers(item) for item in body]  # pyright: ignore[reportUnknownVariableType]
+    return body
+
+
+def _marked(body: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if "cache_control" in value:
+                found.append(value)
+            for item in value.values():  # pyright: ignore[reportUnknownVariableType]
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:  # pyright: ignore[reportUnknownVariableType]
+                walk(item)
+
+    walk(body)
+    return found
+
+
+def test_cache_marks_system_last_tool_and_the_last_two_user_turns() -> None:
+    body: Any = build(cache=True)
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": _EPHEMERAL}]
+    assert body["tools"][-1]["cache_control"] == _EPHEMERAL
+    first, _, last = body["messages"]
+    assert first["content"][-1]["cache_control"] == _EPHEMERAL
+    assert last["content"][-1] == {"type": "text", "text": "And then?", "cache_control": _EPHEMERAL}
+    assert len(_marked(body)) == 4
+    assert _strip_markers(body) == {**build(), "system": [{"type": "text", "text": "Be brief."}]}
+    with pytest.raises(TypeError, match="cache"):
+        build(cache=1)
+
+
+def test_cache_never_marks_thinking_and_skips_what_is_absent() -> None:
+    request = sample_request(
+        system=None,
+        tools=(),
+        messages=(
+            UserMessage(content="hi"),
+            AssistantMessage(content=(ThinkingBlock(text="hm", signature="s"),)),
+        ),
+    )
+    body: Any = build(request, cache=True)
+    assert "system" not in body
+    assert "tools" not in body
+    # the assistant turn holds thinking only: the user turn before it is marked, once
+    assert _marked(body) == [{"type": "text", "text": "hi", "cache_control": _EPHEMERAL}]
+
+
+_MESSAGES: Final = st.lists(
+    st.sampled_from(
+        [
+            UserMessage(content="u"),
+            UserMessage(content=""),
+            AssistantMessage(content=(TextBlock(text="a"),)),
+            AssistantMessage(content=(ThinkingBlock(text="t", signature="s"),)),
+            AssistantMessage(content=(tool("toolu_x", "read", {"path": "p"}),)),
+            ToolResultMessage(tool_call_id="toolu_x", tool_name="read", content="r"),
+        ]
+    ),
+    max_size=8,
+)
+
+
+@given(_MESSAGES, st.booleans(), st.booleans())
+def test_cache_markers_are_at_most_four_and_change_nothing_else(
+    messages: list[Any], system: bool, tools: bool
+) -> None:
+    request = sample_request(
+        messages=tuple(messages),
+        system="S" if system else None,
+        tools=sample_request().tools if tools else (),
+    )
+    plain: Any = build(request)
+    body: Any = build(request, cache=True)
+    marked = _marked(body)
+    assert len(marked) <= 4
+    assert all(block.get("type") not in ("thinking", "redacted_thinking") for block in marked)
+    assert all(block["cache_control"] == _EPHEMERAL for block in marked)
+    if system:
+        plain["system"] = [{"type": "text", "text": "S"}]
+    assert _strip_markers(body) == plain
+    if body["messages"]:
+        assert any("cache_control" in block for block in body["messages"][-1]["content"]) or all(
+            block["type"] in ("thinking", "redacted_thinking")
+            for block in body["messages"][-1]["content"]
+        )

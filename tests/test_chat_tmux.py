@@ -1082,3 +1082,29 @@ async def test_a_resize_redraws_the_live_region_without_garbage(tmux: Tmux, tmp_
     answer = tmux.visible()
     rows = [line for line in answer.splitlines() if "ipsum" in line]
     assert " ".join(rows).split() == [*words.split(), "and", "the", "end."], answer
+
+
+async def test_the_status_line_shows_the_cost_of_a_priced_model(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 33: with prices (the config's: $1000 per million in, $2000 out), the status
+    line shows what the session cost so far, counted per response (the tool call's
+    response: 20 in, 5 out = $0.03) while the turn waits for the next one; the usage line
+    then gives the turn's and the session's cost."""
+    config = tmp_path / "config" / "tether" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[models."{MODEL}"]\ninput_price = 1000\noutput_price = 2000\n')
+    (workspace(tmp_path) / "notes.txt").write_text("remember the milk\n")
+    headers = asyncio.Event()
+    async with ReplayServer() as server:
+        server.respond(tool_reply("call-1", "read_file", {"path": "notes.txt"}))
+        server.respond(dataclasses.replace(text_reply("Done."), delay_headers=headers))
+        start_chat(tmux, tmp_path, server.url)
+        await tmux.wait_for(PROMPT)
+        await say(tmux, "Read my notes")
+        screen = await tmux.wait_for("$0.0300")
+        status = next(line for line in screen.splitlines() if "$0.0300" in line)
+        assert "waiting for the model" in status, status
+        assert "↑20 ↓5" in status, status
+        headers.set()
+        screen = await tmux.wait_for("[tokens: 31 in, 6 out · $0.0430 · session: 31 in, 6 out")
+        assert "session: 31 in, 6 out · $0.0430]" in screen
+        await quit_chat(tmux)

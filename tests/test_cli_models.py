@@ -681,15 +681,25 @@ _PRICE_TEXTS = st.one_of(
 )
 
 
-@given(_PRICE_TEXTS)
-def test_a_price_is_a_number_from_0_below_a_billion_or_a_coded_error(text: str) -> None:
+_PRICE_KEYS = {
+    "input_price": "input_price",
+    "output_price": "output_price",
+    "cache_read_price": "cache_read_price",
+    "cache_write_price": "cache_write_price",
+    "input_cost": "input_price",  # the older names
+    "output_cost": "output_price",
+}
+
+
+@given(_PRICE_TEXTS, st.sampled_from(sorted(_PRICE_KEYS)))
+def test_a_price_is_a_number_from_0_below_a_billion_or_a_coded_error(text: str, key: str) -> None:
     import math
     import tempfile
     import tomllib
 
-    source = f'[models."openai/gpt-4o-mini"]\ninput_cost = {text}\n'
+    source = f'[models."openai/gpt-4o-mini"]\n{key} = {text}\n'
     try:
-        value: object = tomllib.loads(source)["models"]["openai/gpt-4o-mini"]["input_cost"]
+        value: object = tomllib.loads(source)["models"]["openai/gpt-4o-mini"][key]
     except tomllib.TOMLDecodeError:
         return
     with tempfile.TemporaryDirectory() as directory:
@@ -701,25 +711,51 @@ def test_a_price_is_a_number_from_0_below_a_billion_or_a_coded_error(text: str) 
         )
         if valid:
             settings = load_config(path).models["openai/gpt-4o-mini"]
-            assert settings.input_cost == float(cast(float, value))
+            assert getattr(settings, _PRICE_KEYS[key]) == float(cast(float, value))
         else:
             with pytest.raises(CliConfigError) as caught:
                 load_config(path)
             assert caught.value.code == "CLI_CONFIG_INVALID"
-            assert "input_cost" in str(caught.value)
+            assert key in str(caught.value)
 
 
 def test_a_choice_prices_its_usage(tmp_path: Path) -> None:
     from tether.protocol import ModelUsage
 
-    text = '[models."openai/gpt-4o-mini"]\ninput_cost = 2\noutput_cost = 10\n'
+    text = (
+        '[models."openai/gpt-4o-mini"]\ninput_cost = 2\noutput_cost = 10\n'
+        '[models."openai/gpt-other"]\ninput_price = 2\noutput_price = 10\n'
+        '[models."openai/gpt-cached"]\ninput_price = 2\noutput_price = 10\n'
+        "cache_read_price = 0.5\ncache_write_price = 2.5\ncontext_window = 1000\n"
+    )
     config = load_config(write(tmp_path, text))
     env = {"OPENAI_API_KEY": FAKE_KEY}
-    priced = choose_model("openai/gpt-4o-mini", base_url=None, config=config, environ=env)
     usage = ModelUsage(input_tokens=500_000, output_tokens=100_000, cache_read_tokens=500_000)
-    assert priced.cost(usage) == 3.0
-    plain = choose_model("openai/gpt-other", base_url=None, config=config, environ=env)
-    assert plain.cost(usage) is None
+
+    def choice(spec: str) -> ModelChoice:
+        return choose_model(spec, base_url=None, config=config, environ=env)
+
+    # the config's prices win one by one; the catalog's cached-input price stays ($0.075)
+    priced = choice("openai/gpt-4o-mini")
+    assert priced.settings.input_price == 2
+    assert priced.cost(usage) == pytest.approx(1.0 + 1.0 + 0.0375)
+    assert priced.context_window == 128_000  # the catalog's
+    # a model the catalog does not know: cached tokens without a price are an unknown cost
+    other = choice("openai/gpt-other")
+    assert other.cost(usage) is None
+    assert other.cost(ModelUsage(input_tokens=500_000, output_tokens=0)) == 1.0
+    cached = choice("openai/gpt-cached")
+    assert cached.cost(usage) == pytest.approx(1.0 + 1.0 + 0.25)
+    assert cached.context_window == 1000
+    assert choice("openai/gpt-unknown").cost(usage) is None
+
+
+def test_a_price_and_its_older_name_together_are_a_coded_error(tmp_path: Path) -> None:
+    text = '[models."openai/gpt-4o-mini"]\ninput_price = 2\ninput_cost = 2\n'
+    with pytest.raises(CliConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert caught.value.code == "CLI_CONFIG_INVALID"
+    assert "input_cost' is the older name of" in str(caught.value)
 
 
 # --- the sandbox setting (issue 35) -----------------------------------------------------------
@@ -754,3 +790,24 @@ def test_the_config_knows_every_sandbox_mode() -> None:
     from tether.tools.coding.sandbox import SandboxMode
 
     assert get_args(SandboxMode) == SANDBOX_MODES
+
+
+async def test_the_session_key_goes_only_to_an_api_that_takes_one(tmp_path: Path) -> None:
+    """Issue 33: ``ModelChoice.build(cache_key=...)`` gives OpenAI Chat models their
+    ``prompt_cache_key``; Anthropic's API has no such option (its caching needs no key)."""
+    config = load_config(tmp_path / "missing.toml")
+    env = {"OPENAI_API_KEY": FAKE_KEY, "ANTHROPIC_API_KEY": FAKE_KEY}
+    openai = choose_model("openai/gpt-4o", base_url=None, config=config, environ=env)
+    anthropic = choose_model(
+        "anthropic/claude-sonnet-4-5", base_url=None, config=config, environ=env
+    )
+    built = openai.build(cache_key="tether-abc")
+    claude = anthropic.build(cache_key="tether-abc")
+    try:
+        assert isinstance(built, OpenAIChatModel)
+        assert built._prompt_cache_key == "tether-abc"  # pyright: ignore[reportPrivateUsage]
+        assert anthropic.context_window == 200_000
+        assert anthropic.prices.cache_read == 0.3
+    finally:
+        await built.aclose()
+        await claude.aclose()

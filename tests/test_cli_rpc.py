@@ -160,6 +160,40 @@ def roles(messages: list[dict[str, Any]]) -> list[str]:
 # --- a whole session --------------------------------------------------------------------------
 
 
+async def test_a_priced_model_s_runs_carry_their_cost(tmp_path: Path) -> None:
+    """Issue 33: with prices (the config's here), ``run.finished`` carries ``costUsd`` and
+    ``get_state`` the session's cost and the prices; a model without prices says ``null``."""
+    (tmp_path / "config.toml").write_text(
+        f'[models."{MODEL}"]\ninput_price = 1000\noutput_price = 2000\ncontext_window = 9000\n'
+    )
+    async with (
+        ReplayServer() as server,
+        rpc("--model", MODEL, "--base-url", server.url, env=child_env(tmp_path)) as session,
+    ):
+        server.respond(text_reply("Hello", " back."))
+        await session.ok({"id": 1, "type": "prompt", "message": "hi"})
+        events = await session.until(is_event("run.finished"))
+        finished = events[-1]["event"]
+        # 7 tokens in at $1000 per million, 2 out at $2000
+        assert finished["costUsd"] == pytest.approx(0.007 + 0.004)
+        state = await session.ok({"id": 2, "type": "get_state"})
+        assert state["cost"] == pytest.approx(0.011)
+        assert state["contextWindow"] == 9000
+        assert state["prices"] == {
+            "input": 1000.0,
+            "output": 2000.0,
+            "cacheRead": None,
+            "cacheWrite": None,
+        }
+        await session.ok({"id": 3, "type": "set_model", "model": "openai/gpt-other"})
+        server.respond(text_reply("Still here."))
+        await session.ok({"id": 4, "type": "prompt", "message": "and?"})
+        events = await session.until(is_event("run.finished"))
+        assert events[-1]["event"]["costUsd"] is None  # unknown, not 0
+        state = await session.ok({"id": 5, "type": "get_state"})
+        assert state["cost"] is None  # one response's cost is unknown: so is the total
+
+
 async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path) -> None:
     separated = "first line\u2028still the first line"
     async with (
@@ -189,7 +223,9 @@ async def test_a_session_prompts_reads_state_and_switches_models(tmp_path: Path)
             "queuedSteering": 0,
             "queuedFollowUps": 0,
             "usage": {"inputTokens": 0, "outputTokens": 0},
-            "cost": None,  # no prices in the config
+            "cost": None,  # no prices in the config, none in the catalog
+            "contextWindow": None,
+            "prices": {"input": None, "output": None, "cacheRead": None, "cacheWrite": None},
             "tools": [],
             "maxSteps": 64,
             "thinking": None,  # no level: the model's default

@@ -183,6 +183,27 @@ async def test_json_writes_one_camel_case_event_per_line(tmp_path: Path) -> None
     assert not [key for key in keys if "_" in key]
 
 
+async def test_a_priced_model_run_shows_its_cost(tmp_path: Path) -> None:
+    """Issue 33: the summary line and the JSON ``run.finished`` carry the run's cost (the
+    config's prices here: 11 tokens in at $1000 per million, 2 out at $2000)."""
+    (tmp_path / "config.toml").write_text(
+        '[models."openai/gpt-test"]\ninput_price = 1000\noutput_price = 2000\n'
+    )
+    env = child_env(tmp_path)
+    async with ReplayServer() as server:
+        server.respond(text_reply("Forty", "-two."))
+        server.respond(text_reply("Forty", "-two."))
+        human = await run_tether(*model_run(server.url), env=env)
+        as_json = await run_tether(*model_run(server.url, "--json"), env=env)
+    assert human.returncode == 0, human.err
+    last = human.out.splitlines()[-1]
+    assert last == "status: completed · model turns: 1 · tokens: 11 in, 2 out · cost: $0.0150"
+    assert as_json.returncode == 0, as_json.err
+    finished = as_json.events()[-1]
+    assert finished["type"] == "run.finished"
+    assert finished["costUsd"] == pytest.approx(0.015)
+
+
 async def test_the_coding_tools_work_in_the_current_directory_only(tmp_path: Path) -> None:
     workspace = tmp_path / "work"
     workspace.mkdir()

@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import datetime
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -53,8 +53,11 @@ class Choice:
     hidden_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
     price: float | None = None
+    cache_keys: list[str | None] = field(default_factory=list[str | None])
+    """The ``cache_key`` of every ``build``."""
 
-    def build(self) -> Model:
+    def build(self, *, cache_key: str | None = None) -> Model:
+        self.cache_keys.append(cache_key)
         return self.model
 
     def cost(self, usage: ModelUsage) -> float | None:
@@ -246,6 +249,9 @@ async def test_an_ephemeral_session_is_removed_at_close(tmp_path: Path) -> None:
     assert path.is_file()
     assert session.usage == usage
     assert session.cost == 0.5
+    # the session gave its model its prompt cache key: random, the same for every build
+    assert choice.cache_keys[-1] == session.prompt_cache_key
+    assert session.prompt_cache_key.startswith("tether-")
     await session.close()
     assert not path.exists()
     assert not path.parent.exists()
@@ -297,3 +303,44 @@ async def test_subscribers_see_a_commands_output_as_it_runs(tmp_path: Path) -> N
         ("c1", "bash", "ran\n")
     ]
     assert types.index("tool.started") < types.index("tool.progress") < types.index("tool.finished")
+
+
+async def test_cost_counts_every_response_and_turns_unknown_with_an_unpriced_model(
+    tmp_path: Path,
+) -> None:
+    """Issue 33: the totals grow with each response (live during a run), and once a model
+    whose prices are not known answers, the cost is unknown (``None``), never a sum that
+    leaves that response out; ``new_session`` starts again."""
+    usage = ModelUsage(input_tokens=3, output_tokens=2, cache_read_tokens=100)
+    priced = Choice(
+        spec="scripted/a",
+        model=ScriptedModel(
+            [ScriptedReply(text=("one",), usage=usage), ScriptedReply(text=("two",), usage=usage)]
+        ),
+        price=0.25,
+    )
+    seen: list[float | None] = []
+    made = config(tmp_path, priced)
+    session = CodingSession(made)
+    try:
+        session.subscribe(
+            lambda event: seen.append(session.cost) if event.type == "run.finished" else None
+        )
+        await bounded((await session.prompt("hello")).result)
+        assert session.cost == 0.5
+        assert seen == [0.5]  # counted by the time the run finished
+        unpriced = Choice(
+            spec="scripted/b", model=ScriptedModel([ScriptedReply(text=("x",), usage=usage)])
+        )
+        await session.switch_model(unpriced)
+        await bounded((await session.prompt("again")).result)
+        assert session.usage == usage + usage
+        assert session.cost is None
+        await session.switch_model(priced)
+        await session.new_session()
+        assert session.cost is None
+        assert session.usage == ModelUsage(input_tokens=0, output_tokens=0)
+        await bounded((await session.prompt("fresh")).result)
+        assert session.cost == 0.5
+    finally:
+        await session.close()

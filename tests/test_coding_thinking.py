@@ -40,7 +40,7 @@ class Choice:
     hidden_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
 
-    def build(self) -> Model:
+    def build(self, *, cache_key: str | None = None) -> Model:
         model: Model = self.make()
         return model
 

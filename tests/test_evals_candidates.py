@@ -175,6 +175,34 @@ async def test_an_agent_on_a_real_http_model_is_judged_by_its_final_text(
     assert "Add 20" not in text
 
 
+async def test_a_priced_model_s_runs_carry_cost_usd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: ``costUsd`` comes from the catalog's prices for the spec (gpt-4o-mini: $0.15
+    per million in, $0.60 out), or the candidate's own ``prices``; without prices it is left
+    out (unknown), never 0."""
+    from tether.providers.model_catalog import ModelPrices
+
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    metrics: dict[str, dict[str, float]] = {}
+    for name, spec, prices in (
+        ("catalog", "openai/gpt-4o-mini", None),
+        ("given", "openai/gpt-test", ModelPrices(input=1000, output=2000)),
+        ("unknown", "openai/gpt-test", None),
+    ):
+        async with ReplayServer() as server:
+            server.respond(text_reply_script("42"))
+            server.respond(text_reply_script("16"))
+            candidate = AgentCandidate(
+                id="c", model_spec=spec, base_url=server.url, api_key_env=KEY_ENV, prices=prices
+            )
+            report = await run_evaluation(candidate=candidate, tasks=SOURCE)
+        metrics[name] = dict(report.runs[0].public_metrics)
+    assert metrics["catalog"]["costUsd"] == pytest.approx((11 * 0.15 + 2 * 0.6) / 1e6)
+    assert metrics["given"]["costUsd"] == pytest.approx((11 * 1000 + 2 * 2000) / 1e6)
+    assert "costUsd" not in metrics["unknown"]
+    with pytest.raises(TypeError, match="prices"):
+        AgentCandidate(id="c", model_spec="openai/x", prices=1.0)  # pyright: ignore[reportArgumentType]
+
+
 async def test_a_refused_key_is_an_error_run_with_the_provider_code(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -178,6 +178,12 @@ async def test_chat_print_json_and_rpc_agree(tmux: Tmux, tmp_path: Path) -> None
         assert (tmp_path / "project" / "hello.txt").read_text() == "hi\n"
         bodies = [request.json for request in server.requests]
 
+    # Each session sends its own prompt cache key (random, one per session): the same key
+    # in both requests of a mode, another in each mode; the rest must be equal.
+    keys = [body.pop("prompt_cache_key") for body in bodies]
+    assert all(key.startswith("tether-") for key in keys)
+    assert [keys[n] == keys[n + 1] for n in range(0, 8, 2)] == [True] * 4
+    assert len(set(keys)) == 4
     # The same requests, two per mode: the system prompt included.
     assert len(bodies) == 8
     chat_bodies = bodies[0:2]

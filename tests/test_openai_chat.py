@@ -151,6 +151,51 @@ async def test_a_streamed_text_answer_completes_with_its_usage() -> None:
     assert "".join(deltas) == "The sum is 42."
 
 
+async def test_a_coding_session_s_prompt_cache_key_goes_to_openai_only(tmp_path: Any) -> None:
+    """Issue 33: the session builds its model with its key; an OpenAI preset sends it as
+    ``prompt_cache_key`` with every request, the other compatible presets never do (some
+    reject fields they do not know); cached tokens are priced at the cached-input price."""
+    from tether.cli.config import load_config
+    from tether.cli.models import choose_model
+    from tether.coding import CodingSession
+    from tether.coding.config import CodingSessionConfig, SessionPlace
+
+    config = load_config(tmp_path / "missing.toml")
+    env = {"OPENAI_API_KEY": SECRET, "GROQ_API_KEY": SECRET}
+    sent: dict[str, Any] = {}
+    for spec in ("openai/gpt-4o-mini", "groq/llama-3.3-70b-versatile"):
+        async with ReplayServer() as server:
+            server.respond(sse_response(_body(text_stream("one"))))
+            server.respond(sse_response(_body(text_stream("two"))))
+            choice = choose_model(spec, base_url=server.url, config=config, environ=env)
+            session = CodingSession(
+                CodingSessionConfig(
+                    model=choice, cwd=tmp_path, tools="none", sessions=SessionPlace()
+                )
+            )
+            try:
+                async with asyncio.timeout(BOUND):
+                    await (await session.prompt("first")).result
+                    await (await session.prompt("second")).result
+            finally:
+                await session.close()
+            bodies: list[Any] = [request.json for request in server.requests]
+            sent[spec] = [body.get("prompt_cache_key") for body in bodies]
+            if spec.startswith("openai/"):
+                # 2 x (6 uncached in at $0.15, 4 cached at $0.075, 1 out at $0.60) per million
+                assert session.cost == pytest.approx(2 * (6 * 0.15 + 4 * 0.075 + 0.6) / 1e6)
+                assert SECRET not in str(sent[spec])
+        key = session.prompt_cache_key
+        if spec.startswith("openai/"):
+            assert sent[spec] == [key, key]
+    assert sent["groq/llama-3.3-70b-versatile"] == [None, None]
+
+
+def test_prompt_cache_key_is_checked() -> None:
+    with pytest.raises(TypeError, match="prompt_cache_key"):
+        OpenAIChatModel("gpt-test", api_key="k", prompt_cache_key="")
+
+
 @pytest.mark.parametrize("split", ["whole", "bytes1", ("random", 7)])
 async def test_a_two_turn_tool_run_completes_and_sums_usage(split: Any) -> None:
     async with ReplayServer() as server:

@@ -18,10 +18,12 @@ module is what a person sees and can do:
   to the terminal's width, read again after a resize): each finished block is written
   once, the unfinished one is drawn below it and redrawn as it grows; thinking is rendered
   the same way, dimmed (without colour: after a ``thinking:`` row, in a ``│`` gutter).
-  Each tool call shows as ``→ name({arguments})`` and its result as its first and last
-  lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured), with how
-  many are hidden between; then a usage line per turn: the turn's tokens and the
-  session's. While a turn runs, a status line under the output (``tether.cli.ui.status``,
+  Each tool call shows as ``→ name({arguments})`` and its result as its
+  first and last lines (``tether.cli.ui.results``; ``edit_file``: more of its diff, coloured),
+  with how many are hidden between; then a usage line per turn: the turn's tokens and the
+  session's, and for a model with prices (``tether.providers.model_catalog``, the config's
+  ``[models."..."]``) their costs (``unknown`` when a kind of token spent has no price).
+  While a turn runs, a status line under the output (``tether.cli.ui.status``,
   redrawn ten times a second, erased when the turn ends) shows what is happening (waiting for
   the model, thinking, writing, running a tool; a stream quiet for 2 s shows waiting again),
   the elapsed time, the turn's tokens, the session's cost and how much of the context window
@@ -168,7 +170,14 @@ if TYPE_CHECKING:
     from tether.coding.session import CodingEvent, CodingSession
     from tether.loop.hooks import BlockToolCall, ToolCallContext
     from tether.models.base import Model
-    from tether.protocol import AgentEvent, Message, RunResult, ToolCall, ToolResultMessage
+    from tether.protocol import (
+        AgentEvent,
+        Message,
+        ModelUsage,
+        RunResult,
+        ToolCall,
+        ToolResultMessage,
+    )
     from tether.tools.coding.workspace import Workspace
 
 __all__ = [
@@ -532,11 +541,19 @@ class ChatView:
         self.line(self._style("2", f"(all {view.lines} lines of the last tool result)"))
         self.write(view.full)
 
-    def usage_line(self, turn: tuple[int, int], session: tuple[int, int]) -> str:
-        """The token usage of a turn and of the session."""
+    def usage_line(
+        self,
+        turn: tuple[int, int],
+        session: tuple[int, int],
+        costs: tuple[str, str] | None = None,
+    ) -> str:
+        """The token usage of a turn and of the session, and their ``costs`` (shown when
+        given: the model has prices)."""
+        turn_cost, session_cost = ("", "") if costs is None else (f" · {c}" for c in costs)
         return self._style(
             "2",
-            f"[tokens: {turn[0]} in, {turn[1]} out · session: {session[0]} in, {session[1]} out]",
+            f"[tokens: {turn[0]} in, {turn[1]} out{turn_cost} · "
+            f"session: {session[0]} in, {session[1]} out{session_cost}]",
         )
 
 
@@ -605,10 +622,6 @@ def _warm_up() -> None:
             importlib.import_module(name)
 
 
-def _http_model(choice: ModelChoice) -> Model:
-    return choice.build()
-
-
 class Chat:
     """One interactive session: a ``CodingSession`` (``tether.coding``: the model, the
     runtime, the session file and its branch, the system prompt, approvals) and what a person
@@ -617,7 +630,8 @@ class Chat:
     ``ask`` answers the approval question (the terminal's prompt in ``tether chat``; a
     script in tests); ``pick`` opens the lists of ``/model`` and ``/resume`` without an
     argument (``tether.cli.ui.picker.pick``); ``view`` writes what happens; ``build_model``
-    makes the model of a choice (default: ``ModelChoice.build``, the HTTP model);
+    makes the model of a choice (default: ``ModelChoice.build``, the HTTP model, with the
+    session's prompt cache key);
     ``extensions`` are activated in every runtime the chat builds.
     """
 
@@ -661,7 +675,7 @@ class Chat:
             auto_approve=auto_approve,
         )
         self.coding: CodingSession[ModelChoice] = CodingSession(
-            dataclasses.replace(made, build_model=build_model or _http_model),
+            dataclasses.replace(made, build_model=build_model),
             approver=self._approve,
         )
         self.coding.subscribe(self._on_event)
@@ -958,9 +972,19 @@ class Chat:
         turn = (usage.input_tokens, usage.output_tokens)
         total = self.session_tokens
         self.session_tokens = (total[0] + turn[0], total[1] + turn[1])
-        view.line(view.usage_line(turn, self.session_tokens))
+        view.line(view.usage_line(turn, self.session_tokens, self._costs(usage)))
         await self._check_runtime()
         return result
+
+    def _costs(self, usage: ModelUsage) -> tuple[str, str] | None:
+        """What a turn's ``usage`` and the session cost (``None``: the model has no prices,
+        so no cost is shown)."""
+        from tether.cli.ui.status import format_cost
+
+        choice = self.choice
+        if not choice.prices.known:
+            return None
+        return format_cost(choice.cost(usage)), format_cost(self.coding.cost)
 
     async def _check_runtime(self) -> None:
         """After a turn: wait for the runtime's event tail (extension hooks, the session

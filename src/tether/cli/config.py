@@ -26,9 +26,10 @@ table (TOML puts a key after ``[tools]`` into that table)::
     [models."openai/gpt-4o-mini"]            # settings of one PROVIDER/MODEL
     context_window = 128000                  # tokens (for context management)
     max_output_tokens = 4096                 # sent with every request
-    input_cost = 0.15                        # optional: price per million input tokens
-    output_cost = 0.60                       # ... and per million output tokens (the
-                                             # session's cost totals; any currency)
+    input_price = 0.15                       # US dollars per million uncached input tokens
+    output_price = 0.60                      # ... per million output tokens
+    cache_read_price = 0.075                 # ... per million tokens read from the cache
+    cache_write_price = 0.15                 # ... per million tokens written to it
     thinking = "high"                        # this model's level (beats the top-level one)
 
     [tools]                                  # how `tether chat` asks before tools run
@@ -43,6 +44,13 @@ table (TOML puts a key after ``[tools]`` into that table)::
 ``[mcp_servers.NAME]`` tables configure MCP servers (Codex CLI's convention: ``command``,
 ``args``, ``env``, or ``url`` and ``headers``); ``tether.mcp.config`` checks them and
 docs/mcp.md describes them.
+
+``[models."PROVIDER/MODEL"]`` overrides the model catalog
+(``tether.providers.model_catalog``) one setting at a time: a price or context window not set
+here is the catalog's, when it knows the model. ``input_cost`` and ``output_cost`` are older
+names of ``input_price`` and ``output_price`` (one of the two names per price). Without a price
+for a kind of token the model spent (a custom server's cached tokens, say) the cost is
+unknown, never 0.
 
 ``[tools]`` ``auto_approve`` and ``approve`` say which tool calls are asked about first:
 ``tether chat`` asks the person, ``tether rpc`` its client (an ``approval_request``, unless
@@ -81,6 +89,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
 if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig
+    from tether.providers.model_catalog import ModelPrices
     from tether.providers.thinking import ThinkingLevel
     from tether.tools.coding.sandbox import SandboxMode
 
@@ -138,10 +147,16 @@ _MAX_PRICE: Final = 1e9
 _MODEL_KEYS: Final = (
     "context_window",
     "max_output_tokens",
+    "input_price",
+    "output_price",
+    "cache_read_price",
+    "cache_write_price",
     "input_cost",
     "output_cost",
     "thinking",
 )
+_PRICE_ALIASES: Final = {"input_price": "input_cost", "output_price": "output_cost"}
+"""The older names of two prices (still read)."""
 SANDBOX_MODES: Final = ("off", "auto", "on")
 """``tether.tools.coding.sandbox.SandboxMode``'s values, spelled out so that reading the
 config loads no coding tool (a test keeps the two equal)."""
@@ -229,14 +244,38 @@ class ProviderConfig:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSettings:
     """``[models."PROVIDER/MODEL"]``: the model's context window in tokens, the output
-    tokens to ask for, its prices per million input and output tokens and its thinking
-    level (``None``: not configured)."""
+    tokens to ask for, and its prices in US dollars per million tokens of uncached input,
+    output, cache reads and cache writes, and its thinking level (``None``: not configured)."""
 
     context_window: int | None = None
     max_output_tokens: int | None = None
-    input_cost: float | None = None
-    output_cost: float | None = None
+    input_price: float | None = None
+    output_price: float | None = None
+    cache_read_price: float | None = None
+    cache_write_price: float | None = None
     thinking: ThinkingLevel | None = None
+
+    @property
+    def input_cost(self) -> float | None:
+        """``input_price`` by its older name."""
+        return self.input_price
+
+    @property
+    def output_cost(self) -> float | None:
+        """``output_price`` by its older name."""
+        return self.output_price
+
+    @property
+    def prices(self) -> ModelPrices:
+        """The configured prices (``tether.providers.model_catalog.ModelPrices``)."""
+        from tether.providers.model_catalog import ModelPrices
+
+        return ModelPrices(
+            input=self.input_price,
+            output=self.output_price,
+            cache_read=self.cache_read_price,
+            cache_write=self.cache_write_price,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -510,11 +549,24 @@ class _Reader:
                 max_output_tokens=self.positive(
                     fields.get("max_output_tokens"), f"{key}.max_output_tokens"
                 ),
-                input_cost=self.price(fields.get("input_cost"), f"{key}.input_cost"),
-                output_cost=self.price(fields.get("output_cost"), f"{key}.output_cost"),
+                input_price=self.named_price(fields, key, "input_price"),
+                output_price=self.named_price(fields, key, "output_price"),
+                cache_read_price=self.named_price(fields, key, "cache_read_price"),
+                cache_write_price=self.named_price(fields, key, "cache_write_price"),
                 thinking=self.thinking(fields.get("thinking"), f"{key}.thinking"),
             )
         return result
+
+    def named_price(self, fields: Mapping[str, object], key: str, name: str) -> float | None:
+        """The price ``name`` of the table ``key``, or by its older name (not both)."""
+        alias = _PRICE_ALIASES.get(name)
+        if alias is not None and alias in fields:
+            if name in fields:
+                raise self.fail(
+                    f"'{key}.{alias}' is the older name of '{key}.{name}': give only one"
+                )
+            name = alias
+        return self.price(fields.get(name), f"{key}.{name}")
 
     def price(self, value: object, key: str) -> float | None:
         if value is None:

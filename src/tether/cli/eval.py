@@ -396,6 +396,7 @@ def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> E
         tools=args.tools or "none",
         max_steps=args.max_steps or _DEFAULT_STEPS,
         model_factory=choice.build,
+        prices=choice.prices,
     )
 
 
@@ -428,7 +429,12 @@ def _judge(args: argparse.Namespace) -> EvaluationJudge | None:
         choice = _choose(args.model, args.base_url)
     else:
         choice = _choose(args.judge_model, None)
-    return ModelJudge(model_spec=choice.spec, base_url=choice.base_url, model_factory=choice.build)
+    return ModelJudge(
+        model_spec=choice.spec,
+        base_url=choice.base_url,
+        model_factory=choice.build,
+        prices=choice.prices,
+    )
 
 
 def _executor(args: argparse.Namespace) -> EvaluationExecutor | None:

@@ -53,6 +53,7 @@ from tether.providers.registry import REGISTRY, ProviderApi
 if TYPE_CHECKING:
     from tether.protocol import ModelUsage, RunResult
     from tether.providers.errors import ProviderError
+    from tether.providers.model_catalog import ModelInfo, ModelPrices
     from tether.providers.registry import ProviderModel
     from tether.providers.thinking import ThinkingLevel
 
@@ -126,26 +127,44 @@ class ModelChoice:
     default)."""
 
     @property
+    def info(self) -> ModelInfo | None:
+        """The model catalog's entry for this spec (``tether.providers.model_catalog``;
+        ``None``: the catalog does not know the model)."""
+        from tether.providers.model_catalog import model_info
+
+        return model_info(self.spec)
+
+    @property
     def context_window(self) -> int | None:
-        """The config's ``context_window`` for this model (``None``: not set)."""
-        return self.settings.context_window
+        """The config's ``context_window`` for this model, else the catalog's (``None``:
+        neither knows it)."""
+        window = self.settings.context_window
+        if window is None:
+            info = self.info
+            window = None if info is None else info.context_window
+        return window
+
+    @property
+    def prices(self) -> ModelPrices:
+        """The model's prices: each the config's when it sets one, else the catalog's."""
+        info = self.info
+        return self.settings.prices.over(None if info is None else info.prices)
 
     def cost(self, usage: ModelUsage) -> float | None:
-        """What ``usage`` costs at the config's ``input_cost``/``output_cost`` (per million
-        tokens; cached reads and writes at the input price); ``None`` without prices."""
-        settings = self.settings
-        if settings.input_cost is None and settings.output_cost is None:
-            return None
-        tokens_in = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        return (
-            tokens_in * (settings.input_cost or 0.0)
-            + usage.output_tokens * (settings.output_cost or 0.0)
-        ) / 1_000_000
+        """What ``usage`` costs, in US dollars, at ``prices``
+        (``tether.providers.model_catalog.cost_of``: each kind of token at its own price);
+        ``None`` when a kind of token it spent has no price."""
+        from tether.providers.model_catalog import cost_of
 
-    def build(self) -> ProviderModel:
+        cost = cost_of(usage, self.prices)
+        return None if cost is None else cost.total
+
+    def build(self, *, cache_key: str | None = None) -> ProviderModel:
         """A new ``Model`` for this choice, of the class of the provider's API
         (``tether.providers.registry``); it reads its key from the provider's variable and
-        owns an HTTP client (close it with ``await model.aclose()``)."""
+        owns an HTTP client (close it with ``await model.aclose()``). ``cache_key`` (a
+        session's stable key, no secret) goes to the API's ``cache_key_option`` when it has
+        one (OpenAI's ``prompt_cache_key``)."""
         provider = self.provider
         options: dict[str, object] = {
             "base_url": self.base_url,
@@ -155,8 +174,11 @@ class ModelChoice:
             options["max_output_tokens"] = self.settings.max_output_tokens
         if self.thinking is not None:
             options["thinking"] = self.thinking
+        spec = REGISTRY.api(provider.api)
+        if cache_key is not None and spec.cache_key_option is not None:
+            options[spec.cache_key_option] = cache_key
         preset = REGISTRY.presets()[provider.name] if provider.source == "preset" else None
-        return REGISTRY.api(provider.api).build(self.model, preset, options)
+        return spec.build(self.model, preset, options)
 
 
 def choose_model(

@@ -26,9 +26,20 @@ import sys
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, TextIO
 
 if TYPE_CHECKING:  # the CLI imports this module before it knows the command: keep it light
-    from tether.protocol import AgentEvent, RunResult
+    from collections.abc import Callable
 
-__all__ = ["HumanView", "Output", "OutputError", "compact", "json_line", "shorten", "warn"]
+    from tether.protocol import AgentEvent, ModelUsage, RunResult
+
+__all__ = [
+    "HumanView",
+    "Output",
+    "OutputError",
+    "compact",
+    "event_json",
+    "json_line",
+    "shorten",
+    "warn",
+]
 
 
 class OutputError(Exception):
@@ -127,6 +138,20 @@ def json_line(value: object) -> str:
     return text + "\n"
 
 
+def event_json(
+    event: AgentEvent, cost: Callable[[ModelUsage], float | None] | None = None
+) -> dict[str, Any]:
+    """The camelCase JSON of ``event`` (``tether run --json``, ``tether rpc``); with ``cost``
+    (the model's prices), ``run.finished`` also carries ``costUsd``: what the run's usage
+    cost in US dollars, ``null`` when it is not known (never 0 for unknown)."""
+    from tether.protocol import to_json
+
+    value: dict[str, Any] = to_json(event)
+    if cost is not None and event.type == "run.finished":
+        value["costUsd"] = cost(event.payload.result.usage)
+    return value
+
+
 def compact(value: object) -> str:
     """``value`` as compact JSON for a person: non-ASCII text kept as it is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -208,8 +233,16 @@ class HumanView:
             self.in_text = False
             self.out.write("\n")
 
-    def summary(self, result: RunResult, turns: int, tokens_in: int, tokens_out: int) -> None:
-        """The last line: the status, the model turns and the token usage."""
+    def summary(
+        self,
+        result: RunResult,
+        turns: int,
+        tokens_in: int,
+        tokens_out: int,
+        cost: str | None = None,
+    ) -> None:
+        """The last line: the status, the model turns, the token usage and, when given, the
+        cost (``$0.0123``, ``unknown``)."""
         from tether.protocol import assert_never
 
         match result.status:
@@ -223,6 +256,8 @@ class HumanView:
                 detail = f"failed [{result.error.code}]: {result.error.message}"
             case _:
                 assert_never(result)
+        priced = "" if cost is None else f" · cost: {cost}"
         self.line(
             f"status: {detail} · model turns: {turns} · tokens: {tokens_in} in, {tokens_out} out"
+            f"{priced}"
         )

@@ -47,7 +47,7 @@ from tether.abort import AbortController, AbortSignal
 from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.models import choose_model, display_url, run_problem
-from tether.cli.render import Output, OutputError, json_line, warn
+from tether.cli.render import Output, OutputError, event_json, json_line, warn
 from tether.cli.urls import http_url_problem
 from tether.protocol import to_json
 
@@ -803,7 +803,7 @@ class _Session:
                     self.caught_up.clear()
                 if event.type == "run.finished":
                     self.advise(event.payload.result)
-                self.write({"type": "event", "event": to_json(event)})
+                self.write({"type": "event", "event": event_json(event, self.choice.cost)})
         except StopAsyncIteration:
             return
         except OutputError:
@@ -841,6 +841,8 @@ class _Session:
             "pendingApprovals": sorted(self.approvals),
             "usage": to_json(session.usage),
             "cost": session.cost,
+            "contextWindow": choice.context_window,
+            "prices": _prices_json(choice),
             "tools": [] if agent is None else list(agent.tool_names),
             "maxSteps": session.config.max_steps,
             "thinking": session.thinking,
@@ -957,3 +959,15 @@ def _text(fields: dict[str, object], name: str) -> str:
     if not isinstance(value, str) or not value:
         raise RpcError("RPC_INVALID_REQUEST", f'"{name}" must be a non-empty string')
     return value
+
+
+def _prices_json(choice: ModelChoice) -> dict[str, float | None]:
+    """The model's prices for ``get_state``: US dollars per million tokens (``null``: not
+    known)."""
+    prices = choice.prices
+    return {
+        "input": prices.input,
+        "output": prices.output,
+        "cacheRead": prices.cache_read,
+        "cacheWrite": prices.cache_write,
+    }

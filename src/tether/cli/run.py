@@ -67,22 +67,24 @@ from tether import (
     RunResult,
     ToolRegistry,
     run_agent_loop,
-    to_json,
     tool,
 )
 from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
 from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
-from tether.cli.render import HumanView, Output, json_line, warn
+from tether.cli.render import HumanView, Output, event_json, json_line, warn
 from tether.coding.meter import UsageMeter
 from tether.messages import user_message
 from tether.providers.fixture import FixtureProviderError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import TetherRuntimeError
     from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
     from tether.coding import CodingEvent, CodingSession, CodingSessionConfig, ToolSet
+    from tether.protocol import ModelUsage
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -285,7 +287,7 @@ async def _print_run(
     try:
         stream = await session.prompt(options.prompt)
         try:
-            await show_run(stream, pacer, view, out)
+            await show_run(stream, pacer, view, out, choice.cost)
         finally:
             if not stream.settled:  # the output failed: stop the run instead of leaving it
                 session.abort("The output failed")
@@ -297,7 +299,10 @@ async def _print_run(
         remove()
     meter = session.meter
     if view is not None and meter is not None:
-        view.summary(result, meter.turns, meter.input_tokens, meter.output_tokens)
+        from tether.cli.ui.status import format_cost
+
+        cost = format_cost(choice.cost(result.usage)) if choice.prices.known else None
+        view.summary(result, meter.turns, meter.input_tokens, meter.output_tokens, cost)
     problem = run_problem(result, None if meter is None else meter.last_error, choice)
     if problem is not None:
         warn(f"tether run: [{problem.code}] {problem}")
@@ -336,8 +341,10 @@ async def show_run(
     pacer: Pacer,
     view: HumanView | None,
     out: Output,
+    cost: Callable[[ModelUsage], float | None] | None = None,
 ) -> None:
-    """Write every event of the run as it comes, telling ``pacer`` when all are written.
+    """Write every event of the run as it comes, telling ``pacer`` when all are written;
+    ``cost`` prices the run for its JSON ``run.finished`` (``render.event_json``).
 
     Between events the loop gets a turn, so an abort from the SIGINT handler lands promptly.
     """
@@ -350,7 +357,7 @@ async def show_run(
                 event = await events.__anext__()
                 pacer.behind()
             if view is None:
-                out.write(json_line(to_json(event)))
+                out.write(json_line(event_json(event, cost)))
             else:
                 view.show(event)
             await asyncio.sleep(0)

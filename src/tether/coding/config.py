@@ -55,7 +55,8 @@ class ModelSource(Protocol):
     """What a coding session needs of a model choice: its name (``spec``, e.g.
     ``"openai/gpt-4o-mini"``), its context window if known, the environment variables its
     tools' processes must not see (``hidden_env``, except ``pass_env``), a way to build
-    the ``Model`` (``build``; the session closes what it built) and its prices (``cost``)."""
+    the ``Model`` (``build``; the session closes what it built) and what a response's usage
+    costs (``cost``)."""
 
     @property
     def spec(self) -> str: ...
@@ -69,7 +70,10 @@ class ModelSource(Protocol):
     @property
     def pass_env(self) -> tuple[str, ...]: ...
 
-    def build(self) -> Model: ...
+    def build(self, *, cache_key: str | None = None) -> Model:
+        """A new model; ``cache_key`` is the session's stable key for the provider's prompt
+        cache (a model that has no use for one ignores it)."""
+        ...
 
     def cost(self, usage: ModelUsage) -> float | None:
         """What ``usage`` costs on this model (``None``: its prices are not known)."""

@@ -1,6 +1,6 @@
-"""The metered model of a coding session: token usage added up, the last provider error kept,
-and each turn optionally paced by the display (``tether run`` holds the run back until every
-event so far is written)."""
+"""The metered model of a coding session: token usage (and, with a price, cost) added up, the
+last provider error kept, and each turn optionally paced by the display (``tether run`` holds
+the run back until every event so far is written)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from tether.abort import AbortSignal
 from tether.models.base import Model, ModelStream
-from tether.protocol import ModelChunk, ModelRequest, ModelResponse
+from tether.protocol import ZERO_USAGE, ModelChunk, ModelRequest, ModelResponse, ModelUsage
 from tether.providers.errors import ProviderError
 
 __all__ = ["UsageMeter"]
@@ -17,17 +17,26 @@ __all__ = ["UsageMeter"]
 
 class UsageMeter:
     """Wraps the model: paces each turn (when given ``pace``), adds up the token usage of
-    every response and keeps the last ``ProviderError`` the model raised (``last_error``)."""
+    every response (``usage``; ``input_tokens`` and ``output_tokens``), keeps the last
+    ``ProviderError`` the model raised (``last_error``) and calls ``on_response`` with each
+    response's usage."""
 
-    def __init__(self, model: Model, pace: Callable[[], Awaitable[None]] | None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        pace: Callable[[], Awaitable[None]] | None,
+        on_response: Callable[[ModelUsage], None] | None = None,
+    ) -> None:
         self.model = model
         self.pace = pace
+        self.on_response = on_response
+        self.usage: ModelUsage = ZERO_USAGE
         self.input_tokens = 0
         self.output_tokens = 0
         self.turns = 0
         self.context_tokens: int | None = None
-        """The last response's input and output tokens: how much of the context window the
-        conversation fills (``None`` before the first response)."""
+        """The last response's tokens (input, cached or not, and output): how much of the
+        context window the conversation fills (``None`` before the first response)."""
         self.last_error: ProviderError | None = None
 
     def stream(self, request: ModelRequest, signal: AbortSignal) -> ModelStream:
@@ -88,8 +97,13 @@ class _MeteredResult:
         except ProviderError as error:
             self._meter.last_error = error
             raise
-        self._meter.turns += 1
-        self._meter.input_tokens += response.usage.input_tokens
-        self._meter.output_tokens += response.usage.output_tokens
-        self._meter.context_tokens = response.usage.input_tokens + response.usage.output_tokens
+        meter = self._meter
+        usage = response.usage
+        meter.turns += 1
+        meter.usage = meter.usage + usage
+        meter.input_tokens += usage.input_tokens
+        meter.output_tokens += usage.output_tokens
+        meter.context_tokens = usage.total_tokens
+        if meter.on_response is not None:
+            meter.on_response(usage)
         return response

@@ -24,6 +24,11 @@ workspace, tools, resources, session file, extensions, Agent) and the Agent:
   without levels, is said once (a ``SessionNotice``);
 * **usage and cost totals** (``usage``, ``cost``: every finished run's, over every model of
   the session, each at its model's prices);
+* **usage and cost totals** (``usage``, ``cost``: every model response's, as it arrives, over
+  every model of the session, each at its model's prices; ``cost`` is unknown, ``None``,
+  once a response's is);
+* the **prompt cache key** (``prompt_cache_key``): a random key of the session, given to the
+  model it builds (``ModelSource.build(cache_key=...)``: OpenAI's ``prompt_cache_key``);
 * the **event stream** (``subscribe``): every ``AgentEvent`` of every Agent the session
   builds, in order, and ``SessionOpened``/``SessionNotice`` when a runtime is published or
   something is worth saying (a skipped skill, a repaired session file).
@@ -169,6 +174,10 @@ class CodingSession(Generic[M]):
         self._system_prompt: str | None = None
         self._usage: ModelUsage = ZERO_USAGE
         self._cost: float | None = None
+        self._cost_unknown = False
+        self.prompt_cache_key: Final = f"tether-{uuid.uuid4().hex}"
+        """A stable key of this session for the provider's prompt cache: random, so it says
+        nothing about the user, the machine or a secret."""
         self._pace: Callable[[], Coroutine[Any, Any, None]] | None = None
         self._scratch: str | None = None  # the temporary directory of an ephemeral session
         self._noted: object = None  # the store whose repair was said
@@ -223,15 +232,17 @@ class CodingSession(Generic[M]):
 
     @property
     def usage(self) -> ModelUsage:
-        """The token usage of every run finished in the current session file since it was
-        opened here, every model's (``new_session`` and ``resume`` start again at zero)."""
+        """The token usage of every model response in the current session file since it was
+        opened here (runs and compactions), every model's (``new_session`` and ``resume``
+        start again at zero)."""
         return self._usage
 
     @property
     def cost(self) -> float | None:
-        """What the runs counted in ``usage`` cost, each at its model's prices (``None``
-        while no model with known prices has run)."""
-        return self._cost
+        """What the responses counted in ``usage`` cost, in US dollars, each at its model's
+        prices (``ModelSource.cost``); ``None`` before the first response and once the cost
+        of one is unknown (never a total that leaves some out)."""
+        return None if self._cost_unknown else self._cost
 
     @property
     def meter(self) -> UsageMeter | None:
@@ -316,9 +327,29 @@ class CodingSession(Generic[M]):
 
         if self._meter is None:
             build = self.config.build_model
-            model = build(self._choice) if build is not None else self._choice.build()
-            self._meter = UsageMeter(self._at_level(model), self._pace)
+            choice = self._choice
+            if build is not None:
+                model = build(choice)
+            else:
+                model = choice.build(cache_key=self.prompt_cache_key)
+            self._meter = UsageMeter(self._at_level(model), self._pace, self._count(choice))
         return self._meter
+
+    def _count(self, choice: M) -> Callable[[ModelUsage], None]:
+        """What adds one response of ``choice``'s model to the totals."""
+
+        def count(usage: ModelUsage) -> None:
+            self._usage = self._usage + usage
+            cost = choice.cost(usage)
+            if cost is None:
+                self._cost_unknown = True
+            else:
+                self._cost = (self._cost or 0.0) + cost
+
+        return count
+
+    def _reset_totals(self) -> None:
+        self._usage, self._cost, self._cost_unknown = ZERO_USAGE, None, False
 
     # -- thinking ---------------------------------------------------------------------------
 
@@ -469,12 +500,6 @@ class CodingSession(Generic[M]):
         return system
 
     def _on_agent_event(self, event: AgentEvent, _signal: object) -> None:
-        if event.type == "run.finished":
-            usage = event.payload.result.usage
-            self._usage = self._usage + usage
-            cost = self._choice.cost(usage)
-            if cost is not None:
-                self._cost = (self._cost or 0.0) + cost
         self._emit(event)
 
     def _adopt(self, session: RuntimeSessionOptions) -> None:
@@ -629,7 +654,7 @@ class CodingSession(Generic[M]):
             )
         if self._manager is not None:
             await self._rebuild(self._new_session_options(), "created")
-        self._usage, self._cost = ZERO_USAGE, None
+        self._reset_totals()
 
     def matching_sessions(self, ident: str) -> list[str]:
         """The saved session IDs ``ident`` names: itself, else those it is a prefix of."""
@@ -662,7 +687,7 @@ class CodingSession(Generic[M]):
         assert directory is not None
         options = self._session_options("resume", directory / f"{session_id}.jsonl", None)
         await self._rebuild(options, "resumed")
-        self._usage, self._cost = ZERO_USAGE, None
+        self._reset_totals()
 
     def entries(self) -> tuple[SessionEntry, ...]:
         """Every entry of the session file (``()`` before the first runtime)."""

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from tether.agent.agent import Agent
     from tether.models.base import Model
     from tether.protocol import ModelUsage, RunResult
+    from tether.providers.model_catalog import ModelPrices
 
 __all__ = [
     "AGENT_CANDIDATE_MAX_STEPS",
@@ -134,6 +135,13 @@ def _check_model_options(
         raise TypeError(f"{owner} model_factory must be callable or None")
 
 
+def _check_prices(owner: str, prices: object) -> None:
+    from tether.providers.model_catalog import ModelPrices
+
+    if prices is not None and type_of(prices) is not ModelPrices:
+        raise TypeError(f"{owner} prices must be ModelPrices or None")
+
+
 def _build_model(
     model_spec: str,
     base_url: str | None,
@@ -152,15 +160,25 @@ def _build_model(
     return model_from_spec(model_spec, **options)
 
 
-def _usage_metrics(usage: ModelUsage, prefix: str) -> dict[str, float]:
+def _usage_metrics(
+    usage: ModelUsage, prefix: str, prices: ModelPrices | None, model_spec: str
+) -> dict[str, float]:
+    """The run's tokens and, when its cost is known (``prices``, else the model catalog's
+    for ``model_spec``), ``costUsd``; prefixed (``judgeInputTokens``...) for the judge."""
+    from tether.providers.model_catalog import cost_of, model_info
+
     if usage.input_tokens == 0 and usage.output_tokens == 0:
         return {}
+    if prices is None:
+        info = model_info(model_spec)
+        prices = None if info is None else info.prices
+    metrics = {"InputTokens": float(usage.input_tokens), "OutputTokens": float(usage.output_tokens)}
+    cost = cost_of(usage, prices)
+    if cost is not None:
+        metrics["CostUsd"] = cost.total
     if prefix:
-        return {
-            f"{prefix}InputTokens": float(usage.input_tokens),
-            f"{prefix}OutputTokens": float(usage.output_tokens),
-        }
-    return {"inputTokens": float(usage.input_tokens), "outputTokens": float(usage.output_tokens)}
+        return {prefix + name: value for name, value in metrics.items()}
+    return {name[0].lower() + name[1:]: value for name, value in metrics.items()}
 
 
 async def _run_agent(agent: Agent, prompt: str, signal: AbortSignal) -> RunResult:
@@ -191,7 +209,9 @@ class AgentCandidate:
     or ``"coding"`` (confined to the run's workspace); ``max_steps`` bounds the model turns
     per task (1-1,024); ``api_key_env`` names the variable holding the key (default: the
     provider's); ``model_factory`` builds the model instead of ``model_spec`` (not in the
-    ``repr``; pickled to Ray workers, so it must read any key from the environment itself).
+    ``repr``; pickled to Ray workers, so it must read any key from the environment itself);
+    ``prices`` are the model's (``None``: the model catalog's for ``model_spec``), from which
+    each run's ``costUsd`` metric comes (left out when the cost is not known).
     """
 
     id: str
@@ -202,6 +222,7 @@ class AgentCandidate:
     max_steps: int = DEFAULT_AGENT_MAX_STEPS
     api_key_env: str | None = None
     model_factory: Callable[[], Model] | None = field(default=None, repr=False)
+    prices: ModelPrices | None = None
 
     def __post_init__(self) -> None:
         if type_of(self.id) is not str or ID_PATTERN.fullmatch(self.id) is None:
@@ -211,6 +232,7 @@ class AgentCandidate:
         _check_model_options(
             "AgentCandidate", self.model_spec, self.base_url, self.api_key_env, self.model_factory
         )
+        _check_prices("AgentCandidate", self.prices)
         if self.system is not None and type_of(self.system) is not str:
             raise TypeError("AgentCandidate system must be a string or None")
         if self.tools not in ("none", "coding"):
@@ -263,7 +285,7 @@ class AgentRuntime:
         result = await _run_agent(agent, input.prompt, input.signal)
         metrics = {
             "steps": float(sum(1 for message in result.messages if message.role == "assistant")),
-            **_usage_metrics(result.usage, ""),
+            **_usage_metrics(result.usage, "", candidate.prices, candidate.model_spec),
         }
         if result.status == "completed":
             return EvaluationCompleted(
@@ -306,7 +328,8 @@ class ModelJudge:
 
     ``model_spec``, ``base_url``, ``api_key_env`` and ``model_factory`` as for
     ``AgentCandidate`` (the factory is not in the ``repr``, and must not capture a key);
-    ``system`` replaces ``JUDGE_SYSTEM_PROMPT``.
+    ``system`` replaces ``JUDGE_SYSTEM_PROMPT``; ``prices`` as for ``AgentCandidate`` (the
+    judge's cost is its ``judgeCostUsd`` metric).
     """
 
     model_spec: str
@@ -314,11 +337,13 @@ class ModelJudge:
     api_key_env: str | None = None
     system: str = JUDGE_SYSTEM_PROMPT
     model_factory: Callable[[], Model] | None = field(default=None, repr=False)
+    prices: ModelPrices | None = None
 
     def __post_init__(self) -> None:
         _check_model_options(
             "ModelJudge", self.model_spec, self.base_url, self.api_key_env, self.model_factory
         )
+        _check_prices("ModelJudge", self.prices)
         if not is_non_empty(self.system):
             raise TypeError("ModelJudge system must be a non-empty string")
 
@@ -338,7 +363,8 @@ class ModelJudge:
                 "MODEL_JUDGE_RUN_FAILED", f"the judge model's run ended {result.status}{detail}"
             )
         verdict = parse_judge_answer(result.final_text)
-        return JudgeOutput(verdict=verdict, public_metrics=_usage_metrics(result.usage, "judge"))
+        metrics = _usage_metrics(result.usage, "judge", self.prices, self.model_spec)
+        return JudgeOutput(verdict=verdict, public_metrics=metrics)
 
 
 def judge_prompt(input: JudgeInput) -> str:

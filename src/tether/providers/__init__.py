@@ -15,6 +15,8 @@
   ``openai_responses_api``, ``gemini_api``: its model class, loaded on first use, and its
   presets), from which the rest derives;
 * ``catalog``: provider presets (base URL, key variable, quirks) by name;
+* ``model_catalog``: what tether knows about the presets' models (``ModelInfo``: context
+  window, max output tokens, prices) and what usage costs (``Cost``, ``cost_of``);
 * ``openai_compat``: ``OpenAIChatCompat``, the quirks of one OpenAI-compatible server.
 
 Importing this package loads none of them: the fixture provider's names below load on first

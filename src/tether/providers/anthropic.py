@@ -52,20 +52,25 @@ _DEFAULT_TIMEOUTS: Final = Timeouts()
 class AnthropicModel(HttpStreamModel):
     """A ``Model`` speaking Anthropic Messages over HTTP (see the module docstring).
 
-    ``api_key`` defaults to the ``api_key_env`` environment variable. ``max_output_tokens``
-    is always sent (the API requires it). ``thinking`` is a ``ThinkingLevel``
-    (``tether.providers.thinking``: ``"medium"`` sends ``budget_tokens: 8192`` and raises
-    ``max_tokens`` so the answer keeps 4096 tokens; a Claude 3 model without extended
-    thinking takes ``"off"`` only, see ``thinking_choice``); ``thinking_budget`` is the
-    precise form: extended thinking with that many tokens, below ``max_output_tokens``. With
-    either, no ``temperature`` is sent (the API requires the default).
-    ``anthropic_version`` is the ``anthropic-version`` header.
+        ``api_key`` defaults to the ``api_key_env`` environment variable. ``max_output_tokens``
+        is always sent (the API requires it). ``thinking`` is a ``ThinkingLevel``
+        (``tether.providers.thinking``: ``"medium"`` sends ``budget_tokens: 8192`` and raises
+        ``max_tokens`` so the answer keeps 4096 tokens; a Claude 3 model without extended
+        thinking takes ``"off"`` only, see ``thinking_choice``); ``thinking_budget`` is the
+        precise form: extended thinking with that many tokens, below ``max_output_tokens``. With
+        either, no ``temperature`` is sent (the API requires the default).
+        ``anthropic_version`` is the ``anthropic-version`` header.
+    ``prompt_caching`` (on by default) puts ``cache_control`` breakpoints on the system
+        prompt, the last tool and the conversation's last turns
+        (``anthropic_wire.build_messages_request``), so a long conversation's next turn reads its
+        prefix from the cache.
     """
 
     __slots__ = (
         "_anthropic_version",
         "_extra_headers",
         "_max_output_tokens",
+        "_prompt_caching",
         "_temperature",
         "_thinking",
         "_thinking_budget",
@@ -89,6 +94,7 @@ class AnthropicModel(HttpStreamModel):
         timeouts: Timeouts = _DEFAULT_TIMEOUTS,
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         api_key = checked_key(model, base_url, api_key, api_key_env, "claude-sonnet-4-5")
         if type(max_output_tokens) is not int or max_output_tokens < 1:
@@ -103,6 +109,8 @@ class AnthropicModel(HttpStreamModel):
             raise TypeError("pass thinking (a level) or thinking_budget (tokens), not both")
         if type(anthropic_version) is not str or not anthropic_version:
             raise TypeError("anthropic_version must be a non-empty string")
+        if type(prompt_caching) is not bool:
+            raise TypeError("prompt_caching must be a bool")
         super().__init__(
             model=model,
             base_url=base_url,
@@ -118,6 +126,7 @@ class AnthropicModel(HttpStreamModel):
         self._thinking: ThinkingChoice | None = None
         self._set_thinking(thinking)
         self._anthropic_version = anthropic_version
+        self._prompt_caching = prompt_caching
         self._extra_headers = dict(headers or {})
 
     def _set_thinking(self, level: ThinkingLevel | None) -> None:
@@ -178,6 +187,7 @@ class AnthropicModel(HttpStreamModel):
             max_output_tokens=max_tokens,
             temperature=self._temperature,
             thinking_budget=budget,
+            cache=self._prompt_caching,
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:

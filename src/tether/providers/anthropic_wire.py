@@ -71,6 +71,7 @@ def build_messages_request(
     temperature: float | None,
     thinking_budget: int | None,
     stream: bool = True,
+    cache: bool = False,
 ) -> dict[str, object]:
     """The JSON body of ``POST /v1/messages`` for ``request``.
 
@@ -98,11 +99,18 @@ def build_messages_request(
       value is a ``ValueError`` rather than silently ignored). Without thinking,
       ``temperature`` (0 to 1) is sent when given.
     * ``stream``.
+    * With ``cache``, prompt caching breakpoints (``cache_control: {"type": "ephemeral"}``,
+      at most four, Anthropic's limit; see ``_mark_cache``): the system prompt (then sent as
+      one ``text`` block), the last tool, the last block of the last turn (what the next
+      request will find cached) and of the user turn before it (where the previous request
+      wrote the cache, so it is read even when more than 20 blocks came since).
 
     ``TypeError``/``ValueError`` for arguments of the wrong type or out of range.
     """
     if type_of(request) is not ModelRequest:
         raise TypeError("request must be a ModelRequest")
+    if type_of(cache) is not bool:
+        raise TypeError("cache must be a bool")
     if not is_non_empty(model):
         raise TypeError("model must be a non-empty string")
     if type_of(max_output_tokens) is not int or max_output_tokens < 1:
@@ -154,8 +162,8 @@ def build_messages_request(
     if request.system:
         body["system"] = request.system
     body["messages"] = [{"role": role, "content": blocks} for role, blocks in turns]
+    tools: list[dict[str, object]] = []
     if request.tools:
-        tools: list[dict[str, object]] = []
         for spec in request.tools:
             entry: dict[str, object] = {"name": spec.name}
             if spec.description:
@@ -168,7 +176,42 @@ def build_messages_request(
     elif temperature is not None:
         body["temperature"] = temperature
     body["stream"] = stream
+    if cache:
+        _mark_cache(body, tools, turns)
     return body
+
+
+_EPHEMERAL: Final = {"type": "ephemeral"}
+_UNMARKABLE: Final = frozenset({"thinking", "redacted_thinking"})
+"""Blocks a ``cache_control`` cannot be put on."""
+
+
+def _mark_cache(
+    body: dict[str, object], tools: list[dict[str, object]], turns: list[_Turn]
+) -> None:
+    """Put ``cache_control`` breakpoints into ``body`` (see ``build_messages_request``).
+
+    The cached prefix is tools, then system, then messages: each breakpoint caches all before
+    it. In the messages the last block of the last turn is marked, and the last block of the
+    user turn before it; a turn whose blocks are all thinking is passed over.
+    """
+    system = body.get("system")
+    if isinstance(system, str):
+        body["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
+    if tools:
+        tools[-1]["cache_control"] = dict(_EPHEMERAL)
+    marked = 0
+    for index in range(len(turns) - 1, -1, -1):
+        role, blocks = turns[index]
+        if marked and role != "user":
+            continue
+        block = next((b for b in reversed(blocks) if b.get("type") not in _UNMARKABLE), None)
+        if block is None:
+            continue
+        block["cache_control"] = dict(_EPHEMERAL)
+        marked += 1
+        if marked == 2:
+            break
 
 
 def _assistant_block(block: AssistantBlock) -> dict[str, object] | None:

@@ -72,12 +72,16 @@ class OpenAIChatModel(HttpStreamModel):
     (``tether.providers.thinking``: clamped to what the model takes, e.g. gpt-5 has no
     ``"off"``, see ``thinking_choice``); ``reasoning_effort`` is the precise form, sent as
     given.
+    ``prompt_cache_key`` is sent with every request (when ``compat.send_prompt_cache_key``):
+    a stable key per conversation (the coding session gives one) so OpenAI routes its
+    requests to the same prompt cache; it must not hold a secret.
     """
 
     __slots__ = (
         "_compat",
         "_extra_headers",
         "_max_output_tokens",
+        "_prompt_cache_key",
         "_reasoning_effort",
         "_temperature",
         "_thinking",
@@ -101,6 +105,7 @@ class OpenAIChatModel(HttpStreamModel):
         timeouts: Timeouts = _DEFAULT_TIMEOUTS,
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
+        prompt_cache_key: str | None = None,
     ) -> None:
         api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-4o-mini")
         if max_output_tokens is not None and (
@@ -111,6 +116,10 @@ class OpenAIChatModel(HttpStreamModel):
             raise TypeError("compat must be an OpenAIChatCompat")
         if thinking is not None and reasoning_effort is not None:
             raise TypeError("pass thinking (a level) or reasoning_effort, not both")
+        if prompt_cache_key is not None and (
+            type(prompt_cache_key) is not str or not prompt_cache_key.strip()
+        ):
+            raise TypeError("prompt_cache_key must be a non-empty string or None")
         super().__init__(
             model=model,
             base_url=base_url,
@@ -124,6 +133,7 @@ class OpenAIChatModel(HttpStreamModel):
         self._temperature = temperature
         self._reasoning_effort = reasoning_effort
         self._compat = compat
+        self._prompt_cache_key = prompt_cache_key
         self._extra_headers = dict(headers or {})
         self._thinking: ThinkingChoice | None = None
         self._set_thinking(thinking)
@@ -182,6 +192,7 @@ class OpenAIChatModel(HttpStreamModel):
             reasoning_effort=self._reasoning_effort
             if self._thinking is None
             else openai_chat_effort(self._thinking.level, model=self._model),
+            prompt_cache_key=self._prompt_cache_key,
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:

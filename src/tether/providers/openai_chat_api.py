@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 __all__ = ["API_SPEC", "CONFIG_SERVER_COMPAT"]
 
 CONFIG_SERVER_COMPAT: Final = OpenAIChatCompat(
-    max_tokens_field="max_tokens", invalid_arguments="empty"
+    max_tokens_field="max_tokens", invalid_arguments="empty", send_prompt_cache_key=False
 )
 """The quirks assumed for a ``[providers.NAME]`` server of the config file: most compatible
 servers know ``max_tokens`` only, and many re-parse earlier calls' arguments (so an invalid
-call goes back as ``{}``)."""
+call goes back as ``{}``); ``prompt_cache_key`` is OpenAI's own field, never sent to them."""
 
 
 def _model_class() -> Callable[..., OpenAIChatModel]:
@@ -40,6 +40,7 @@ API_SPEC: Final = ApiSpec(
     load_model=_model_class,
     base_url_example="http://localhost:8000/v1",
     preset_options=_options,
+    cache_key_option="prompt_cache_key",
     presets=(
         # OpenAI itself: the defaults are its behaviour.
         ProviderPreset(
@@ -54,6 +55,7 @@ API_SPEC: Final = ApiSpec(
             base_url="https://openrouter.ai/api/v1",
             api_key_env="OPENROUTER_API_KEY",
             compat=OpenAIChatCompat(
+                send_prompt_cache_key=False,
                 max_tokens_field="max_tokens",
                 reasoning_fields=("reasoning",),
                 invalid_arguments="empty",
@@ -65,7 +67,11 @@ API_SPEC: Final = ApiSpec(
             name="groq",
             base_url="https://api.groq.com/openai/v1",
             api_key_env="GROQ_API_KEY",
-            compat=OpenAIChatCompat(send_stream_options=False, reasoning_fields=("reasoning",)),
+            compat=OpenAIChatCompat(
+                send_prompt_cache_key=False,
+                send_stream_options=False,
+                reasoning_fields=("reasoning",),
+            ),
         ),
         # `reasoning_content`; usage on the finish chunk with `prompt_cache_hit_tokens`.
         ProviderPreset(
@@ -73,7 +79,9 @@ API_SPEC: Final = ApiSpec(
             base_url="https://api.deepseek.com",
             api_key_env="DEEPSEEK_API_KEY",
             compat=OpenAIChatCompat(
-                max_tokens_field="max_tokens", reasoning_fields=("reasoning_content",)
+                send_prompt_cache_key=False,
+                max_tokens_field="max_tokens",
+                reasoning_fields=("reasoning_content",),
             ),
         ),
         # `stream_options` is a 422 ("Extra inputs are not permitted"); usage comes anyway.
@@ -81,7 +89,11 @@ API_SPEC: Final = ApiSpec(
             name="mistral",
             base_url="https://api.mistral.ai/v1",
             api_key_env="MISTRAL_API_KEY",
-            compat=OpenAIChatCompat(send_stream_options=False, max_tokens_field="max_tokens"),
+            compat=OpenAIChatCompat(
+                send_prompt_cache_key=False,
+                send_stream_options=False,
+                max_tokens_field="max_tokens",
+            ),
         ),
         # Local servers: no key; they know `max_tokens`. They re-parse the arguments of earlier
         # tool calls to render their chat templates, so an invalid call goes back as `{}`.
@@ -89,7 +101,11 @@ API_SPEC: Final = ApiSpec(
             name="ollama",
             base_url="http://localhost:11434/v1",
             api_key_env=None,
-            compat=OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty"),
+            compat=OpenAIChatCompat(
+                send_prompt_cache_key=False,
+                max_tokens_field="max_tokens",
+                invalid_arguments="empty",
+            ),
         ),
         # vLLM moved reasoning to `reasoning` (Nov 2025); older versions send `reasoning_content`.
         ProviderPreset(
@@ -97,6 +113,7 @@ API_SPEC: Final = ApiSpec(
             base_url="http://localhost:8000/v1",
             api_key_env=None,
             compat=OpenAIChatCompat(
+                send_prompt_cache_key=False,
                 max_tokens_field="max_tokens",
                 reasoning_fields=("reasoning", "reasoning_content"),
                 invalid_arguments="empty",
@@ -107,13 +124,21 @@ API_SPEC: Final = ApiSpec(
             name="llamacpp",
             base_url="http://localhost:8080/v1",
             api_key_env=None,
-            compat=OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty"),
+            compat=OpenAIChatCompat(
+                send_prompt_cache_key=False,
+                max_tokens_field="max_tokens",
+                invalid_arguments="empty",
+            ),
         ),
         ProviderPreset(
             name="lmstudio",
             base_url="http://localhost:1234/v1",
             api_key_env=None,
-            compat=OpenAIChatCompat(max_tokens_field="max_tokens", invalid_arguments="empty"),
+            compat=OpenAIChatCompat(
+                send_prompt_cache_key=False,
+                max_tokens_field="max_tokens",
+                invalid_arguments="empty",
+            ),
         ),
     ),
 )

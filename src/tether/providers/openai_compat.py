@@ -73,6 +73,11 @@ class OpenAIChatCompat:
     parse tool call arguments as JSON``), vLLM and SGLang before their 2026 fixes, Ollama;
     the presets for local servers and OpenRouter (whose routes reach them) set it."""
 
+    send_prompt_cache_key: bool = True
+    """Send ``prompt_cache_key`` (the model's per-session key, when it has one): OpenAI
+    routes requests with the same key to the same cache. Off for the other servers: some
+    reject fields they do not know (Mistral answers 422)."""
+
     usage_cumulative_every_chunk: bool = False
     """Documentation only: the server repeats cumulative usage on every chunk (vLLM's
     ``continuous_usage_stats``, some Fireworks models). Nothing changes: usage is always the
@@ -88,6 +93,7 @@ class OpenAIChatCompat:
             "send_stream_options",
             "finish_reason_optional",
             "requires_done",
+            "send_prompt_cache_key",
             "usage_cumulative_every_chunk",
         ):
             if type_of(getattr(self, name)) is not bool:

@@ -89,6 +89,7 @@ def build_chat_request(
     temperature: float | None,
     reasoning_effort: str | None,
     stream: bool = True,
+    prompt_cache_key: str | None = None,
 ) -> dict[str, object]:
     """The JSON body of ``POST /chat/completions`` for ``request``.
 
@@ -107,6 +108,7 @@ def build_chat_request(
       when the compat sets it) unless ``compat.send_stream_options`` is off.
     * ``max_completion_tokens`` or ``max_tokens`` (``compat.max_tokens_field``),
       ``temperature`` and ``reasoning_effort``, each only when given.
+    * ``prompt_cache_key`` when given and ``compat.send_prompt_cache_key`` is on.
 
     ``TypeError``/``ValueError`` for arguments of the wrong type or out of range.
     """
@@ -130,6 +132,8 @@ def build_chat_request(
         raise ValueError("reasoning_effort must be a non-empty string or None")
     if type_of(stream) is not bool:
         raise TypeError("stream must be a bool")
+    if prompt_cache_key is not None and not is_non_empty(prompt_cache_key):
+        raise ValueError("prompt_cache_key must be a non-empty string or None")
 
     messages: list[dict[str, object]] = []
     if request.system:
@@ -167,6 +171,8 @@ def build_chat_request(
         body["temperature"] = temperature
     if reasoning_effort is not None:
         body["reasoning_effort"] = reasoning_effort
+    if prompt_cache_key is not None and compat.send_prompt_cache_key:
+        body["prompt_cache_key"] = prompt_cache_key
     return body
 
 

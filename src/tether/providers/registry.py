@@ -101,7 +101,10 @@ class ApiSpec:
       ``max_output_tokens`` when the config sets it;
     * ``base_url_example``: a base URL in the shape the API expects (``/v1`` included or
       not), shown when a config file's server lacks one;
-    * ``presets``: its catalog presets, each with ``api=name``.
+    * ``presets``: its catalog presets, each with ``api=name``;
+    * ``cache_key_option``: the constructor keyword argument that takes a stable key per
+      session for the server's prompt cache (``prompt_cache_key`` for OpenAI Chat), or
+      ``None`` when the API has none (Anthropic's caching needs no key).
     """
 
     name: ProviderApi
@@ -110,6 +113,7 @@ class ApiSpec:
     base_url_example: str
     presets: tuple[ProviderPreset, ...] = ()
     preset_options: Callable[[ProviderPreset | None], Mapping[str, object]] = _no_options
+    cache_key_option: str | None = None
 
     def __post_init__(self) -> None:
         if type_of(self.name) is not str or not _API_NAME.fullmatch(self.name):

@@ -27,6 +27,7 @@ __all__ = [
     "SPINNER",
     "Activity",
     "StatusState",
+    "format_cost",
     "format_count",
     "format_duration",
     "status_line",
@@ -92,6 +93,14 @@ def format_count(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
+def format_cost(cost: float | None) -> str:
+    """``$0.0123`` below a dollar, ``$1.50`` from one; ``unknown`` for ``None`` (a cost that
+    is not known is never shown as 0)."""
+    if cost is None:
+        return "unknown"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
 def _one_line(text: str) -> str:
     """``text`` with every control character, a newline too, shown as an escape."""
     return plain(runs(text, strict=True))
@@ -138,7 +147,7 @@ def status_line(state: StatusState, *, width: int, color: bool, ascii_only: bool
         )
         parts.append((1, tokens, "2"))
     if state.cost is not None:
-        parts.append((0, f"${state.cost:.4f}" if state.cost < 1 else f"${state.cost:.2f}", "2"))
+        parts.append((0, format_cost(state.cost), "2"))
     if state.context_used is not None and state.context_window:
         share = state.context_used / state.context_window
         style = "31" if share >= 0.95 else "33" if share >= 0.8 else "2"
