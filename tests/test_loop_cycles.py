@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 
 from support import run_async
@@ -35,7 +35,7 @@ async def add(left: int, right: int) -> int:
 
 
 @contextmanager
-def collector_off() -> Iterator[None]:
+def collector_off() -> Generator[None]:
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -33,9 +33,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._text import is_non_empty
 from tether._types import type_of
 from tether.jsonvalue import (

@@ -11,9 +11,9 @@ import contextlib
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from typing import Final, cast
 
+from tether._dataclass import dataclass
 from tether._text import is_non_empty
 from tether.agent.session.records import _fail
 

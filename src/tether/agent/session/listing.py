@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.agent.session.files import session_io
 from tether.agent.session.journal import _read_snapshot
 from tether.agent.session.parse import parse_session

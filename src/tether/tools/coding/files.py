@@ -35,9 +35,9 @@ import os
 import stat
 import threading
 from collections.abc import AsyncGenerator, Callable, Generator
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid

@@ -59,9 +59,9 @@ import signal as signals
 import stat
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Final, cast
 
+from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid

@@ -34,9 +34,9 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding.globmatch import Glob, compile_glob

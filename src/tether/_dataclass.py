@@ -1,0 +1,418 @@
+"""``dataclass``: the standard decorator, cheaper to apply to tether's frozen slotted values.
+
+Importing the usable API defines some 80 frozen slotted dataclasses, and on Python 3.11 and
+3.12 ``dataclasses.dataclass`` compiles six functions from source for each of them
+(``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``):
+that compiling was most of the import time (issue 30). This decorator takes the same
+arguments, and pyright reads it as the standard one (``dataclass_transform``). For
+``frozen=True, slots=True`` with the other options at their defaults, on those versions, it
+builds the class it would get from ``dataclasses.dataclass`` without compiling per class:
+
+* ``__init__`` comes from a template compiled once per shape (keyword-only or not, which
+  fields have a default or a default factory, whether ``__post_init__`` is called), its
+  parameter names and field-name constants renamed for the class (``CodeType.replace``);
+  its defaults, annotations, globals (the class's module) and qualified name are those the
+  standard one has, so its signature, its errors and ``typing.get_type_hints`` agree;
+* ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` are closures
+  over the field names that compute what the generated methods compute (the same tuples,
+  the same ``FrozenInstanceError`` messages, ``...`` for a recursive repr);
+* the fields are real ``dataclasses.Field`` objects, ``__dataclass_params__``,
+  ``__getstate__`` and ``__setstate__`` are taken from a class the standard decorator made,
+  and the slotted class is recreated as the standard decorator recreates it; so
+  ``dataclasses.fields``, ``replace``, ``asdict``, pickling and ``match`` work unchanged.
+
+Anything outside that common case (other options, a base that is a dataclass, ``ClassVar``,
+``InitVar`` or ``KW_ONLY`` annotations, ``field(init=False)`` and the other per-field
+switches, a class that defines one of the generated methods, no docstring, a mutable
+default, Python 3.13+ where the standard decorator compiles once per class) goes to
+``dataclasses.dataclass`` itself, which also raises its own errors. ``tests/test_dataclass.py``
+builds classes both ways and checks they agree.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import dataclasses
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable
+from operator import attrgetter
+from threading import get_ident
+from typing import Any, Final, TypeVar, cast, dataclass_transform
+
+__all__ = ["dataclass"]
+
+_T = TypeVar("_T")
+_MISSING: Final[Any] = dataclasses.MISSING
+_FAST: Final = sys.version_info < (3, 13)
+_GENERATED: Final = frozenset(
+    {
+        "__init__",
+        "__repr__",
+        "__eq__",
+        "__hash__",
+        "__setattr__",
+        "__delattr__",
+        "__match_args__",
+        "__slots__",
+        "__getstate__",
+        "__setstate__",
+    }
+)
+_PSEUDO_NAMES: Final = frozenset({"ClassVar", "InitVar", "KW_ONLY"})
+_IDENTIFIER: Final = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def dataclass(
+    *,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    frozen: bool = False,
+    match_args: bool = True,
+    kw_only: bool = False,
+    slots: bool = False,
+    weakref_slot: bool = False,
+) -> Callable[[type[_T]], type[_T]]:
+    """``dataclasses.dataclass`` with the same arguments and the same result; see the module
+    docstring for how it builds frozen slotted classes without compiling per class."""
+    plain: Callable[[type[_T]], type[_T]] = dataclasses.dataclass(
+        init=init,
+        repr=repr,
+        eq=eq,
+        order=order,
+        unsafe_hash=unsafe_hash,
+        frozen=frozen,
+        match_args=match_args,
+        kw_only=kw_only,
+        slots=slots,
+        weakref_slot=weakref_slot,
+    )
+    common = init and repr and eq and match_args and not (order or unsafe_hash or weakref_slot)
+    if not (_FAST and frozen and slots and common):
+        return plain
+
+    def wrap(cls: type[_T]) -> type[_T]:
+        built = _build(cls, kw_only)
+        return plain(cls) if built is None else built
+
+    return wrap
+
+
+_PROTOTYPES: dict[bool, type] = {}
+
+
+def _prototype(kw_only: bool) -> type:
+    """A one-field class made by the standard decorator with these options: the source of
+    ``__dataclass_params__``, ``__getstate__``, ``__setstate__`` and the field marker."""
+    prototype = _PROTOTYPES.get(kw_only)
+    if prototype is None:
+        namespace = {"__annotations__": {"x": "int"}, "__module__": __name__, "__doc__": "x"}
+        options = {"frozen": True, "slots": True, "kw_only": kw_only}
+        prototype = dataclasses.dataclass(**options)(type("_Prototype", (), namespace))
+        _PROTOTYPES[kw_only] = prototype
+    return prototype
+
+
+def _is_pseudo_field(annotation: object, module: dict[str, Any]) -> bool:
+    """True when the standard decorator could read ``annotation`` as ``ClassVar``,
+    ``InitVar`` or ``KW_ONLY`` (a superset of its test: such a class takes the plain path)."""
+    if isinstance(annotation, str):
+        match = _IDENTIFIER.match(annotation)
+        if match is None:
+            return False
+        qualifier, name = match.groups()
+        if name in _PSEUDO_NAMES:
+            return True
+        namespace = module
+        if qualifier is not None:
+            named = module.get(qualifier)
+            if named is not typing and named is not dataclasses:
+                return False
+            namespace = vars(named)
+        annotation = namespace.get(name)
+    return (
+        annotation is typing.ClassVar
+        or typing.get_origin(annotation) is typing.ClassVar
+        or annotation is dataclasses.InitVar
+        or isinstance(annotation, dataclasses.InitVar)
+        or annotation is dataclasses.KW_ONLY
+    )
+
+
+def _plain_field(value: dataclasses.Field[Any]) -> bool:
+    """A ``field()`` with only ``default``, ``default_factory`` and ``metadata`` set."""
+    return (
+        value.init
+        and value.repr
+        and value.hash is None
+        and value.compare
+        and value.kw_only is _MISSING
+        and getattr(value, "_field_type", None) is None
+    )
+
+
+def _inherited_slots(cls: type) -> set[str] | None:
+    slots: set[str] = set()
+    for base in cls.__mro__[1:-1]:
+        declared = base.__dict__.get("__slots__")
+        if declared is None:
+            continue
+        if isinstance(declared, str):
+            slots.add(declared)
+        elif hasattr(declared, "__next__"):
+            return None
+        else:
+            slots.update(declared)
+    return slots
+
+
+def _build(cls: type[_T], kw_only: bool) -> type[_T] | None:
+    """The frozen slotted dataclass of ``cls``, or ``None`` when it is outside the common case
+    (then nothing was changed and the standard decorator takes it)."""
+    own = cls.__dict__
+    module = sys.modules.get(cls.__module__)
+    if module is None or not getattr(cls, "__doc__", None) or not _GENERATED.isdisjoint(own):
+        return None
+    if any(getattr(base, "__dataclass_fields__", None) is not None for base in cls.__mro__[1:]):
+        return None
+    inherited = _inherited_slots(cls)
+    if inherited is None:
+        return None
+    namespace = vars(module)
+    annotations: dict[str, Any] = own.get("__annotations__", {})
+    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
+        return None
+    found: list[tuple[str, Any, dataclasses.Field[Any]]] = []
+    seen_default = False
+    for name, annotation in annotations.items():
+        if name == "self" or name.startswith("__tether") or _is_pseudo_field(annotation, namespace):
+            return None
+        value: Any = getattr(cls, name, _MISSING)
+        if value is not _MISSING and name not in own:
+            return None  # a default inherited from a base: left to the standard decorator
+        if isinstance(value, dataclasses.Field):
+            field: dataclasses.Field[Any] = cast("dataclasses.Field[Any]", value)
+            if not _plain_field(field):
+                return None
+        elif isinstance(value, types.MemberDescriptorType):
+            return None
+        else:
+            field = dataclasses.field(default=value)
+        if field.default.__class__.__hash__ is None:
+            return None  # a mutable default: the standard decorator raises
+        has_default = field.default is not _MISSING or field.default_factory is not _MISSING
+        if not kw_only and seen_default and not has_default:
+            return None  # a required field after a default: the standard decorator raises
+        seen_default = seen_default or has_default
+        found.append((name, annotation, field))
+
+    prototype = _prototype(kw_only)
+    marker = next(iter(prototype.__dataclass_fields__.values()))._field_type  # type: ignore[attr-defined]
+    cls.__dataclass_params__ = copy.copy(prototype.__dataclass_params__)  # type: ignore[attr-defined]
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for name, annotation, field in found:
+        field.name = name
+        field.type = annotation
+        field._field_type = marker
+        field.kw_only = kw_only
+        fields[name] = field
+        if isinstance(own.get(name), dataclasses.Field):
+            if field.default is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, field.default)
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    names = tuple(fields)
+    qualname = cls.__qualname__
+    methods: list[Callable[..., Any]] = [
+        _init(cls, tuple(fields.values()), kw_only, namespace),
+        _repr(names),
+        _eq(names),
+        *_frozen(cls, names),
+    ]
+    for method in methods:
+        method.__module__ = cls.__module__
+        method.__qualname__ = f"{qualname}.{method.__name__}"
+        setattr(cls, method.__name__, method)
+    hash_method = _hash(names)
+    hash_method.__module__ = cls.__module__
+    hash_method.__qualname__ = f"{qualname}.__hash__"
+    cls.__hash__ = hash_method  # type: ignore[method-assign]
+    cls.__match_args__ = () if kw_only else names  # type: ignore[attr-defined]
+
+    body = dict(own)
+    body["__slots__"] = tuple(name for name in names if name not in inherited)
+    for name in names:
+        body.pop(name, None)
+    body.pop("__dict__", None)
+    body.pop("__weakref__", None)
+    slotted = type(cls)(cls.__name__, cls.__bases__, body)
+    slotted.__qualname__ = qualname
+    slotted.__getstate__ = prototype.__dict__["__getstate__"]
+    slotted.__setstate__ = prototype.__dict__["__setstate__"]
+    abc.update_abstractmethods(slotted)
+    return slotted
+
+
+_INIT_CODE: dict[tuple[bool, tuple[bool, ...], bool], types.CodeType] = {}
+_FACTORY_SENTINEL: Final[Any] = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())
+
+
+def _placeholder(index: int) -> str:
+    return f"__tether_p{index}__"
+
+
+def _init_template(kw_only: bool, factories: tuple[bool, ...], post_init: bool) -> types.CodeType:
+    """The code of an ``__init__`` for these fields (true where a field has a default
+    factory), compiled once per shape; its parameters and field names are placeholders
+    (``_placeholder``) renamed per class. Which parameters have defaults is not part of the
+    code (the function's ``__kwdefaults__`` or ``__defaults__`` say), so one template serves
+    every class with as many fields and factories in the same places."""
+    key = (kw_only, factories, post_init)
+    code = _INIT_CODE.get(key)
+    if code is not None:
+        return code
+    parameters = ["self"]
+    if kw_only and factories:
+        parameters.append("*")
+    body: list[str] = []
+    for index, factory in enumerate(factories):
+        name = _placeholder(index)
+        parameters.append(name)
+        value = (
+            f"__tether_factory_{index}__() if {name} is __tether_sentinel__ else {name}"
+            if factory
+            else name
+        )
+        body.append(f"  __tether_setattr__(self,{name!r},{value})")
+    if post_init:
+        body.append("  self.__post_init__()")
+    free = ["__tether_setattr__", "__tether_sentinel__"]
+    free += [f"__tether_factory_{index}__" for index, factory in enumerate(factories) if factory]
+    source = (
+        f"def __create_fn__({', '.join(free)}):\n"
+        f" def __init__({', '.join(parameters)}):\n"
+        + ("\n".join(body) or "  pass")
+        + "\n return __init__\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<string>", "exec"), {}, namespace)  # generated above, per shape
+    code = namespace["__create_fn__"](*free).__code__
+    _INIT_CODE[key] = code
+    return code
+
+
+def _init(
+    cls: type,
+    fields: tuple[dataclasses.Field[Any], ...],
+    kw_only: bool,
+    namespace: dict[str, Any],
+) -> Callable[..., None]:
+    kinds = tuple(
+        "f" if field.default_factory is not _MISSING else "r" if field.default is _MISSING else "d"
+        for field in fields
+    )
+    factories = tuple(kind == "f" for kind in kinds)
+    template = _init_template(kw_only, factories, hasattr(cls, "__post_init__"))
+    renamed = {_placeholder(index): field.name for index, field in enumerate(fields)}
+    code = template.replace(
+        co_varnames=tuple(renamed.get(name, name) for name in template.co_varnames),
+        co_consts=tuple(
+            renamed.get(value, value) if type(value) is str else value
+            for value in template.co_consts
+        ),
+    )
+    cells: dict[str, Any] = {
+        "__tether_setattr__": object.__setattr__,
+        "__tether_sentinel__": _FACTORY_SENTINEL,
+    }
+    for index, field in enumerate(fields):
+        if field.default_factory is not _MISSING:
+            cells[f"__tether_factory_{index}__"] = field.default_factory
+    closure = tuple(types.CellType(cells[name]) for name in code.co_freevars)
+    function = types.FunctionType(code, namespace, "__init__", None, closure)
+    defaults = {
+        field.name: _FACTORY_SENTINEL if kind == "f" else field.default
+        for field, kind in zip(fields, kinds, strict=True)
+        if kind != "r"
+    }
+    if kw_only:
+        function.__kwdefaults__ = defaults or None
+    elif defaults:
+        function.__defaults__ = tuple(defaults.values())
+    annotations: dict[str, Any] = {field.name: field.type for field in fields}
+    annotations["return"] = None
+    function.__annotations__ = annotations
+    return function
+
+
+def _repr(names: tuple[str, ...]) -> Callable[[object], str]:
+    running: set[tuple[int, int]] = set()
+
+    def __repr__(self: object) -> str:
+        key = (id(self), get_ident())
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            shown = ", ".join([f"{name}={getattr(self, name)!r}" for name in names])
+            return f"{self.__class__.__qualname__}({shown})"
+        finally:
+            running.discard(key)
+
+    return __repr__
+
+
+def _values(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    """The field values as the tuple the generated methods compare and hash."""
+    if len(names) >= 2:
+        return attrgetter(*names)
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda value: (one(value),)
+    return lambda value: ()
+
+
+def _eq(names: tuple[str, ...]) -> Callable[[object, object], object]:
+    values = _values(names)
+
+    def __eq__(self: object, other: object) -> object:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _hash(names: tuple[str, ...]) -> Callable[[object], int]:
+    values = _values(names)
+
+    def __hash__(self: object) -> int:
+        return hash(values(self))
+
+    return __hash__
+
+
+def _frozen(cls: type, names: tuple[str, ...]) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``__setattr__`` and ``__delattr__`` as the standard decorator makes them: closed over
+    the class it was given (not the slotted class it returns)."""
+    error = dataclasses.FrozenInstanceError
+
+    def __setattr__(self: object, name: str, value: object) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: object, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
