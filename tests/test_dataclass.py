@@ -69,12 +69,25 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
         )
         for name in names
     ]
+    kw_only = draw(st.booleans())
+    base = None
+    if draw(st.booleans()):
+        base_names = draw(st.lists(st.sampled_from(NAMES), unique=True, max_size=3))
+        base = {
+            "name": f"Base{next(_counter)}",
+            "fields": [(name, "int", draw(KINDS), draw(VALUES)) for name in base_names],
+            "kw_only": draw(st.sampled_from([kw_only, not kw_only])),
+            "doc": True,
+            "post_init": draw(st.booleans()),
+            "base": None,
+        }
     return {
         "name": f"Generated{next(_counter)}",
         "fields": fields,
-        "kw_only": draw(st.booleans()),
+        "kw_only": kw_only,
         "doc": draw(st.booleans()),
         "post_init": draw(st.booleans()),
+        "base": base,
     }
 
 
@@ -82,8 +95,14 @@ def build(
     decorator: Callable[..., Callable[[type], type]], spec: dict[str, Any]
 ) -> type | BaseException:
     try:
+        bases: tuple[type, ...] = ()
+        if spec["base"] is not None:
+            base = build(decorator, spec["base"])
+            if isinstance(base, BaseException):
+                return base
+            bases = (base,)
         return decorator(frozen=True, slots=True, kw_only=spec["kw_only"])(
-            type(spec["name"], (), body(spec))
+            type(spec["name"], bases, body(spec))
         )
     except Exception as error:  # the plain path raises: the fast path must raise the same
         return error
@@ -145,9 +164,10 @@ def test_the_fast_path_builds_what_the_standard_decorator_builds(
         return
     assert isinstance(fast, type)
     assert describe_class(fast) == describe_class(plain)
+    declared = [*(spec["base"] or {"fields": []})["fields"], *spec["fields"]]
     arguments = {
         name: value
-        for (name, _, kind, _), value in zip(spec["fields"], values, strict=False)
+        for (name, _, kind, _), value in zip(declared, values * 2, strict=False)
         if kind == "required" or keep
     }
     made: list[tuple[object, object]] = []
@@ -182,7 +202,7 @@ def test_the_fast_path_builds_what_the_standard_decorator_builds(
 
 def test_a_recursive_repr_shows_an_ellipsis_on_both_paths() -> None:
     spec = {"name": "Holder", "fields": [("alpha", "object", "required", None)], "kw_only": True}
-    spec.update(doc=True, post_init=False)
+    spec.update(doc=True, post_init=False, base=None)
     for decorator in (dataclasses.dataclass, dataclass):
         cls = build(decorator, spec)
         assert isinstance(cls, type)
@@ -230,8 +250,8 @@ PRIVATE: frozenset[str] = _dataclass._GENERATED  # pyright: ignore[reportPrivate
 def rebuilt(cls: Any) -> type:
     """``cls`` decorated again from its body by ``dataclasses.dataclass``."""
     generated = {"__dataclass_params__", "__dataclass_fields__", *PRIVATE}
-    fields = dataclasses.fields(cls)
     own: dict[str, Any] = {**cls.__dict__}
+    fields = [f for f in dataclasses.fields(cls) if f.name in own.get("__annotations__", {})]
     namespace = {
         key: value
         for key, value in own.items()
@@ -244,7 +264,7 @@ def rebuilt(cls: Any) -> type:
             )
         elif f.default is not dataclasses.MISSING:
             namespace[f.name] = f.default
-    kw_only = all(f.kw_only for f in fields) and bool(fields)
+    kw_only = all(f.kw_only for f in dataclasses.fields(cls)) and bool(dataclasses.fields(cls))
     plain = type(cls)(cls.__name__, cls.__bases__, namespace)
     plain.__qualname__ = cls.__qualname__
     return dataclasses.dataclass(frozen=True, slots=True, kw_only=kw_only)(plain)

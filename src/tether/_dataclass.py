@@ -21,7 +21,8 @@ builds the class it would get from ``dataclasses.dataclass`` without compiling p
   and the slotted class is recreated as the standard decorator recreates it; so
   ``dataclasses.fields``, ``replace``, ``asdict``, pickling and ``match`` work unchanged.
 
-Anything outside that common case (other options, a base that is a dataclass, ``ClassVar``,
+Anything outside that common case (other options, a dataclass base that is not frozen or
+whose fields are not all keyword-only or all positional like the class's own, ``ClassVar``,
 ``InitVar`` or ``KW_ONLY`` annotations, ``field(init=False)`` and the other per-field
 switches, a class that defines one of the generated methods, no docstring, a mutable
 default, Python 3.13+ where the standard decorator compiles once per class) goes to
@@ -180,8 +181,19 @@ def _build(cls: type[_T], kw_only: bool) -> type[_T] | None:
     module = sys.modules.get(cls.__module__)
     if module is None or not getattr(cls, "__doc__", None) or not _GENERATED.isdisjoint(own):
         return None
-    if any(getattr(base, "__dataclass_fields__", None) is not None for base in cls.__mro__[1:]):
-        return None
+    prototype = _prototype(kw_only)
+    marker = next(iter(prototype.__dataclass_fields__.values()))._field_type  # type: ignore[attr-defined]
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for base in cls.__mro__[-1:0:-1]:  # the standard order: the fields of the bases first
+        inherited_fields = getattr(base, "__dataclass_fields__", None)
+        if inherited_fields is None:
+            continue
+        if not base.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            return None
+        for field in cast("dict[str, dataclasses.Field[Any]]", inherited_fields).values():
+            if getattr(field, "_field_type", None) is not marker or field.kw_only != kw_only:
+                return None
+            fields[field.name] = field
     inherited = _inherited_slots(cls)
     if inherited is None:
         return None
@@ -190,7 +202,6 @@ def _build(cls: type[_T], kw_only: bool) -> type[_T] | None:
     if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
         return None
     found: list[tuple[str, Any, dataclasses.Field[Any]]] = []
-    seen_default = False
     for name, annotation in annotations.items():
         if name == "self" or name.startswith("__tether") or _is_pseudo_field(annotation, namespace):
             return None
@@ -207,16 +218,17 @@ def _build(cls: type[_T], kw_only: bool) -> type[_T] | None:
             field = dataclasses.field(default=value)
         if field.default.__class__.__hash__ is None:
             return None  # a mutable default: the standard decorator raises
-        has_default = field.default is not _MISSING or field.default_factory is not _MISSING
-        if not kw_only and seen_default and not has_default:
-            return None  # a required field after a default: the standard decorator raises
-        seen_default = seen_default or has_default
         found.append((name, annotation, field))
+    if not kw_only:
+        order = {**fields, **{name: field for name, _, field in found}}
+        seen_default = False
+        for field in order.values():
+            has_default = field.default is not _MISSING or field.default_factory is not _MISSING
+            if seen_default and not has_default:
+                return None  # a required field after a default: the standard decorator raises
+            seen_default = seen_default or has_default
 
-    prototype = _prototype(kw_only)
-    marker = next(iter(prototype.__dataclass_fields__.values()))._field_type  # type: ignore[attr-defined]
     cls.__dataclass_params__ = copy.copy(prototype.__dataclass_params__)  # type: ignore[attr-defined]
-    fields: dict[str, dataclasses.Field[Any]] = {}
     for name, annotation, field in found:
         field.name = name
         field.type = annotation

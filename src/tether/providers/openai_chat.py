@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Final
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import HttpStreamModel, StreamParser
-from tether.providers.catalog import parse_model_spec
 from tether.providers.openai_wire import (
     OpenAIChatCompat,
     OpenAIChatStreamParser,
@@ -114,6 +113,10 @@ class OpenAIChatModel(HttpStreamModel):
         """A model from ``"PROVIDER/MODEL"`` using the catalog's preset for PROVIDER (base
         URL, key variable, quirks): ``OpenAIChatModel.from_spec("groq/llama-3.3-70b")``.
         ``options`` are the constructor's keyword arguments and win over the preset."""
+        # The catalog loads here, not with the module: a model built from its arguments
+        # never needs it (issue 30: importing the usable API).
+        from tether.providers.catalog import parse_model_spec
+
         preset, model = parse_model_spec(spec)
         if preset.api != "openai-chat":
             raise ValueError(

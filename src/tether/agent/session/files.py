@@ -128,6 +128,8 @@ def _identity(info: os.stat_result) -> _Identity:
 
 @dataclass(frozen=True, slots=True)
 class _Root:
+    """The sessions folder as given, as resolved, and the identity of what was found there."""
+
     path: str
     real_path: str
     identity: _Identity

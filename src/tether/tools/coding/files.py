@@ -504,6 +504,8 @@ def fallback(code: str) -> Generator[None]:
 
 @dataclass(frozen=True, slots=True)
 class ReadInput:
+    """The checked arguments of ``read``: the path and the optional line window."""
+
     path: str
     offset: int | None
     limit: int | None
@@ -511,12 +513,16 @@ class ReadInput:
 
 @dataclass(frozen=True, slots=True)
 class WriteInput:
+    """The checked arguments of ``write``: the path and the new content."""
+
     path: str
     content: str
 
 
 @dataclass(frozen=True, slots=True)
 class EditInput:
+    """The checked arguments of ``edit``: the path, the text to replace and its replacement."""
+
     path: str
     old: str
     new: str

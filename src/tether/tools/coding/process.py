@@ -547,6 +547,8 @@ def render_outcome(outcome: ProcessOutcome) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BashInput:
+    """The checked arguments of ``bash``: the command and its timeout in seconds."""
+
     command: str
     timeout_seconds: float
 
@@ -641,6 +643,8 @@ def bash_tool(
 
 @dataclass(frozen=True, slots=True)
 class PythonInput:
+    """The checked arguments of ``python``: the source and its arguments."""
+
     source: str
     arguments: tuple[str, ...]
 
