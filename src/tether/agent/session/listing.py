@@ -6,7 +6,6 @@ what is in it (``list_sessions``, one ``SessionInfo`` per ``*.jsonl`` file)."""
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 from pathlib import Path
@@ -120,6 +119,8 @@ def _inspect(path: Path, limits: SessionLimits) -> SessionInfo:
 def _created_seconds(info: SessionInfo) -> float | None:
     if info.created_at is None:
         return None
+    import datetime  # here, not at import: only listing sessions needs it
+
     try:
         moment = datetime.datetime.fromisoformat(info.created_at)
     except ValueError:

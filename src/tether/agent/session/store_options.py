@@ -7,7 +7,6 @@ snapshot of the options a caller passes (the dataclass, or an exact ``dict`` of 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Callable
 from typing import Any, Final, cast
 
@@ -19,6 +18,8 @@ __all__ = ["SessionStoreOptions"]
 
 
 def _default_clock() -> str:
+    import datetime  # here, not at import: only a store that stamps a record needs it
+
     now = datetime.datetime.now(datetime.UTC)
     return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
