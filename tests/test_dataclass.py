@@ -164,7 +164,10 @@ def test_the_fast_path_builds_what_the_standard_decorator_builds(
         return
     assert isinstance(fast, type)
     assert describe_class(fast) == describe_class(plain)
-    declared = [*(spec["base"] or {"fields": []})["fields"], *spec["fields"]]
+    base_fields: list[tuple[str, str, str, object]] = (
+        [] if spec["base"] is None else spec["base"]["fields"]
+    )
+    declared = [*base_fields, *spec["fields"]]
     arguments = {
         name: value
         for (name, _, kind, _), value in zip(declared, values * 2, strict=False)
@@ -201,8 +204,14 @@ def test_the_fast_path_builds_what_the_standard_decorator_builds(
 
 
 def test_a_recursive_repr_shows_an_ellipsis_on_both_paths() -> None:
-    spec = {"name": "Holder", "fields": [("alpha", "object", "required", None)], "kw_only": True}
-    spec.update(doc=True, post_init=False, base=None)
+    spec: dict[str, Any] = {
+        "name": "Holder",
+        "fields": [("alpha", "object", "required", None)],
+        "kw_only": True,
+        "doc": True,
+        "post_init": False,
+        "base": None,
+    }
     for decorator in (dataclasses.dataclass, dataclass):
         cls = build(decorator, spec)
         assert isinstance(cls, type)
