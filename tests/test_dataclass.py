@@ -221,6 +221,35 @@ def test_a_recursive_repr_shows_an_ellipsis_on_both_paths() -> None:
         assert repr(holder) == "Holder(alpha=[...])"
 
 
+def test_a_subclass_reaches_the_compared_and_hashed_fields_through_super() -> None:
+    """``__eq__`` and ``__hash__`` are compiled by their first call: reached through a
+    subclass's ``super()`` before that, they still run their own class's code."""
+    spec: dict[str, Any] = {
+        "name": "Point",
+        "fields": [("alpha", "int", "required", None), ("beta", "int", "required", None)],
+        "kw_only": True,
+        "doc": True,
+        "post_init": False,
+        "base": None,
+    }
+    outcomes: list[object] = []
+    for decorator in (dataclasses.dataclass, dataclass):
+        base: Any = build(decorator, spec)
+
+        class Sub(base):
+            def __eq__(self, other: object) -> bool:
+                parent: Any = super()
+                return bool(parent.__eq__(other))
+
+            def __hash__(self) -> int:
+                parent: Any = super()
+                return int(parent.__hash__()) + 1
+
+        one, two = Sub(alpha=1, beta=2), Sub(alpha=1, beta=3)
+        outcomes.append((one == Sub(alpha=1, beta=2), one == two, hash(one), hash(two)))
+    assert outcomes[0] == outcomes[1]
+
+
 def test_instances_pickle_and_compare_as_on_the_plain_path() -> None:
     message = tether.UserMessage(id="user-001", content="hi")
     assert pickle.loads(pickle.dumps(message)) == message

@@ -13,9 +13,12 @@ builds the class it would get from ``dataclasses.dataclass`` without compiling p
   parameter names and field-name constants renamed for the class (``CodeType.replace``);
   its defaults, annotations, globals (the class's module) and qualified name are those the
   standard one has, so its signature, its errors and ``typing.get_type_hints`` agree;
-* ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` are closures
-  over the field names that compute what the generated methods compute (the same tuples,
-  the same ``FrozenInstanceError`` messages, ``...`` for a recursive repr);
+* ``__eq__``, ``__hash__`` and the body of ``__repr__`` are the code the standard decorator
+  generates, compiled once per number of fields with placeholder names and renamed the same
+  way (attribute names and repr labels), at their first call (``_lazy_method``: most classes
+  are never compared or hashed); ``__setattr__`` and ``__delattr__`` are closures
+  over the field names (the same ``FrozenInstanceError`` messages), and ``__repr__`` shows
+  ``...`` for an object it is already showing, as the standard one does;
 * the fields are real ``dataclasses.Field`` objects, ``__dataclass_params__``,
   ``__getstate__`` and ``__setstate__`` are taken from a class the standard decorator made,
   and the slotted class is recreated as the standard decorator recreates it; so
@@ -39,7 +42,6 @@ import sys
 import types
 import typing
 from collections.abc import Callable
-from operator import attrgetter
 from threading import get_ident
 from typing import Any, Final, TypeVar, cast, dataclass_transform
 
@@ -257,17 +259,17 @@ def _build(cls: type[_T], kw_only: bool) -> type[_T] | None:
     methods: list[Callable[..., Any]] = [
         _init(cls, tuple(fields.values()), kw_only, namespace),
         _repr(names),
-        _eq(names),
+        _lazy_method("__eq__", names),
         *_frozen(cls, names),
     ]
     for method in methods:
         method.__module__ = cls.__module__
         method.__qualname__ = f"{qualname}.{method.__name__}"
         setattr(cls, method.__name__, method)
-    hash_method = _hash(names)
+    hash_method = _lazy_method("__hash__", names)
     hash_method.__module__ = cls.__module__
     hash_method.__qualname__ = f"{qualname}.__hash__"
-    cls.__hash__ = hash_method  # type: ignore[method-assign]
+    cls.__hash__ = hash_method
     cls.__match_args__ = () if kw_only else names  # type: ignore[attr-defined]
 
     body = dict(own)
@@ -376,51 +378,124 @@ def _init(
     return function
 
 
+_METHOD_CODE: dict[tuple[str, int], types.CodeType] = {}
+_PLACEHOLDER: Final = re.compile(r"__tether_p([0-9]+)__")
+
+
+def _tuple_of(owner: str, count: int) -> str:
+    """``(owner.f0,owner.f1,)`` over placeholders, ``()`` for no fields (the standard
+    decorator's tuples)."""
+    if not count:
+        return "()"
+    return "(" + ",".join(f"{owner}.{_placeholder(index)}" for index in range(count)) + ",)"
+
+
+def _method_code(kind: str, names: tuple[str, ...]) -> types.CodeType:
+    """The code of ``__eq__``, ``__hash__`` or the body of ``__repr__`` for these fields: the
+    code the standard decorator generates, compiled once per kind and number of fields with
+    placeholder names, the attribute names (``co_names``) and repr labels renamed here."""
+    key = (kind, len(names))
+    template = _METHOD_CODE.get(key)
+    if template is None:
+        count = len(names)
+        if kind == "__eq__":
+            source = (
+                "def __eq__(self, other):\n"
+                " if other.__class__ is self.__class__:\n"
+                f"  return {_tuple_of('self', count)}=={_tuple_of('other', count)}\n"
+                " return NotImplemented\n"
+            )
+        elif kind == "__hash__":
+            source = f"def __hash__(self):\n return hash({_tuple_of('self', count)})\n"
+        else:
+            labels = [_placeholder(index) for index in range(count)]
+            shown = ", ".join(f"{label}={{self.{label}!r}}" for label in labels)
+            source = f'def __repr__(self):\n return self.__class__.__qualname__ + f"({shown})"\n'
+        compiled: dict[str, Any] = {}
+        exec(compile(source, "<string>", "exec"), {}, compiled)  # generated above, per shape
+        template = cast("types.FunctionType", compiled[kind]).__code__
+        _METHOD_CODE[key] = template
+
+    def rename(text: str) -> str:
+        return _PLACEHOLDER.sub(lambda match: names[int(match.group(1))], text)
+
+    return template.replace(
+        co_names=tuple(rename(name) for name in template.co_names),
+        co_consts=tuple(
+            rename(value) if type(value) is str else value for value in template.co_consts
+        ),
+    )
+
+
+_LAZY: list[list[Any]] = []
+"""By key: ``[function, kind, names]`` for each ``__eq__`` and ``__hash__`` (``names`` is
+``None`` once the function has its compiled code)."""
+
+
+def _compiled(key: int) -> Callable[..., Any]:
+    """The lazy method ``key``, given its compiled code if it had not been called yet (it
+    then runs that code, through every reference to it, from now on)."""
+    entry = _LAZY[key]
+    names: tuple[str, ...] | None = entry[2]
+    if names is not None:
+        entry[0].__code__ = _method_code(entry[1], names)
+        entry[2] = None
+    function: Callable[..., Any] = entry[0]
+    return function
+
+
+def _uncompiled_eq(self: object, other: object) -> object:
+    return _compiled(-1)(self, other)  # -1: the function's key, set by _lazy_method
+
+
+def _uncompiled_hash(self: object) -> int:
+    return _compiled(-1)(self)  # -1: the function's key, set by _lazy_method
+
+
+_STUBS: Final = {
+    "__eq__": _uncompiled_eq.__code__.replace(co_name="__eq__"),
+    "__hash__": _uncompiled_hash.__code__.replace(co_name="__hash__"),
+}
+
+
+def _lazy_method(kind: str, names: tuple[str, ...]) -> Callable[..., Any]:
+    """``__eq__`` or ``__hash__`` for these fields, compiled by its first call (most classes
+    are never compared or hashed; compiling each one made importing dearer). Until then its
+    code is a stub that knows the function by its key (a constant of its own code object),
+    never by the instance's class: a subclass's ``super().__eq__`` reaches this one."""
+    key = len(_LAZY)
+    stub = _STUBS[kind]
+    code = stub.replace(
+        co_consts=tuple(
+            key if type(value) is int and value == -1 else value for value in stub.co_consts
+        )
+    )
+    function = types.FunctionType(code, globals(), kind)
+    _LAZY.append([function, kind, names])
+    return function
+
+
 def _repr(names: tuple[str, ...]) -> Callable[[object], str]:
+    """``__repr__`` as the standard decorator makes it: the generated body (compiled at the
+    first repr) behind a guard that shows ``...`` for an object already being shown on this
+    thread."""
     running: set[tuple[int, int]] = set()
+    body: Callable[[object], str] | None = None
 
     def __repr__(self: object) -> str:
+        nonlocal body
         key = (id(self), get_ident())
         if key in running:
             return "..."
         running.add(key)
         try:
-            shown = ", ".join([f"{name}={getattr(self, name)!r}" for name in names])
-            return f"{self.__class__.__qualname__}({shown})"
+            if body is None:
+                body = types.FunctionType(_method_code("__repr__", names), globals())
+            return body(self)
         finally:
             running.discard(key)
 
     return __repr__
-
-
-def _values(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
-    """The field values as the tuple the generated methods compare and hash."""
-    if len(names) >= 2:
-        return attrgetter(*names)
-    if len(names) == 1:
-        one = attrgetter(names[0])
-        return lambda value: (one(value),)
-    return lambda value: ()
-
-
-def _eq(names: tuple[str, ...]) -> Callable[[object, object], object]:
-    values = _values(names)
-
-    def __eq__(self: object, other: object) -> object:
-        if other.__class__ is self.__class__:
-            return values(self) == values(other)
-        return NotImplemented
-
-    return __eq__
-
-
-def _hash(names: tuple[str, ...]) -> Callable[[object], int]:
-    values = _values(names)
-
-    def __hash__(self: object) -> int:
-        return hash(values(self))
-
-    return __hash__
 
 
 def _frozen(cls: type, names: tuple[str, ...]) -> tuple[Callable[..., None], Callable[..., None]]:
