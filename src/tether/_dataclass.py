@@ -8,9 +8,10 @@ arguments, and pyright reads it as the standard one (``dataclass_transform``). F
 ``frozen=True, slots=True`` with the other options at their defaults, on those versions, it
 builds the class it would get from ``dataclasses.dataclass`` without compiling per class:
 
-* ``__init__`` comes from a template compiled once per shape (keyword-only or not, which
-  fields have a default or a default factory, whether ``__post_init__`` is called), its
-  parameter names and field-name constants renamed for the class (``CodeType.replace``);
+* ``__init__`` comes from a template compiled once per shape (keyword-only or not, the
+  number of fields, which of them have a default factory, whether ``__post_init__`` is
+  called), its parameter names and field-name constants renamed for the class
+  (``CodeType.replace``);
   its defaults, annotations, globals (the class's module) and qualified name are those the
   standard one has, so its signature, its errors and ``typing.get_type_hints`` agree;
 * ``__eq__``, ``__hash__`` and the body of ``__repr__`` are the code the standard decorator
