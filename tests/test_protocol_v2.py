@@ -1078,6 +1078,40 @@ def test_a_builder_that_omits_a_required_field_fails_when_created() -> None:
     assert before == trusted.BUILDERS
 
 
+@pytest.mark.parametrize(
+    ("cls", "params", "optional", "arguments"),
+    [
+        (ToolCall, ("id", "name", "arguments"), ("raw_arguments",), ("c1", "add", JsonObject())),
+        (ThinkingBlock, ("text",), ("signature", "redacted"), ("hmm", "sig")),
+        (UserMessage, ("content",), ("id",), ("hi",)),
+        (ModelRequest, ("id", "messages"), ("system", "tools"), ("request-001", ())),
+    ],
+)
+def test_a_builder_compiled_on_its_first_call_keeps_its_signature_and_builds_the_same(
+    cls: type, params: tuple[str, ...], optional: tuple[str, ...], arguments: tuple[Any, ...]
+) -> None:
+    """A builder is compiled by its first call (issue 30: importing compiles none): before
+    that call it shows the signature its code has after it, and every call builds the same
+    value as the public constructor."""
+    before = dict(trusted.BUILDERS)
+    try:
+        build = trusted.builder(cls, *params, optional=optional)
+        shown = inspect.signature(build)
+        first = build(*arguments)
+        assert inspect.signature(build) == shown
+        assert "__signature__" not in vars(build)
+        second = build(*arguments)
+        public = cls(**dict(zip((*params, *optional), arguments, strict=False)))
+        for value in (first, second):
+            assert type(value) is cls
+            assert [
+                getattr(value, f.name) for f in fields(cls) if f.name != "id" or "id" in params
+            ] == [getattr(public, f.name) for f in fields(cls) if f.name != "id" or "id" in params]
+    finally:
+        trusted.BUILDERS.clear()
+        trusted.BUILDERS.update(before)
+
+
 # --- every builder agrees with the public constructor ------------------------------------------
 
 REGISTERED: dict[str, tuple[type, tuple[str, ...]]] = dict(trusted.BUILDERS)

@@ -17,9 +17,9 @@ becomes that entry's diagnostic and the other entries are still checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._text import is_non_empty
 from tether._types import real_items, type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json

@@ -8,9 +8,9 @@ single settled result. Nothing runs: no model, no tool, no network.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject, thaw_json
 
 __all__ = [

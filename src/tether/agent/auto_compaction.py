@@ -18,9 +18,9 @@ estimate's (about one per character); tokens are converted at ``CODE_POINTS_PER_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether._types import type_of
 from tether.agent.compaction import (
     CODE_POINTS_PER_TOKEN,

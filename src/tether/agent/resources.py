@@ -35,9 +35,9 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, Literal, NoReturn, TypeAlias, cast, get_args
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._text import JS_WHITESPACE, is_non_empty
 

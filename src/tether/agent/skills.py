@@ -38,9 +38,9 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._text import JS_WHITESPACE, code_points, is_non_empty
 from tether.agent.resources import (

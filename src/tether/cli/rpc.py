@@ -38,10 +38,10 @@ import json
 import os
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether.abort import AbortController, AbortSignal
 from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE

@@ -53,7 +53,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -69,6 +68,7 @@ from tether import (
     run_agent_loop,
     tool,
 )
+from tether._dataclass import dataclass
 from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
 from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.render import HumanView, Output, event_json, json_line, warn

@@ -4,8 +4,9 @@ what the session remembers of them."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+
+from tether._dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Generic, Literal, Protocol, TypeAlias, TypeVar
 
+from tether._dataclass import dataclass
 from tether.tools.coding.catalog import default_approvals
 
 if TYPE_CHECKING:

@@ -28,10 +28,10 @@ import codecs
 import datetime
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether.coding.reading import UnreadableFile, read_file_head
 
 __all__ = [

@@ -17,9 +17,10 @@ starts its agent (``problems``) and otherwise ignored; a root that cannot be lis
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+from tether._dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.agent.resources import ResourceLoader

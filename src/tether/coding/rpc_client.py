@@ -19,10 +19,10 @@ import contextlib
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 
 __all__ = [

@@ -51,10 +51,10 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether.coding.approval import (
     DECLINED,

@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._race import follow_signal
 from tether._text import JS_WHITESPACE, is_non_empty

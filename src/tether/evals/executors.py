@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._race import follow_signal
 from tether.abort import AbortController, AbortSignal
 from tether.evals.errors import EvaluationInfrastructureError

@@ -11,9 +11,9 @@ it gives one pass and one fail. A task it was not built with gets a ``failed`` o
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Final, cast
 
+from tether._dataclass import dataclass
 from tether._race import check_signal
 from tether.evals.tasks import load_evaluation_tasks
 from tether.evals.types import (

@@ -9,9 +9,9 @@ found) and ``requiredEvidence`` (required items in total).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether._race import check_signal
 from tether.evals.types import JudgeInput, JudgeOutput, PublicMetrics
 

@@ -11,9 +11,10 @@ is as privacy-bounded as the report it shows. Plain ASCII, fixed-width columns.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether.evals.types import (
     EvaluationComparison,
     EvaluationReport,

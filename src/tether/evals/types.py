@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.abort import AbortSignal
 
 __all__ = [

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._race import check_signal, race, reraise_task_cancellation
 from tether._text import is_non_empty, message_of
 from tether._types import is_awaitable, type_of

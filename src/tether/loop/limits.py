@@ -9,9 +9,10 @@ that; its reasoning is in its docstring.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether.protocol import MAX_SAFE_INTEGER
 
 __all__ = [

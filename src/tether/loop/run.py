@@ -472,7 +472,7 @@ class _Run:
         self.sequence = sequence
         self.announce = announce
         self.usage = ZERO_USAGE
-        self.notices = _RetryNotices(self)
+        self.notices = _RetryNotices()
         self.loop = asyncio.get_running_loop()  # both callers run with a loop running
         self.thread = threading.get_ident()
         self.call_ids: set[str] = (
@@ -491,6 +491,21 @@ class _Run:
         self.emit_event(event)
         self.sequence += 1
 
+    def report_retry(self, payload: ModelRetryPayload) -> None:
+        """The run's retry listener: while a model turn is open (from the opening of its
+        stream until its first chunk or its end), each checked ``ModelRetryPayload`` for the
+        turn's request becomes ``model.retry``; anything else is dropped."""
+        notices = self.notices
+        if (
+            not notices.open
+            or type_of(payload) is not ModelRetryPayload
+            or payload.request_id != notices.request_id
+            or notices.count >= MAX_RETRY_NOTICES_PER_TURN
+        ):
+            return
+        notices.count += 1
+        self.emit(trusted.model_retry_event(self.sequence, payload))
+
     def emit_progress(self, call: ToolCall, text: str) -> None:
         """``tool.progress`` for a running call (called by its ``ProgressReporter``)."""
         self.emit(trusted.tool_progress_event(self.sequence, call, text))
@@ -499,7 +514,7 @@ class _Run:
         """Run the steps and map whatever stopped them to a result. Raises only what must
         not become a result: task cancellation and other base exceptions."""
         try:
-            with listening_for_retries(self.notices.report):
+            with listening_for_retries(self.report_retry):
                 return await self.steps()
         except Exception as error:
             return self.terminal(error)
@@ -771,29 +786,19 @@ fewer; a model of one's own that reports more is not believed)."""
 
 
 class _RetryNotices:
-    """The retry listener of one run: while a model turn is open (from the opening of its
-    stream until its first chunk or its end), each checked ``ModelRetryPayload`` for the
-    turn's request becomes ``model.retry``; anything else is dropped."""
+    """The retry-notice state of one run's open model turn (see ``_Run.report_retry``).
 
-    __slots__ = ("count", "open", "request_id", "run")
+    It holds no reference back to its run: a finished run must be freed by reference
+    counting alone, never left to the cycle collector (thousands of concurrent runs made
+    its full passes over their heap the cost that grew faster than the number of runs).
+    """
 
-    def __init__(self, run: _Run) -> None:
-        self.run = run
+    __slots__ = ("count", "open", "request_id")
+
+    def __init__(self) -> None:
         self.request_id = ""
         self.count = 0
         self.open = False
-
-    def report(self, payload: ModelRetryPayload) -> None:
-        if (
-            not self.open
-            or type_of(payload) is not ModelRetryPayload
-            or payload.request_id != self.request_id
-            or self.count >= MAX_RETRY_NOTICES_PER_TURN
-        ):
-            return
-        self.count += 1
-        run = self.run
-        run.emit(trusted.model_retry_event(run.sequence, payload))
 
 
 _PENDING: Final = object()

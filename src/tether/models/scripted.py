@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
 from tether._producer import fail_producer, start_producer_eagerly

@@ -16,6 +16,8 @@ Private on purpose: every argument must already satisfy the class's checks.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import types
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -68,11 +70,17 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     ``params`` are required positional arguments; ``optional`` ones default to the field's
     default. Fields not named get their default (or default factory); a required field that
     is not named raises ``TypeError`` now, not when a value is built.
+
+    The function is checked and its signature set now, but its code is compiled on its first
+    call (``_Plan``): importing the package compiles none of the ~30 builders (issue 30),
+    and a builder is compiled once, then runs as if it had been compiled here.
     """
     namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
     taken = set(params) | set(optional)
     lines: list[str] = []
     signature = list(params)
+    order = list(params)  # the positional parameters, in the order of ``signature``
+    defaults: dict[str, Any] = {}
     for field in dataclasses.fields(cls):
         name = field.name
         slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
@@ -87,11 +95,14 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
             value = name
         elif name in optional:
             value = name
+            order.append(name)
             if has_factory:
                 signature.append(f"{name}=None")
+                defaults[name] = None
                 value = f"factory_{name}() if {name} is None else {name}"
             elif has_default:
                 signature.append(f"{name}=default_{name}")
+                defaults[name] = field.default
             else:
                 raise TypeError(f"{cls.__name__}.{name} is required and cannot be optional")
         elif has_default:
@@ -115,11 +126,71 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
             "    return value_",
         ]
     )
-    exec(source, namespace)  # generated from the dataclass fields, see the module docstring
-    build: Callable[..., Any] = namespace["build"]
-    build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
-    BUILDERS[build.__name__] = (cls, (*params, *optional))
+    name = f"build_{cls.__name__}"
+    plan = _Plan(source, namespace)
+    build = types.FunctionType(_first_call.__code__, globals(), name)
+    build.__kwdefaults__ = {"plan_": plan}
+    build.__qualname__ = name
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    build.__signature__ = inspect.Signature(
+        [
+            *(
+                inspect.Parameter(param, positional, default=defaults.get(param, _EMPTY))
+                for param in order
+            ),
+            *(
+                inspect.Parameter(key, keyword, default=namespace[key])
+                for key in namespace
+                if key not in taken
+            ),
+        ]
+    )
+    plan.function = build
+    BUILDERS[name] = (cls, (*params, *optional))
     return build
+
+
+_EMPTY: Final = inspect.Parameter.empty
+
+
+class _Plan:
+    """A builder's source, compiled by its first call into the builder itself.
+
+    ``builder`` returns a function whose code is ``_first_call``'s. Its first call compiles
+    the source (the code ``builder`` used to compile at import) and gives the function that
+    code and its keyword-only defaults, so every later call, through any reference to the
+    function, runs the compiled builder directly. The builder's code reads only its
+    parameters and its bound defaults (no globals, no closure), which is what makes the
+    swap exact: ``compile`` checks it.
+    """
+
+    __slots__ = ("function", "namespace", "source")
+
+    def __init__(self, source: str, namespace: dict[str, Any]) -> None:
+        self.source = source
+        self.namespace = namespace
+        self.function: types.FunctionType | None = None
+
+    def compile(self) -> types.FunctionType:
+        function = self.function
+        assert function is not None
+        namespace = dict(self.namespace)
+        exec(self.source, namespace)  # generated from the dataclass fields, see the module doc
+        compiled: types.FunctionType = namespace["build"]
+        code = compiled.__code__
+        if code.co_names or code.co_freevars:
+            raise AssertionError(f"{function.__name__} reads names: {code.co_names}")
+        function.__code__ = code
+        function.__defaults__ = compiled.__defaults__
+        function.__kwdefaults__ = compiled.__kwdefaults__
+        del function.__signature__  # type: ignore[attr-defined]  # the code's own from now on
+        return function
+
+
+def _first_call(*args: Any, plan_: Any = None, **kwargs: Any) -> Any:
+    """The code of a builder until its first call (see ``_Plan``)."""
+    return plan_.compile()(*args, **kwargs)
 
 
 text_block: Callable[..., TextBlock] = builder(TextBlock, "text", optional=("signature",))

@@ -6,9 +6,9 @@ the JSON codec, the message IR and the loop's agreement rules derive from that u
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.protocol._fields import NonEmpty, ProtocolValue, v2
 

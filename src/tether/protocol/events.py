@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.protocol._fields import COUNT, NON_NEGATIVE, POSITIVE, NonEmpty, ProtocolValue
 from tether.protocol.content import ToolCall
 from tether.protocol.messages import Message, ToolResultMessage

@@ -6,9 +6,10 @@ IDs of messages built in Python may be omitted: a unique ``message-<hex>`` is ge
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.protocol._fields import NonEmpty, ProtocolValue, v2
 from tether.protocol.content import AssistantBlock
 

@@ -8,10 +8,11 @@ complete, authoritative call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from operator import add, attrgetter
 from typing import Annotated, Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.protocol._fields import COUNT, NON_NEGATIVE, NonEmpty, ProtocolValue, v2
 from tether.protocol.content import ToolCall

@@ -6,9 +6,9 @@ model response the run accepted (zero by default; omitted from JSON while zero).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.protocol._fields import POSITIVE, NonEmpty, ProtocolValue, python_only, v2
 from tether.protocol.messages import Message
 from tether.protocol.model import ZERO_USAGE, ModelUsage

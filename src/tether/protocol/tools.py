@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
+from tether._dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.protocol._fields import NonEmpty, ProtocolValue, python_only, v2
 

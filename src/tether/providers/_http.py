@@ -33,9 +33,9 @@ import json
 import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
+from tether._dataclass import dataclass
 from tether.models.base import RetryListener
 from tether.protocol import ModelRetryPayload
 from tether.providers._decoding import BodyDecoder, body_decoder

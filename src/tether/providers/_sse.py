@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from typing import Any, Final, NoReturn, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._types import type_of
 from tether.providers.errors import ProviderError
 

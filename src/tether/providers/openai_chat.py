@@ -165,6 +165,9 @@ class OpenAIChatModel(HttpStreamModel):
         """A model from ``"PROVIDER/MODEL"`` using the catalog's preset for PROVIDER (base
         URL, key variable, quirks): ``OpenAIChatModel.from_spec("groq/llama-3.3-70b")``.
         ``options`` are the constructor's keyword arguments and win over the preset."""
+        # The catalog loads here, not with the module: a model built from its arguments
+        # never needs it (issue 30: importing the usable API).
+
         preset, model = parse_model_spec(spec)
         if preset.api != API_SPEC.name:
             raise ValueError(

@@ -28,9 +28,9 @@ from __future__ import annotations
 import contextlib
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeVar, cast
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import Started, check_signal, neutralize, race_eagerly

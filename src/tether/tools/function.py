@@ -53,6 +53,7 @@ import typing
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeGuard, TypeVar, Union, overload
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import (
     JsonObject,
     JsonValue,
@@ -77,7 +78,7 @@ class _Reject(Exception):
     """Internal: an argument does not match its schema."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class _Field:
     """How one annotated value is described and checked."""
 
@@ -85,7 +86,7 @@ class _Field:
     check: Callable[[JsonValue, str], Any]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class _Where:
     """Where an annotation sits: its parameter, the path to it (``str()``), and the dataclass
     and ``TypedDict`` classes being described around it, outermost first."""

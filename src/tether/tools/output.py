@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolSpec, ToolValidation, Valid
 

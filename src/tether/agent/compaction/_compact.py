@@ -3,9 +3,9 @@ closed (the steps are in the package docstring), and what it returns."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._text import is_non_empty
 from tether._types import exactly
 from tether.abort import AbortController

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from tether._dataclass import dataclass
 from tether._types import exactly, type_of
 from tether.agent.compaction._errors import fail
 from tether.agent.compaction._limits import WORKSHOP_LIMITS, ContextLimits, limits_of

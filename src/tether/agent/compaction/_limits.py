@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether._types import exactly
 from tether.agent.compaction._errors import fail
 from tether.protocol import MAX_SAFE_INTEGER

@@ -3,8 +3,7 @@ within the limits they run with (their own when built, the context's when used).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tether._dataclass import dataclass
 from tether._race import signal_aborted
 from tether._text import is_non_empty
 from tether._types import exactly, instance_of

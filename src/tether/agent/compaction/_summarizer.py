@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import types
 from collections.abc import Awaitable, Callable, Generator
-from dataclasses import dataclass
 from typing import Any, Final, NoReturn, TypeAlias, TypeGuard
 
+from tether._dataclass import dataclass
 from tether._race import (
     is_raw_abort_reason,
     neutralize,

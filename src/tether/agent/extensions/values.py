@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._text import JS_WHITESPACE, is_non_empty
 from tether._types import type_of
 from tether.abort import AbortSignal

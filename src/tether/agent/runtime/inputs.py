@@ -7,8 +7,7 @@ tools) but not where.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tether._dataclass import dataclass
 from tether.agent.extensions import ExtensionDefinition
 from tether.agent.resources import ResourceLoader, ResourceRootDefinition
 from tether.agent.runtime.options import RuntimeAgentOptions

@@ -18,9 +18,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._text import JS_WHITESPACE, is_non_empty, message_of
 from tether._types import instance_of, real_items, type_of
 from tether.abort import AbortSignal

@@ -31,9 +31,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether.agent.runtime.errors import TetherRuntimeError, fail
 from tether.agent.runtime.options import CapturedWorkspaceOptions, RuntimeSessionMode
 

@@ -121,12 +121,6 @@ from tether.agent.session.decoder import _decoder_for as _decoder_for
 from tether.agent.session.decoder import _message_from_json as _message_from_json
 from tether.agent.session.files import SessionIO, session_io
 from tether.agent.session.linkage import _Links as _Links
-from tether.agent.session.listing import (
-    SessionInfo,
-    SessionListError,
-    default_sessions_dir,
-    list_sessions,
-)
 from tether.agent.session.parse import parse_session
 from tether.agent.session.prefix import _is_incomplete_object_prefix as _is_incomplete_object_prefix
 from tether.agent.session.records import (
@@ -149,6 +143,18 @@ from tether.agent.session.records import (
 from tether.agent.session.records import _message_entry as _message_entry
 from tether.agent.session.store import SessionStore, SessionStoreOptions
 from tether.agent.session.tree import SessionTree
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the listing's names load on first use
+
+if TYPE_CHECKING:
+    from tether.agent.session.listing import (
+        SessionInfo,
+        SessionListError,
+        default_sessions_dir,
+        list_sessions,
+    )
+
+_LISTING = frozenset({"SessionInfo", "SessionListError", "default_sessions_dir", "list_sessions"})
 
 __all__ = [
     "MAX_SESSION_FILE_BYTES",
@@ -177,3 +183,15 @@ __all__ = [
     "parse_session",
     "session_io",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The listing's names (``list_sessions``, ``SessionInfo``, ...) load on first use: a
+    ``SessionStore`` does not need them, nor the ``pathlib`` they load (issue 30)."""
+    if name in _LISTING:
+        from tether.agent.session import listing
+
+        value: object = getattr(listing, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,9 +11,9 @@ import contextlib
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from typing import Final, cast
 
+from tether._dataclass import dataclass
 from tether._text import is_non_empty
 from tether.agent.session.records import _fail
 
@@ -128,6 +128,8 @@ def _identity(info: os.stat_result) -> _Identity:
 
 @dataclass(frozen=True, slots=True)
 class _Root:
+    """The sessions folder as given, as resolved, and the identity of what was found there."""
+
     path: str
     real_path: str
     identity: _Identity

@@ -6,13 +6,12 @@ what is in it (``list_sessions``, one ``SessionInfo`` per ``*.jsonl`` file)."""
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.agent.session.files import session_io
 from tether.agent.session.journal import _read_snapshot
 from tether.agent.session.parse import parse_session
@@ -140,6 +139,8 @@ def _inspect(path: Path, limits: SessionLimits) -> SessionInfo:
 def _created_seconds(info: SessionInfo) -> float | None:
     if info.created_at is None:
         return None
+    import datetime  # here, not at import: only listing sessions needs it
+
     try:
         moment = datetime.datetime.fromisoformat(info.created_at)
     except ValueError:

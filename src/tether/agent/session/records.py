@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether.protocol import MAX_SAFE_INTEGER, Message
 

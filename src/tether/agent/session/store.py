@@ -13,7 +13,6 @@ import os
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast
 
@@ -42,7 +41,6 @@ from tether.agent.session.journal import (
 )
 from tether.agent.session.legacy import _is_regular, _marker_of, _remove_leftovers, _restore_marker
 from tether.agent.session.linkage import _context_of, _Index, _Links
-from tether.agent.session.listing import default_sessions_dir
 from tether.agent.session.off_loop import _off_loop, _release, _wait_out
 from tether.agent.session.parse import _is_count, _parse
 from tether.agent.session.records import (
@@ -219,6 +217,12 @@ class SessionStore:
                 "SESSION_INVALID_HEADER",
                 f"Session ID {_describe(session_id)} cannot name a session file",
             )
+        # Here, not at import: a store that is only loaded or created at a path never needs
+        # the listing (nor ``pathlib``) (issue 30: importing the usable API).
+        from pathlib import Path
+
+        from tether.agent.session.listing import default_sessions_dir
+
         folder = default_sessions_dir() if directory is None else Path(directory)
         await asyncio.to_thread(os.makedirs, folder, mode=0o700, exist_ok=True)
         settings = dataclasses.replace(settings, session_id=session_id)

@@ -7,11 +7,10 @@ snapshot of the options a caller passes (the dataclass, or an exact ``dict`` of 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from tether._dataclass import dataclass
 from tether.agent.session.files import _check_callable
 from tether.agent.session.records import SessionLimits, _fail
 
@@ -19,6 +18,8 @@ __all__ = ["SessionStoreOptions"]
 
 
 def _default_clock() -> str:
+    import datetime  # here, not at import: only a store that stamps a record needs it
+
     now = datetime.datetime.now(datetime.UTC)
     return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -45,7 +46,7 @@ class SessionStoreOptions:
     session_id: str | None = None
     clock: Callable[[], str] = _default_clock
     id_factory: Callable[[], str] = _default_id
-    limits: SessionLimits = SessionLimits()  # noqa: RUF009 (frozen: one shared default is safe)
+    limits: SessionLimits = SessionLimits()
 
     def __post_init__(self) -> None:
         _check_callable("SessionStoreOptions", "clock", self.clock)

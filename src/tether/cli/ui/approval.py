@@ -28,9 +28,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.cli.ui.text import MIN_WIDTH, Run, cell_width, paint, pretty_json, runs, sgr, wrap
 
 if TYPE_CHECKING:

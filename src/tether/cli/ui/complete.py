@@ -27,8 +27,9 @@ import contextlib
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+
+from tether._dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.tools.coding.workspace import Workspace

@@ -26,8 +26,9 @@ import codecs
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
+
+from tether._dataclass import dataclass
 
 __all__ = ["Key", "KeyName", "TurnKeys", "parse_keys"]
 

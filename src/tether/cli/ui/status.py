@@ -17,9 +17,9 @@ here reads the time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, assert_never
 
+from tether._dataclass import dataclass
 from tether.cli.ui.text import cell_width, clip, plain, runs, sgr
 
 __all__ = [

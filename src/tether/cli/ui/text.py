@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, cast
+
+from tether._dataclass import dataclass
 
 __all__ = [
     "MIN_WIDTH",

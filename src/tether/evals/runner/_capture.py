@@ -4,9 +4,9 @@ judge's verdict, and the clock's readings, each validated (``ValueError`` or a `
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
+from tether._dataclass import dataclass
 from tether._race import neutralize
 from tether._text import is_non_empty
 from tether.evals.report import capture_metrics

@@ -8,8 +8,8 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from tether._dataclass import dataclass
 from tether.evals.types import WorkspaceFactoryInput
 
 # -- Defaults (module-level classes, so a job pickles) ------------------------------------------

@@ -7,9 +7,9 @@ import asyncio
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
+from tether._dataclass import dataclass
 from tether._race import reraise_task_cancellation, signal_aborted, start_cleanup
 from tether._text import is_non_empty
 from tether._types import is_awaitable

@@ -4,9 +4,9 @@ tasks into work items."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._types import instance_of
 from tether.abort import AbortSignal
 from tether.evals.executors import (

@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Final, cast
+
+from tether._dataclass import dataclass
 
 __all__ = ["ProcessEnvironment", "catalog_key_variables", "process_environment"]
 

@@ -35,9 +35,9 @@ import os
 import stat
 import threading
 from collections.abc import AsyncGenerator, Callable, Generator
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
@@ -508,6 +508,8 @@ def fallback(code: CodingToolErrorCode) -> Generator[None]:
 
 @dataclass(frozen=True, slots=True)
 class ReadInput:
+    """The checked arguments of ``read``: the path and the optional line window."""
+
     path: str
     offset: int | None
     limit: int | None
@@ -515,12 +517,16 @@ class ReadInput:
 
 @dataclass(frozen=True, slots=True)
 class WriteInput:
+    """The checked arguments of ``write``: the path and the new content."""
+
     path: str
     content: str
 
 
 @dataclass(frozen=True, slots=True)
 class EditInput:
+    """The checked arguments of ``edit``: the path, the text to replace and its replacement."""
+
     path: str
     old: str
     new: str

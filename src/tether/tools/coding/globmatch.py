@@ -30,8 +30,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Final, TypeAlias, TypeVar
+
+from tether._dataclass import dataclass
 
 __all__ = ["GLOB_STEP_FACTOR", "Glob", "compile_glob"]
 

@@ -59,9 +59,9 @@ import signal as signals
 import stat
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Final, cast
 
+from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
@@ -549,6 +549,8 @@ def render_outcome(outcome: ProcessOutcome) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BashInput:
+    """The checked arguments of ``bash``: the command and its timeout in seconds."""
+
     command: str
     timeout_seconds: float
 
@@ -643,6 +645,8 @@ def bash_tool(
 
 @dataclass(frozen=True, slots=True)
 class PythonInput:
+    """The checked arguments of ``python``: the source and its arguments."""
+
     source: str
     arguments: tuple[str, ...]
 

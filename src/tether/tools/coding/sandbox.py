@@ -38,8 +38,9 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Final, Literal, get_args
+
+from tether._dataclass import dataclass
 
 __all__ = [
     "DEFAULT_HIDDEN_PATHS",

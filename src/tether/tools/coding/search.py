@@ -34,9 +34,9 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Final
 
+from tether._dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding.catalog import coding_tool_effects
@@ -144,6 +144,9 @@ async def _search(signal: AbortSignal, name: str, work: Callable[[SearchBudget],
 
 @dataclass(frozen=True, slots=True)
 class ListInput:
+    """The checked arguments of ``list_files``: the glob pattern, the limit, and whether
+    ignored files are listed too."""
+
     pattern: str
     limit: int
     include_ignored: bool
@@ -226,6 +229,9 @@ def list_files_tool(ws: Workspace) -> ToolDefinition[ListInput, str]:
 
 @dataclass(frozen=True, slots=True)
 class GrepInput:
+    """The checked arguments of ``grep``: the compiled pattern, the path segments, the
+    optional file glob and the limit."""
+
     pattern: re.Pattern[str]
     path: tuple[str, ...]
     glob: Glob | None

@@ -1,0 +1,69 @@
+"""A finished run is freed by reference counting alone (issue 30).
+
+Thousands of concurrent runs used to leave each finished run's whole object graph (its
+transcript, stream, signal and model) in a reference cycle, so only the cycle collector's
+full passes over a growing heap could free it. These tests run with the collector off and
+check that nothing of a finished run outlives the references the test drops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from collections.abc import Generator
+from contextlib import contextmanager
+
+from support import run_async
+from tether import (
+    AbortController,
+    ScriptedModel,
+    ToolRegistry,
+    run_agent_loop,
+    text_reply,
+    tool,
+    tool_call_reply,
+    user_message,
+)
+
+
+@tool
+async def add(left: int, right: int) -> int:
+    """Add two integers after one turn of the event loop."""
+    await asyncio.sleep(0)
+    return left + right
+
+
+@contextmanager
+def collector_off() -> Generator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_a_finished_run_leaves_no_reference_cycle() -> None:
+    async def scenario() -> None:
+        replies = [tool_call_reply(("add", {"left": n, "right": 1})) for n in range(3)]
+        replies.append(text_reply("done"))
+        model = ScriptedModel(replies)
+        controller = AbortController()
+        with collector_off():
+            stream = run_agent_loop(
+                messages=[user_message(id="user-001", content="go")],
+                model=model,
+                tools=ToolRegistry([add]),
+                max_steps=4,
+                signal=controller.signal,
+            )
+            async for _ in stream:
+                pass
+            assert (await stream.result).status == "completed"
+            refs = [weakref.ref(stream), weakref.ref(controller.signal)]
+            del stream, model, controller
+            assert [ref() for ref in refs] == [None, None]
+
+    run_async(scenario)
