@@ -21,7 +21,7 @@ never in ``repr``, an error, an event or JSON output. Close the model's HTTP cli
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from tether.protocol import ModelRequest
 from tether.providers._http import RetryPolicy, Timeouts
@@ -32,6 +32,13 @@ from tether.providers.gemini_wire import (
     build_gemini_request,
     check_generation_options,
 )
+from tether.providers.thinking import (
+    LevelledThinking,
+    ThinkingChoice,
+    gemini_levels,
+    gemini_thinking_config,
+)
+from tether.providers.thinking import ThinkingLevel as UnifiedLevel
 
 if TYPE_CHECKING:
     import httpx2
@@ -45,7 +52,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class GeminiModel(HttpStreamModel):
+class GeminiModel(LevelledThinking, HttpStreamModel):
     """A ``Model`` speaking Google's Gemini API over HTTP (see the module docstring).
 
     ``model`` is a Gemini model name (``"gemini-2.5-flash"``; a ``"models/"`` prefix is
@@ -56,7 +63,10 @@ class GeminiModel(HttpStreamModel):
     both; either asks for the thought summaries too (``includeThoughts``), which arrive as
     thinking. Without either, the model's default thinking applies and no thoughts are shown.
     ``headers`` are extra request headers; ``http_client`` is an ``httpx2.AsyncClient`` you
-    own (else the model creates one).
+    own (else the model creates one). ``thinking`` is the ``ThinkingLevel`` every API shares
+    (``tether.providers.thinking``), sent as the model's ``thinkingBudget`` or
+    ``thinkingLevel`` and clamped to what it takes (``thinking_choice``); the two options above
+    are its precise forms.
     """
 
     __slots__ = (
@@ -64,6 +74,7 @@ class GeminiModel(HttpStreamModel):
         "_extra_headers",
         "_max_output_tokens",
         "_temperature",
+        "_thinking",
         "_thinking_budget",
         "_thinking_level",
     )
@@ -82,6 +93,7 @@ class GeminiModel(HttpStreamModel):
         temperature: float | None = None,
         thinking_budget: int | None = None,
         thinking_level: ThinkingLevel | None = None,
+        thinking: UnifiedLevel | None = None,
         retry: RetryPolicy = _DEFAULT_RETRY,
         timeouts: Timeouts = _DEFAULT_TIMEOUTS,
         headers: Mapping[str, str] | None = None,
@@ -107,6 +119,26 @@ class GeminiModel(HttpStreamModel):
         self._thinking_budget = thinking_budget
         self._thinking_level: ThinkingLevel | None = thinking_level
         self._extra_headers = dict(headers or {})
+        if thinking is not None and (thinking_budget is not None or thinking_level is not None):
+            raise TypeError("pass thinking (a level) or thinking_budget/thinking_level, not both")
+        self._thinking: ThinkingChoice | None = None
+        self._choose_thinking(thinking)
+
+    def _thinking_levels(self) -> tuple[UnifiedLevel, ...]:
+        return gemini_levels(self._model)
+
+    def _thinking_options(self) -> tuple[int | None, ThinkingLevel | None]:
+        """The ``thinkingBudget`` / ``thinkingLevel`` to send: the constructor's, or the
+        unified level's (``gemini_thinking_config``)."""
+        if self._thinking is None:
+            return self._thinking_budget, self._thinking_level
+        config = gemini_thinking_config(self._thinking.level, model=self._model) or {}
+        budget = config.get("thinkingBudget")
+        level = config.get("thinkingLevel")
+        return (
+            budget if type(budget) is int else None,
+            cast("ThinkingLevel", level) if type(level) is str else None,
+        )
 
     def _models_url(self, after: str | None) -> str:
         from urllib.parse import quote
@@ -131,12 +163,13 @@ class GeminiModel(HttpStreamModel):
         return headers
 
     def _body(self, request: ModelRequest) -> object:
+        budget, level = self._thinking_options()
         return build_gemini_request(
             request,
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
-            thinking_budget=self._thinking_budget,
-            thinking_level=self._thinking_level,
+            thinking_budget=budget,
+            thinking_level=level,
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:

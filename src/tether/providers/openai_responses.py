@@ -43,6 +43,13 @@ from tether.providers.responses_wire import (
     build_responses_request,
     parse_response_body,
 )
+from tether.providers.thinking import (
+    LevelledThinking,
+    ThinkingChoice,
+    ThinkingLevel,
+    openai_chat_effort,
+    openai_levels,
+)
 
 if TYPE_CHECKING:
     import httpx2
@@ -53,13 +60,15 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class OpenAIResponsesModel(HttpStreamModel):
+class OpenAIResponsesModel(LevelledThinking, HttpStreamModel):
     """A ``Model`` speaking the OpenAI Responses API over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable (none is sent when
     neither is set). ``reasoning_effort`` (``"minimal"``, ``"low"``, ``"medium"``,
     ``"high"``, as the model accepts) is sent as ``reasoning.effort``, like
-    ``OpenAIChatModel(reasoning_effort=...)``; ``reasoning_summary`` (``"auto"``,
+    ``OpenAIChatModel(reasoning_effort=...)``; ``thinking`` is a ``ThinkingLevel``
+    (``tether.providers.thinking``) sent as that effort, clamped to what the model takes
+    (``thinking_choice``), the level every API shares; ``reasoning_summary`` (``"auto"``,
     ``"concise"`` or ``"detailed"``) asks for the reasoning summaries that stream as thinking
     (some organizations must be verified first; without it only the encrypted reasoning comes
     back, which is still replayed). ``max_output_tokens`` counts reasoning too (OpenAI's
@@ -74,6 +83,7 @@ class OpenAIResponsesModel(HttpStreamModel):
         "_reasoning_effort",
         "_reasoning_summary",
         "_temperature",
+        "_thinking",
     )
 
     def __init__(
@@ -86,6 +96,7 @@ class OpenAIResponsesModel(HttpStreamModel):
         max_output_tokens: int | None = None,
         temperature: float | None = None,
         reasoning_effort: str | None = None,
+        thinking: ThinkingLevel | None = None,
         reasoning_summary: str | None = None,
         retry: RetryPolicy = _DEFAULT_RETRY,
         timeouts: Timeouts = _DEFAULT_TIMEOUTS,
@@ -114,8 +125,15 @@ class OpenAIResponsesModel(HttpStreamModel):
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._reasoning_effort = reasoning_effort
+        if thinking is not None and reasoning_effort is not None:
+            raise TypeError("pass thinking (a level) or reasoning_effort, not both")
+        self._thinking: ThinkingChoice | None = None
+        self._choose_thinking(thinking)
         self._reasoning_summary = reasoning_summary
         self._extra_headers = dict(headers or {})
+
+    def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
+        return openai_levels(self._model)
 
     def _url(self) -> str:
         return f"{self._base_url}/responses"
@@ -129,7 +147,9 @@ class OpenAIResponsesModel(HttpStreamModel):
             model=self._model,
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
-            reasoning_effort=self._reasoning_effort,
+            reasoning_effort=self._reasoning_effort
+            if self._thinking is None
+            else openai_chat_effort(self._thinking.level, model=self._model),
             reasoning_summary=self._reasoning_summary,
         )
 

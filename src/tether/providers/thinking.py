@@ -43,6 +43,7 @@ __all__ = [
     "ANTHROPIC_BUDGETS",
     "THINKING_LEVELS",
     "AnthropicThinking",
+    "LevelledThinking",
     "ThinkingChoice",
     "ThinkingLevel",
     "ThinkingModel",
@@ -127,6 +128,44 @@ class ThinkingModel(Protocol):
     def thinking_choice(self) -> ThinkingChoice | None: ...
 
     def with_thinking(self, level: ThinkingLevel | None) -> Self: ...
+
+
+class LevelledThinking:
+    """What a model that takes a ``ThinkingLevel`` has (``ThinkingModel``), written once: the
+    level asked for, how the model takes it, and a copy at another level on the same
+    connection. A model sets ``_thinking`` with ``_choose_thinking(level)`` in its constructor
+    and says which levels it takes in ``_thinking_levels``; it reads ``_thinking.level`` when
+    it builds a request. (Its class declares ``_thinking`` in its ``__slots__``.)"""
+
+    __slots__ = ()
+    _thinking: ThinkingChoice | None
+    _model: str
+
+    def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
+        raise NotImplementedError
+
+    def _choose_thinking(self, level: ThinkingLevel | None) -> None:
+        self._thinking = choose_level(level, self._thinking_levels(), model=self._model)
+
+    @property
+    def thinking(self) -> ThinkingLevel | None:
+        """The thinking level asked for (``None``: none; the API's own option may be set)."""
+        return None if self._thinking is None else self._thinking.requested
+
+    @property
+    def thinking_choice(self) -> ThinkingChoice | None:
+        """How this model takes the level: the level sent and, when it had to be clamped,
+        a ``notice`` to show (``None`` without a level)."""
+        return self._thinking
+
+    def with_thinking(self, level: ThinkingLevel | None) -> Self:
+        """A copy of this model at another thinking level (``None``: as constructed). The
+        copy shares this model's HTTP client: closing either closes it."""
+        import copy
+
+        clone = copy.copy(self)
+        clone._choose_thinking(level)
+        return clone
 
 
 def clamp_level(
