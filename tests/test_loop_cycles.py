@@ -23,8 +23,8 @@ from tether import (
     text_reply,
     tool,
     tool_call_reply,
-    user_message,
 )
+from tether.messages import user_message
 
 
 @tool
