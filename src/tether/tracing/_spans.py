@@ -114,6 +114,7 @@ class RunTrace:
 
     __slots__ = (
         "_context",
+        "_ended",
         "_model_attributes",
         "_open_models",
         "_open_tools",
@@ -155,6 +156,7 @@ class RunTrace:
             name, kind=trace.SpanKind.INTERNAL, attributes=attributes
         )
         self._context = trace.set_span_in_context(self._span)
+        self._ended = False
         self._open_models: dict[str, Span] = {}
         self._open_tools: dict[str, Span] = {}
         self._pending: dict[str, EventStream[Any, Any]] = {}
@@ -311,7 +313,11 @@ class RunTrace:
         span.end()
 
     def finish(self, result: RunResult) -> None:
-        """End the run's span with ``result`` (and any span still open, as cancelled)."""
+        """End the run's span with ``result`` (and any span still open, as cancelled); once
+        only (a later call does nothing)."""
+        if self._ended:
+            return
+        self._ended = True
         self._settled_requests()
         self._pending.clear()
         for request_id in list(self._open_models):
