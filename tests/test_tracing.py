@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -413,3 +414,25 @@ def test_an_agent_refuses_a_tracing_that_is_not_one() -> None:
 
     with pytest.raises(TypeError, match="tracing"):
         Agent(model=_two_turns(), tracing=object())  # type: ignore[arg-type]
+
+
+async def test_a_runtime_passes_its_tracing_to_the_agent_it_builds(
+    exporter: tuple[InMemorySpanExporter, TracerProvider], tmp_path: Path
+) -> None:
+    from tether.agent.runtime import RuntimeAgentOptions, create_runtime
+
+    spans_out, provider = exporter
+    runtime = await create_runtime(
+        {
+            "cwd": tmp_path,
+            "session": {"path": "session.jsonl", "mode": "create"},
+            "model": ScriptedModel([text_reply(ANSWER)]),
+            "agent_options": RuntimeAgentOptions(tracing=Tracing(tracer_provider=provider)),
+        }
+    )
+    try:
+        assert (await runtime.agent.run(PROMPT)).status == "completed"
+    finally:
+        await runtime.dispose()
+    names = sorted(span.name for span in spans_out.get_finished_spans())
+    assert names == ["chat", "invoke_agent"]
