@@ -71,6 +71,17 @@ def provider_name(model: object) -> str:
     return _PROVIDERS.get(name, f"tether.{name}")
 
 
+def _innermost(model: object) -> object:
+    """The model a wrapper (the coding session's metered model) holds in its ``model``
+    attribute, followed a few levels: the one the spans name."""
+    for _ in range(4):
+        inner = getattr(model, "model", None)
+        if inner is None or isinstance(inner, str) or not callable(getattr(inner, "stream", None)):
+            break
+        model = inner
+    return model
+
+
 def _model_name(model: object) -> str | None:
     name = getattr(type(model), "model", None)
     if isinstance(name, property):
@@ -132,6 +143,7 @@ class RunTrace:
             raise TracingUnavailableError() from None
         from tether import __version__
 
+        model = _innermost(model)
         provider = tracing.tracer_provider or trace.get_tracer_provider()
         self._trace_api: Any = trace
         self._tracer: Tracer = provider.get_tracer(INSTRUMENTATION_NAME, __version__)
