@@ -36,6 +36,10 @@ _RAISED = re.compile(
 """A code an error is built with: ``super().__init__("CODE", ...)``, ``XError("CODE", ...)``."""
 
 ADVICE: dict[str, str] = {
+    "CLI_TRACING_UNAVAILABLE": "Tracing is on (the config's `[tracing]` or an "
+    "`OTEL_EXPORTER_OTLP_*` endpoint) but OpenTelemetry is missing: install `tether[otel]` and "
+    "`opentelemetry-exporter-otlp-proto-http`, or unset the variable.",
+    "CODING_THINKING_INVALID": "Give one of the thinking levels: off, minimal, low, medium, high.",
     "MCP_CALL_FAILED": "The MCP server answered a tool call with a protocol error: check the "
     "server's log (`tether mcp list` shows its state) and the tool's arguments.",
     "MCP_CONFIG_INVALID": "Fix the `[mcp_servers.NAME]` table the message names: a `command` "

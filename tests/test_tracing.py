@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -368,3 +369,70 @@ async def test_spans_export_over_otlp_http_to_a_loopback_receiver() -> None:
                 assert scope.scope.name == "tether"
                 names.extend(span.name for span in scope.spans)
     assert sorted(names) == ["chat", "chat", "execute_tool add", "invoke_agent"]
+
+
+async def test_an_agent_traces_each_logical_run_across_its_turns(
+    exporter: tuple[InMemorySpanExporter, TracerProvider],
+) -> None:
+    from tether.agent import Agent
+
+    spans_out, provider = exporter
+    agent = Agent(
+        model=ScriptedModel(
+            [
+                tool_call_reply(("add", {"left": 20, "right": 22})),
+                text_reply(ANSWER),
+                text_reply("Again."),
+            ]
+        ),
+        tools=ToolRegistry([add]),
+        tracing=Tracing(tracer_provider=provider, agent_name="helper"),
+    )
+    first = await agent.run(PROMPT)
+    second = await agent.run("And again?")
+    assert first.status == second.status == "completed"
+
+    spans = spans_out.get_finished_spans()
+    roots = [span for span in spans if span.name == "invoke_agent helper"]
+    assert len(roots) == 2
+    for root in roots:
+        assert root.parent is None
+    first_root, second_root = roots
+    first_context = first_root.get_span_context()
+    assert first_context is not None
+    under_first = [
+        span.name
+        for span in spans
+        if span.parent is not None and span.parent.span_id == first_context.span_id
+    ]
+    assert sorted(under_first) == ["chat", "chat", "execute_tool add"]
+    assert _attributes(second_root)["tether.run.status"] == "completed"
+
+
+def test_an_agent_refuses_a_tracing_that_is_not_one() -> None:
+    from tether.agent import Agent
+
+    with pytest.raises(TypeError, match="tracing"):
+        Agent(model=_two_turns(), tracing=object())  # type: ignore[arg-type]
+
+
+async def test_a_runtime_passes_its_tracing_to_the_agent_it_builds(
+    exporter: tuple[InMemorySpanExporter, TracerProvider], tmp_path: Path
+) -> None:
+    from tether.agent.runtime import RuntimeAgentOptions, create_runtime
+
+    spans_out, provider = exporter
+    runtime = await create_runtime(
+        {
+            "cwd": tmp_path,
+            "session": {"path": "session.jsonl", "mode": "create"},
+            "model": ScriptedModel([text_reply(ANSWER)]),
+            "agent_options": RuntimeAgentOptions(tracing=Tracing(tracer_provider=provider)),
+        }
+    )
+    try:
+        assert (await runtime.agent.run(PROMPT)).status == "completed"
+    finally:
+        await runtime.dispose()
+    names = sorted(span.name for span in spans_out.get_finished_spans())
+    assert names == ["chat", "invoke_agent"]

@@ -112,6 +112,7 @@ __all__ = [
     "ModelSettings",
     "ProviderConfig",
     "ToolSettings",
+    "TracingSettings",
     "config_path",
     "load_config",
     "with_thinking_flag",
@@ -140,7 +141,9 @@ _TOP_KEYS: Final = (
     "models",
     "tools",
     "mcp_servers",
+    "tracing",
 )
+_TRACING_KEYS: Final = ("enabled", "record_content")
 _PROVIDER_KEYS: Final = ("base_url", "api_key_env", "api")
 _MAX_PRICE: Final = 1e9
 """A price per million tokens must be below this (and not NaN: TOML allows ``nan``)."""
@@ -186,6 +189,7 @@ CliErrorCode: TypeAlias = Literal[
     "CLI_CONTEXT_OVERFLOW",
     "CLI_EXTENSION_UNAVAILABLE",
     "CLI_SANDBOX_UNAVAILABLE",
+    "CLI_TRACING_UNAVAILABLE",
     "CLI_EXPORT_FAILED",
     "CLI_EVAL_TASKS_INVALID",
     "CLI_EVAL_TASKS_UNREADABLE",
@@ -325,6 +329,19 @@ class CliConfig:
     thinking: ThinkingLevel | None = None
     """The thinking level of every model without one of its own in ``models`` (``None``:
     each model's default)."""
+    tracing: TracingSettings = field(default_factory=lambda: TracingSettings())
+    """``[tracing]``: OpenTelemetry traces of the runs (``tether.cli.tracing``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracingSettings:
+    """``[tracing]``: ``enabled`` exports every run's spans over OTLP/HTTP (to the standard
+    ``OTEL_EXPORTER_OTLP_*`` endpoint; setting ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` enables it too); ``record_content`` adds the
+    prompts, answers and tool arguments and results to the spans (off by default)."""
+
+    enabled: bool = False
+    record_content: bool = False
 
 
 def with_thinking_flag(config: CliConfig, level: str | None) -> CliConfig:
@@ -426,6 +443,7 @@ class _Reader:
         extensions = self.extensions(data.get("extensions", []))
         timeout = self.seconds(data.get("extension_timeout", DEFAULT_EXTENSION_TIMEOUT))
         mcp_servers = self.mcp_servers(data["mcp_servers"]) if "mcp_servers" in data else ()
+        tracing = self.tracing(data.get("tracing", {}))
         thinking = self.thinking(data.get("thinking"), "thinking")
         return CliConfig(
             path=self.path,
@@ -438,6 +456,7 @@ class _Reader:
             extension_timeout=timeout,
             mcp_servers=mcp_servers,
             thinking=thinking,
+            tracing=tracing,
         )
 
     def mcp_servers(self, value: object) -> tuple[McpServerConfig, ...]:
@@ -583,6 +602,17 @@ class _Reader:
         if type(value) is not int or value < 1:
             raise self.fail(f"'{key}' must be a positive integer")
         return value
+
+    def tracing(self, value: object) -> TracingSettings:
+        table = self.table(value, "tracing")
+        self.known(table, _TRACING_KEYS, "tracing.")
+        for key in _TRACING_KEYS:
+            if type(table.get(key, False)) is not bool:
+                raise self.fail(f"'tracing.{key}' must be true or false")
+        return TracingSettings(
+            enabled=bool(table.get("enabled", False)),
+            record_content=bool(table.get("record_content", False)),
+        )
 
     def tools(self, value: object) -> ToolSettings:
         table = self.table(value, "tools")

@@ -6,10 +6,12 @@ or ``[tools] auto_approve = true``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.cli.config import CliConfig, CliError
+from tether.cli.tracing import cli_tracing
 from tether.tools.coding.catalog import sandbox_contained_tools
 
 if TYPE_CHECKING:
@@ -107,4 +109,5 @@ def coding_config(
         sessions=sessions,
         max_steps=max_steps,
         mcp_servers=config.mcp_servers,
+        tracing=cli_tracing(config, os.environ),
     )

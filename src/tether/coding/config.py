@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tether.models.base import Model
     from tether.protocol import ModelUsage
     from tether.tools.coding.sandbox import Sandbox
+    from tether.tracing._config import Tracing
 
 __all__ = [
     "APPROVED_BY_DEFAULT",
@@ -135,6 +136,7 @@ class CodingSessionConfig(Generic[M]):
       ``RunLimits.for_real_models()``, made when the session starts: importing the loop to
       build them here would load it before ``tether chat`` shows its prompt).
     * ``interrupted_turns``: what the Agent keeps of a cancelled turn (see ``CodingSession``).
+    * ``tracing``: how the Agent's runs are traced (``tether.tracing.Tracing``; ``None``: not).
     * ``sandbox``: how ``bash`` and ``python_process`` are sandboxed (``None``: not at all;
       ``tether.tools.coding.sandbox``).
     * ``mcp_servers``: MCP servers (``tether.mcp``) every runtime of the session starts and
@@ -157,6 +159,7 @@ class CodingSessionConfig(Generic[M]):
     max_steps: int = DEFAULT_MAX_STEPS
     limits: RunLimits | None = None
     interrupted_turns: InterruptedTurns = "keep"
+    tracing: Tracing | None = None
     sandbox: Sandbox | None = None
     build_model: Callable[[M], Model] | None = None
     mcp_servers: tuple[McpServerConfig, ...] = ()

@@ -473,7 +473,9 @@ class CodingSession(Generic[M]):
         options = dataclasses.replace(spec.options, system=system, compaction=self._compaction())
         # What a cancelled turn leaves: with "keep" (the config's default) the model learns
         # what was cut off and which calls may have run (Agent(interrupted_turns=...)).
-        options = dataclasses.replace(options, interrupted_turns=self.config.interrupted_turns)
+        options = dataclasses.replace(
+            options, interrupted_turns=self.config.interrupted_turns, tracing=self.config.tracing
+        )
         agent: Agent = await fallback(
             dataclasses.replace(spec, model=self._model(), options=options)
         )

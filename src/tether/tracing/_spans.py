@@ -71,6 +71,17 @@ def provider_name(model: object) -> str:
     return _PROVIDERS.get(name, f"tether.{name}")
 
 
+def _innermost(model: object) -> object:
+    """The model a wrapper (the coding session's metered model) holds in its ``model``
+    attribute, followed a few levels: the one the spans name."""
+    for _ in range(4):
+        inner = getattr(model, "model", None)
+        if inner is None or isinstance(inner, str) or not callable(getattr(inner, "stream", None)):
+            break
+        model = inner
+    return model
+
+
 def _model_name(model: object) -> str | None:
     name = getattr(type(model), "model", None)
     if isinstance(name, property):
@@ -114,6 +125,7 @@ class RunTrace:
 
     __slots__ = (
         "_context",
+        "_ended",
         "_model_attributes",
         "_open_models",
         "_open_tools",
@@ -131,6 +143,7 @@ class RunTrace:
             raise TracingUnavailableError() from None
         from tether import __version__
 
+        model = _innermost(model)
         provider = tracing.tracer_provider or trace.get_tracer_provider()
         self._trace_api: Any = trace
         self._tracer: Tracer = provider.get_tracer(INSTRUMENTATION_NAME, __version__)
@@ -155,6 +168,7 @@ class RunTrace:
             name, kind=trace.SpanKind.INTERNAL, attributes=attributes
         )
         self._context = trace.set_span_in_context(self._span)
+        self._ended = False
         self._open_models: dict[str, Span] = {}
         self._open_tools: dict[str, Span] = {}
         self._pending: dict[str, EventStream[Any, Any]] = {}
@@ -311,7 +325,11 @@ class RunTrace:
         span.end()
 
     def finish(self, result: RunResult) -> None:
-        """End the run's span with ``result`` (and any span still open, as cancelled)."""
+        """End the run's span with ``result`` (and any span still open, as cancelled); once
+        only (a later call does nothing)."""
+        if self._ended:
+            return
+        self._ended = True
         self._settled_requests()
         self._pending.clear()
         for request_id in list(self._open_models):

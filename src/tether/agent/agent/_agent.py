@@ -39,6 +39,7 @@ from tether.protocol import (
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
 from tether.tools.output import OutputT
+from tether.tracing._config import Tracing
 
 __all__ = ["Agent"]
 
@@ -73,7 +74,9 @@ class Agent:
     with ``TOOL_CALL_INTERRUPTED`` results and ``INTERRUPTED_TURN_NOTE``; see the module
     docstring), ``tool_retries`` (failed calls in a row a tool without its own ``retries``
     allows per logical run before it fails with ``TOOL_RETRIES_EXHAUSTED``; ``None``, the
-    default, is unbounded). Option errors raise ``TypeError`` (``AgentMessageLimitError`` for
+    default, is unbounded), ``tracing`` (``tether.tracing.Tracing``: each logical run one
+    OpenTelemetry span, with a span per model request and per tool call under it). Option
+    errors raise ``TypeError`` (``AgentMessageLimitError`` for
     a transcript that is too long).
     """
 
@@ -96,8 +99,11 @@ class Agent:
         history: Sequence[Message] = (),
         interrupted_turns: InterruptedTurns = "discard",
         tool_retries: int | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         open_stream = bound_stream(model)
+        if tracing is not None and type_of(tracing) is not Tracing:
+            raise TypeError("Agent tracing must be a tether.tracing.Tracing or None")
         if type_of(interrupted_turns) is not str or interrupted_turns not in ("discard", "keep"):
             raise TypeError('Agent interrupted_turns must be "discard" or "keep"')
         retries = check_tool_retries(tool_retries)
@@ -139,6 +145,8 @@ class Agent:
         earlier = [*history, *transcript]
         state = AgentState(
             open_stream=open_stream,
+            tracing=tracing,
+            model=model,
             tools=registry,
             limits=limits,
             max_steps=steps,

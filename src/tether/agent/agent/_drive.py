@@ -75,10 +75,21 @@ class RunDriver:
         task; returns its stream."""
         active = ActiveRun(deps, output)
         active.publish = partial(self._publish, active)
+        tracing = self.state.tracing
+        if tracing is not None:
+            from tether.tracing._spans import RunTrace
+
+            trace = RunTrace(tracing, self.state.model, self.state.system)
+            active.trace = trace
+            active.publish = trace.emit(active.publish)
         self.state.active = active
         controller = active.controller
         active.output.on_abandon(lambda: controller.abort(AbortError(CONSUMER_GONE)))
-        start_producer(self._own(active, accepted))
+        if active.trace is None:
+            start_producer(self._own(active, accepted))
+        else:
+            with active.trace.attached():  # the producer keeps the run's span as current
+                start_producer(self._own(active, accepted))
         return active.output
 
     def _publish(self, active: ActiveRun, event: AgentEvent) -> None:
@@ -108,6 +119,8 @@ class RunDriver:
         finally:
             if state.active is active:
                 state.active = None
+            if active.trace is not None and active.terminal is None:
+                active.trace.finish(self._cancelled(active, run))  # ended without a result
             active.done.set_result(None)
         active.output.finish(terminal)
 
@@ -153,7 +166,9 @@ class RunDriver:
             result, run.sequence = await run_owned_turns(
                 transcript=tuple(state.transcript),
                 call_ids=set(state.call_ids),
-                open_stream=state.open_stream,
+                open_stream=state.open_stream
+                if active.trace is None
+                else active.trace.open_stream(state.open_stream),
                 registry=state.tools,
                 max_steps=1,
                 signal=active.signal,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from tether.abort import AbortController, AbortSignal
 from tether.agent.agent._closing import InterruptedTurns
@@ -17,6 +17,10 @@ from tether.loop.output import OutputState
 from tether.protocol import ZERO_USAGE, AgentEvent, Message, ModelRequest, ModelUsage, RunResult
 from tether.stream import EventStream
 from tether.tools import ToolRegistry
+from tether.tracing._config import Tracing
+
+if TYPE_CHECKING:
+    from tether.tracing._spans import RunTrace
 
 __all__ = [
     "DEFAULT_CANCEL_REASON",
@@ -48,6 +52,7 @@ class ActiveRun:
         "signal",
         "structured",
         "terminal",
+        "trace",
     )
 
     def __init__(self, deps: object = None, structured: OutputState | None = None) -> None:
@@ -59,6 +64,7 @@ class ActiveRun:
         self.output: EventStream[AgentEvent, RunResult] = EventStream()
         self.terminal: RunResult | None = None  # set when the terminal event is selected
         self.publish: Callable[[AgentEvent], None] = _ignore
+        self.trace: RunTrace | None = None  # the run's spans, when the Agent traces
 
 
 def _ignore(_: AgentEvent) -> None:  # pragma: no cover - replaced before use
@@ -82,6 +88,10 @@ class AgentState:
     transcript, the tool-call IDs in it, the request count, the usage and the active run."""
 
     open_stream: Callable[[ModelRequest, AbortSignal], object]
+    tracing: Tracing | None
+    """How runs are traced (``None``: not at all)."""
+    model: object
+    """The model, as the traces name it."""
     tools: ToolRegistry
     limits: RunLimits
     max_steps: int

@@ -227,6 +227,7 @@ class _Construction:
             after_tool_call=options.after_tool_call,
             compaction=options.compaction,
             interrupted_turns=options.interrupted_turns,
+            tracing=options.tracing,
             **extra,
         )
         if recorder is not None:

@@ -36,6 +36,7 @@ from tether.mcp.config import McpHttpServer, McpServerConfig, McpStdioServer
 from tether.models.base import ModelStream
 from tether.protocol import MAX_SAFE_INTEGER, ModelRequest
 from tether.tools import ToolRegistry
+from tether.tracing._config import Tracing
 
 __all__ = [
     "RUNTIME_WORKSPACE_ROOT_ID",
@@ -96,7 +97,8 @@ class RuntimeAgentOptions:
     """The ``Agent`` constructor options tether has beyond the workshop, passed through by the
     default agent factory: the system prompt, ``RunLimits``, the tool-call hooks (ask a person
     before a tool runs), automatic compaction and what a cancelled turn leaves
-    (``interrupted_turns``, ``Agent``'s: ``"discard"`` or ``"keep"``)."""
+    (``interrupted_turns``, ``Agent``'s: ``"discard"`` or ``"keep"``) and how its runs are
+    traced (``tracing``, a ``tether.tracing.Tracing``)."""
 
     system: str | None = None
     limits: RunLimits = DEFAULT_LIMITS
@@ -104,6 +106,7 @@ class RuntimeAgentOptions:
     after_tool_call: AfterToolCall | None = None
     compaction: AutoCompaction | None = None
     interrupted_turns: Literal["discard", "keep"] = "discard"
+    tracing: Tracing | None = None
 
 
 FactoryOverride: TypeAlias = Callable[[Any, Callable[..., Any]], object]
@@ -487,4 +490,7 @@ def _agent_options(value: object) -> RuntimeAgentOptions:
     interrupted = read.get("interrupted_turns", "discard")
     if type_of(interrupted) is not str or interrupted not in ("discard", "keep"):
         raise _invalid('Runtime agent_options.interrupted_turns must be "discard" or "keep"')
+    tracing = read.get("tracing")
+    if tracing is not None and type_of(tracing) is not Tracing:
+        raise _invalid("Runtime agent_options.tracing must be a tether.tracing.Tracing or None")
     return RuntimeAgentOptions(**read)
