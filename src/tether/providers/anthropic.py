@@ -22,20 +22,19 @@ The API key is sent only in the ``x-api-key`` header (never to a redirect's targ
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Final
 
 from tether.protocol import ModelRequest
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import HttpStreamModel, StreamParser, checked_key
 from tether.providers.anthropic_wire import AnthropicStreamParser, build_messages_request
 from tether.providers.thinking import (
+    LevelledThinking,
     ThinkingChoice,
     ThinkingLevel,
     anthropic_levels,
     anthropic_thinking,
-    choose_level,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class AnthropicModel(HttpStreamModel):
+class AnthropicModel(LevelledThinking, HttpStreamModel):
     """A ``Model`` speaking Anthropic Messages over HTTP (see the module docstring).
 
         ``api_key`` defaults to the ``api_key_env`` environment variable. ``max_output_tokens``
@@ -124,35 +123,19 @@ class AnthropicModel(HttpStreamModel):
         self._temperature = temperature
         self._thinking_budget = thinking_budget
         self._thinking: ThinkingChoice | None = None
-        self._set_thinking(thinking)
+        self._choose_thinking(thinking)
         self._anthropic_version = anthropic_version
         self._prompt_caching = prompt_caching
         self._extra_headers = dict(headers or {})
 
-    def _set_thinking(self, level: ThinkingLevel | None) -> None:
-        choice = choose_level(level, anthropic_levels(self._model), model=self._model)
+    def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
+        return anthropic_levels(self._model)
+
+    def _choose_thinking(self, level: ThinkingLevel | None) -> None:
+        super()._choose_thinking(level)
+        choice = self._thinking
         if choice is not None and choice.level != "off" and self._temperature not in (None, 1):
             raise TypeError("thinking cannot be combined with a temperature (the API requires 1)")
-        self._thinking = choice
-
-    @property
-    def thinking(self) -> ThinkingLevel | None:
-        """The thinking level asked for (``None``: none; ``thinking_budget`` may be set)."""
-        return None if self._thinking is None else self._thinking.requested
-
-    @property
-    def thinking_choice(self) -> ThinkingChoice | None:
-        """How this model takes the level: the level sent and, when it had to be clamped,
-        a ``notice`` to show (``None`` without a level)."""
-        return self._thinking
-
-    def with_thinking(self, level: ThinkingLevel | None) -> Self:
-        """A copy of this model at another thinking level (``None``: as constructed, with
-        ``thinking_budget`` if it had one). The copy shares this model's HTTP client:
-        closing either closes it."""
-        clone = copy.copy(self)
-        clone._set_thinking(level)
-        return clone
 
     def _models_url(self, after: str | None) -> str:
         from urllib.parse import quote

@@ -23,9 +23,8 @@ OpenAIChatModel(...) as model``); one never closed is closed when its event loop
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
@@ -44,9 +43,9 @@ from tether.providers.openai_wire import (
     parse_chat_completion,
 )
 from tether.providers.thinking import (
+    LevelledThinking,
     ThinkingChoice,
     ThinkingLevel,
-    choose_level,
     openai_chat_effort,
     openai_levels,
 )
@@ -61,7 +60,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class OpenAIChatModel(HttpStreamModel):
+class OpenAIChatModel(LevelledThinking, HttpStreamModel):
     """A ``Model`` speaking OpenAI Chat Completions over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable (none is sent when
@@ -136,29 +135,10 @@ class OpenAIChatModel(HttpStreamModel):
         self._prompt_cache_key = prompt_cache_key
         self._extra_headers = dict(headers or {})
         self._thinking: ThinkingChoice | None = None
-        self._set_thinking(thinking)
+        self._choose_thinking(thinking)
 
-    def _set_thinking(self, level: ThinkingLevel | None) -> None:
-        self._thinking = choose_level(level, openai_levels(self._model), model=self._model)
-
-    @property
-    def thinking(self) -> ThinkingLevel | None:
-        """The thinking level asked for (``None``: none; ``reasoning_effort`` may be set)."""
-        return None if self._thinking is None else self._thinking.requested
-
-    @property
-    def thinking_choice(self) -> ThinkingChoice | None:
-        """How this model takes the level: the level sent and, when it had to be clamped,
-        a ``notice`` to show (``None`` without a level)."""
-        return self._thinking
-
-    def with_thinking(self, level: ThinkingLevel | None) -> Self:
-        """A copy of this model at another thinking level (``None``: as constructed, with
-        ``reasoning_effort`` if it had one). The copy shares this model's HTTP client:
-        closing either closes it."""
-        clone = copy.copy(self)
-        clone._set_thinking(level)
-        return clone
+    def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
+        return openai_levels(self._model)
 
     @classmethod
     def from_spec(cls, spec: str, **options: Any) -> OpenAIChatModel:
