@@ -426,12 +426,7 @@ def anthropic_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[di
     for name in ("text", "tool"):
         what = f"anthropic SDK accumulator / tether, {name} workload"
         samples = figures[name]["samples"]
-        if "anthropic SDK" in samples:
-            found.append(
-                goals.at_least(what, goals.ratios(samples["anthropic SDK"], samples["tether"]), 3)
-            )
-        else:
-            found.append(goals.skipped(what, "≥ 3x", sdk_missing or SDK_MISSING))
+        found.append(goals.sdk_goal(what, samples, "anthropic SDK", sdk_missing or SDK_MISSING))
     return found
 
 

@@ -266,11 +266,9 @@ def gemini_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[dict[
         result = figures[name]
         if result is None:
             found.append(goals.skipped(what, "≥ 3x", recorded.missing("gemini")))
-        elif SDK in result["samples"]:
-            ratio = goals.ratios(result["samples"][SDK], result["samples"]["tether"])
-            found.append(goals.at_least(what, ratio, 3))
         else:
-            found.append(goals.skipped(what, "≥ 3x", sdk_missing or SDK_MISSING))
+            missing = sdk_missing or SDK_MISSING
+            found.append(goals.sdk_goal(what, result["samples"], SDK, missing))
     return found
 
 

@@ -366,12 +366,7 @@ def responses_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[di
     for name in ("text", "tool"):
         what = f"openai SDK Responses accumulator / tether, {name} workload"
         samples = figures[name]["samples"]
-        if "openai SDK" in samples:
-            found.append(
-                goals.at_least(what, goals.ratios(samples["openai SDK"], samples["tether"]), 3)
-            )
-        else:
-            found.append(goals.skipped(what, "≥ 3x", sdk_missing or SDK_MISSING))
+        found.append(goals.sdk_goal(what, samples, "openai SDK", sdk_missing or SDK_MISSING))
     return found
 
 

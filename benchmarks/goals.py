@@ -93,3 +93,11 @@ def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[f
     if len(numerators) != len(denominators):
         raise ValueError("both contenders need the same rounds")
     return [top / bottom for top, bottom in zip(numerators, denominators, strict=True)]
+
+
+def sdk_goal(what: str, samples: dict[str, Any], sdk: str, missing: str) -> dict[str, Any]:
+    """The "official SDK at least 3x slower than tether" goal of a stream benchmark: the SDK's
+    samples over tether's when it ran, else SKIPPED saying why (``missing``)."""
+    if sdk in samples:
+        return at_least(what, ratios(samples[sdk], samples["tether"]), 3)
+    return skipped(what, "≥ 3x", missing)
