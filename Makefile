@@ -12,8 +12,12 @@ export PYRIGHT_PYTHON_CACHE_DIR := $(CURDIR)/$(VENV)/.pyright-cache
 
 .PHONY: run check lint format-check typecheck test fuzz bench lock format clean exports error-codes
 
+# Every venv first upgrades pip to the pinned release (requirements/pip.txt): the pip that
+# `python3 -m venv` brings (23.x here) rejects a hash-pinned lock once a newer release exists
+# of a package that a dependency requires with extras (uvicorn[standard]).
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --require-hashes -r requirements/pip.txt
 
 $(VENV)/.build-installed: requirements/build.txt pyproject.toml | $(BIN)/python
 	$(PIP) install --require-hashes -r requirements/build.txt
@@ -67,6 +71,7 @@ fuzz: $(VENV)/.dev-installed
 BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed: requirements/bench.txt pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check --quiet install --require-hashes -r requirements/pip.txt
 	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check --quiet install --require-hashes -r requirements/bench.txt
 	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check --quiet install --no-deps --no-build-isolation -e .
 	touch $@
@@ -85,7 +90,7 @@ bench: $(BENCH_VENV)/.installed
 lock:
 	$(PYTHON) -m venv $(VENV)/lock-tool
 	$(VENV)/lock-tool/bin/python -m pip install --quiet uv
-	cd requirements && for f in build dev bench; do \
+	cd requirements && for f in pip build dev bench; do \
 	  ../$(VENV)/lock-tool/bin/uv pip compile --quiet --python-version 3.11 --generate-hashes \
 	    --no-header $$f.in -o $$f.txt; done
 

@@ -15,6 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCKS = sorted((ROOT / "requirements").glob("*.txt"))
+PROJECT_LOCKS = [path for path in LOCKS if path.name != "pip.txt"]
+"""The locks a venv installs tether's own dependencies from (``pip.txt`` pins only pip)."""
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==\S+", re.M)
 
 
@@ -33,11 +35,27 @@ def runtime_dependencies() -> set[str]:
     return names
 
 
-def test_there_are_the_three_locks() -> None:
-    assert [path.name for path in LOCKS] == ["bench.txt", "build.txt", "dev.txt"]
+def test_there_are_the_four_locks() -> None:
+    assert [path.name for path in LOCKS] == ["bench.txt", "build.txt", "dev.txt", "pip.txt"]
 
 
-@pytest.mark.parametrize("lock", LOCKS, ids=lambda path: path.name)
+def test_every_venv_upgrades_pip_from_its_lock_before_installing() -> None:
+    """The pip ``python3 -m venv`` brings (23.x) rejects the hash-pinned dev lock once a newer
+    release exists of a package required with extras (``uvicorn[standard]``): every venv the
+    Makefile creates installs the pinned pip first."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipes = re.findall(r"-m venv (\S+)\n((?:\t.*\n)*)", makefile)
+    venvs = {venv for venv, _ in recipes}
+    assert {"$(VENV)", "$(BENCH_VENV)"} <= venvs, venvs
+    for venv, recipe in recipes:
+        if venv.endswith("lock-tool"):
+            continue
+        first = recipe.splitlines()[0] if recipe else ""
+        assert "install --require-hashes -r requirements/pip.txt" in first, (venv, recipe)
+    assert "pip==" in (ROOT / "requirements" / "pip.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("lock", PROJECT_LOCKS, ids=lambda path: path.name)
 def test_every_lock_pins_the_runtime_dependencies(lock: Path) -> None:
     pinned = {canonical(name) for name in PIN.findall(lock.read_text(encoding="utf-8"))}
     assert runtime_dependencies() <= pinned, runtime_dependencies() - pinned
