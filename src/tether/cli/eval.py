@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
 import stat
@@ -59,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 from tether.cli.arguments import bounded_integer, non_empty_path, non_empty_text, url
 from tether.cli.render import Output, OutputError, warn
 from tether.coding.reading import UnreadableFile, read_regular_file
+from tether.jsonvalue import loads_strict
 
 if TYPE_CHECKING:
     from tether.cli.models import ModelChoice
@@ -333,22 +333,14 @@ def _check_target(path: Path | None) -> None:
         )
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _load_tasks(path: Path) -> tuple[Any, tuple[EvaluationTask, ...]]:
     from tether.evals.tasks import load_evaluation_tasks
 
     text = _read(path, "CLI_EVAL_TASKS_UNREADABLE")
     try:
-        source = json.loads(text, parse_constant=_reject_constant)
+        source = loads_strict(text)
     except ValueError as error:
         raise _Problem("CLI_EVAL_TASKS_INVALID", f"{path}: not valid JSON ({error})") from None
-    except RecursionError:
-        raise _Problem(
-            "CLI_EVAL_TASKS_INVALID", f"{path}: not valid JSON (nested too deeply)"
-        ) from None
     try:
         return source, load_evaluation_tasks(source)
     except (TypeError, ValueError) as error:

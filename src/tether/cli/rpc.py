@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import sys
 import threading
@@ -49,6 +48,7 @@ from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.models import choose_model, display_url, run_problem
 from tether.cli.render import Output, OutputError, event_json, json_line, warn
 from tether.cli.urls import http_url_problem
+from tether.jsonvalue import loads_strict
 from tether.protocol import to_json
 
 if TYPE_CHECKING:
@@ -887,18 +887,14 @@ class _Session:
 # --- parsing ------------------------------------------------------------------------------------
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parse(line: bytes) -> _Request:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         raise RpcError("RPC_INVALID_JSON", "the line is not valid UTF-8") from None
     try:
-        value: object = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:
+        value: object = loads_strict(text)
+    except ValueError as error:
         raise RpcError("RPC_INVALID_JSON", f"the line is not JSON: {error}") from None
     if not isinstance(value, dict):
         raise RpcError("RPC_INVALID_REQUEST", 'a command is a JSON object with "id" and "type"')

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_args, get_origin
 
 from tether._text import JS_WHITESPACE, is_non_empty
-from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
+from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, JsonValueError, freeze_json
 
 __all__ = [
     "COUNT",
@@ -53,8 +53,6 @@ __all__ = [
     "python_only",
     "v2",
 ]
-
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 class _Marker:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from tether._text import code_points
 from tether._types import exactly, type_of
-from tether.protocol import MAX_SAFE_INTEGER, AssistantBlock, Message, assert_never
+from tether.jsonvalue import js_number_text
+from tether.protocol import AssistantBlock, Message, assert_never
 
 if TYPE_CHECKING:
     from tether.agent.compaction._context import ActiveContext
@@ -69,7 +70,7 @@ def _json_units(value: JsonValue) -> int:
     if exactly(value, bool):  # before int: bool is an int subclass
         return 5 if value else 6
     if exactly(value, int) or exactly(value, float):
-        return 1 + len(_js_number_text(value))
+        return 1 + len(js_number_text(value))
     if _is_json_array(value):
         return 2 + sum(1 + _json_units(item) for item in value)
     # What is left of a JsonValue is a JsonObject: the exact checks above do not narrow the
@@ -82,36 +83,3 @@ def _json_units(value: JsonValue) -> int:
 def _is_json_array(value: JsonValue) -> TypeGuard[tuple[JsonValue, ...]]:
     """Whether ``value`` is exactly a tuple (a JSON array), narrowed with its item type."""
     return type_of(value) is tuple
-
-
-def _js_number_text(value: int | float) -> str:
-    """JavaScript's ``String(n)`` for a finite number (a safe ``int`` exactly; anything else
-    as the double it would be in JavaScript: ``1.0 -> "1"``, ``1e21 -> "1e+21"``)."""
-    if type_of(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        return str(value)
-    number = float(value)
-    if number == 0:
-        return "0"
-    sign = "-" if number < 0 else ""
-    text = repr(abs(number))  # the shortest round-trip digits, as JavaScript chooses them
-    mantissa, _, exponent = text.partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = whole + fraction
-    point = len(whole) + (int(exponent) if exponent else 0)
-    stripped = digits.lstrip("0")
-    point -= len(digits) - len(stripped)
-    digits = stripped.rstrip("0")
-    k = len(digits)
-    n = point
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        body = "0." + "0" * -n + digits
-    else:
-        power = n - 1
-        mark = "+" if power >= 0 else "-"
-        head = digits if k == 1 else f"{digits[0]}.{digits[1:]}"
-        body = f"{head}e{mark}{abs(power)}"
-    return sign + body

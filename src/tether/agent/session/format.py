@@ -21,6 +21,7 @@ from tether.agent.session.records import (
     _fail,
     _short,
 )
+from tether.jsonvalue import STRICT_DECODER
 from tether.protocol import Message, assert_never, to_json
 
 __all__: list[str] = []
@@ -31,11 +32,7 @@ _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), al
 _dumps: Final = _ENCODER.encode
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODER: Final = STRICT_DECODER
 _raw_decode: Final = _DECODER.raw_decode
 _scan_once: Final[Callable[[str, int], tuple[object, int]]] = getattr(  # noqa: B009
     _DECODER,
