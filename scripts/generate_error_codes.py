@@ -81,8 +81,8 @@ ADVICE: dict[str, str] = {
     "IMAGE_INVALID": "The bytes are not a PNG, JPEG, GIF or WebP image, or the ImageBlock's "
     "media type or size disagrees with its header: build it with `ImageBlock.from_bytes(data)`, "
     "or convert the image to PNG.",
-    "IMAGE_TOO_LARGE": "The image is over 5 MiB or 8000 pixels a side; tether does not "
-    "downscale: shrink or crop it (e.g. to 2000 px a side) and send it again.",
+    "IMAGE_TOO_LARGE": "The image is over 3.75 MiB (5 MiB as base64) or 8000 pixels a side; "
+    "tether does not downscale: shrink or crop it (e.g. to 2000 px a side) and send it again.",
     # --- messages -------------------------------------------------------------------------
     "INVALID_TRANSCRIPT": "The messages are not a valid conversation: the message names the "
     "index and rule; fix or drop that message (unanswered tool calls: "

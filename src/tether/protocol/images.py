@@ -7,8 +7,9 @@ protocol v2), next to the text ``content``. Its bytes are held once, raw; the JS
 Bounds, checked when an ``ImageBlock`` is built (tether refuses what is too large, it never
 downscales: it takes no imaging dependency):
 
-* at most ``MAX_IMAGE_BYTES`` (5 MiB) of image bytes: Anthropic's API limit per image, the
-  smallest of the supported vendors';
+* at most ``MAX_IMAGE_BYTES`` (3.75 MiB) of image bytes: their base64 text is then at most
+  5 MiB, Anthropic's API limit per image (it counts the base64 length: "image exceeds 5 MB
+  maximum: N bytes > 5242880 bytes"), the smallest of the supported vendors';
 * at most ``MAX_IMAGE_SIDE`` (8000) pixels a side: Anthropic refuses larger images;
 * at most ``MAX_IMAGES_PER_REQUEST`` (20) images in one model request, checked by the
   providers before they send (``PROVIDER_TOO_MANY_IMAGES``): above 20, Anthropic lowers its
@@ -34,8 +35,9 @@ __all__ = [
     "ImageMediaType",
 ]
 
-MAX_IMAGE_BYTES: Final = 5 * 1024 * 1024
-"""The most bytes one image may have (5 MiB, Anthropic's limit per image)."""
+MAX_IMAGE_BYTES: Final = 5 * 1024 * 1024 // 4 * 3
+"""The most bytes one image may have (3,932,160: 3.75 MiB, whose base64 text is exactly
+Anthropic's limit per image, 5 MiB)."""
 MAX_IMAGE_SIDE: Final = 8000
 """The most pixels an image may have along either side (Anthropic's limit)."""
 MAX_IMAGES_PER_REQUEST: Final = 20
@@ -113,7 +115,8 @@ def _check_bounds(size: int, width: int, height: int) -> None:
     if size > MAX_IMAGE_BYTES:
         raise ImageError(
             "IMAGE_TOO_LARGE",
-            f"The image has {size} bytes; at most {MAX_IMAGE_BYTES} (5 MiB) are allowed",
+            f"The image has {size} bytes; at most {MAX_IMAGE_BYTES} (3.75 MiB, 5 MiB as base64) "
+            "are allowed",
         )
     if width > MAX_IMAGE_SIDE or height > MAX_IMAGE_SIDE:
         raise ImageError(
