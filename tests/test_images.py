@@ -305,3 +305,14 @@ def test_the_compaction_snapshot_reads_images() -> None:
     with pytest.raises(ContextCompactionError, match="images") as caught:
         estimate_context_units([{**to_json(user), "images": [{"type": "image"}]}])
     assert caught.value.code == "CONTEXT_INVALID_TRANSCRIPT"  # the transcript check reads it
+
+
+def test_images_count_in_the_context_units_as_the_tokens_a_model_reads() -> None:
+    plain = UserMessage(id="u", content="see")
+    small = ImageBlock.from_bytes(png(30, 25))  # 750 pixels: one token
+    large = ImageBlock.from_bytes(webp(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE))  # capped at 1600
+    base = estimate_context_units([plain])
+    with_small = UserMessage(id="u", content="see", images=(small,))
+    both = UserMessage(id="u", content="see", images=(small, large))
+    assert estimate_context_units([with_small]) == base + 4
+    assert estimate_context_units([both]) == base + 4 + 4 * 1600

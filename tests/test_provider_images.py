@@ -21,19 +21,24 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any, Final
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, Final, cast
 
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 import anthropic_bodies
 import gemini_bodies
 import responses_bodies
-from image_support import gif, jpeg, png
+from image_support import IMAGES, gif, jpeg, png
 from openai_bodies import text_chunks
 from servers.replay import ReplayServer, sse_body, sse_response
-from support import fail, succeed
+from support import examples, fail, succeed
 from tether import AbortController, JsonObject
 from tether.protocol import (
     AssistantMessage,
@@ -46,12 +51,16 @@ from tether.protocol import (
 )
 from tether.providers._http import RetryPolicy
 from tether.providers.anthropic import AnthropicModel
+from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.catalog import PRESETS
 from tether.providers.errors import ProviderError
 from tether.providers.gemini import GeminiModel
-from tether.providers.gemini_wire import nests_tool_images
+from tether.providers.gemini_wire import build_gemini_request, nests_tool_images
 from tether.providers.openai_chat import OpenAIChatModel
+from tether.providers.openai_compat import OpenAIChatCompat
 from tether.providers.openai_responses import OpenAIResponsesModel
+from tether.providers.openai_wire import build_chat_request
+from tether.providers.responses_wire import build_responses_request
 
 SECRET: Final = "sk-images-test"
 FAST_RETRY: Final = RetryPolicy(attempts=1, initial_backoff=0.0, max_backoff=0.0)
@@ -355,3 +364,98 @@ async def test_more_than_twenty_images_are_refused_before_sending() -> None:
             assert server.requests == []
             await stream_once(model, at_limit)
     assert len(server.requests) == 1
+
+
+# --- every image reaches every API's body (Hypothesis) ------------------------------------------
+
+
+@st.composite
+def image_requests(draw: st.DrawFn) -> ModelRequest:
+    """Rounds of a user message with images, an assistant turn of calls, and their results
+    with images (some with empty text)."""
+    messages: list[Any] = []
+    for round_ in range(draw(st.integers(1, 3))):
+        messages.append(
+            UserMessage(
+                id=f"u{round_}",
+                content=draw(st.sampled_from(["", "look"])),
+                images=tuple(draw(st.lists(IMAGES, max_size=2))),
+            )
+        )
+        calls = [
+            ToolCall(id=f"c{round_}-{index}", name="shot", arguments=JsonObject())
+            for index in range(draw(st.integers(0, 2)))
+        ]
+        if not calls:
+            continue
+        messages.append(AssistantMessage(id=f"a{round_}", content=tuple(calls)))
+        messages.extend(
+            ToolResultMessage(
+                id=f"r-{call.id}",
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=draw(st.sampled_from(["", "done"])),
+                images=tuple(draw(st.lists(IMAGES, max_size=2))),
+            )
+            for call in calls
+        )
+    return ModelRequest(id="request-p", messages=tuple(messages))
+
+
+def sent_images(body: Any) -> Counter[str]:
+    """The base64 text of every image anywhere in a body, whichever API's form it has."""
+    found: Counter[str] = Counter()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            item = cast("dict[str, Any]", value)
+            kind = item.get("type")
+            if kind == "image_url":
+                found[item["image_url"]["url"].partition("base64,")[2]] += 1
+            elif kind == "input_image":
+                found[item["image_url"].partition("base64,")[2]] += 1
+            elif kind == "image":
+                found[item["source"]["data"]] += 1
+            elif "inlineData" in item:
+                found[item["inlineData"]["data"]] += 1
+            for child in item.values():
+                walk(child)
+        elif isinstance(value, list):
+            for child in cast("list[Any]", value):
+                walk(child)
+
+    walk(body)
+    return found
+
+
+BUILDERS: Final[dict[str, Callable[[ModelRequest], object]]] = {
+    "openai-chat": lambda sent: build_chat_request(
+        sent,
+        model="m",
+        compat=OpenAIChatCompat(),
+        max_output_tokens=None,
+        temperature=None,
+        reasoning_effort=None,
+    ),
+    "openai-responses": lambda sent: build_responses_request(
+        sent, model="m", max_output_tokens=None, temperature=None, reasoning_effort=None
+    ),
+    "anthropic": lambda sent: build_messages_request(
+        sent, model="m", max_output_tokens=64, temperature=None, thinking_budget=None, cache=True
+    ),
+    "gemini-3": lambda sent: build_gemini_request(sent, nest_tool_images=True),
+    "gemini-2": lambda sent: build_gemini_request(sent, nest_tool_images=False),
+}
+
+
+@settings(max_examples=examples(60))
+@given(sent=image_requests(), api=st.sampled_from(sorted(BUILDERS)))
+def test_every_image_is_sent_once_in_every_api(sent: ModelRequest, api: str) -> None:
+    body = json.loads(json.dumps(BUILDERS[api](sent)))
+    expected = Counter(
+        base64.b64encode(image.data).decode()
+        for message in sent.messages
+        if message.role != "assistant"
+        for image in message.images
+    )
+    assert sent_images(body) == expected
