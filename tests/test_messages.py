@@ -711,7 +711,7 @@ def test_parse_message_reads_each_field_once() -> None:
         parse_message(entry)
 
     for entry in entries:
-        assert set(entry.reads) == set(entry)
+        assert set(entry.reads) - {"images"} == set(entry)  # ``images``: optional, read once
         assert all(count == 1 for count in entry.reads.values()), entry.reads
 
 
@@ -1229,9 +1229,17 @@ def test_validate_transcript_reads_every_field_at_most_once() -> None:
     assert check(entries) == []
 
     for recorded in [*entries, *blocks]:
-        assert set(recorded.reads) <= {*recorded, "rawArguments"}  # the one optional key
+        assert set(recorded.reads) <= {*recorded, "rawArguments", "images"}  # optional keys
         assert all(count == 1 for count in recorded.reads.values()), recorded.reads
-    assert set(entries[2].reads) == {"role", "id", "toolCallId", "toolName", "content", "isError"}
+    assert set(entries[2].reads) == {
+        "role",
+        "id",
+        "toolCallId",
+        "toolName",
+        "content",
+        "isError",
+        "images",
+    }
     assert set(blocks[1].reads) == {"type", "id", "name", "arguments", "rawArguments"}
 
 

@@ -17,7 +17,7 @@ becomes that entry's diagnostic and the other entries are still checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
 from tether._dataclass import dataclass
 from tether._text import is_non_empty
@@ -27,12 +27,15 @@ from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     Message,
+    ProtocolJsonError,
     TextBlock,
     ThinkingBlock,
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    from_json,
 )
 
 __all__ = [
@@ -98,16 +101,46 @@ def _is_array(value: object) -> bool:
 # --- constructors ---------------------------------------------------------------------------
 
 
-def user_message(*, content: str, id: str | None = None) -> UserMessage:
+def user_message(
+    *,
+    content: str,
+    id: str | None = None,
+    images: Sequence[ImageBlock | Mapping[str, object]] | None = None,
+) -> UserMessage:
     """A frozen user message, like ``UserMessage(content=...)``: ``id`` is generated when
-    omitted. ``content`` may be empty. Untrusted values are checked (``TypeError``)."""
+    omitted. ``content`` may be empty. ``images`` may be ``ImageBlock`` values or their JSON
+    form (``{"type": "image", "mediaType": ..., "data": <base64>, ...}``). Untrusted values
+    are checked (``TypeError``)."""
     if type(content) is not str:
         raise TypeError("userMessage: content must be a string")
+    blocks = snapshot_images(images, "userMessage: images")
     if id is None:
-        return UserMessage(content=content)
+        return UserMessage(content=content, images=blocks)
     if not is_non_empty(id):
         raise TypeError("userMessage: id must be a non-empty string")
-    return UserMessage(id=id, content=content)
+    return UserMessage(id=id, content=content, images=blocks)
+
+
+def snapshot_images(value: object, prefix: str) -> tuple[ImageBlock, ...]:
+    """A message's images from ``ImageBlock`` values or their JSON form; ``()`` for
+    ``None`` or ``MISSING``. ``TypeError`` names the image that is not one."""
+    if value is None or value is MISSING:
+        return ()
+    if not _is_array(value):
+        raise TypeError(f"{prefix} must be an array")
+    items = tuple(cast("tuple[Any, ...]", value))
+    blocks: list[ImageBlock] = []
+    for index, item in enumerate(items):
+        if type_of(item) is ImageBlock:
+            blocks.append(item)
+            continue
+        if type_of(item) is not dict:
+            raise TypeError(f"{prefix}[{index}] must be an image block")
+        try:
+            blocks.append(from_json(item, ImageBlock))
+        except ProtocolJsonError as error:
+            raise TypeError(f"{prefix}[{index}] is not an image: {error}") from error
+    return tuple(blocks)
 
 
 def assistant_message(
@@ -232,11 +265,12 @@ def tool_result_message(
     content: str,
     is_error: bool | None = False,
     id: str | None = None,
+    images: Sequence[ImageBlock | Mapping[str, object]] | None = None,
 ) -> ToolResultMessage:
     """A frozen tool-result message linked to its call by ``tool_call_id``.
 
     ``is_error`` defaults to ``False`` (also when ``None``); ``id`` is generated when omitted,
-    as by ``ToolResultMessage``.
+    as by ``ToolResultMessage``; ``images`` as for ``user_message``.
     """
     if id is not None and not is_non_empty(id):
         raise TypeError("toolResultMessage: id must be a non-empty string")
@@ -250,12 +284,22 @@ def tool_result_message(
         is_error = False
     if type(is_error) is not bool:
         raise TypeError("toolResultMessage: isError must be a boolean")
+    blocks = snapshot_images(images, "toolResultMessage: images")
     if id is None:
         return ToolResultMessage(
-            tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            content=content,
+            is_error=is_error,
+            images=blocks,
         )
     return ToolResultMessage(
-        id=id, tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+        id=id,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        content=content,
+        is_error=is_error,
+        images=blocks,
     )
 
 
@@ -281,7 +325,11 @@ def _message_from_mapping(value: Any) -> Message:
         raise TypeError("parse_message: message must be an object")
     role = read_field(value, "role")
     if type_of(role) is str and role == "user":
-        return user_message(id=read_field(value, "id"), content=read_field(value, "content"))
+        return user_message(
+            id=read_field(value, "id"),
+            content=read_field(value, "content"),
+            images=read_field(value, "images"),
+        )
     if type_of(role) is str and role == "assistant":
         return assistant_message(id=read_field(value, "id"), content=read_field(value, "content"))
     if type_of(role) is str and role == "toolResult":
@@ -292,6 +340,7 @@ def _message_from_mapping(value: Any) -> Message:
             tool_name=read_field(value, "toolName"),
             content=read_field(value, "content"),
             is_error=False if is_error is MISSING else is_error,
+            images=read_field(value, "images"),
         )
     raise TypeError('parse_message: role must be "user", "assistant" or "toolResult"')
 
@@ -492,6 +541,8 @@ def _inspect_entry(
             found.append(
                 _diagnostic("INVALID_MESSAGE", index, "User message content must be a string")
             )
+        else:
+            _inspect_images(entry, index, "User message", found)
     elif role == "assistant":
         _inspect_assistant(read_field(entry, "content"), index, links, found)
     elif role == "toolResult":
@@ -622,6 +673,21 @@ def _is_json_object(value: object) -> bool:
     return True
 
 
+def _images_problem(entry: Any, index: int, what: str) -> TranscriptDiagnostic | None:
+    """The diagnostic of a message's ``images`` that are not images, or ``None``."""
+    try:
+        snapshot_images(read_field(entry, "images"), f"{what} images")
+    except TypeError as error:
+        return _diagnostic("INVALID_MESSAGE", index, str(error))
+    return None
+
+
+def _inspect_images(entry: Any, index: int, what: str, found: list[TranscriptDiagnostic]) -> None:
+    problem = _images_problem(entry, index, what)
+    if problem is not None:
+        found.append(problem)
+
+
 def _inspect_result(
     entry: Any, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
 ) -> None:
@@ -642,7 +708,7 @@ def _inspect_result(
         elif type_of(read_field(entry, "isError")) is not bool:
             problem = _diagnostic("INVALID_MESSAGE", index, "Tool result isError must be a boolean")
         else:
-            problem = None
+            problem = _images_problem(entry, index, "Tool result")
     except Exception:
         links.malformed_results.add(call_id)
         raise

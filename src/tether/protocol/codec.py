@@ -4,12 +4,16 @@ Both are derived from the dataclass fields and the unions, so a new field or mem
 edit here. Keys are the fields' camelCase names (``tool_call_id`` → ``toolCallId``); a v2
 field is omitted while it holds its default, so values built only from workshop data have
 the workshop's JSON byte for byte. Unions are decoded by their discriminant (``type``,
-``role``, ``status``).
+``role``, ``status``). ``bytes`` (an image's data) are standard base64 with padding; decoding
+accepts only that canonical form, so a value read back writes the same text.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
+from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal, TypeVar, cast, get_args, get_origin, overload
 
 from tether._errors import TetherError
@@ -23,7 +27,7 @@ from tether.protocol._fields import (
     omitted_while_default,
 )
 
-__all__ = ["ProtocolJsonError", "camel_case", "from_json", "to_json"]
+__all__ = ["ProtocolJsonError", "camel_case", "decode_base64", "from_json", "to_json"]
 
 T = TypeVar("T")
 
@@ -46,19 +50,25 @@ def camel_case(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-# (attribute, key, default or _MISSING when always written)
-_Plan = tuple[tuple[str, str, object], ...]
+# (attribute, key, default or _MISSING when always written, the field's encoder)
+_Plan = tuple[tuple[str, str, object, "Callable[[Any], Any]"], ...]
 _PLANS: dict[type, _Plan] = {}
+
+
+def _base64_text(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _plan(cls: type) -> _Plan:
     plan = _PLANS.get(cls)
     if plan is None:
+        hints = field_hints(cls)
         plan = tuple(
             (
                 field.name,
                 camel_case(field.name),
                 field.default if omitted_while_default(field) else _MISSING,
+                _base64_text if hints[field.name] is bytes else to_json,
             )
             for field in dataclasses.fields(cls)
             if not is_python_only(field)
@@ -73,7 +83,7 @@ def to_json(value: object) -> Any:
     ``to_json(ToolCallChunk(...)) == {"type": "toolCall", "requestId": ..., "toolCall": {...}}``.
     Tuples and lists of protocol values (a transcript) become lists. Values that cannot be
     JSON (``ToolExecutionContext`` holds a live signal) and non-protocol objects raise
-    ``TypeError``.
+    ``TypeError``; so do ``bytes`` outside a protocol value (a field's ``bytes`` are base64).
     """
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float or value is None:
@@ -81,11 +91,11 @@ def to_json(value: object) -> Any:
     if isinstance(value, ProtocolValue):
         plan = _PLANS.get(kind) or _plan(kind)
         encoded: dict[str, Any] = {}
-        for attribute, key, default in plan:
+        for attribute, key, default, encode in plan:
             item = getattr(value, attribute)
             if default is not _MISSING and item == default:
                 continue
-            encoded[key] = to_json(item)
+            encoded[key] = encode(item)
         return encoded
     if kind is tuple or kind is list:
         items: tuple[object, ...] | list[object] = value  # pyright: ignore[reportAssignmentType]
@@ -137,6 +147,8 @@ def _decode(data: object, hint: Any, path: str) -> Any:
         if type(data) is not dict:
             raise ProtocolJsonError(path, f"must be an object (got {_json_type(data)})")
         return cast("dict[str, object]", data)
+    if hint is bytes:
+        return decode_base64(data, path)
     if get_origin(hint) is Literal or hint in (str, int, bool, float, object, Any):
         return data
     if isinstance(hint, TypeVar):
@@ -168,6 +180,21 @@ def _decode_value(data: object, cls: type, path: str) -> Any:
         return cls(**arguments)
     except (TypeError, ValueError) as error:
         raise ProtocolJsonError(path, str(error)) from error
+
+
+def decode_base64(data: object, path: str) -> bytes:
+    """The bytes of canonical standard base64 text (padded, no whitespace), or
+    ``ProtocolJsonError`` naming ``path``."""
+    if type(data) is not str:
+        raise ProtocolJsonError(path, f"must be a base64 string (got {_json_type(data)})")
+    text = data
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ProtocolJsonError(path, "must be standard base64 with padding") from None
+    if base64.b64encode(raw) != text.encode("ascii"):  # non-zero unused bits: not canonical
+        raise ProtocolJsonError(path, "must be canonical base64 (unused bits set)")
+    return raw
 
 
 def _pick(data: object, members: list[Any], path: str) -> type:

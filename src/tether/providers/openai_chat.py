@@ -87,6 +87,7 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
     )
 
     _MODEL_EXAMPLE = "gpt-4o-mini"
+    _API = "openai-chat"
 
     def __init__(
         self,

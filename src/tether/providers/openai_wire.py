@@ -47,14 +47,17 @@ from tether.protocol import (
     ZERO_USAGE,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ModelUsage,
     StopReason,
     ToolCall,
+    UserMessage,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._images import data_url, tool_images_note
 from tether.providers._streaming import transcript_call_ids
 from tether.providers._wire import EMPTY_ARGUMENTS as _EMPTY_ARGUMENTS
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
@@ -101,6 +104,12 @@ def build_chat_request(
       ``compat.invalid_arguments`` says); one ``tool`` message per tool result, linked by
       ``tool_call_id``. Thinking blocks are never replayed: this API has no field for them.
       A tool result's ``is_error`` has no field either; its text says what failed.
+    * Images: a user message with images has content parts, ``{"type": "image_url",
+      "image_url": {"url": "data:<type>;base64,<data>"}}`` for each image, then its text (a
+      ``text`` part, when not empty). A ``tool`` message can hold only text, so the images of
+      a run of tool results follow it in one ``user`` message: for each result with images, a
+      ``text`` part naming it (``Attached image(s) from tool result <call id> (<tool>):``),
+      then its images (as Pi sends them).
     * ``tools`` (only when there are some): ``{"type": "function", "function": {"name",
       "description", "parameters"}}`` (``description`` left out when empty), and
       ``parallel_tool_calls`` when ``compat.send_parallel_tool_calls`` is set.
@@ -138,15 +147,24 @@ def build_chat_request(
     messages: list[dict[str, object]] = []
     if request.system:
         messages.append({"role": compat.system_role, "content": request.system})
+    tool_images: list[dict[str, object]] = []  # of the run of tool results being written
     for message in request.messages:
+        if message.role != "toolResult" and tool_images:
+            messages.append({"role": "user", "content": tool_images})
+            tool_images = []
         if message.role == "user":
-            messages.append({"role": "user", "content": message.content})
+            messages.append({"role": "user", "content": _user_content(message)})
         elif message.role == "assistant":
             messages.append(_assistant_message(message, compat.invalid_arguments == "raw"))
         else:
             messages.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
             )
+            if message.images:
+                tool_images.append({"type": "text", "text": tool_images_note(message)})
+                tool_images.extend(_image_part(image) for image in message.images)
+    if tool_images:
+        messages.append({"role": "user", "content": tool_images})
     body: dict[str, object] = {"model": model, "messages": messages}
     if request.tools:
         tools: list[dict[str, object]] = []
@@ -174,6 +192,20 @@ def build_chat_request(
     if prompt_cache_key is not None and compat.send_prompt_cache_key:
         body["prompt_cache_key"] = prompt_cache_key
     return body
+
+
+def _image_part(image: ImageBlock) -> dict[str, object]:
+    return {"type": "image_url", "image_url": {"url": data_url(image)}}
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, object]]:
+    """A user message's text, or its parts when it has images: the images, then the text."""
+    if not message.images:
+        return message.content
+    parts = [_image_part(image) for image in message.images]
+    if message.content:
+        parts.append({"type": "text", "text": message.content})
+    return parts
 
 
 def _assistant_message(message: AssistantMessage, raw: bool) -> dict[str, object]:

@@ -19,11 +19,12 @@ from tether.agent.compaction._records import (
 )
 from tether.agent.compaction._units import cp, message_units, requirements_units
 from tether.jsonvalue import JsonObject
-from tether.messages import validate_transcript
+from tether.messages import snapshot_images, validate_transcript
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -335,7 +336,7 @@ def _snapshot_message(value: object, index: int, budget: Budget) -> Message:
     message_id = budget.name(_required(record, "id", path), f"{path}.id")
     if type_of(role) is str and role == "user":
         content = budget.text(_required(record, "content", path), f"{path}.content")
-        return UserMessage(id=message_id, content=content)
+        return UserMessage(id=message_id, content=content, images=_images(record, path, budget))
     if type_of(role) is str and role == "assistant":
         raw_blocks = _array(_required(record, "content", path), f"{path}.content", budget.max_items)
         budget.add_items(len(raw_blocks))
@@ -359,10 +360,24 @@ def _snapshot_message(value: object, index: int, budget: Budget) -> Message:
             tool_name=name,
             content=content,
             is_error=is_error,
+            images=_images(record, path, budget),
         )
     raise ContextCompactionError(
         "CONTEXT_INVALID_TRANSCRIPT", f'{path}.role must be "user", "assistant" or "toolResult"'
     )
+
+
+def _images(record: dict[str, object], path: str, budget: Budget) -> tuple[ImageBlock, ...]:
+    """A message record's optional ``images`` (their JSON form), or ``()``."""
+    raw = record.get("images", _MISSING)
+    if raw is _MISSING:
+        return ()
+    items = _array(raw, f"{path}.images", budget.max_items)
+    budget.add_items(len(items))
+    try:
+        return snapshot_images(items, f"{path}.images")
+    except TypeError as error:
+        fail("CONTEXT_INVALID_INPUT", str(error))
 
 
 def _snapshot_block(value: object, path: str, budget: Budget) -> AssistantBlock:

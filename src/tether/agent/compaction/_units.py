@@ -4,12 +4,12 @@ These count values that are already valid; nothing here checks anything."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, Final, TypeGuard
 
 from tether._text import code_points
 from tether._types import exactly, type_of
 from tether.jsonvalue import js_number_text
-from tether.protocol import AssistantBlock, Message, assert_never
+from tether.protocol import AssistantBlock, ImageBlock, Message, assert_never
 
 if TYPE_CHECKING:
     from tether.agent.compaction._context import ActiveContext
@@ -40,13 +40,30 @@ def message_units(message: Message) -> int:
     transcript (a part need not be a valid transcript on its own, so
     ``estimate_context_units`` would refuse it)."""
     if message.role == "user":
-        return 4 + cp(message.id) + cp(message.content)
+        return 4 + cp(message.id) + cp(message.content) + _images_units(message.images)
     if message.role == "assistant":
         return 4 + cp(message.id) + sum(_block_units(block) for block in message.content)
     if message.role != "toolResult":
         assert_never(message)
     return (
-        7 + cp(message.id) + cp(message.tool_call_id) + cp(message.tool_name) + cp(message.content)
+        7
+        + cp(message.id)
+        + cp(message.tool_call_id)
+        + cp(message.tool_name)
+        + cp(message.content)
+        + _images_units(message.images)
+    )
+
+
+_IMAGE_TOKENS_MAX: Final = 1600
+"""Anthropic's most tokens for one image: it scales an image to at most 1568 px a side."""
+
+
+def _images_units(images: tuple[ImageBlock, ...]) -> int:
+    """Images as the tokens a model reads them as (Anthropic's ``width * height / 750``, at
+    most ``_IMAGE_TOKENS_MAX``), four units a token."""
+    return sum(
+        4 * min(-(-image.width * image.height // 750), _IMAGE_TOKENS_MAX) for image in images
     )
 
 

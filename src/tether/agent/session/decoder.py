@@ -28,7 +28,7 @@ from tether.protocol._fields import (
     members_of,
     omitted_while_default,
 )
-from tether.protocol.codec import camel_case
+from tether.protocol.codec import ProtocolJsonError, camel_case, decode_base64
 
 __all__: list[str] = []
 
@@ -80,6 +80,8 @@ def _decoder_for(hint: Any) -> _Decoder:
         return decode_tuple
     if isinstance(hint, type) and issubclass(hint, ProtocolValue):
         return _class_decoder(hint)
+    if hint is bytes:
+        return _decode_bytes
     if hint is JsonObject:
 
         def decode_object(value: object) -> object:
@@ -89,6 +91,14 @@ def _decoder_for(hint: Any) -> _Decoder:
 
         return decode_object
     return _pass  # scalars: the constructor checks them
+
+
+def _decode_bytes(value: object) -> object:
+    """An image's ``data``: canonical base64 text, as ``to_json`` writes it."""
+    try:
+        return decode_base64(value, "data")
+    except ProtocolJsonError as error:
+        _reject(str(error))
 
 
 def _union_decoder(members: list[Any]) -> _Decoder:
