@@ -928,6 +928,7 @@ class Chat:
         built for it, which is shown)."""
         from tether.agent.runtime import TetherRuntimeError
         from tether.cli.models import run_problem
+        from tether.cli.ui.attachments import prompt_images
 
         try:
             agent = await self.agent()
@@ -943,7 +944,8 @@ class Chat:
         if keys is not None:
             keys.start()
         try:
-            result = await (await self.coding.prompt(text)).result
+            images = await prompt_images(text, self.cwd, self.view.line)
+            result = await (await self.coding.prompt(text, images)).result
         finally:
             self._running = None
             if keys is not None:
