@@ -1,12 +1,14 @@
 """``tether chat`` attaches an image from a path typed in the prompt, in a real terminal
 (tmux), as ``test_chat_tmux`` drives it: the transcript shows ``[image: shot.png 4x3]`` and
 the session file holds the message's image as a reference with its blob beside it; a path
-that is no image stays plain text (the second request's message is only text). How each
-provider sends an image is tested with the providers."""
+that is no image stays plain text (the second request's message is only text); resuming
+(``-c``) a session whose blob was deleted says so once and sends the marker in its place. How
+each provider sends an image is tested with the providers."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,3 +78,32 @@ async def test_a_typed_image_path_is_attached_and_stored(tmux: Tmux, tmp_path: P
     blob = Path(str(session) + ".blobs") / ref["sha256"]
     assert blob.read_bytes() == shot
     assert "images" not in users[1]
+
+
+async def test_a_session_whose_image_blob_is_gone_resumes_with_a_notice(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    project = workspace(tmp_path)
+    (project / "shot.png").write_bytes(png(4, 3))
+    async with ReplayServer() as server:
+        server.respond(text_reply("A red rectangle."))
+        start_chat(tmux, tmp_path, server.url)
+        await at_prompt(tmux)
+        await say(tmux, "what is in shot.png")
+        await tmux.wait_for("A red rectangle.")
+        await quit_chat(tmux)
+    (session,) = session_files(tmp_path)
+    (blob,) = os.listdir(f"{session}.blobs")
+    os.unlink(os.path.join(f"{session}.blobs", blob))
+    async with ReplayServer() as server:
+        server.respond(text_reply("It is gone."))
+        start_chat(tmux, tmp_path, server.url, "-c")
+        screen = await tmux.wait_for("could not be loaded")
+        assert "1 image of this session could not be loaded (blob missing: 1)" in screen
+        await at_prompt(tmux)
+        await say(tmux, "and now?")
+        await tmux.wait_for("It is gone.")
+        await quit_chat(tmux)
+    sent = server.requests[0].json["messages"]
+    first = next(message for message in sent if message["role"] == "user")
+    assert first["content"].startswith("what is in shot.png\n[image unavailable: image/png 4x3")

@@ -521,9 +521,15 @@ class CodingSession(Generic[M]):
                 message_count=len(runtime.agent.messages),
             )
         )
-        if store.recovered is not None and store is not self._noted:
+        missing = store.unavailable_images
+        if (store.recovered is not None or missing) and store is not self._noted:
             self._noted = store  # a same-file replacement shares the store: once is enough
-            self._notice(f"recovered: {store.recovered}")
+            if store.recovered is not None:
+                self._notice(f"recovered: {store.recovered}")
+            if missing:
+                from tether.agent.session.blobs import unavailable_notice
+
+                self._notice(unavailable_notice(missing))
         for error in runtime.mcp_errors:  # each server's failure once (runtimes are rebuilt)
             if (error.server, error.code) not in self._mcp_noted:
                 self._mcp_noted.add((error.server, error.code))

@@ -59,6 +59,7 @@ __all__ = [
     "UnavailableReason",
     "blob_directory_of",
     "decode_image_ref",
+    "unavailable_notice",
 ]
 
 BLOB_DIRECTORY_SUFFIX: Final = ".blobs"
@@ -292,6 +293,21 @@ class _ImageLoader:
                     pass  # the right digest, but not the image the reference describes
         self.unavailable.append(UnavailableImage(entry_id=entry_id, ref=ref, reason=reason))
         return None
+
+
+def unavailable_notice(images: Sequence[UnavailableImage]) -> str:
+    """One line for a person about the images a load could not restore, e.g. ``2 images of
+    this session could not be loaded (blob missing: 2); their places are marked in the
+    text``."""
+    counts: dict[str, int] = {}
+    for image in images:
+        counts[image.reason] = counts.get(image.reason, 0) + 1
+    reasons = ", ".join(f"blob {reason}: {count}" for reason, count in counts.items())
+    noun = "image" if len(images) == 1 else "images"
+    return (
+        f"{len(images)} {noun} of this session could not be loaded ({reasons}); their places "
+        "are marked in the text"
+    )
 
 
 def _unavailable_note(ref: ImageRef, reason: UnavailableReason) -> str:
