@@ -481,7 +481,9 @@ async def execute_tool_call(
 
     A successful call's content is the output itself when it is an exact ``str`` (lone
     surrogates replaced by U+FFFD, ``encodable_text``), otherwise
-    the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An awaited
+    the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An
+    ``ImageBlock``, a ``ToolReturn`` or a list of text and images gives the result its
+    ``images`` (``tether.tools.returns``). An awaited
     output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
     becomes ``TOOL_EXECUTION_FAILED``. ``deps`` reaches the tool as its context's ``deps``
     and ``progress`` (a function that must not block or raise; the loop passes one that
