@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from image_support import png
+from image_support import gif, png
 from servers.replay import ReplayServer
 from test_chat_tmux import (
+    PROMPT,
     at_prompt,
     quit_chat,
     say,
     session_files,
+    stalled_reply,
     start_chat,
     text_reply,
     workspace,
@@ -107,3 +109,31 @@ async def test_a_session_whose_image_blob_is_gone_resumes_with_a_notice(
     sent = server.requests[0].json["messages"]
     first = next(message for message in sent if message["role"] == "user")
     assert first["content"].startswith("what is in shot.png\n[image unavailable: image/png 4x3")
+
+
+async def test_an_image_path_typed_during_a_turn_goes_with_the_steer(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    project = workspace(tmp_path)
+    (project / "diagram.gif").write_bytes(gif(8, 6))
+    async with ReplayServer() as server:
+        stalled = server.respond(stalled_reply("Looking"))
+        server.respond(text_reply("Seen the diagram."))
+        start_chat(tmux, tmp_path, server.url)
+        await at_prompt(tmux)
+        await say(tmux, "Fix the layout")
+        await stalled.stalled.wait()
+        tmux.type("see diagram.gif")
+        tmux.send("Enter")
+        screen = await tmux.wait_for("(steer queued: see diagram.gif)")
+        stalled.release.set()
+        screen = await tmux.wait_for("Seen the diagram.")
+        assert "[image: diagram.gif 8x6]" in screen
+        await tmux.wait_for(PROMPT, count=2)
+        await quit_chat(tmux)
+    (session,) = session_files(tmp_path)
+    lines = [json.loads(line) for line in session.read_text().splitlines()]
+    users = [line["message"] for line in lines[1:] if line["message"]["role"] == "user"]
+    assert [user["content"] for user in users] == ["Fix the layout", "see diagram.gif"]
+    (ref,) = users[1]["images"]
+    assert (ref["mediaType"], ref["width"], ref["height"]) == ("image/gif", 8, 6)
