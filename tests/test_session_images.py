@@ -157,6 +157,21 @@ async def test_a_blob_that_is_not_the_referenced_image_is_corrupt(tmp_path: Path
         )
 
 
+async def test_a_blob_that_is_a_fifo_or_a_link_is_corrupt_never_waited_for(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    async with await new_store(tmp_path) as store:
+        await store.append(None, UserMessage(id="u1", content="", images=(SHOT, ICON)))
+    blobs = blob_directory_of(path)
+    os.unlink(os.path.join(blobs, digest(SHOT)))
+    os.mkfifo(os.path.join(blobs, digest(SHOT)))
+    os.rename(os.path.join(blobs, digest(ICON)), tmp_path / "icon")
+    os.symlink(tmp_path / "icon", os.path.join(blobs, digest(ICON)))
+    async with await SessionStore.load(path) as again:
+        assert [u.reason for u in again.unavailable_images] == ["corrupt", "corrupt"]
+
+
 async def test_parse_session_reads_blobs_only_when_told_where(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     async with await new_store(tmp_path) as store:

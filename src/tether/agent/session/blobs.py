@@ -43,6 +43,7 @@ from tether._dataclass import dataclass
 from tether.agent.session.files import (
     _O_CLOEXEC,
     _O_NOFOLLOW,
+    _READ_FLAGS,
     _close_quietly,
     _sync_directory,
     _write_all,
@@ -172,7 +173,7 @@ def _read_blob(directory: str, ref: ImageRef, max_bytes: int) -> bytes | None:
     (raises nothing for a missing file), ``b""`` when it does not verify."""
     path = os.path.join(directory, ref.sha256)
     try:
-        fd = session_io.open(path, os.O_RDONLY | _O_CLOEXEC | _O_NOFOLLOW)
+        fd = session_io.open(path, _READ_FLAGS)  # no link followed, never blocks on a FIFO
     except FileNotFoundError:
         return None
     except OSError as error:
