@@ -18,10 +18,13 @@ from hypothesis import strategies as st
 
 from image_support import gif, png
 from support import examples
+from tether.agent import Agent
+from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.session import (
     MessageEntry,
     SessionStore,
     SessionStoreError,
+    SessionTree,
     parse_session,
     session_io,
 )
@@ -32,6 +35,7 @@ from tether.agent.session.blobs import (
     decode_image_ref,
 )
 from tether.jsonvalue import JsonObject
+from tether.models.scripted import ScriptedModel, text_reply, tool_call_reply
 from tether.protocol import (
     AssistantMessage,
     ImageBlock,
@@ -39,6 +43,7 @@ from tether.protocol import (
     ToolResultMessage,
     UserMessage,
 )
+from tether.tools.coding import coding_tools
 
 SHOT = ImageBlock.from_bytes(png(64, 48) + b"\0" * 200_000)
 ICON = ImageBlock.from_bytes(gif(16, 16))
@@ -323,3 +328,33 @@ def test_any_images_array_in_a_line_loads_or_is_an_invalid_message(images: list[
         loaded = message_of(parsed.entries[0])
         marked = loaded.content.count("[image unavailable: ")
         assert marked == sum(type(i) is dict and i.get("type") == "imageRef" for i in images)
+
+
+# --- through the Agent ------------------------------------------------------------------------
+
+
+async def test_an_agent_records_and_resumes_prompt_and_tool_images(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "diagram.gif").write_bytes(ICON.data)
+    store = await new_store(tmp_path)
+    model = ScriptedModel(
+        [tool_call_reply(("read_file", {"path": "diagram.gif"})), text_reply("a gif")]
+    )
+    agent = Agent(
+        model=model, tools=coding_tools(project), recorder=SessionRecorder(SessionTree(store))
+    )
+    result = await agent.run("compare with the diagram", images=[SHOT])
+    assert result.status == "completed"
+    prompt, _, tool_result, _ = agent.messages
+    assert type(prompt) is UserMessage
+    assert prompt.images == (SHOT,)
+    assert type(tool_result) is ToolResultMessage
+    assert tool_result.images == (ICON,)
+    assert model.requests[1].messages[-1] == tool_result  # the model saw the image
+    await store.close()
+    resumed = await resume_agent(
+        SessionTree(await SessionStore.load(store.path)), model=ScriptedModel([])
+    )
+    assert resumed.messages == agent.messages
+    assert sorted(os.listdir(store.blob_directory)) == sorted([digest(SHOT), digest(ICON)])
