@@ -2,10 +2,11 @@
 ``follow_up``.
 
 ``"images": [{"data": "<standard base64>", "mediaType": "image/png"}]``: each item's bytes
-are a PNG, JPEG, GIF or WebP file (at most 5 MiB, 8000 px a side; a request line is at most
-1 MiB, which bounds what fits); ``mediaType`` is optional and, when given, must be what the
-bytes are. The type and the dimensions are read from the bytes (``ImageBlock.from_bytes``).
-Anything else is a ``ValueError`` whose text the server sends as ``RPC_INVALID_REQUEST``.
+are a PNG, JPEG, GIF or WebP file (within ``MAX_IMAGE_BYTES`` and ``MAX_IMAGE_SIDE``; a
+request line is at most 1 MiB, which bounds what fits); ``mediaType`` is optional and, when
+given, must be what the bytes are. The type and the dimensions are read from the bytes
+(``ImageBlock.from_bytes``). Anything else is a ``ValueError`` whose text the server sends
+as ``RPC_INVALID_REQUEST``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ has an image to show (a screenshot, a plot, ``read_file`` on a PNG) returns one 
   newlines are the text, the images the images.
 
 The images go into ``ToolResultMessage.images`` beside ``content``; each was checked when it
-was built (``ImageBlock``: type, dimensions, the 5 MiB and 8000 px bounds). At most
+was built (``ImageBlock``: type, dimensions, ``MAX_IMAGE_BYTES``, ``MAX_IMAGE_SIDE``). At most
 ``MAX_IMAGES_PER_REQUEST`` images per result: more is ``TOOL_OUTPUT_SERIALIZATION_FAILED``.
 An ``ImageBlock`` anywhere else (inside a ``dict``, nested lists) is not JSON and fails the
 serializer the same way. An error result never carries images.

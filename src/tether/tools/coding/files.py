@@ -40,7 +40,14 @@ from typing import Final
 from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
-from tether.protocol import ImageError, Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol import (
+    MAX_IMAGE_BYTES,
+    ImageError,
+    Invalid,
+    ToolExecutionContext,
+    ToolValidation,
+    Valid,
+)
 from tether.tools.coding.catalog import coding_tool_effects
 from tether.tools.coding.read_image import image_limit, image_result, named_image_error
 from tether.tools.coding.worker import run_in_worker
@@ -650,7 +657,7 @@ def read_file_tool(ws: Workspace) -> ToolDefinition[ReadInput, str | ToolReturn]
             "workspace-relative path. Optional `offset` (first line, 1-based) and `limit` "
             "(number of lines). The output starts with the path, the line range and the total "
             "number of lines, then the text exactly as stored. A PNG, JPEG, GIF or WebP image "
-            "(at most 5 MiB) is returned as the image itself."
+            f"(at most {MAX_IMAGE_BYTES} bytes) is returned as the image itself."
         ),
         validate=_validate_read,
         execute=execute,

@@ -5,9 +5,10 @@ The file is recognised by its content, not its name: its first bytes (the PNG si
 text is read as text and a screenshot saved without an extension is read as an image. It is
 opened and confined exactly as a text file is (``files.read_bytes``: no symlink out of the
 workspace, a regular file, one hard link); only the byte limit differs: an image may have up
-to ``MAX_IMAGE_BYTES`` (5 MiB) where text has ``CODING_FILE_MAX_BYTES``. An image beyond the
-protocol's bounds (5 MiB, 8000 px a side) is ``IMAGE_TOO_LARGE``, and a file that starts like
-an image but whose header is broken ``IMAGE_INVALID``; both messages name the file and say
+to ``MAX_IMAGE_BYTES`` where text has ``CODING_FILE_MAX_BYTES``. An image beyond the
+protocol's bounds (``MAX_IMAGE_BYTES``, ``MAX_IMAGE_SIDE`` pixels a side) is
+``IMAGE_TOO_LARGE``, and a file that starts like an image but whose header is broken
+``IMAGE_INVALID``; both messages name the file and say
 what to do. Any other binary file keeps the text path's behaviour (``FILE_NOT_UTF8``).
 
 The result's text says what was read, ``Read image file shot.png [image/png, 640x480,
@@ -48,7 +49,7 @@ def image_limit(handle: int, size: int) -> int:
         raise ImageError(
             "IMAGE_TOO_LARGE",
             f"The image has {size} bytes ({render_size(size)}); at most {MAX_IMAGE_BYTES} "
-            f"(5 MiB) can be read. {_RESIZE_HINT}",
+            f"({render_size(MAX_IMAGE_BYTES)}) can be read. {_RESIZE_HINT}",
         )
     return MAX_IMAGE_BYTES
 
