@@ -115,6 +115,7 @@ ROOT_NAMES = (
     "ToolContractError",
     "ToolDefinition",
     "ToolRegistry",
+    "ToolReturn",
     "coding_tools",
     "define_tool",
     "execute_tool_call",

@@ -177,6 +177,7 @@ if TYPE_CHECKING:
         RunResult,
         ToolCall,
         ToolResultMessage,
+        UserMessage,
     )
     from tether.tools.coding.workspace import Workspace
 
@@ -742,8 +743,14 @@ class Chat:
     def queue(self, text: str, *, follow_up: bool) -> None:
         """Enter (a steer: the next turn boundary) or Alt-Enter (a follow-up: when the model
         would finish) while a turn runs: queue ``text`` and say so."""
-        work = self.coding.follow_up(text) if follow_up else self.coding.steer(text)
-        task = asyncio.ensure_future(work)
+        from tether.cli.ui.attachments import prompt_images
+
+        async def work() -> UserMessage:
+            images = await prompt_images(text, self.cwd, self.view.line)
+            queue = self.coding.follow_up if follow_up else self.coding.steer
+            return await queue(text, images)
+
+        task = asyncio.ensure_future(work())
         self._queued.add(task)
 
         def done(finished: asyncio.Future[Any]) -> None:
@@ -928,6 +935,7 @@ class Chat:
         built for it, which is shown)."""
         from tether.agent.runtime import TetherRuntimeError
         from tether.cli.models import run_problem
+        from tether.cli.ui.attachments import prompt_images
 
         try:
             agent = await self.agent()
@@ -943,7 +951,8 @@ class Chat:
         if keys is not None:
             keys.start()
         try:
-            result = await (await self.coding.prompt(text)).result
+            images = await prompt_images(text, self.cwd, self.view.line)
+            result = await (await self.coding.prompt(text, images)).result
         finally:
             self._running = None
             if keys is not None:

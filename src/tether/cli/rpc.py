@@ -49,7 +49,7 @@ from tether.cli.models import choose_model, display_url, run_problem
 from tether.cli.render import Output, OutputError, event_json, json_line, warn
 from tether.cli.urls import http_url_problem
 from tether.jsonvalue import loads_strict
-from tether.protocol import to_json
+from tether.protocol import ImageBlock, to_json
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -110,9 +110,9 @@ COMMANDS: Final = (
 """Every command ``type``, in the order of ``docs/rpc.md``."""
 
 _FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "prompt": ("message",),
-    "steer": ("message",),
-    "follow_up": ("message",),
+    "prompt": ("message", "images"),
+    "steer": ("message", "images"),
+    "follow_up": ("message", "images"),
     "approve": ("requestId", "answer"),
     "set_model": ("model", "baseUrl"),
     "resume": ("sessionId",),
@@ -585,13 +585,13 @@ class _Session:
         fields = request.fields
         match request.command:
             case "prompt":
-                return await self.prompt(_text(fields, "message"))
+                return await self.prompt(_text(fields, "message"), _images(fields))
             case "steer":
-                text = _text(fields, "message")
-                return {"messageId": (await session.steer(text)).id}
+                text, images = _text(fields, "message"), _images(fields)
+                return {"messageId": (await session.steer(text, images)).id}
             case "follow_up":
-                text = _text(fields, "message")
-                return {"messageId": (await session.follow_up(text)).id}
+                text, images = _text(fields, "message"), _images(fields)
+                return {"messageId": (await session.follow_up(text, images)).id}
             case "abort":
                 cancelled = session.abort(_ABORT_REASON)
                 self.decline_pending()
@@ -775,7 +775,7 @@ class _Session:
                 "AGENT_BUSY", f"a prompt is running: {command} needs an idle agent (abort first)"
             )
 
-    async def prompt(self, message: str) -> object:
+    async def prompt(self, message: str, images: tuple[ImageBlock, ...] = ()) -> object:
         session = self.session
         if session.is_running:
             raise RpcError(
@@ -783,7 +783,7 @@ class _Session:
             )
         agent = await session.start()
         before = len(agent.messages)
-        stream = await session.prompt(message)
+        stream = await session.prompt(message, images)
         # The response is written before this task gets a turn: events always follow it.
         pump = asyncio.get_running_loop().create_task(self.pump(stream))
         self.pumps.add(pump)
@@ -946,6 +946,16 @@ def _directory(text: str) -> Path | None:
     if not target.is_absolute() or not target.is_dir():
         return None
     return Path(os.path.realpath(target))
+
+
+def _images(fields: dict[str, object]) -> tuple[ImageBlock, ...]:
+    """The request's ``images`` (``tether.cli.rpc_images``)."""
+    from tether.cli.rpc_images import request_images
+
+    try:
+        return request_images(fields)
+    except ValueError as error:
+        raise RpcError("RPC_INVALID_REQUEST", str(error)) from None
 
 
 def _text(fields: dict[str, object], name: str) -> str:

@@ -50,7 +50,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
 
@@ -65,7 +65,7 @@ from tether.coding.approval import (
     Decline,
 )
 from tether.coding.config import DEFAULT_CONTEXT_WINDOW, CodingSessionConfig, ModelSource
-from tether.protocol import ZERO_USAGE, ModelUsage
+from tether.protocol import ZERO_USAGE, ImageBlock, ModelUsage
 from tether.providers.thinking import ThinkingLevel, ThinkingModel, is_thinking_level, next_level
 
 if TYPE_CHECKING:
@@ -521,9 +521,15 @@ class CodingSession(Generic[M]):
                 message_count=len(runtime.agent.messages),
             )
         )
-        if store.recovered is not None and store is not self._noted:
+        missing = store.unavailable_images
+        if (store.recovered is not None or missing) and store is not self._noted:
             self._noted = store  # a same-file replacement shares the store: once is enough
-            self._notice(f"recovered: {store.recovered}")
+            if store.recovered is not None:
+                self._notice(f"recovered: {store.recovered}")
+            if missing:
+                from tether.agent.session.blobs import unavailable_notice
+
+                self._notice(unavailable_notice(missing))
         for error in runtime.mcp_errors:  # each server's failure once (runtimes are rebuilt)
             if (error.server, error.code) not in self._mcp_noted:
                 self._mcp_noted.add((error.server, error.code))
@@ -620,21 +626,24 @@ class CodingSession(Generic[M]):
 
     # -- the conversation ---------------------------------------------------------------------
 
-    async def prompt(self, text: str) -> EventStream[AgentEvent, RunResult]:
-        """Start a run with the user message ``text`` (the first runtime built first);
-        its events go to the stream returned and to every listener."""
+    async def prompt(
+        self, text: str, images: Sequence[ImageBlock] = ()
+    ) -> EventStream[AgentEvent, RunResult]:
+        """Start a run with the user message ``text`` and its ``images`` (the first runtime
+        built first); its events go to the stream returned and to every listener."""
         agent = await self.start()
         if self._meter is not None:
             self._meter.last_error = None
-        return agent.prompt(text)
+        return agent.prompt(text, images=images)
 
-    async def steer(self, text: str) -> UserMessage:
-        """Queue ``text`` for the next turn boundary of the running prompt (or the next)."""
-        return (await self.start()).steer(text)
+    async def steer(self, text: str, images: Sequence[ImageBlock] = ()) -> UserMessage:
+        """Queue ``text`` (and ``images``) for the next turn boundary of the running prompt
+        (or the next)."""
+        return (await self.start()).steer(text, images=images)
 
-    async def follow_up(self, text: str) -> UserMessage:
-        """Queue ``text`` for when the model would finish."""
-        return (await self.start()).follow_up(text)
+    async def follow_up(self, text: str, images: Sequence[ImageBlock] = ()) -> UserMessage:
+        """Queue ``text`` (and ``images``) for when the model would finish."""
+        return (await self.start()).follow_up(text, images=images)
 
     def abort(self, reason: str) -> bool:
         """Cancel the running prompt; whether one was running."""

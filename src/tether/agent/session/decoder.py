@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Final, NoReturn, cast, get_args, get_origin
 
 from tether._types import type_of
-from tether.agent.session.format import _describe, _message_bytes
+from tether.agent.session.blobs import _ImageLoader, _unavailable_note, decode_image_ref
+from tether.agent.session.format import _describe, _message_body
 from tether.agent.session.records import _fail, _short
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json, thaw_json
 from tether.protocol import (
     AssistantMessage,
+    ImageBlock,
     Message,
     ProtocolValue,
     ToolResultMessage,
@@ -213,8 +215,49 @@ def _message_from_json(data: object) -> Message:
     return message  # pyright: ignore[reportReturnType]  # the decoder of ``Message``
 
 
-def _snapshot_message(value: object) -> tuple[Message, bytes]:
-    """A caller's message and its canonical JSON bytes, or ``SESSION_INVALID_MESSAGE``.
+def _is_ref(item: object) -> bool:
+    return type(item) is dict and cast("dict[str, object]", item).get("type") == "imageRef"
+
+
+def _entry_message(entry_id: str, data: object, images: _ImageLoader) -> Message:
+    """A session line's message: as ``_message_from_json``, its image references (see
+    ``blobs``) resolved by ``images``; an image that cannot be loaded leaves a marker in
+    the message's text instead."""
+    if type(data) is not dict:
+        return _message_from_json(data)
+    record = cast("dict[str, object]", data)
+    items: object = record.get("images")
+    if type(items) is not list:
+        return _message_from_json(record)
+    listed = cast("list[object]", items)
+    if not any(_is_ref(item) for item in listed):
+        return _message_from_json(record)
+    inline: list[object] = [item for item in listed if not _is_ref(item)]
+    message = _message_from_json({**record, "images": inline})
+    if type(message) is AssistantMessage:  # pragma: no cover - the decoder refused it
+        raise _fail("SESSION_INVALID_MESSAGE", "Session message is invalid")
+    carrier = cast("UserMessage | ToolResultMessage", message)
+    decoded = iter(carrier.images)
+    loaded: list[ImageBlock] = []
+    notes: list[str] = []
+    for item in listed:
+        if not _is_ref(item):
+            loaded.append(next(decoded))
+            continue
+        ref = decode_image_ref(item)
+        image = images.load(entry_id, ref)
+        if image is None:
+            notes.append(_unavailable_note(ref, images.unavailable[-1].reason))
+        else:
+            loaded.append(image)
+    text: str = carrier.content
+    content = "\n".join([text, *notes] if text else notes)
+    return dataclasses.replace(carrier, content=content, images=tuple(loaded))
+
+
+def _snapshot_message(value: object) -> tuple[Message, bytes, list[tuple[str, bytes]]]:
+    """A caller's message, its canonical JSON bytes and the blobs of its images, or
+    ``SESSION_INVALID_MESSAGE``.
 
     Accepted: a protocol message (exact class), or its JSON form as an exact ``dict`` whose
     containers are exact ``dict``/``list`` with ``str`` keys (snapshotted through
@@ -235,4 +278,5 @@ def _snapshot_message(value: object) -> tuple[Message, bytes]:
             "Session message must be a protocol message or its JSON object "
             f"(got {type(value).__name__})",
         )
-    return message, _message_bytes(message)
+    body, blobs = _message_body(message)
+    return message, body, blobs

@@ -6,11 +6,14 @@ the canonical bytes of a header and of every record (see the package docstring's
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Callable
 from typing import Final
 
+from tether.agent.session.blobs import ImageRef
 from tether.agent.session.records import (
     CompactionEntry,
     MessageEntry,
@@ -22,7 +25,7 @@ from tether.agent.session.records import (
     _short,
 )
 from tether.jsonvalue import STRICT_DECODER
-from tether.protocol import Message, assert_never, to_json
+from tether.protocol import ImageBlock, Message, assert_never, to_json
 
 __all__: list[str] = []
 
@@ -97,12 +100,42 @@ def _record_prefix(kind: str, entry_id: str, parent_id: str | None, timestamp: s
 
 
 def _message_bytes(message: Message) -> bytes:
-    """The canonical JSON of a message (``to_json``), encoded; rejects lone surrogates."""
+    """The canonical JSON of a message (``to_json``), encoded; rejects lone surrogates. Its
+    images are written as references (``blobs``), never as base64."""
+    return _message_body(message)[0]
+
+
+def _message_body(message: Message) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """A message's line bytes (as ``_message_bytes``) and the blobs its image references
+    name, ``(sha256, bytes)`` each, which must be on disk before the line is."""
+    blobs: list[tuple[str, bytes]] = []
     try:
-        text = _dumps(to_json(message))
+        if message.role == "assistant" or not message.images:
+            data = to_json(message)
+        else:
+            data = to_json(dataclasses.replace(message, images=()))
+            refs: list[object] = []
+            for image in message.images:
+                digest = hashlib.sha256(image.data).hexdigest()
+                blobs.append((digest, image.data))
+                refs.append(_ref_of(digest, image))
+            data["images"] = refs
+        text = _dumps(data)
     except (TypeError, ValueError) as error:  # pragma: no cover - protocol values are JSON
         raise _fail("SESSION_INVALID_MESSAGE", f"Session message is invalid: {error}") from None
-    return _encode(text, "SESSION_INVALID_MESSAGE", "Session message")
+    return _encode(text, "SESSION_INVALID_MESSAGE", "Session message"), blobs
+
+
+def _ref_of(digest: str, image: ImageBlock) -> dict[str, object]:
+    """An image's reference in a line (``blobs.ImageRef``'s JSON form)."""
+    ref = ImageRef(
+        sha256=digest,
+        media_type=image.media_type,
+        width=image.width,
+        height=image.height,
+        size=len(image.data),
+    )
+    return ref.to_json()
 
 
 def _entry_line(entry: SessionEntry, message: bytes | None = None) -> bytes:
