@@ -47,8 +47,8 @@ side's figure; what the pacing changes is the number of socket reads, one per ev
 per-read cost every client pays: the event loop waking up and httpx2's read path, about 80% of
 tether's paced figure and 60% of the SDK's. Measuring CPU per event instead of wall would
 change nothing here. So each client's own work above ``httpx2 read`` is printed too (for
-insight, not a goal: a difference of two noisy medians): paced, the SDK's is about 3x
-tether's, burst about 13x. Tether's own paced work (about 30 µs per chunk, against about 10 µs
+insight, not a goal: a difference of two noisy medians): paced, the SDK's is 3-4x
+tether's, burst 12-14x. Tether's own paced work (30-45 µs per chunk, against about 10 µs
 burst) is its per-read cost: the producer task handing each read's chunks to the consumer
 through the ``EventStream`` and the idle deadline moved per event; reading below httpx2's
 ``aiter_raw`` layers would be the larger lever, since that path costs about 80 µs per read
