@@ -44,8 +44,8 @@ printed next to it says how far off it is by construction.
 What the paced goal measures (checked for issue 30): it is already CPU time of the client
 process, not wall time, so the 0.5 ms pacing (the 0.5 s each paced stream lasts) is in neither
 side's figure; what the pacing changes is the number of socket reads, one per event, and so the
-per-read cost every client pays: the event loop waking up and httpx2's read path, about 80% of
-tether's paced figure and 60% of the SDK's. Measuring CPU per event instead of wall would
+per-read cost every client pays: the event loop waking up and httpx2's read path, 75-80% of
+tether's paced figure and 40-60% of the SDK's. Measuring CPU per event instead of wall would
 change nothing here. So each client's own work above ``httpx2 read`` is printed too (for
 insight, not a goal: a difference of two noisy medians): paced, the SDK's is 3-4x
 tether's, burst 12-14x. Tether's own paced work (30-45 µs per chunk, against about 10 µs
