@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
@@ -366,7 +367,16 @@ _TRUNCATING: Final[dict[str, StopReason]] = {"length": "length", "content_filter
 class _Call:
     """One tool call being assembled (one vendor ``index``)."""
 
-    __slots__ = ("call_id", "emitted", "name", "parts", "position", "vendor_id", "whole")
+    __slots__ = (
+        "call_id",
+        "emitted",
+        "name",
+        "parts",
+        "position",
+        "touched",
+        "vendor_id",
+        "whole",
+    )
 
     def __init__(self, position: int) -> None:
         self.position = position
@@ -376,9 +386,11 @@ class _Call:
         self.parts: list[str] = []
         self.whole = False
         self.emitted = False
+        self.touched = False  # in the parser's _touched: a delta came since the last look
 
 
 _Open: TypeAlias = Literal["open", "finished"]
+_position: Final = attrgetter("position")
 
 
 class OpenAIChatStreamParser:
@@ -459,6 +471,7 @@ class OpenAIChatStreamParser:
         "_run",
         "_run_kind",
         "_state",
+        "_touched",
         "_usage",
         "_used_ids",
     )
@@ -492,7 +505,8 @@ class OpenAIChatStreamParser:
         self._refused = False
         self._calls: dict[int, _Call] = {}
         self._order: list[_Call] = []
-        self._pending: list[_Call] = []
+        self._pending: dict[int, _Call] = {}  # by position: not emitted yet, in order
+        self._touched: list[_Call] = []  # pending calls that changed since _complete_ready
         self._used_ids: set[str] = set()
         self._content: list[AssistantBlock] = []
         self._run: list[str] = []
@@ -645,7 +659,10 @@ class OpenAIChatStreamParser:
             call = _Call(len(self._order))
             self._calls[key] = call
             self._order.append(call)
-            self._pending.append(call)
+            self._pending[call.position] = call
+        if not call.touched:
+            call.touched = True
+            self._touched.append(call)
         new_id: str | None = None
         if vendor_id is not None and vendor_id != "":
             if type_of(vendor_id) is not str:
@@ -744,10 +761,22 @@ class OpenAIChatStreamParser:
 
     def _complete_ready(self, out: list[ModelChunk]) -> None:
         """A new call starts: emit each pending call that is already complete (ID and name
-        known, arguments a whole JSON object; ``""`` is not, it may still be continued). The
-        others wait for ``finish``."""
-        for call in tuple(self._pending):
-            if call.vendor_id is None or call.name is None:
+        known, arguments a whole JSON object; ``""`` is not, it may still be continued), in
+        position order. The others wait for ``finish``.
+
+        Only the calls a delta reached since the last look are read (``_touched``): a call
+        that was not complete then, and got nothing since, is not complete now. Reading every
+        pending call instead made a stream of many calls whose arguments never parse cost the
+        square of their number (each new call joined and parsed all the earlier ones)."""
+        touched = self._touched
+        if not touched:
+            return
+        self._touched = []
+        if len(touched) > 1:
+            touched.sort(key=_position)
+        for call in touched:
+            call.touched = False
+            if call.emitted or call.vendor_id is None or call.name is None:
                 continue
             text = "".join(call.parts)
             if not text or text.isspace():  # "" may still be followed by the arguments
@@ -780,7 +809,7 @@ class OpenAIChatStreamParser:
         out.append(trusted.tool_call_chunk(self._request_id, tool_call))
         call.emitted = True
         call.parts = []
-        self._pending.remove(call)
+        del self._pending[call.position]
 
     # --- the end ------------------------------------------------------------------------------
 
@@ -823,7 +852,7 @@ class OpenAIChatStreamParser:
             raise _protocol(f"Unknown finish_reason {_shown(raw)}")
         truncated = _TRUNCATING.get(raw) if raw is not None else None
         out: list[ModelChunk] = []
-        for call in tuple(self._pending):
+        for call in tuple(self._pending.values()):
             name = call.name
             if name is None:
                 if truncated is not None:
