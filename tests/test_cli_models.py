@@ -786,7 +786,7 @@ def test_tools_sandbox_settings_are_read_and_checked(tmp_path: Path) -> None:
 def test_the_config_knows_every_sandbox_mode() -> None:
     from typing import get_args
 
-    from tether.cli.config import SANDBOX_MODES
+    from tether.cli.config_reader import SANDBOX_MODES
     from tether.tools.coding.sandbox import SandboxMode
 
     assert get_args(SandboxMode) == SANDBOX_MODES
