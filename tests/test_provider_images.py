@@ -39,7 +39,7 @@ from image_support import IMAGES, gif, jpeg, png
 from openai_bodies import text_chunks
 from servers.replay import ReplayServer, sse_body, sse_response
 from support import examples, fail, succeed
-from tether import AbortController, JsonObject
+from tether import AbortController, FailedRunResult, JsonObject, ToolRegistry, run_agent_loop
 from tether.protocol import (
     AssistantMessage,
     ImageBlock,
@@ -115,6 +115,18 @@ async def stream_once(model: Any, sent: ModelRequest) -> None:
 
 
 # --- OpenAI Chat Completions ---------------------------------------------------------------------
+
+
+def test_a_chat_tool_message_without_text_points_at_its_images() -> None:
+    body: Any = build_chat_request(
+        request(tool_text=""),
+        model="m",
+        compat=OpenAIChatCompat(),
+        max_output_tokens=None,
+        temperature=None,
+        reasoning_effort=None,
+    )
+    assert body["messages"][2]["content"] == "(see the attached images)"
 
 
 async def test_openai_chat_sends_image_url_parts_and_tool_images_in_a_user_message() -> None:
@@ -459,3 +471,26 @@ def test_every_image_is_sent_once_in_every_api(sent: ModelRequest, api: str) -> 
         for image in message.images
     )
     assert sent_images(body) == expected
+
+
+async def test_a_run_with_an_image_for_a_blind_model_fails_with_the_code() -> None:
+    transport = NoNetwork()
+    async with httpx2.AsyncClient(transport=transport) as client:
+        model = OpenAIChatModel(
+            "llama-3.3-70b-versatile",
+            base_url=PRESETS["groq"].base_url,
+            api_key=SECRET,
+            http_client=client,
+            retry=FAST_RETRY,
+        )
+        run = run_agent_loop(
+            messages=[UserMessage(content="What is this?", images=(SCREENSHOT,))],
+            model=model,
+            tools=ToolRegistry(),
+            max_steps=1,
+        )
+        async with asyncio.timeout(BOUND):
+            result = await run.result
+    assert isinstance(result, FailedRunResult), result
+    assert result.error.message.startswith("MODEL_CANNOT_SEE_IMAGES"), result.error.message
+    assert transport.calls == 0

@@ -110,7 +110,8 @@ def build_chat_request(
       ``text`` part, when not empty). A ``tool`` message can hold only text, so the images of
       a run of tool results follow it in one ``user`` message: for each result with images, a
       ``text`` part naming it (``Attached image(s) from tool result <call id> (<tool>):``),
-      then its images (as Pi sends them).
+      then its images (as Pi sends them); a result with images and no text says
+      ``(see the attached images)`` in its ``tool`` message.
     * ``tools`` (only when there are some): ``{"type": "function", "function": {"name",
       "description", "parameters"}}`` (``description`` left out when empty), and
       ``parallel_tool_calls`` when ``compat.send_parallel_tool_calls`` is set.
@@ -158,9 +159,8 @@ def build_chat_request(
         elif message.role == "assistant":
             messages.append(_assistant_message(message, compat.invalid_arguments == "raw"))
         else:
-            messages.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
+            text = message.content or (_SEE_IMAGES if message.images else "")
+            messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
             if message.images:
                 tool_images.append({"type": "text", "text": tool_images_note(message)})
                 tool_images.extend(_image_part(image) for image in message.images)
@@ -193,6 +193,10 @@ def build_chat_request(
     if prompt_cache_key is not None and compat.send_prompt_cache_key:
         body["prompt_cache_key"] = prompt_cache_key
     return body
+
+
+_SEE_IMAGES: Final = "(see the attached images)"
+"""A ``tool`` message's text when its result has images and no text of its own."""
 
 
 def _image_part(image: ImageBlock) -> dict[str, object]:
