@@ -131,6 +131,9 @@ async def test_an_image_path_typed_during_a_turn_goes_with_the_steer(
         assert "[image: diagram.gif 8x6]" in screen
         await tmux.wait_for(PROMPT, count=2)
         await quit_chat(tmux)
+        start_chat(tmux, tmp_path, server.url, "-c")  # the resumed view counts the images
+        await tmux.wait_for("you: see diagram.gif [1 image(s)]")
+        await quit_chat(tmux)
     (session,) = session_files(tmp_path)
     lines = [json.loads(line) for line in session.read_text().splitlines()]
     users = [line["message"] for line in lines[1:] if line["message"]["role"] == "user"]

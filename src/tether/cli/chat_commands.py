@@ -322,7 +322,8 @@ class ChatCommands(ChatOperations):
     def _show_last(self, messages: tuple[Message, ...]) -> None:
         for message in messages[-2:]:
             if message.role == "user":
-                self.view.line(f"  you: {shorten(message.content, 100)}")
+                images = f" [{len(message.images)} image(s)]" if message.images else ""
+                self.view.line(f"  you: {shorten(message.content, 100)}{images}")
             elif message.role == "assistant":
                 text = "".join(block.text for block in message.content if block.type == "text")
                 if text:
