@@ -20,9 +20,13 @@ from hypothesis import strategies as st
 
 from support import examples
 from tether._dataclass import dataclass
+from tether.agent.compaction import build_active_context
 from tether.agent.session import SessionStoreError
 from tether.agent.session import decoder as session_decoder
 from tether.jsonvalue import JsonObject
+from tether.loop.checks import snapshot_transcript
+from tether.loop.limits import RunLimits
+from tether.messages import parse_message
 from tether.protocol import (
     AgentEvent,
     AssistantBlock,
@@ -34,7 +38,9 @@ from tether.protocol import (
     ProtocolValue,
     RunResult,
     TextBlock,
+    ThinkingBlock,
     ToolCall,
+    ToolResultMessage,
     UserMessage,
     from_json,
     to_json,
@@ -295,3 +301,38 @@ def test_the_codec_explains_a_key_mismatch_in_field_order() -> None:
     with pytest.raises(ProtocolJsonError, match=r"^\$: unexpected key 'extra' for Assistant"):
         from_json({**data, "content": []}, Message)
     assert from_json({"role": "assistant", "content": []}, AssistantMessage).content == ()
+
+
+# --- every boundary keeps every field -----------------------------------------------------------
+
+SIGNED_TRANSCRIPT: tuple[Message, ...] = (
+    UserMessage(id="u", content="read it"),
+    AssistantMessage(
+        id="a",
+        content=(
+            ThinkingBlock(text="", signature="opaque", redacted=True),
+            TextBlock(text="reading", signature="text-signature"),
+            ToolCall(id="c", name="read", arguments=JsonObject({"p": 1}), signature="call-sig"),
+        ),
+    ),
+    ToolResultMessage(
+        id="r",
+        tool_call_id="c",
+        tool_name="read",
+        content="no such file",
+        is_error=True,
+        error_code="FILE_NOT_FOUND",
+    ),
+)
+
+
+def test_every_boundary_keeps_every_field_of_a_message_s_json_form() -> None:
+    """The hand-written boundaries read the fields they word themselves and take the rest
+    from the one decoder: a tool result's ``errorCode`` and a text block's or call's
+    ``signature`` (Gemini's, required back verbatim) are no longer dropped."""
+    data = [to_json(message) for message in SIGNED_TRANSCRIPT]
+    assert tuple(from_json(item, Message) for item in data) == SIGNED_TRANSCRIPT
+    assert tuple(session_message_from_json(item) for item in data) == SIGNED_TRANSCRIPT
+    assert tuple(parse_message(item) for item in data) == SIGNED_TRANSCRIPT
+    assert snapshot_transcript(data, RunLimits()) == SIGNED_TRANSCRIPT
+    assert build_active_context({"messages": data}).messages == SIGNED_TRANSCRIPT

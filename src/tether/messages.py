@@ -17,7 +17,7 @@ becomes that entry's diagnostic and the other entries are still checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from tether._dataclass import dataclass
 from tether._text import is_non_empty
@@ -34,6 +34,8 @@ from tether.protocol import (
     ToolResultMessage,
     UserMessage,
 )
+from tether.protocol._decoder import Layer, Problem, Rest
+from tether.protocol.codec import problem_text
 
 __all__ = [
     "TranscriptDiagnostic",
@@ -95,6 +97,41 @@ def _is_array(value: object) -> bool:
     return kind is list or kind is tuple
 
 
+# --- the fields this module does not word itself -------------------------------------------
+
+
+def _ir_error(path: str, problem: Problem) -> TypeError:
+    return TypeError(f"{path}: {problem_text(problem)}")
+
+
+_IR: Final = Layer(name="messages", fail=_ir_error)
+"""The IR's configuration of the one decoder, for the fields read by ``_with_rest``."""
+
+_HANDLED: Final[dict[type, frozenset[str]]] = {
+    UserMessage: frozenset({"id", "role", "content"}),
+    AssistantMessage: frozenset({"id", "role", "content"}),
+    ToolResultMessage: frozenset({"id", "role", "toolCallId", "toolName", "content", "isError"}),
+    TextBlock: frozenset({"type", "text", "signature"}),
+    ThinkingBlock: frozenset({"type", "text", "signature", "redacted"}),
+    ToolCall: frozenset({"type", "id", "name", "arguments", "rawArguments", "signature"}),
+}
+"""The JSON keys this module reads and words itself, by class; every other field of the
+class (a tool result's ``errorCode``, any field added later) comes from the one decoder."""
+_RESTS: dict[type, Rest] = {}
+_Value = TypeVar("_Value", bound=object)
+
+
+def _with_rest(value: _Value, source: Any, where: str) -> _Value:
+    """``value`` with the fields of ``source`` (its JSON form, read with ``read_field``) that
+    this module does not read itself, decoded by the one decoder (``TypeError`` naming
+    ``where`` and the key)."""
+    kind = type(value)
+    rest = _RESTS.get(kind)
+    if rest is None:
+        rest = _RESTS[kind] = Rest(kind, _HANDLED[kind], _IR)
+    return rest.onto(value, lambda key: read_field(source, key), MISSING, where)
+
+
 # --- constructors ---------------------------------------------------------------------------
 
 
@@ -153,9 +190,9 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         text = read_field(block, "text")
         if type_of(text) is not str:
             raise TypeError(f"{prefix}.text must be a string")
-        return TextBlock(text=text, signature=_signature(block, prefix))
+        return _with_rest(TextBlock(text=text, signature=_signature(block, prefix)), block, prefix)
     if type_of(block_type) is str and block_type == "thinking":
-        return _thinking_from_mapping(block, prefix)
+        return _with_rest(_thinking_from_mapping(block, prefix), block, prefix)
     if type_of(block_type) is str and block_type == "toolCall":
         call_id = read_field(block, "id")
         if not is_non_empty(call_id):
@@ -167,13 +204,15 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         signature = _signature(block, prefix)
         raw = read_field(block, "rawArguments")
         if raw is MISSING or raw is None:
-            return ToolCall(id=call_id, name=name, arguments=arguments, signature=signature)
+            call = ToolCall(id=call_id, name=name, arguments=arguments, signature=signature)
+            return _with_rest(call, block, prefix)
         problem = _raw_arguments_problem(raw, arguments)
         if problem is not None:
             raise TypeError(f"{prefix}.{problem}")
-        return ToolCall(
+        call = ToolCall(
             id=call_id, name=name, arguments=arguments, raw_arguments=raw, signature=signature
         )
+        return _with_rest(call, block, prefix)
     raise TypeError(f'{prefix}.type must be "text", "thinking" or "toolCall"')
 
 
@@ -281,18 +320,23 @@ def _message_from_mapping(value: Any) -> Message:
         raise TypeError("parse_message: message must be an object")
     role = read_field(value, "role")
     if type_of(role) is str and role == "user":
-        return user_message(id=read_field(value, "id"), content=read_field(value, "content"))
+        user = user_message(id=read_field(value, "id"), content=read_field(value, "content"))
+        return _with_rest(user, value, "parse_message: message")
     if type_of(role) is str and role == "assistant":
-        return assistant_message(id=read_field(value, "id"), content=read_field(value, "content"))
+        assistant = assistant_message(
+            id=read_field(value, "id"), content=read_field(value, "content")
+        )
+        return _with_rest(assistant, value, "parse_message: message")
     if type_of(role) is str and role == "toolResult":
         is_error = read_field(value, "isError")
-        return tool_result_message(
+        result = tool_result_message(
             id=read_field(value, "id"),
             tool_call_id=read_field(value, "toolCallId"),
             tool_name=read_field(value, "toolName"),
             content=read_field(value, "content"),
             is_error=False if is_error is MISSING else is_error,
         )
+        return _with_rest(result, value, "parse_message: message")
     raise TypeError('parse_message: role must be "user", "assistant" or "toolResult"')
 
 

@@ -50,11 +50,14 @@ __all__ = [
     "Layer",
     "Problem",
     "ProblemKind",
+    "Rest",
     "camel_case",
     "decoder",
     "json_type",
     "limit_text",
 ]
+
+_T = TypeVar("_T")
 
 Decode = Callable[[object], Any]
 """A compiled decoder: the value, or the layer's error."""
@@ -167,10 +170,7 @@ def decoder(hint: Any, layer: Layer) -> Decode:
     key = (hint, layer)
     found = _CACHE.get(key)
     if found is None:
-        compiler = _COMPILERS.get(layer)
-        if compiler is None:
-            compiler = _COMPILERS[layer] = _Compiler(layer)
-        inner = compiler.compile(hint)
+        inner = _compiler(layer).compile(hint)
         fail = layer.fail
 
         def decode(data: object) -> Any:
@@ -186,8 +186,68 @@ def decoder(hint: Any, layer: Layer) -> Decode:
     return found
 
 
+def _compiler(layer: Layer) -> _Compiler:
+    compiler = _COMPILERS.get(layer)
+    if compiler is None:
+        compiler = _COMPILERS[layer] = _Compiler(layer)
+    return compiler
+
+
 def _pass(value: object) -> object:
     return value
+
+
+class Rest:
+    """The fields of a class that a hand-written layer does not read itself, decoded by the
+    one decoder: a layer that words its own checks of ``id`` and ``content`` still takes
+    every other field (``errorCode``, a signature, a new ``images``) with no edit.
+
+    ``decode(read, absent)`` reads each remaining key with ``read(key)`` (``absent`` when
+    the source has none: the field keeps its default) and returns the decoded values by
+    field name, for the class's constructor; a problem is ``layer.fail`` with the path
+    from the key (``$.images[0].data``). ``handled``: the JSON keys the layer reads itself.
+    """
+
+    __slots__ = ("fail", "fields", "names")
+
+    def __init__(self, cls: type, handled: frozenset[str], layer: Layer) -> None:
+        compiler = _compiler(layer)
+        hints = field_hints(cls)
+        self.fail = layer.fail
+        self.names = tuple(field.name for field in dataclasses.fields(cls))
+        self.fields = tuple(
+            (camel_case(field.name), field.name, compiler.compile(hints[field.name]))
+            for field in dataclasses.fields(cls)
+            if camel_case(field.name) not in handled and not is_python_only(field)
+        )
+
+    def decode(
+        self, read: Callable[[str], object], absent: object, root: str = "$"
+    ) -> dict[str, Any]:
+        """The remaining fields present in the source, decoded (see the class docstring);
+        ``root`` begins the path of a problem (the layer's own name for the source)."""
+        found: dict[str, Any] = {}
+        for key, name, decode in self.fields:
+            value = read(key)
+            if value is absent:
+                continue
+            try:
+                found[name] = decode(value)
+            except _Rejected as rejected:
+                path = f"{root}.{key}" + "".join(reversed(rejected.segments))
+                raise self.fail(path, rejected.problem) from rejected.__cause__
+        return found
+
+    def onto(self, value: _T, read: Callable[[str], object], absent: object, root: str = "$") -> _T:
+        """``value`` with the remaining fields read from its source (``decode``), rebuilt by
+        its constructor (whose checks raise ``TypeError``/``ValueError``); ``value`` itself
+        when the source has none of them."""
+        found = self.decode(read, absent, root) if self.fields else None
+        if not found:
+            return value
+        build = cast("Callable[..., _T]", type(value))
+        current = {name: getattr(value, name) for name in self.names}
+        return build(**(current | found))
 
 
 class _Compiler:

@@ -18,7 +18,7 @@ from tether.jsonvalue import JsonObject, thaw_json
 from tether.protocol._decoder import Layer, Problem, camel_case, decoder, json_type, limit_text
 from tether.protocol._fields import ProtocolValue, is_python_only, omitted_while_default
 
-__all__ = ["ProtocolJsonError", "camel_case", "from_json", "to_json"]
+__all__ = ["ProtocolJsonError", "camel_case", "from_json", "problem_text", "to_json"]
 
 T = TypeVar("T")
 
@@ -99,7 +99,7 @@ def from_json(data: object, kind: object, /) -> Any:
     return decoder(kind, _LAYER)(data)
 
 
-def _problem_text(problem: Problem) -> str:
+def problem_text(problem: Problem) -> str:
     """The codec's words for a problem (the library's ``ProtocolJsonError`` messages)."""
     match problem.kind:
         case "not_array":
@@ -125,6 +125,6 @@ def _problem_text(problem: Problem) -> str:
 
 _LAYER: Final = Layer(
     name="codec",
-    fail=lambda path, problem: ProtocolJsonError(path, _problem_text(problem)),
+    fail=lambda path, problem: ProtocolJsonError(path, problem_text(problem)),
 )
 """The library's layer: keys with a default may be absent; no limits beyond the types'."""
