@@ -70,6 +70,7 @@ ROOT_NAMES = (
     "CancelledRunResult",
     "CompletedRunResult",
     "FailedRunResult",
+    "ImageBlock",
     "Invalid",
     "MaxStepsRunResult",
     "Message",

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import tether
+from image_support import png
 from tether import protocol
 from tether._errors import TetherError
 from tether.abort import AbortController, AbortError
@@ -202,6 +203,7 @@ def _instances() -> dict[type, object]:
         completed,
         run_error,
         protocol.TextBlock(text="t"),
+        protocol.ImageBlock.from_bytes(png(1, 1)),
         protocol.ModelRequest(id="q", messages=(user,)),
         protocol.ToolCallChunk(request_id="q", tool_call=tool_call),
         protocol.ModelUsage(input_tokens=1, output_tokens=2),

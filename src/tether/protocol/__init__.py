@@ -1,6 +1,8 @@
 """The closed, immutable protocol every tether layer speaks (checkpoint 01, protocol v2).
 
 * ``content``: assistant blocks (``TextBlock``, ``ThinkingBlock``, ``ToolCall``);
+* ``images``: ``ImageBlock`` (an image a user message or a tool result carries), its bounds
+  and ``ImageError``; ``image_header`` reads a PNG/JPEG/GIF/WebP header;
 * ``messages``: ``UserMessage``, ``AssistantMessage``, ``ToolResultMessage``;
 * ``model``: ``ModelRequest`` (with ``system`` and ``ToolSpec``\\ s), the four chunks,
   ``ModelUsage``, ``ModelResponse`` and the four stop reasons;
@@ -50,6 +52,15 @@ from tether.protocol.events import (
     ToolStartedEvent,
     ToolStartedPayload,
 )
+from tether.protocol.images import (
+    MAX_IMAGE_BYTES,
+    MAX_IMAGE_SIDE,
+    MAX_IMAGES_PER_REQUEST,
+    ImageBlock,
+    ImageError,
+    ImageErrorCode,
+    ImageMediaType,
+)
 from tether.protocol.messages import (
     AssistantMessage,
     Message,
@@ -93,6 +104,9 @@ from tether.protocol.tools import (
 )
 
 __all__ = [
+    "MAX_IMAGES_PER_REQUEST",
+    "MAX_IMAGE_BYTES",
+    "MAX_IMAGE_SIDE",
     "MAX_RAW_ARGUMENTS_CODE_POINTS",
     "MAX_SAFE_INTEGER",
     "ZERO_USAGE",
@@ -103,6 +117,10 @@ __all__ = [
     "CancelledRunResult",
     "CompletedRunResult",
     "FailedRunResult",
+    "ImageBlock",
+    "ImageError",
+    "ImageErrorCode",
+    "ImageMediaType",
     "Invalid",
     "MaxStepsRunResult",
     "Message",

@@ -7,11 +7,11 @@ and the unions' discriminants (``_fields``). Nothing in it names a class: a new 
 or union member is decoded with no edit here, by every layer.
 
 The mapping is the codec's: camelCase keys (``tool_call_id`` → ``toolCallId``), unions by
-their discriminant (``type``, ``role``, ``status``), tuples from JSON arrays, a v2 field's
-default when its key is absent. The slots are filled directly and the class's own
-``__post_init__`` then runs, so every construction check (``_fields``) applies exactly as in
-the constructor. Only exact ``dict``/``list`` are read, as ``json`` builds them (a subclass
-could run caller code).
+their discriminant (``type``, ``role``, ``status``), tuples from JSON arrays, ``bytes`` from
+canonical base64 text, a v2 field's default when its key is absent. The slots are filled
+directly and the class's own ``__post_init__`` then runs, so every construction check
+(``_fields``) applies exactly as in the constructor. Only exact ``dict``/``list`` are read,
+as ``json`` builds them (a subclass could run caller code).
 
 A ``Layer`` is what differs from one boundary to another, and nothing else:
 
@@ -30,6 +30,8 @@ arbitrary JSON never raises ``RecursionError``, ``KeyError`` or ``TypeError`` fr
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NoReturn, TypeVar, cast, get_args, get_origin
@@ -76,7 +78,8 @@ ProblemKind = Literal[
 ]
 """What was wrong: the value is not an array / not an object; a union's discriminant names no
 member; required keys are absent / unknown keys present; the class's checks refused a field
-(``invalid``, ``text`` is the check's message); an array, a string or a JSON object field is
+(``invalid``, ``text`` is the check's message; also a ``bytes`` field that is not canonical
+base64); an array, a string or a JSON object field is
 over the layer's limit; the annotation has no JSON form (``unsupported``)."""
 
 
@@ -279,6 +282,8 @@ class _Compiler:
             return self.value_class(origin)
         if hint is JsonObject:
             return self.json_object()
+        if hint is bytes:
+            return _decode_base64
         if hint is str and self.layer.max_string is not None:
             return self.string(self.layer.max_string)
         if get_origin(hint) is Literal or hint in (str, int, bool, float, object, Any):
@@ -388,6 +393,21 @@ class _Compiler:
         cell.append(compiled)
         self.classes[cls] = compiled
         return compiled
+
+
+def _decode_base64(value: object) -> bytes:
+    """The bytes of canonical standard base64 text (padded, no whitespace), as ``to_json``
+    writes a ``bytes`` field (an image's ``data``); anything else is ``invalid``."""
+    if type(value) is not str:
+        _reject(Problem(kind="invalid", text=f"must be a base64 string (got {json_type(value)})"))
+    text: str = value
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        _reject(Problem(kind="invalid", text="must be standard base64 with padding"))
+    if base64.b64encode(raw) != text.encode("ascii"):  # non-zero unused bits: not canonical
+        _reject(Problem(kind="invalid", text="must be canonical base64 (unused bits set)"))
+    return raw
 
 
 def _locate(item: Decode, parts: list[object]) -> None:

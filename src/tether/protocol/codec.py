@@ -5,18 +5,26 @@ edit here: ``from_json`` is the one decoder (``_decoder``) configured as the cod
 Keys are the fields' camelCase names (``tool_call_id`` → ``toolCallId``); a v2 field is
 omitted while it holds its default, so values built only from workshop data have the
 workshop's JSON byte for byte. Unions are decoded by their discriminant (``type``,
-``role``, ``status``).
+``role``, ``status``). ``bytes`` (an image's data) are standard base64 with padding; decoding
+accepts only that canonical form, so a value read back writes the same text.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Final, TypeVar, assert_never, overload
 
 from tether._errors import TetherError
 from tether.jsonvalue import JsonObject, thaw_json
 from tether.protocol._decoder import Layer, Problem, camel_case, decoder, json_type, limit_text
-from tether.protocol._fields import ProtocolValue, is_python_only, omitted_while_default
+from tether.protocol._fields import (
+    ProtocolValue,
+    field_hints,
+    is_python_only,
+    omitted_while_default,
+)
 
 __all__ = ["ProtocolJsonError", "camel_case", "from_json", "problem_text", "to_json"]
 
@@ -35,19 +43,25 @@ class ProtocolJsonError(TetherError, ValueError):
         super().__init__("INVALID_PROTOCOL_JSON", f"{path}: {problem}")
 
 
-# (attribute, key, default or _MISSING when always written)
-_Plan = tuple[tuple[str, str, object], ...]
+# (attribute, key, default or _MISSING when always written, the field's encoder)
+_Plan = tuple[tuple[str, str, object, "Callable[[Any], Any]"], ...]
 _PLANS: dict[type, _Plan] = {}
+
+
+def _base64_text(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _plan(cls: type) -> _Plan:
     plan = _PLANS.get(cls)
     if plan is None:
+        hints = field_hints(cls)
         plan = tuple(
             (
                 field.name,
                 camel_case(field.name),
                 field.default if omitted_while_default(field) else _MISSING,
+                _base64_text if hints[field.name] is bytes else to_json,
             )
             for field in dataclasses.fields(cls)
             if not is_python_only(field)
@@ -62,7 +76,7 @@ def to_json(value: object) -> Any:
     ``to_json(ToolCallChunk(...)) == {"type": "toolCall", "requestId": ..., "toolCall": {...}}``.
     Tuples and lists of protocol values (a transcript) become lists. Values that cannot be
     JSON (``ToolExecutionContext`` holds a live signal) and non-protocol objects raise
-    ``TypeError``.
+    ``TypeError``; so do ``bytes`` outside a protocol value (a field's ``bytes`` are base64).
     """
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float or value is None:
@@ -70,11 +84,11 @@ def to_json(value: object) -> Any:
     if isinstance(value, ProtocolValue):
         plan = _PLANS.get(kind) or _plan(kind)
         encoded: dict[str, Any] = {}
-        for attribute, key, default in plan:
+        for attribute, key, default, encode in plan:
             item = getattr(value, attribute)
             if default is not _MISSING and item == default:
                 continue
-            encoded[key] = to_json(item)
+            encoded[key] = encode(item)
         return encoded
     if kind is tuple or kind is list:
         items: tuple[object, ...] | list[object] = value  # pyright: ignore[reportAssignmentType]
