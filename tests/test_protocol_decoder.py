@@ -45,7 +45,7 @@ from tether.protocol import (
     from_json,
     to_json,
 )
-from tether.protocol._decoder import Layer, Problem, decoder
+from tether.protocol._decoder import Layer, Problem, Rest, decoder
 from tether.protocol._fields import NonEmpty, v2
 
 session_message_from_json = session_decoder._message_from_json  # pyright: ignore[reportPrivateUsage]
@@ -336,3 +336,18 @@ def test_every_boundary_keeps_every_field_of_a_message_s_json_form() -> None:
     assert tuple(parse_message(item) for item in data) == SIGNED_TRANSCRIPT
     assert snapshot_transcript(data, RunLimits()) == SIGNED_TRANSCRIPT
     assert build_active_context({"messages": data}).messages == SIGNED_TRANSCRIPT
+
+
+def test_rest_decodes_the_fields_a_layer_does_not_read_itself() -> None:
+    """A hand-written layer reads ``type`` and ``name``; the new ``tags`` field comes from
+    the one decoder, with its problems at a path under the layer's root."""
+    rest = Rest(StickerBlock, frozenset({"type", "name"}), LIMITED)
+    assert [key for key, _, _ in rest.fields] == ["tags"]
+    source: dict[str, Any] = {"name": "cat", "tags": [{"type": "text", "text": "x"}]}
+    built = rest.onto(StickerBlock(name="cat"), source.get, None, "sticker")
+    assert built == StickerBlock(name="cat", tags=(TextBlock(text="x"),))
+    plain = StickerBlock(name="dog")
+    assert rest.onto(plain, {"name": "dog"}.get, None) is plain
+    with pytest.raises(Refused) as info:
+        rest.onto(plain, {"tags": [{"type": "text"}]}.get, None, "sticker")
+    assert (info.value.path, info.value.problem.kind) == ("sticker.tags[0]", "missing")
