@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -351,3 +351,11 @@ def test_rest_decodes_the_fields_a_layer_does_not_read_itself() -> None:
     with pytest.raises(Refused) as info:
         rest.onto(plain, {"tags": [{"type": "text"}]}.get, None, "sticker")
     assert (info.value.path, info.value.problem.kind) == ("sticker.tags[0]", "missing")
+
+
+def test_an_unhashable_annotation_is_decoded_uncached() -> None:
+    hint: Any = Annotated[str, ["metadata"]]
+    with pytest.raises(TypeError):
+        hash(hint)
+    assert from_json("text", hint) == "text"
+    assert from_json(["a"], tuple[hint, ...]) == ("a",)

@@ -171,7 +171,10 @@ def decoder(hint: Any, layer: Layer) -> Decode:
     value or raises ``layer.fail(path, problem)``. Compiled on first use, then cached (one
     decoder per class and layer, shared by every hint that holds the class)."""
     key = (hint, layer)
-    found = _CACHE.get(key)
+    try:
+        found = _CACHE.get(key)
+    except TypeError:  # an unhashable annotation: compiled for this call only
+        key, found = None, None
     if found is None:
         inner = _compiler(layer).compile(hint)
         fail = layer.fail
@@ -185,7 +188,9 @@ def decoder(hint: Any, layer: Layer) -> Decode:
             except RecursionError:  # only a protocol type that holds itself nests so deep
                 raise fail("$", Problem(kind="too_deep")) from None
 
-        found = _CACHE[key] = decode
+        found = decode
+        if key is not None:
+            _CACHE[key] = decode
     return found
 
 
