@@ -8,7 +8,8 @@
   ``ModelUsage``, ``ModelResponse`` and the four stop reasons;
 * ``tools``: the two-stage tool contract (``Valid``, ``Invalid``, ``ToolExecutionContext``);
 * ``results``: the four run results; ``events``: the agent events;
-* ``codec``: ``to_json`` / ``from_json``, the workshop's camelCase JSON form.
+* ``codec``: ``to_json`` / ``from_json``, the workshop's camelCase JSON form; ``_decoder``:
+  the one decoder of that form, which every layer configures (``Layer``).
 
 Every value is a frozen, slotted, keyword-only dataclass with a ``Literal`` discriminant that
 defaults to its one legal value. Construction checks and snapshots its fields (lists become

@@ -114,7 +114,7 @@ The package, one job a module, each depending only on those listed before it:
 * ``format``: the JSON codec, the key sets, and the canonical line of each kind;
 * ``blobs``: image blobs beside the file and the references lines carry;
 * ``prefix``: the incomplete-prefix recognizer (a torn last line);
-* ``decoder``: the message decoder compiled from the protocol's annotations;
+* ``decoder``: the file's layer of the one protocol decoder (``protocol._decoder``);
 * ``linkage``: branch-local tool linkage, contexts, and the parser's record index;
 * ``parse``: ``parse_session`` and the loading rules;
 * ``files``: the ``session_io`` seam, identities, root checks, bounded reads and writes;
