@@ -43,6 +43,7 @@ from tether._producer import (
     NoRunningLoopError,
     fail_producer,
     require_running_loop,
+    shed_frames,
     start_producer,
 )
 from tether._race import (
@@ -724,10 +725,12 @@ class _Run:
                 except NotAwaitableError as error:
                     raise ModelProtocolError("Model iterator step must be awaitable") from error
                 except asyncio.CancelledError as error:
+                    shed_frames(error, _TURN)
                     reraise_task_cancellation(error)
                     check_signal(signal)
                     raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
                 except Exception as error:
+                    shed_frames(error, _TURN)
                     check_signal(signal)
                     raise _stream_failure(error) from error
                 check_signal(signal)
@@ -801,6 +804,8 @@ class _RetryNotices:
         self.open = False
 
 
+_TURN: Final = (_Run.model_turn,)
+"""The loop's own frame on a model failure's traceback (``shed_frames``)."""
 _PENDING: Final = object()
 _UNCANCELLED_MODEL: Final = "Model stream raised CancelledError although nothing cancelled the run"
 
