@@ -97,7 +97,7 @@ from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
-from tether.models.base import Model, ModelStream, listening_for_retries
+from tether.models.base import Model, ModelStream, listen_for_retries, stop_listening
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -514,15 +514,17 @@ class _Run:
     async def outcome(self) -> RunResult:
         """Run the steps and map whatever stopped them to a result. Raises only what must
         not become a result: task cancellation and other base exceptions."""
+        listening = listen_for_retries(self.report_retry)
         try:
-            with listening_for_retries(self.report_retry):
-                return await self.steps()
+            return await self.steps()
         except Exception as error:
             return self.terminal(error)
         except BaseException as error:
             if is_raw_abort_reason(self.signal, error):  # caller code raised the raw reason
                 return self.terminal(None)
             raise
+        finally:
+            stop_listening(listening)
 
     def terminal(self, error: BaseException | None, *, cancelled: bool = False) -> RunResult:
         """Map whatever stopped the run to its result (the first matching rule wins)."""
