@@ -33,8 +33,9 @@ the precise form.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
+
+from tether._dataclass import dataclass
 
 if TYPE_CHECKING:
     from typing import Self
