@@ -415,6 +415,30 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
     assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
 
 
+_STANDARD_DATACLASS_PROBE = """
+import dataclasses, json
+standard = []
+process_class = dataclasses._process_class
+def spy(cls, *args):
+    standard.append(f"{cls.__module__}.{cls.__qualname__}")
+    return process_class(cls, *args)
+dataclasses._process_class = spy
+import tether
+tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools, tether.SessionStore
+print(json.dumps(standard))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="3.13+ compiles once per class anyway")
+def test_the_usable_api_compiles_no_dataclass_with_the_standard_decorator() -> None:
+    """Issue 30: on 3.11 and 3.12 the standard decorator compiles six methods per class, so
+    every dataclass the usable API defines goes through ``tether._dataclass.dataclass``'s
+    fast path, and that path's prototypes are assembled rather than decorated: the standard
+    decorator processes no class at all."""
+    assert _probe(_STANDARD_DATACLASS_PROBE) == []
+
+
 _HTTP_MODELS_PROBE = """
 import json, sys
 import tether
