@@ -52,7 +52,6 @@ import os
 import re
 import stat
 import sys
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -403,7 +402,7 @@ def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> E
 def _header(args: argparse.Namespace, report: EvaluationReport) -> ReportHeader:
     """The HTML page's header: this tether, the time now (UTC, to the minute) and the
     candidate that ran (a baseline read from a file is described by its report alone)."""
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from tether import __version__
     from tether.evals.html import CandidateDescription, ReportHeader
