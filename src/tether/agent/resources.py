@@ -250,6 +250,9 @@ def _inside(root: str, target: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Root:
+    """A trusted root as it was captured: its ID, the path configured, its canonical path and
+    the identity of the directory (``verify`` checks it is still that directory)."""
+
     id: str
     configured: str
     canonical: str

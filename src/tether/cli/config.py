@@ -82,7 +82,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     from tether.providers.thinking import ThinkingLevel
     from tether.tools.coding.sandbox import SandboxMode
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether.cli.reading import UnreadableFile, read_regular_file
 from tether.cli.urls import http_url_problem

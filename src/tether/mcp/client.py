@@ -37,9 +37,9 @@ import json
 import os
 import tempfile
 from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.mcp.config import McpHttpServer, McpServerConfig, mcp_tool_name
 from tether.mcp.errors import McpError, McpErrorCode
