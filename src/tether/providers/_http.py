@@ -36,6 +36,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Final, Literal
 
 from tether._dataclass import dataclass
+from tether._text import LazyPattern
 from tether.models.base import RetryListener
 from tether.protocol import ModelRetryPayload
 from tether.providers._decoding import BodyDecoder, body_decoder
@@ -262,7 +263,7 @@ def _closer_for(client: httpx2.AsyncClient) -> AsyncGenerator[None, None]:
 
 
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429, 529})
-_OVERFLOW: Final = re.compile(
+_OVERFLOW: Final = LazyPattern(
     r"context[ _-]?length|context window|maximum context|too many tokens|prompt is too long"
     r"|input is too long|context_length_exceeded|exceeds the (?:model'?s? )?context",
     re.IGNORECASE,
@@ -347,7 +348,7 @@ def _vendor_error(body: bytes) -> tuple[str, str | None, float | None]:
     return text, None, None
 
 
-_DELAY: Final = re.compile(r"(\d{1,7}(?:\.\d{1,9})?)s")
+_DELAY: Final = LazyPattern(r"(\d{1,7}(?:\.\d{1,9})?)s")
 
 
 def _retry_delay(details: object) -> float | None:
