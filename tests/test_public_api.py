@@ -396,7 +396,7 @@ session_only = sorted(name for name in ("tether.agent.agent", "tether.agent.comp
                       if name in sys.modules)
 tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools
 deferred = ["email.utils", "difflib", "tether.models.scripted", "tether.providers.fixture",
-            "tether.providers.catalog", "tether.providers.registry"]
+            "tether.providers.catalog", "tether.providers.registry", "tether.tracing"]
 if "coverage" not in sys.modules:  # coverage imports these itself
     deferred += ["random", "uuid"]
 print(json.dumps({"session_only": session_only,
@@ -413,7 +413,8 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
     ``uuid`` are not checked under coverage, which imports them itself), and the loop's imports of
     ``tether.models.base`` and ``tether.providers.errors`` leave the scripted model and the
     fixture provider unloaded (their packages load their names on first use); the provider
-    catalog and registry load with ``from_spec``, not with ``OpenAIChatModel``."""
+    catalog and registry load with ``from_spec``, not with ``OpenAIChatModel``, and tracing
+    with a traced run."""
     assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
 
 
