@@ -5,11 +5,12 @@ itself, where it lives and what it may say, is ``tether.cli.config``'s docstring
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal
 
+from tether._dataclass import dataclass
 from tether.cli.cli_errors import CliError
 from tether.providers.registry import ProviderApi
 from tether.tools.coding.catalog import coding_tool_names, default_approvals

@@ -49,7 +49,6 @@ import argparse
 import contextlib
 import re
 import sys
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -333,7 +332,7 @@ def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> E
 def _header(args: argparse.Namespace, report: EvaluationReport) -> ReportHeader:
     """The HTML page's header: this tether, the time now (UTC, to the minute) and the
     candidate that ran (a baseline read from a file is described by its report alone)."""
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from tether import __version__
     from tether.evals.html import CandidateDescription, ReportHeader

@@ -123,9 +123,9 @@ from tether.providers.errors import ProviderError
 from tether.stream import EventStream
 from tether.tools import ToolRegistry, execute_tool_call
 from tether.tools.output import OutputT
-from tether.tracing._config import Tracing
 
 if TYPE_CHECKING:
+    from tether.tracing._config import Tracing
     from tether.tracing._spans import RunTrace
 
 __all__ = [
@@ -248,8 +248,11 @@ def run_agent_loop(
         raise TypeError("hooks must be a ToolHooks or None")
     check_tool_retries(tool_retries)
     output = OutputState.for_run(output_type, output_retries, tools)
-    if tracing is not None and type_of(tracing) is not Tracing:
-        raise TypeError("tracing must be a tether.tracing.Tracing or None")
+    if tracing is not None:
+        from tether.tracing._config import Tracing  # a traced run's import only (issue 30)
+
+        if type_of(tracing) is not Tracing:
+            raise TypeError("tracing must be a tether.tracing.Tracing or None")
     require_running_loop("run_agent_loop()")  # the arguments are checked first
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()

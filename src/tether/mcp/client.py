@@ -36,9 +36,9 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.mcp.config import McpServerConfig, mcp_tool_name
 from tether.mcp.errors import McpError, McpErrorCode

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from tether._text import LazyPattern
 from tether.providers.errors import (
     MAX_ERROR_TEXT,
     MAX_PROVIDER_CODE,
@@ -83,7 +84,7 @@ def _redact_bounded(text: str, secret: str, limit: int) -> str:
 
 
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429, 529})
-_OVERFLOW: Final = re.compile(
+_OVERFLOW: Final = LazyPattern(
     r"context[ _-]?length|context window|maximum context|too many tokens|prompt is too long"
     r"|input is too long|context_length_exceeded|exceeds the (?:model'?s? )?context",
     re.IGNORECASE,
@@ -168,7 +169,7 @@ def _vendor_error(body: bytes) -> tuple[str, str | None, float | None]:
     return text, None, None
 
 
-_DELAY: Final = re.compile(r"(\d{1,7}(?:\.\d{1,9})?)s")
+_DELAY: Final = LazyPattern(r"(\d{1,7}(?:\.\d{1,9})?)s")
 
 
 def _retry_delay(details: object) -> float | None:

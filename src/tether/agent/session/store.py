@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import re
 import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast
 
-from tether._text import is_non_empty
+from tether._text import LazyPattern, is_non_empty
 from tether.agent.session.blobs import (
     UnavailableImage,
     _ImageLoader,
@@ -71,7 +70,7 @@ _T = TypeVar("_T")
 
 # --- the store ---------------------------------------------------------------------------------
 
-_SAFE_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_SAFE_SESSION_ID: Final = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 _Staged = tuple[list[SessionEntry], bytes, _Links, list[tuple[str, bytes]]]
 """Records ready to append: the records, their lines, the linkage after them, and the image

@@ -13,9 +13,9 @@ before anything heavier), and a factory's module is imported only when the tools
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.tools.effects import ToolEffect, asks
 
 __all__ = [
