@@ -27,7 +27,6 @@ from tether._types import type_of
 
 __all__ = [
     "MAX_JSON_DEPTH",
-    "MAX_SAFE_INTEGER",
     "STRICT_DECODER",
     "JsonArray",
     "JsonObject",
@@ -44,7 +43,8 @@ MAX_JSON_DEPTH: Final = 128
 """Containers nested deeper than this (the root is depth 0) are rejected."""
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""The largest integer a JavaScript number (an IEEE double) holds exactly."""
+"""The largest integer a JavaScript number (an IEEE double) holds exactly (exported by
+``tether.protocol``, whose limits it bounds; defined here, in the lowest layer using it)."""
 
 
 JsonValueErrorReason = Literal["container", "value", "key", "circular", "depth"]
