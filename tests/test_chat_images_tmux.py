@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,24 +27,12 @@ from test_chat_tmux import (
     text_reply,
     workspace,
 )
-from tmux_support import Tmux, tmux_binary
+from tmux_support import Tmux
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(sys.platform == "win32", reason="tmux and POSIX terminals"),
 ]
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    binary = tmux_binary()
-    if binary is None:
-        pytest.skip("tmux is not installed and cannot be (not root, or no apt-get)")
-    terminal = Tmux(binary, tmp_path)
-    try:
-        yield terminal
-    finally:
-        terminal.kill()
 
 
 async def test_a_typed_image_path_is_attached_and_stored(tmux: Tmux, tmp_path: Path) -> None:
