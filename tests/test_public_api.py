@@ -400,7 +400,7 @@ tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools
 deferred = ["email.utils", "difflib", "tether.models.scripted", "tether.providers.fixture",
             "tether.providers.catalog", "tether.providers.registry", "tether.tracing"]
 if "coverage" not in sys.modules:  # coverage imports these itself
-    deferred += ["random", "uuid"]
+    deferred += ["random", "uuid", "hashlib"]
 print(json.dumps({"session_only": session_only,
                   "deferred": [name for name in deferred if name in sys.modules]}))
 """
@@ -412,7 +412,8 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
     its own names on first use), and the HTTP layer imports ``email.utils`` (a Retry-After
     date) and ``random`` (backoff jitter) only when it needs them; ``difflib`` (an edit's
     diff) and ``uuid`` (a session ID, a script name) load when first used (``random`` and
-    ``uuid`` are not checked under coverage, which imports them itself), and the loop's imports of
+    ``uuid`` are not checked under coverage, which imports them itself; nor is ``hashlib``,
+    an image blob's digest, which loads OpenSSL), and the loop's imports of
     ``tether.models.base`` and ``tether.providers.errors`` leave the scripted model and the
     fixture provider unloaded (their packages load their names on first use); the provider
     catalog and registry load with ``from_spec``, not with ``OpenAIChatModel``, and tracing

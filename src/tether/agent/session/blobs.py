@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Sequence
@@ -161,7 +160,12 @@ def decode_image_ref(value: object, media_types: frozenset[str] = MEDIA_TYPES) -
     )
 
 
-def _digest(data: bytes) -> str:
+def image_digest(data: bytes) -> str:
+    """The SHA-256 of an image's bytes, in hex: its blob's name."""
+    # hashlib loads OpenSSL (about 1 ms): imported by the first session with an image, not by
+    # every program that imports the session store
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -195,7 +199,7 @@ def _read_blob(directory: str, ref: ImageRef, max_bytes: int) -> bytes | None:
     finally:
         _close_quietly(fd)
     data = b"".join(chunks)
-    if len(data) != ref.size or _digest(data) != ref.sha256:
+    if len(data) != ref.size or image_digest(data) != ref.sha256:
         return b""
     return data
 

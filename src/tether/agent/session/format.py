@@ -7,13 +7,12 @@ the canonical bytes of a header and of every record (see the package docstring's
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from collections.abc import Callable
 from typing import Final
 
-from tether.agent.session.blobs import ImageRef
+from tether.agent.session.blobs import ImageRef, image_digest
 from tether.agent.session.records import (
     CompactionEntry,
     MessageEntry,
@@ -116,7 +115,7 @@ def _message_body(message: Message) -> tuple[bytes, list[tuple[str, bytes]]]:
             data = to_json(dataclasses.replace(message, images=()))
             refs: list[object] = []
             for image in message.images:
-                digest = hashlib.sha256(image.data).hexdigest()
+                digest = image_digest(image.data)
                 blobs.append((digest, image.data))
                 refs.append(_ref_of(digest, image))
             data["images"] = refs
