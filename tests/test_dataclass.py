@@ -289,6 +289,11 @@ def rebuilt(cls: Any) -> type:
     """``cls`` decorated again from its body by ``dataclasses.dataclass``."""
     generated = {"__dataclass_params__", "__dataclass_fields__", *PRIVATE}
     own: dict[str, Any] = {**cls.__dict__}
+    body_repr = own.get("__repr__")
+    if getattr(getattr(body_repr, "__code__", None), "co_filename", None) == (
+        sys.modules[cls.__module__].__file__
+    ):
+        generated.discard("__repr__")  # the class's own, kept by both decorators
     fields = [f for f in dataclasses.fields(cls) if f.name in own.get("__annotations__", {})]
     namespace = {
         key: value

@@ -229,7 +229,11 @@ def _build(cls: type[_T], kw_only: bool) -> type[_T] | None:
     (then nothing was changed and the standard decorator takes it)."""
     own = cls.__dict__
     module = sys.modules.get(cls.__module__)
-    if module is None or not getattr(cls, "__doc__", None) or not _GENERATED.isdisjoint(own):
+    if (
+        module is None
+        or not getattr(cls, "__doc__", None)
+        or not _GENERATED.isdisjoint(own.keys() - {"__repr__"})
+    ):
         return None
     prototype = _prototype(kw_only)
     marker = next(iter(prototype.__dataclass_fields__.values()))._field_type  # type: ignore[attr-defined]
@@ -295,7 +299,7 @@ def _build(cls: type[_T], kw_only: bool) -> type[_T] | None:
     qualname = cls.__qualname__
     methods: list[Callable[..., Any]] = [
         _init(cls, tuple(fields.values()), kw_only, namespace),
-        _repr(names),
+        *(() if "__repr__" in own else (_repr(names),)),  # the body's own, as the standard keeps
         _lazy_method("__eq__", names),
         *_frozen(cls, names),
     ]

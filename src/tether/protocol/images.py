@@ -101,17 +101,11 @@ class ImageBlock(ProtocolValue):
             raise ImageError("IMAGE_INVALID", f"The bytes are not {_FORMATS}")
         return cls(media_type=header.media_type, data=raw, width=header.width, height=header.height)
 
-
-def _image_repr(self: ImageBlock) -> str:
-    return (
-        f"ImageBlock(media_type={self.media_type!r}, bytes={len(self.data)}, "
-        f"width={self.width}, height={self.height})"
-    )
-
-
-# Set after the decorator: a ``__repr__`` in the class body would send the class down the
-# standard decorator's slower path (``tether._dataclass``), which the import path avoids.
-ImageBlock.__repr__ = _image_repr
+    def __repr__(self) -> str:
+        return (
+            f"ImageBlock(media_type={self.media_type!r}, bytes={len(self.data)}, "
+            f"width={self.width}, height={self.height})"
+        )
 
 
 _FORMATS: Final = "a PNG, JPEG, GIF or WebP image"
