@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, TypeVar
 
-from tether._errors import TetherError
+from tether._errors import CodeT_co, TetherError
 
 __all__ = ["TetherAggregateError"]
 
@@ -38,13 +38,13 @@ def _rebuild(
     return group
 
 
-class TetherAggregateError(TetherError, ExceptionGroup[Exception]):
+class TetherAggregateError(TetherError[CodeT_co], ExceptionGroup[Exception]):
     """A frozen list of failures with a stable ``code`` (see the module docstring)."""
 
-    def __new__(cls, code: str, message: str, errors: Sequence[Exception]) -> Any:
+    def __new__(cls, code: CodeT_co, message: str, errors: Sequence[Exception]) -> Any:
         return ExceptionGroup.__new__(cls, message, tuple(errors))
 
-    def __init__(self, code: str, message: str, errors: Sequence[Exception]) -> None:
+    def __init__(self, code: CodeT_co, message: str, errors: Sequence[Exception]) -> None:
         Exception.__init__(self, message, tuple(errors))
         object.__setattr__(self, "_code", code)
 

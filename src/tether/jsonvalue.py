@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, Final, Literal, TypeAlias, final
+from typing import Any, Final, Literal, TypeAlias, TypeGuard, final
 
 from tether._errors import TetherError
-from tether._types import type_of
+from tether._types import is_dict, type_of
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -25,6 +25,7 @@ __all__ = [
     "JsonValue",
     "JsonValueError",
     "freeze_json",
+    "freeze_json_object",
     "thaw_json",
 ]
 
@@ -74,10 +75,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
         if value is None:
             data: dict[str, JsonValue] = {}
         else:
-            frozen = freeze_json(value)
-            if type(frozen) is not JsonObject:
-                raise JsonValueError("value", "container")
-            data = frozen._data
+            data = freeze_json_object(value)._data
         _set_data(self, data)
         _set_hash(self, None)
         _set_size(self, None)
@@ -109,7 +107,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
     def __eq__(self, other: object) -> bool:
         if other is self:
             return True
-        if isinstance(other, Mapping):
+        if _is_mapping(other):
             return _json_equal(self, other)
         return NotImplemented
 
@@ -184,25 +182,31 @@ def _unpickle_object(data: dict[str, JsonValue]) -> JsonObject:
     return _wrap(data)
 
 
-def _json_equal(left: Any, right: Any) -> bool:
+def _json_equal(left: object, right: object) -> bool:
     """JSON equality: mappings by items, arrays (tuple or list) by content, scalars by ==."""
-    if isinstance(left, Mapping):
-        if not isinstance(right, Mapping) or len(left) != len(right):  # pyright: ignore[reportUnknownArgumentType]
+    if _is_mapping(left):
+        if not _is_mapping(right) or len(left) != len(right):
             return False
-        return all(
-            key in right and _json_equal(value, right[key])
-            for key, value in left.items()  # pyright: ignore[reportUnknownVariableType]
-        )
-    if isinstance(left, tuple | list):
-        if not isinstance(right, tuple | list):
+        return all(key in right and _json_equal(value, right[key]) for key, value in left.items())
+    if _is_sequence(left):
+        if not _is_sequence(right):
             return False
-        return len(left) == len(right) and all(  # pyright: ignore[reportUnknownArgumentType]
-            _json_equal(a, b)
-            for a, b in zip(left, right, strict=True)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        return len(left) == len(right) and all(
+            _json_equal(a, b) for a, b in zip(left, right, strict=True)
         )
-    if isinstance(right, Mapping | tuple | list):
+    if _is_mapping(right) or _is_sequence(right):
         return False
     return left == right
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[object, object]]:
+    """``isinstance(value, Mapping)``, narrowed to what equality reads of it."""
+    return isinstance(value, Mapping)
+
+
+def _is_sequence(value: object) -> TypeGuard[tuple[object, ...] | list[object]]:
+    """``isinstance(value, tuple | list)``, narrowed to what equality reads of it."""
+    return isinstance(value, tuple | list)
 
 
 class _Rejected(Exception):
@@ -221,11 +225,11 @@ def freeze_json(value: object, *, path: str = "value") -> JsonValue:
     Raises ``JsonValueError`` (a ``TypeError`` with ``code == "INVALID_JSON_VALUE"``) whose
     message starts with ``path``. Already-frozen ``JsonObject`` values are returned as they are.
     """
-    if type(value) is dict:  # the common case, a flat object of scalars: one loop, no walk
+    if is_dict(value):  # the common case, a flat object of scalars: one loop, no walk
         flat: dict[str, JsonValue] = {}
         scalars = _SCALARS
-        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
-            if type(key) is not str or type(item) not in scalars:  # pyright: ignore[reportUnknownArgumentType]
+        for key, item in value.items():
+            if type(key) is not str or type(item) not in scalars:
                 break
             flat[key] = item
         else:
@@ -236,6 +240,15 @@ def freeze_json(value: object, *, path: str = "value") -> JsonValue:
         raise JsonValueError(path + "".join(reversed(rejected.segments)), rejected.reason) from None
     except RecursionError:
         raise JsonValueError(path, "depth") from None
+
+
+def freeze_json_object(value: object, *, path: str = "value") -> JsonObject:
+    """``freeze_json`` for a place that must hold a JSON object: the same rules and errors,
+    and a ``JsonValueError`` (reason ``"container"``) for any other JSON value."""
+    frozen = freeze_json(value, path=path)
+    if type(frozen) is not JsonObject:
+        raise JsonValueError(path, "container")
+    return frozen
 
 
 def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:

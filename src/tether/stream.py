@@ -45,6 +45,7 @@ from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, Final, Generic, TypeVar
 
 from tether._errors import TetherError
+from tether._types import instance_of
 
 __all__ = ["EventStream", "EventStreamIterator", "EventStreamStateError"]
 
@@ -170,7 +171,7 @@ class EventStream(Generic[E, R]):
 
     def fail(self, error: BaseException) -> None:
         """Settle the stream with ``error``. Buffered events are still delivered first."""
-        if not isinstance(error, BaseException):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(error, BaseException):
             raise TypeError("EventStream.fail() requires an exception instance")
         if self._state:
             raise self._terminal_error()

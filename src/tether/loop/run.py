@@ -813,7 +813,7 @@ def _stream_failure(error: Exception) -> RunFailure:
     """The run failure of a failed model stream: ``SCRIPT_EXHAUSTED`` when a scripted model
     ran out of replies (a test's script is too short), else ``MODEL_STREAM_FAILED``."""
     # By its code (codes are the contract), so the loop need not import the scripted model.
-    if isinstance(error, TetherError) and error.code == "SCRIPT_EXHAUSTED":
+    if instance_of(error, TetherError) and error.code == "SCRIPT_EXHAUSTED":
         return ScriptExhausted(
             error.message,
             "the ScriptedModel has fewer replies than the run makes model turns: add a "

@@ -73,17 +73,11 @@ ResponseFactory: TypeAlias = Callable[
 """Makes one scripted turn: yields chunks, then exactly one ``ModelResponse``, last."""
 
 
-class ScriptedModelError(TetherError):
+class ScriptedModelError(TetherError[ScriptedModelErrorCode]):
     """A scripted turn broke the script's rules; ``code`` says which."""
 
     def __init__(self, code: ScriptedModelErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> ScriptedModelErrorCode:
-        """The stable error code (one of ``ScriptedModelErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 class ScriptedModel:

@@ -111,17 +111,11 @@ ToolResultErrorCode: TypeAlias = Literal[
 _TRUSTED = trusted_errors()
 
 
-class ToolContractError(TetherError):
+class ToolContractError(TetherError[ToolContractErrorCode]):
     """A tool definition, batch or call broke the contract (not a tool failure)."""
 
     def __init__(self, code: ToolContractErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> ToolContractErrorCode:
-        """The stable error code (one of ``ToolContractErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 class NonRecoverableToolError(TetherError):

@@ -119,17 +119,12 @@ CodingToolErrorCode: TypeAlias = Literal[
 argument error's text)."""
 
 
-class CodingToolError(TetherError):
+class CodingToolError(TetherError[CodingToolErrorCode]):
     """A coding tool failed with a stable ``code``; ``str(error)`` starts with the code."""
 
     def __init__(self, code: CodingToolErrorCode, detail: str | None = None) -> None:
         super().__init__(code, code if not detail else f"{code}: {detail}")
         self.detail = detail
-
-    @property
-    def code(self) -> CodingToolErrorCode:
-        """The stable error code."""
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 def invalid(code: CodingToolErrorCode, detail: str) -> Invalid:
