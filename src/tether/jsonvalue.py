@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, Final, Literal, TypeAlias, TypeGuard, final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, final
 
 from tether._errors import TetherError
 from tether._types import is_dict, type_of
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -26,6 +29,8 @@ __all__ = [
     "JsonValueError",
     "freeze_json",
     "freeze_json_object",
+    "is_json_array",
+    "is_json_object",
     "thaw_json",
 ]
 
@@ -249,6 +254,18 @@ def freeze_json_object(value: object, *, path: str = "value") -> JsonObject:
     if type(frozen) is not JsonObject:
         raise JsonValueError(path, "container")
     return frozen
+
+
+def is_json_object(value: object) -> TypeIs[JsonObject]:
+    """Whether ``value`` is a ``JsonObject`` (a final class: the exact check and
+    ``isinstance`` agree, so both branches narrow)."""
+    return type(value) is JsonObject
+
+
+def is_json_array(value: JsonValue) -> TypeIs[tuple[JsonValue, ...]]:
+    """Whether a frozen JSON value is an array: exactly a ``tuple``, which is all that
+    ``freeze_json`` makes of one (so the other branch narrows too)."""
+    return type(value) is tuple
 
 
 def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._dataclass import dataclass
 from tether._text import is_non_empty
-from tether._types import real_items, type_of
+from tether._types import exactly, real_items, type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
@@ -204,9 +204,9 @@ def _thinking_from_mapping(block: Any, prefix: str) -> ThinkingBlock:
 def _raw_arguments_problem(raw: object, arguments: object) -> str | None:
     """Why a mapping's ``rawArguments`` (present, not null) cannot stand with its
     ``arguments``, or ``None``: an invalid call holds a bounded string and ``{}``."""
-    if type_of(raw) is not str:
+    if not exactly(raw, str):
         return "rawArguments must be a string or null"
-    text: str = raw  # pyright: ignore[reportAssignmentType]
+    text: str = raw
     if len(text) > MAX_RAW_ARGUMENTS_CODE_POINTS:
         return f"rawArguments must be at most {MAX_RAW_ARGUMENTS_CODE_POINTS} code points"
     if type_of(arguments) in (dict, JsonObject) and len(arguments) != 0:  # pyright: ignore[reportArgumentType]

@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Final
 
-from tether._types import type_of
+from tether._types import exactly
 from tether.agent.agent._errors import AgentMessageLimitError, AgentStateError
 from tether.agent.agent._state import MAX_AGENT_QUEUED_MESSAGES, AgentState
 from tether.protocol import Message, UserMessage
@@ -108,11 +108,11 @@ class WorkQueue:
 
     def user_message(self, content: object) -> UserMessage:
         """A user message with the next generated ID (``agent-user-NNNNNN``)."""
-        if type_of(content) is not str:
+        if not exactly(content, str):
             raise TypeError("Agent user content must be a string")
         number = self.next_number
         self.next_number += 1
-        return UserMessage(id=f"agent-user-{number:06d}", content=content)  # pyright: ignore[reportArgumentType]
+        return UserMessage(id=f"agent-user-{number:06d}", content=content)
 
     def accept_from(self, queue: deque[UserMessage], accepted: list[UserMessage]) -> bool:
         """Move the oldest message of ``queue`` into the transcript (and ``accepted``);
