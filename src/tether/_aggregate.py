@@ -29,9 +29,7 @@ _EXCEPTION_SLOTS: Final = frozenset(
 _A = TypeVar("_A", bound="TetherAggregateError")
 
 
-def _rebuild(
-    cls: type[TetherAggregateError], code: str, message: str, errors: tuple[Exception, ...]
-) -> TetherAggregateError:
+def _rebuild(cls: type[_A], code: str, message: str, errors: tuple[Exception, ...]) -> _A:
     group = ExceptionGroup.__new__(cls, message, errors)
     Exception.__init__(group, message, errors)
     object.__setattr__(group, "_code", code)
@@ -58,9 +56,11 @@ class TetherAggregateError(TetherError[CodeT_co], ExceptionGroup[Exception]):
         """The human-readable message."""
         return ExceptionGroup.message.__get__(self)
 
+    # ExceptionGroup.derive is generic in the errors' type; a TetherAggregateError holds
+    # Exception and derives its own class, which typeshed's signature cannot say.
     def derive(self: _A, excs: Sequence[Exception]) -> _A:  # pyright: ignore[reportIncompatibleMethodOverride]
         """A part of this group (``split``, ``subgroup``): same class, code and message."""
-        return _rebuild(type(self), self.code, self.message, tuple(excs))  # pyright: ignore[reportReturnType]
+        return _rebuild(type(self), self.code, self.message, tuple(excs))
 
     def __repr__(self) -> str:
         return (

@@ -30,6 +30,7 @@ __all__ = [
     "is_awaitable",
     "is_dict",
     "is_list",
+    "is_list_or_tuple",
     "is_number",
     "real_items",
     "type_of",
@@ -79,6 +80,12 @@ def is_array(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
     parsed or as frozen), narrowed with its items not read yet (so ``Any``)."""
     kind = type_of(value)
     return kind is list or kind is tuple
+
+
+def is_list_or_tuple(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    """Whether ``value``'s real class is ``list``, ``tuple`` or a subclass of one (whose own
+    methods may lie: ``real_items`` reads what it really holds)."""
+    return issubclass(type_of(value), list | tuple)
 
 
 def is_number(value: object) -> TypeGuard[int | float]:

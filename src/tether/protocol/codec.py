@@ -13,7 +13,8 @@ import dataclasses
 from typing import Annotated, Any, Final, Literal, TypeVar, cast, get_args, get_origin, overload
 
 from tether._errors import TetherError
-from tether.jsonvalue import JsonObject, thaw_json
+from tether._types import is_array
+from tether.jsonvalue import JsonObject, is_json_object, thaw_json
 from tether.protocol._fields import (
     ProtocolValue,
     discriminant_of,
@@ -87,11 +88,10 @@ def to_json(value: object) -> Any:
                 continue
             encoded[key] = to_json(item)
         return encoded
-    if kind is tuple or kind is list:
-        items: tuple[object, ...] | list[object] = value  # pyright: ignore[reportAssignmentType]
-        return [to_json(item) for item in items]
-    if kind is JsonObject:
-        return thaw_json(value)  # pyright: ignore[reportArgumentType]
+    if is_array(value):
+        return [to_json(item) for item in value]
+    if is_json_object(value):
+        return thaw_json(value)
     raise TypeError(f"to_json() cannot encode {kind.__name__} values")
 
 
