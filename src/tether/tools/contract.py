@@ -35,7 +35,7 @@ from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import Started, check_signal, neutralize, race_eagerly
 from tether._text import is_non_empty, message_of
-from tether._types import instance_of, is_awaitable, type_of
+from tether._types import exactly, instance_of, is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.messages import (
@@ -542,8 +542,8 @@ def _result(call: ToolCall, content: str, *, is_error: bool) -> ToolResultMessag
 
 
 def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
-    if type_of(tool_call) is ToolCall:
-        return tool_call  # pyright: ignore[reportReturnType]
+    if exactly(tool_call, ToolCall):
+        return tool_call
     try:
         if not is_mapping(tool_call):
             raise TypeError("tool call must be a ToolCall or a mapping")

@@ -46,6 +46,7 @@ from collections.abc import Callable, Generator
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
+from tether._types import is_dict
 from tether.jsonvalue import JsonObject
 from tether.protocol.tools import Invalid
 
@@ -184,8 +185,8 @@ def record_of(
     ``None``. Only a plain ``dict`` or a ``JsonObject`` (what the loop passes) is accepted."""
     if type(value) is JsonObject:
         record: dict[str, Any] = dict(value.items())
-    elif type(value) is dict:
-        record = dict(value)  # pyright: ignore[reportUnknownArgumentType]
+    elif is_dict(value):
+        record = dict(value)
     else:
         return None
     keys = set(record)
