@@ -128,9 +128,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 from tether._errors import TetherError
+from tether._types import instance_of
 from tether.cli.config import CliConfig, CliError
 from tether.cli.render import Output, compact, shorten, warn
 from tether.cli.session_config import configured_extensions
@@ -1375,8 +1376,8 @@ def _explain(error: BaseException, depth: int = 0) -> str:
     cause = error.__cause__
     if cause is None or depth >= 3:
         return text
-    if isinstance(cause, BaseExceptionGroup):
-        parts = cast("tuple[BaseException, ...]", cause.exceptions)  # pyright: ignore[reportUnknownMemberType]
+    if instance_of(cause, BaseExceptionGroup):
+        parts = cause.exceptions
         inner = "; ".join(_explain(part, depth + 1) for part in parts)
     else:
         inner = _explain(cause, depth + 1)
