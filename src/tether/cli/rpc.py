@@ -849,7 +849,7 @@ class _Session:
             raise RpcError(
                 "RPC_INVALID_REQUEST", f'"level" must be one of: {", ".join(THINKING_LEVELS)}'
             )
-        return {"thinking": self.session.set_thinking(cast("ThinkingLevel", level))}
+        return {"thinking": self.session.set_thinking(level)}
 
     async def set_model(self, fields: dict[str, object]) -> object:
         from tether.cli.config import CliError, load_config, with_thinking_flag

@@ -40,7 +40,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal, TypeAlias, cast
+from typing import Final, Literal, TypeAlias, TypeGuard, cast
 
 from tether.mcp.errors import McpError
 
@@ -301,11 +301,16 @@ def parse_mcp_servers(value: object) -> tuple[McpServerConfig, ...]:
     return tuple(servers)
 
 
+def _is_table(value: object) -> TypeGuard[dict[str, object]]:
+    """``isinstance(value, dict)``: a TOML table (``tomllib`` makes ``str`` keys)."""
+    return isinstance(value, dict)
+
+
 def _server(name: str, entry: object) -> McpServerConfig:
     key = f"mcp_servers.{name}"
-    if not isinstance(entry, dict):
+    if not _is_table(entry):
         raise _fail(f"'{key}' must be a table", name)
-    table: dict[str, object] = entry  # pyright: ignore[reportUnknownVariableType]
+    table = entry
     if ("command" in table) == ("url" in table):
         raise _fail(
             f"'{key}' needs exactly one of 'command' (stdio) or 'url' (streamable HTTP)", name
