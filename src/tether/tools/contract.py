@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeVar, cast
+from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeGuard, TypeVar, cast
 
 from tether._dataclass import dataclass
 from tether._errors import TetherError
@@ -257,11 +257,17 @@ _FIELDS: Final = (
 _OPTIONAL: Final = frozenset({"parameters", "output_limit", "retries", "expose_errors", "effects"})
 
 
+def _is_definition(value: object) -> TypeGuard[ToolDefinition[Any, Any]]:
+    """Whether ``value``'s real class is exactly ``ToolDefinition`` or ``FunctionTool``."""
+    kind = type_of(value)
+    return kind is ToolDefinition or kind is FunctionTool
+
+
 def _definition(source: object) -> ToolDefinition[Any, Any]:
     """Snapshot an untrusted definition: each field read once, then checked."""
     kind = type_of(source)
-    if kind is ToolDefinition or kind is FunctionTool:
-        return source  # pyright: ignore[reportReturnType]
+    if _is_definition(source):
+        return source
     if source is None or kind in (bool, int, float, str, bytes):
         raise ToolContractError("INVALID_TOOL_DEFINITION", "Tool definition must be an object")
     values: dict[str, Any] = {
