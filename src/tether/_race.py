@@ -318,7 +318,7 @@ class NotAwaitableError(TypeError):
     """``race()`` was given something that cannot be awaited."""
 
 
-def _steps_of(awaitable: Awaitable[Any]) -> Any:
+def _steps_of(awaitable: object) -> Any:
     """The object to send into: what ``await`` would drive (``tether._types.await_steps``).
 
     A coroutine and an async generator's ``__anext__()`` step (``_ASEND``) are their own
@@ -390,7 +390,7 @@ def start_cleanup(awaitable: object) -> None:
     follows. Only ``KeyboardInterrupt`` and ``SystemExit`` propagate.
     """
     try:
-        step = _steps_of(awaitable)  # pyright: ignore[reportArgumentType]
+        step = _steps_of(awaitable)
         yielded = step.send(None)
     except _PROCESS_EXITS:
         raise
