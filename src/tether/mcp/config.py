@@ -339,7 +339,7 @@ def _server(name: str, entry: object) -> McpServerConfig:
                 ),
                 env=cast("Mapping[str, str]", table.get("env", {})),
                 cwd=cast("str | None", table.get("cwd")),
-                **common,  # pyright: ignore[reportArgumentType]
+                **common,  # pyright: ignore[reportArgumentType] - each value checked above
             )
         if "headers" in table and "http_headers" in table:
             raise _fail(f"'{key}' takes 'headers' or 'http_headers', not both", name)
@@ -348,7 +348,7 @@ def _server(name: str, entry: object) -> McpServerConfig:
             url=cast("str", table["url"]),
             headers=cast("Mapping[str, str]", table.get("headers", table.get("http_headers", {}))),
             bearer_token_env_var=cast("str | None", table.get("bearer_token_env_var")),
-            **common,  # pyright: ignore[reportArgumentType]
+            **common,  # pyright: ignore[reportArgumentType] - as above
         )
     except McpError as error:
         raise _fail(error.message.replace(f"'{name}.", f"'{key}.", 1), name) from None

@@ -434,7 +434,7 @@ def stream_reply(
     checks both against each other on any reply.
     """
     if reply.tool_call_deltas:
-        items, response = reply._chunks(request, reply._calls(request))  # pyright: ignore[reportPrivateUsage]
+        items, response = reply._chunks(request, reply._calls(request))  # pyright: ignore[reportPrivateUsage] - the module's fast path reads its reply's parts
         for item in items:
             stream.push(item)
         stream.finish(response)
@@ -452,7 +452,7 @@ def stream_reply(
             push(_tool_call_chunk(request_id, call))
     else:
         calls = ()
-    stream.finish(reply._response(request, calls))  # pyright: ignore[reportPrivateUsage]
+    stream.finish(reply._response(request, calls))  # pyright: ignore[reportPrivateUsage] - the module's fast path reads its reply's parts
 
 
 _thinking_delta_chunk: Final = trusted.thinking_delta_chunk
