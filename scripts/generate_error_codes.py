@@ -73,6 +73,16 @@ ADVICE: dict[str, str] = {
     "bool, None; no NaN, no cycles); the message names the path of the bad part.",
     "INVALID_PROTOCOL_JSON": "The JSON is not a tether protocol value: compare the field the "
     "message names with `tether.protocol` (it may come from a newer tether; upgrade this one).",
+    "PROVIDER_TOO_MANY_IMAGES": "The conversation carries more than 20 images and a request "
+    "sends them all: drop older images (compact the session or start a new one), or send fewer "
+    "at once.",
+    "MODEL_CANNOT_SEE_IMAGES": "tether's model catalog says this model reads no images: switch "
+    "to one that does (`tether models` lists them), or remove the images from the prompt.",
+    "IMAGE_INVALID": "The bytes are not a PNG, JPEG, GIF or WebP image, or the ImageBlock's "
+    "media type or size disagrees with its header: build it with `ImageBlock.from_bytes(data)`, "
+    "or convert the image to PNG.",
+    "IMAGE_TOO_LARGE": "The image is over 3.75 MiB (5 MiB as base64) or 8000 pixels a side; "
+    "tether does not downscale: shrink or crop it (e.g. to 2000 px a side) and send it again.",
     # --- messages -------------------------------------------------------------------------
     "INVALID_TRANSCRIPT": "The messages are not a valid conversation: the message names the "
     "index and rule; fix or drop that message (unanswered tool calls: "

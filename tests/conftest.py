@@ -47,6 +47,7 @@ from contextlib import ExitStack  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from servers.katan import KatanFactory, KatanServer, KatanStartError, run_katan  # noqa: E402
+from tmux_support import Tmux, tmux_binary  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +87,20 @@ def katan_factory(tmp_path: Path) -> Iterator[KatanFactory]:
             return server
 
         yield start
+
+
+# --- a terminal for the tmux tests ---------------------------------------------------------------
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    """A tmux server of the test's own (skipped where tmux is missing and cannot be
+    installed), killed after the test."""
+    binary = tmux_binary()
+    if binary is None:
+        pytest.skip("tmux is not installed and cannot be (not root, or no apt-get)")
+    terminal = Tmux(binary, tmp_path)
+    try:
+        yield terminal
+    finally:
+        terminal.kill()

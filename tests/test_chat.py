@@ -25,24 +25,25 @@ from tether import AbortController, ScriptedModel, ScriptedReply, ScriptedToolCa
 from tether.agent.extensions import ExtensionContext, ExtensionDefinition
 from tether.agent.session import default_sessions_dir
 from tether.cli import chat as chat_module
+from tether.cli import chat_commands
+from tether.cli import chat_view as chat_view_module
 from tether.cli.chat import (
     APPROVE_PROMPT,
     DECLINED,
     HELP,
     Approvals,
     Chat,
-    ChatView,
-    Command,
-    Escaped,
-    chat_completions,
     chat_data_dir,
     last_session,
     message_text,
     parse_answer,
-    parse_command,
     remember_session,
     session_directories,
 )
+from tether.cli.chat_approval import Escaped
+from tether.cli.chat_commands import Command, parse_command
+from tether.cli.chat_completion import chat_completions
+from tether.cli.chat_view import ChatView
 from tether.cli.config import CliConfig, load_config
 from tether.cli.main import main
 from tether.cli.models import ModelChoice, choose_model
@@ -439,7 +440,7 @@ async def test_each_slash_command_runs_its_own_handler_and_no_other(
     table["frobnicate"] = SlashCommand(
         name="frobnicate", args="", help="a new one", handler=recording("frobnicate")
     )
-    monkeypatch.setattr(chat_module, "find_command", table.get)
+    monkeypatch.setattr(chat_commands, "find_command", table.get)
     chat, buffer = make_chat(tmp_path, config, ScriptedModel([]))
     for name in table:
         assert await chat.command(Command(name, "x"))
@@ -617,7 +618,7 @@ def test_help_and_import_do_not_load_prompt_toolkit() -> None:
 def test_the_chat_loads_rich_only_at_the_first_render() -> None:
     code = (
         "import sys, io\n"
-        "from tether.cli.chat import ChatView\n"
+        "from tether.cli.chat_view import ChatView\n"
         "from tether.cli.render import Output\n"
         "view = ChatView(Output.for_people(io.StringIO()), color=True, live=True)\n"
         "view.line('a line')\n"
@@ -1124,7 +1125,6 @@ async def test_a_tree_move_survives_a_model_switch(
 
 
 def test_tab_completes_commands_model_names_and_paths(tmp_path: Path) -> None:
-    from tether.cli.chat import chat_completions
     from tether.tools.coding.workspace import Workspace
 
     (tmp_path / "src").mkdir()
@@ -1238,7 +1238,7 @@ def test_the_unfinished_block_is_redrawn_at_a_frame_rate_not_per_delta(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = [100.0]
-    monkeypatch.setattr(chat_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(chat_view_module.time, "monotonic", lambda: clock[0])
     writes: list[bytes] = []
 
     class Counting(io.BytesIO):
@@ -1263,7 +1263,7 @@ def test_the_unfinished_block_is_redrawn_at_a_frame_rate_not_per_delta(
 def test_live_tool_output_and_retries_are_shown() -> None:
     """Issue 28: a command's output appears while it runs (a bounded view, before its
     result), and a retry says how long it waits and why."""
-    from tether.cli.chat import PROGRESS_MAX_LINES
+    from tether.cli.chat_view import PROGRESS_MAX_LINES
     from tether.protocol import (
         ModelRetryEvent,
         ModelRetryPayload,

@@ -8,7 +8,6 @@ The model is built with the first prompt; a level set before it is clamped (and 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,24 +15,12 @@ import pytest
 import cli_support
 from servers.replay import ReplayServer
 from test_chat_tmux import at_prompt, quit_chat, say, start_chat
-from tmux_support import Tmux, tmux_binary
+from tmux_support import Tmux
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(sys.platform == "win32", reason="tmux and POSIX terminals"),
 ]
-
-
-@pytest.fixture(name="tmux")
-def _tmux(tmp_path: Path) -> Iterator[Tmux]:
-    binary = tmux_binary()
-    if binary is None:
-        pytest.skip("tmux is not installed and cannot be (not root, or no apt-get)")
-    terminal = Tmux(binary, tmp_path)
-    try:
-        yield terminal
-    finally:
-        terminal.kill()
 
 
 async def test_shift_tab_cycles_the_level_shown_and_sent(tmux: Tmux, tmp_path: Path) -> None:

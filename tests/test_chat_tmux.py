@@ -22,7 +22,6 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ import pytest
 
 from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
 from tether.agent import INTERRUPTED_TURN_NOTE
-from tmux_support import DEADLINE, POLL, Tmux, tmux_binary
+from tmux_support import DEADLINE, POLL, Tmux
 
 pytestmark = [
     pytest.mark.slow,
@@ -45,18 +44,6 @@ _SCRUBBED = ("PYTHONDEVMODE", "PYTHONASYNCIODEBUG", "PYTHONWARNINGS", "TETHER_CO
 
 
 # --- the terminal -----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    binary = tmux_binary()
-    if binary is None:
-        pytest.skip("tmux is not installed and cannot be (not root, or no apt-get)")
-    terminal = Tmux(binary, tmp_path)
-    try:
-        yield terminal
-    finally:
-        terminal.kill()
 
 
 def chat_env(tmp_path: Path) -> dict[str, str]:

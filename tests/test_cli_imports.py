@@ -3,7 +3,7 @@
 The graph counts every ``tether.cli.*`` and ``tether.coding.*`` import of a module, those
 inside functions included (a deferred import is still a dependency). ``tether.coding`` (the
 session service) must never import a mode (``tether.cli.chat``, ``run``, ``rpc``, ``main``),
-nor anything else of ``tether.cli``.
+nor anything else of ``tether.cli``. ``tether --help`` imports no command's modules.
 """
 
 from __future__ import annotations
@@ -110,3 +110,25 @@ def test_each_module_imports_alone(name: str) -> None:
         [sys.executable, "-c", f"import {name}"], capture_output=True, text=True, check=False
     )
     assert completed.returncode == 0, completed.stderr
+
+
+_HELP_PROBE = """
+import contextlib, io, json, sys
+from tether.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main(["--help"])
+heavy = ["asyncio", "dataclasses", "tether.providers.thinking", "tether.cli.config", "tomllib"]
+print(json.dumps([name for name in heavy if name in sys.modules]))
+"""
+
+
+@pytest.mark.slow
+def test_the_top_level_help_loads_no_command() -> None:
+    """``tether --help`` lists the commands without building their arguments (the
+    ``--thinking`` levels load the dataclass machinery) or importing asyncio or the config
+    file's reader: it is the CLI's startup floor (``benchmarks/bench_cli_startup.py``)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", _HELP_PROBE], capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"

@@ -786,7 +786,7 @@ def test_tools_sandbox_settings_are_read_and_checked(tmp_path: Path) -> None:
 def test_the_config_knows_every_sandbox_mode() -> None:
     from typing import get_args
 
-    from tether.cli.config import SANDBOX_MODES
+    from tether.cli.config_reader import SANDBOX_MODES
     from tether.tools.coding.sandbox import SandboxMode
 
     assert get_args(SandboxMode) == SANDBOX_MODES
@@ -811,3 +811,77 @@ async def test_the_session_key_goes_only_to_an_api_that_takes_one(tmp_path: Path
     finally:
         await built.aclose()
         await claude.aclose()
+
+
+# --- the catalog in tether models ---------------------------------------------------------------
+
+PRICED_CONFIG = """\
+[models."openai/gpt-4o-mini"]
+input_price = 0.2
+
+[models."gpu-box/qwen3-coder"]
+context_window = 131072
+output_price = 1.5
+
+[providers.gpu-box]
+base_url = "http://gpu-box:8000/v1"
+"""
+
+
+def _models_output(tmp_path: Path, *, as_json: bool) -> str:
+    import io
+
+    from tether.cli.models import models_command
+    from tether.cli.render import Output
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    config = load_config(write(tmp_path, PRICED_CONFIG))
+    assert models_command(config, Output.for_json(stream), as_json=as_json, environ={}) == 0
+    stream.flush()
+    return stream.buffer.getvalue().decode("utf-8")
+
+
+def test_models_lists_the_catalog_with_its_prices_and_the_configs_over_them(
+    tmp_path: Path,
+) -> None:
+    from tether.providers.model_catalog import MODEL_CATALOG
+
+    rows = json_rows(_models_output(tmp_path, as_json=True))
+    known = {row["spec"]: row for row in rows if row["type"] == "catalogModel"}
+    # every catalog model, then the configured ones it does not know
+    assert list(known)[: len(MODEL_CATALOG)] == list(MODEL_CATALOG)
+    sonnet = known["anthropic/claude-sonnet-4-5"]
+    assert sonnet == {
+        "type": "catalogModel",
+        "spec": "anthropic/claude-sonnet-4-5",
+        "contextWindow": 200_000,
+        "maxOutputTokens": 64_000,
+        "prices": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+        "images": True,
+        "thinking": True,
+        "source": "catalog",
+    }
+    mini = known["openai/gpt-4o-mini"]
+    assert mini["prices"] == {"input": 0.2, "output": 0.6, "cacheRead": 0.075, "cacheWrite": 0.15}
+    assert mini["source"] == "catalog+config"
+    custom = known["gpu-box/qwen3-coder"]
+    assert custom["prices"] == {"input": None, "output": 1.5, "cacheRead": None, "cacheWrite": None}
+    assert (custom["contextWindow"], custom["images"], custom["source"]) == (
+        131072,
+        False,
+        "config",
+    )
+
+    text = _models_output(tmp_path, as_json=False)
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("MODEL"))
+    assert header.split() == [
+        "MODEL", "CONTEXT", "MAX", "OUT", "INPUT", "OUTPUT", "CACHE", "R", "CACHE", "W", "CAN",
+    ]  # fmt: skip
+    row = {line.split()[0]: line.split()[1:] for line in lines[lines.index(header) + 1 :] if line}
+    assert row["anthropic/claude-sonnet-4-5"] == [
+        "200k", "64k", "$3", "$15", "$0.30", "$3.75", "images,thinking",
+    ]  # fmt: skip
+    assert row["openai/gpt-4o-mini"][2] == "$0.20"  # the config's price
+    assert row["gpu-box/qwen3-coder"] == ["131k", "?", "?", "$1.50", "?", "?", "-"]
+    assert "USD per million tokens; ? = not known" in text

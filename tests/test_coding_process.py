@@ -32,6 +32,7 @@ from tether.tools.coding import (
     bash_tool,
     coding_tools,
     process,
+    python_process,
     supervisor,
 )
 from tether.tools.coding.environment import catalog_key_variables
@@ -435,6 +436,9 @@ async def test_tool_processes_never_see_provider_keys(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
     monkeypatch.setenv("GPU_BOX_KEY", "gpu-test-secret")  # the active model's api_key_env
     monkeypatch.setenv("KEEP_ME", "kept")
+    # what is checked is the environment, not the 0.5 s limit (a loaded machine's Python
+    # start alone has gone past it)
+    monkeypatch.setattr(python_process, "PYTHON_PROCESS_TIMEOUT_SECONDS", 30.0)
     default = coding_tools(tmp_path)
     shown = await call(default, "bash", command=_SHOW_ENV)
     assert "stdout ---\n[][][gpu-test-secret][kept]\n" in shown.content

@@ -8,9 +8,11 @@ offending path. ``JsonObject`` is the immutable mapping that frozen JSON objects
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import datetime
 import enum
+import json
 import math
 import pickle
 import types
@@ -31,6 +33,7 @@ from tether.jsonvalue import (
     JsonValueError,
     freeze_json,
     freeze_json_object,
+    loads_strict,
     thaw_json,
 )
 
@@ -789,3 +792,50 @@ def test_freeze_json_object_is_freeze_json_for_objects_and_refuses_the_rest(
         expected = _Refused("args", "container")
     got = _outcome(freeze_json_object, value)
     assert (type(got), got) == (type(expected), expected)
+
+
+# --- JSON text: loads_strict --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a": -Infinity}'])
+def test_loads_strict_refuses_the_constants_json_lacks(text: str) -> None:
+    with pytest.raises(ValueError, match="is not JSON"):
+        loads_strict(text)
+
+
+def test_loads_strict_refuses_repeated_keys_only_when_asked() -> None:
+    text = '{"a": 1, "b": {"c": 2, "c": 3}}'
+    assert loads_strict(text) == {"a": 1, "b": {"c": 3}}
+    with pytest.raises(ValueError, match="duplicate key 'c'"):
+        loads_strict(text, unique_keys=True)
+
+
+@pytest.mark.parametrize("unique_keys", [False, True])
+def test_loads_strict_turns_too_deep_nesting_into_a_value_error(unique_keys: bool) -> None:
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_strict("[" * 200_000 + "]" * 200_000, unique_keys=unique_keys)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_strict('{"a":' * 200_000 + "1" + "}" * 200_000, unique_keys=unique_keys)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES, st.booleans())
+def test_loads_strict_reads_what_json_loads_reads(value: object, unique_keys: bool) -> None:
+    text = json.dumps(value, allow_nan=False)
+    assert loads_strict(text, unique_keys=unique_keys) == json.loads(text)
+
+
+@given(st.text(max_size=40), st.booleans())
+def test_loads_strict_raises_only_value_errors(text: str, unique_keys: bool) -> None:
+    with contextlib.suppress(ValueError):
+        loads_strict(text, unique_keys=unique_keys)

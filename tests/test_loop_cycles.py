@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import traceback
 import weakref
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Generator
 from contextlib import contextmanager
 
 from support import run_async
@@ -25,6 +26,7 @@ from tether import (
     tool_call_reply,
 )
 from tether.messages import user_message
+from tether.protocol import ModelChunk
 
 
 @tool
@@ -67,3 +69,38 @@ def test_a_finished_run_leaves_no_reference_cycle() -> None:
             assert [ref() for ref in refs] == [None, None]
 
     run_async(scenario)
+
+
+def test_a_run_whose_model_stream_failed_leaves_no_reference_cycle() -> None:
+    failure = RuntimeError("the provider hung up")
+
+    async def scenario() -> None:
+        async def broken(request: object, signal: object) -> AsyncIterator[ModelChunk]:
+            await asyncio.sleep(0)
+            raise failure
+            yield  # pragma: no cover - makes this an async generator
+
+        model = ScriptedModel([broken])
+        controller = AbortController()
+        with collector_off():
+            stream = run_agent_loop(
+                messages=[user_message(id="user-001", content="go")],
+                model=model,
+                tools=ToolRegistry([add]),
+                max_steps=4,
+                signal=controller.signal,
+            )
+            async for _ in stream:
+                pass
+            result = await stream.result
+            assert result.status == "failed"
+            assert result.error.code == "MODEL_STREAM_FAILED"
+            refs = [weakref.ref(stream), weakref.ref(controller.signal)]
+            del stream, model, controller, result
+            assert [ref() for ref in refs] == [None, None]
+
+    run_async(scenario)
+    frames = [entry.name for entry in traceback.extract_tb(failure.__traceback__)]
+    assert frames[-1] == "broken"  # where the model failed is still on its traceback
+    assert "model_turn" not in frames
+    assert "_produce" not in frames

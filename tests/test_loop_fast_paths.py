@@ -7,6 +7,9 @@ Each shortcut must give what the path it skips gives, on any input it accepts:
 * a run over plain-data replies gives the events and the result of the same run over the
   same replies wrapped as response factories (the general path: a producer drives each
   reply's async iterator; the fast-path changes of issue 30 all lie between the two);
+* a run whose model streams are finished ``EventStream``s (their events taken at once,
+  ``EventStream.take_finished``) gives the events and the result of the run that iterates
+  the same streams (wrapped so they are not ``EventStream``s);
 * ``_measure_frozen`` (one pass over flat arguments) measures what the container walk
   ``_measure_frozen_walk`` measures.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -160,3 +164,77 @@ def test_a_run_over_plain_replies_equals_the_run_over_factories(
         assert fast == general
 
     run_async(both)
+
+
+class Iterated:
+    """A model stream that is not an ``EventStream``: the same items as the scripted
+    model's stream, which the loop must iterate (the general path) instead of taking the
+    finished events at once (``EventStream.take_finished``)."""
+
+    def __init__(self, inner: EventStream[Any, Any]) -> None:
+        self._inner = inner
+
+    def __aiter__(self) -> Any:
+        return aiter(self._inner)
+
+    @property
+    def result(self) -> Any:
+        return self._inner.result
+
+
+class IteratedModel:
+    """``ScriptedModel`` whose every stream the loop has to iterate."""
+
+    def __init__(self, replies: list[ResponseFactory]) -> None:
+        self._inner = ScriptedModel(replies)
+
+    def stream(self, request: ModelRequest, signal: Any) -> Iterated:
+        return Iterated(self._inner.stream(request, signal))
+
+
+@settings(max_examples=examples(150))
+@given(script=st.lists(replies(), min_size=1, max_size=4), max_steps=st.integers(1, 5))
+def test_a_run_over_finished_streams_equals_the_run_that_iterates_them(
+    script: list[ScriptedReply], max_steps: int
+) -> None:
+    async def run(model: Any) -> tuple[list[AgentEvent], RunResult]:
+        stream = run_agent_loop(
+            messages=[UserMessage(id="user-1", content="go")],
+            model=model,
+            tools=REGISTRY,
+            max_steps=max_steps,
+        )
+        return [event async for event in stream], await stream.result
+
+    async def both() -> None:
+        taken = await run(ScriptedModel(list[ResponseFactory](script)))
+        iterated = await run(IteratedModel(list[ResponseFactory](script)))
+        assert taken == iterated
+
+    run_async(both)
+
+
+def test_take_finished_takes_only_a_finished_stream_nobody_reads() -> None:
+    open_stream: EventStream[int, None] = EventStream()
+    open_stream.push(1)
+    assert open_stream.take_finished() is None
+    failed: EventStream[int, None] = EventStream()
+    failed.push(1)
+    failed.fail(RuntimeError("boom"))
+    assert failed.take_finished() is None
+    read: EventStream[int, None] = EventStream()
+    read.push(1)
+    read.finish(None)
+    reader = aiter(read)
+    assert read.take_finished() is None
+    assert reader.poll(None) == 1
+    finished: EventStream[int, None] = EventStream()
+    finished.push(1)
+    finished.push(2)
+    finished.finish(None)
+    assert list(finished.take_finished() or ()) == [1, 2]
+    again = finished.take_finished()  # still finished, nothing left
+    assert again is not None
+    assert list(again) == []
+    with pytest.raises(StopAsyncIteration):
+        aiter(finished).poll(None)  # reads as consumed

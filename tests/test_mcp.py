@@ -589,10 +589,10 @@ async def test_a_server_object_is_a_plain_value() -> None:
 def test_results_that_are_not_text_are_described() -> None:
     from mcp.types import CallToolResult
 
-    from tether.mcp.client import _text_of  # pyright: ignore[reportPrivateUsage]
+    from tether.mcp.sdk_support import result_text
 
-    assert _text_of(CallToolResult(content=[], structured_content={"a": 1})) == '{"a": 1}'
-    assert _text_of(CallToolResult(content=[])) == ""
+    assert result_text(CallToolResult(content=[], structured_content={"a": 1})) == '{"a": 1}'
+    assert result_text(CallToolResult(content=[])) == ""
 
 
 async def test_blocks_timeouts_removed_tools_and_stopped_calls() -> None:

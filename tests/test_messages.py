@@ -711,7 +711,9 @@ def test_parse_message_reads_each_field_once() -> None:
         parse_message(entry)
 
     for entry in entries:
-        assert set(entry.reads) == set(entry)
+        # every field present is read, and an absent optional one (``errorCode``, ``images``)
+        # may be read to learn it is absent: each once
+        assert set(entry) <= set(entry.reads) <= set(entry) | {"errorCode", "images"}
         assert all(count == 1 for count in entry.reads.values()), entry.reads
 
 
@@ -1229,9 +1231,18 @@ def test_validate_transcript_reads_every_field_at_most_once() -> None:
     assert check(entries) == []
 
     for recorded in [*entries, *blocks]:
-        assert set(recorded.reads) <= {*recorded, "rawArguments"}  # the one optional key
+        assert set(recorded.reads) <= {*recorded, "rawArguments", "images", "errorCode"}  # optional
         assert all(count == 1 for count in recorded.reads.values()), recorded.reads
-    assert set(entries[2].reads) == {"role", "id", "toolCallId", "toolName", "content", "isError"}
+    assert set(entries[2].reads) == {
+        "role",
+        "id",
+        "toolCallId",
+        "toolName",
+        "content",
+        "isError",
+        "images",
+        "errorCode",
+    }
     assert set(blocks[1].reads) == {"type", "id", "name", "arguments", "rawArguments"}
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +30,7 @@ from rpc_support import text_reply, tool_reply
 from servers.replay import ReplayServer
 from test_chat_tmux import FAKE_KEY, MODEL, at_prompt, chat_env, quit_chat, say
 from tether.coding.rpc_client import RpcApprovalRequest, RpcClient, RpcEvent
-from tmux_support import Tmux, tmux_binary
+from tmux_support import Tmux
 
 pytestmark = [
     pytest.mark.slow,
@@ -41,18 +40,6 @@ pytestmark = [
 PROMPT = "Create hello.txt saying hi."
 ANSWER = "Created hello.txt."
 _VOLATILE = frozenset({"id", "parentId", "timestamp", "createdAt"})
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    binary = tmux_binary()
-    if binary is None:
-        pytest.skip("tmux is not installed and cannot be (not root, or no apt-get)")
-    terminal = Tmux(binary, tmp_path)
-    try:
-        yield terminal
-    finally:
-        terminal.kill()
 
 
 def fresh_workspace(tmp_path: Path) -> Path:

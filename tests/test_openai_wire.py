@@ -734,6 +734,35 @@ def test_progress_chunks_carry_the_final_id() -> None:
     assert announced == [final[0], final[1], final[3]]  # call 2 had no vendor id
 
 
+def test_calls_that_never_parse_are_not_read_again_at_every_new_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many parallel calls whose arguments never become a JSON object (a hostile or broken
+    server): each new call used to join and parse every such call still pending, so the work
+    grew with the square of the calls. A pending call is read again only after a fragment of
+    its own arrived, so the parses stay linear in the calls (counted, not timed)."""
+    module: Any = importlib.import_module("tether.providers.openai_wire")
+    real = module._parse_arguments
+    parsed: list[str] = []
+
+    def counting(text: str) -> JsonObject:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(module, "_parse_arguments", counting)
+    calls = 300
+    parser = OpenAIChatStreamParser(REQUEST_ID, compat=DEFAULT)
+    for index in range(calls):
+        parser.feed(call_payload(index, True, "{"))
+    finish: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+    parser.feed({"choices": [finish]})
+    chunks, response = parser.finish(done=True)
+    # one look per call when the next one starts, one more at the end: at most 2 per call
+    assert len(parsed) <= 2 * calls
+    assert len([chunk for chunk in chunks if chunk.type == "toolCall"]) == calls
+    assert [call.raw_arguments for call in Outcome(chunks, response).calls] == ["{"] * calls
+
+
 def test_transcript_call_ids() -> None:
     request = ModelRequest(
         id=REQUEST_ID,
@@ -1687,3 +1716,55 @@ def test_a_delta_without_tool_calls_goes_straight_to_the_text_fields(
     direct = applied(lambda out: fast._text_fields(delta, out), fast)  # pyright: ignore[reportPrivateUsage]
     general = applied(lambda out: plain._delta(delta, out), plain)  # pyright: ignore[reportPrivateUsage]
     assert direct == general
+
+
+class EveryPendingCallParser(OpenAIChatStreamParser):
+    """The plain path of ``_complete_ready``: every pending call is looked at when a new call
+    starts, not only the ones a delta reached since the last look."""
+
+    def _complete_ready(self, out: list[ModelChunk]) -> None:
+        self._touched = list(self._pending.values())
+        super()._complete_ready(out)
+
+
+def outcome_of(parser: OpenAIChatStreamParser, items: list[tuple[object, str]]) -> object:
+    """Every chunk ``items`` give, then the response (or the error that ended them)."""
+    out: list[ModelChunk] = []
+    try:
+        for payload, event in items:
+            out.extend(parser.feed(payload, event=event))
+        tail, response = parser.finish(done=True)
+    except ProviderError as error:
+        return out, (error.code, error.message)
+    return [*out, *tail], response
+
+
+def call_payload(index: int, named: bool, fragment: str) -> dict[str, Any]:
+    """A chunk with one tool-call delta: call ``index``'s ID and name (when ``named``) and an
+    argument fragment."""
+    entry: dict[str, Any] = {"index": index, "function": {"arguments": fragment}}
+    if named:
+        entry["id"] = f"call_{index}"
+        entry["function"]["name"] = "f"
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]}
+
+
+INTERLEAVED_CALLS: Final = st.lists(
+    st.builds(
+        call_payload,
+        st.integers(0, 4),
+        st.booleans(),
+        st.sampled_from(["", "{", "}", "{}", '"a":1', ",", '{"b":2}', " "]),
+    ).map(lambda payload: (payload, "message")),
+    max_size=16,
+)
+
+
+@settings(max_examples=examples(500))
+@given(items=sequences(shaped_payloads) | INTERLEAVED_CALLS, compat=compats)
+def test_reading_only_touched_calls_completes_what_reading_all_would(
+    items: list[tuple[object, str]], compat: OpenAIChatCompat
+) -> None:
+    assert outcome_of(OpenAIChatStreamParser(REQUEST_ID, compat=compat), items) == outcome_of(
+        EveryPendingCallParser(REQUEST_ID, compat=compat), items
+    )

@@ -8,12 +8,14 @@ over ``RunResult`` and the two-stage tool flow. The compile-time half lives in
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import FrozenInstanceError, dataclass, fields
 from typing import Any, Literal, Never, TypeVar, cast, get_args, get_type_hints
 
 import pytest
 
+from image_support import png
 from tether import protocol
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.jsonvalue import JsonObject
@@ -23,6 +25,7 @@ from tether.protocol import (
     CancelledRunResult,
     CompletedRunResult,
     FailedRunResult,
+    ImageBlock,
     Invalid,
     MaxStepsRunResult,
     MessageAcceptedEvent,
@@ -127,6 +130,7 @@ INVALID = Invalid(error="left must be a number")
 
 SAMPLES: dict[str, object] = {
     "TextBlock": TEXT,
+    "ImageBlock": ImageBlock.from_bytes(png(2, 2)),
     "ThinkingBlock": THINKING,
     "ToolSpec": TOOL_SPEC,
     "ThinkingDeltaChunk": THINKING_CHUNK,
@@ -357,8 +361,10 @@ def test_nested_run_error_cannot_be_rewritten() -> None:
 
 # --- construction checks -------------------------------------------------------------------
 
+IMAGE = ImageBlock.from_bytes(png(2, 2))
 VALID_KWARGS: dict[type, dict[str, Any]] = {
     TextBlock: {"text": "t"},
+    ImageBlock: {"media_type": "image/png", "data": IMAGE.data, "width": 2, "height": 2},
     ThinkingBlock: {"text": "t", "signature": "s", "redacted": False},
     ToolSpec: {"name": "n", "description": "", "parameters": JsonObject()},
     ThinkingDeltaChunk: {"request_id": "r", "delta": ""},
@@ -655,6 +661,17 @@ COMPLETED_JSON = {"status": "completed", "messages": [USER_JSON], "finalText": "
 
 TO_JSON_CASES: list[tuple[str, object, object]] = [
     ("TextBlock", TEXT, TEXT_JSON),
+    (
+        "ImageBlock",
+        IMAGE,
+        {
+            "type": "image",
+            "mediaType": "image/png",
+            "data": base64.b64encode(IMAGE.data).decode(),
+            "width": 2,
+            "height": 2,
+        },
+    ),
     (
         "ThinkingBlock",
         THINKING,

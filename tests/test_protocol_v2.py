@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from image_support import IMAGES
 from support import examples
 from tether import (
     AbortController,
@@ -93,6 +94,7 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.protocol._fields import NonEmpty
+from tether.protocol.images import ImageBlock
 
 session_message_from_json = session_module._message_from_json  # pyright: ignore[reportPrivateUsage]
 
@@ -614,7 +616,8 @@ BLOCKS: st.SearchStrategy[AssistantBlock] = st.one_of(
     TEXT_BLOCKS, THINKING_BLOCKS, TOOL_CALLS, SIGNED_BLOCKS
 )
 
-USER_MESSAGES = st.builds(UserMessage, id=IDS, content=TEXTS)
+IMAGE_LISTS = st.lists(IMAGES, max_size=2)
+USER_MESSAGES = st.builds(UserMessage, id=IDS, content=TEXTS, images=IMAGE_LISTS)
 ASSISTANT_MESSAGES = st.builds(AssistantMessage, id=IDS, content=st.lists(BLOCKS, max_size=4))
 TOOL_RESULT_MESSAGES = st.builds(
     ToolResultMessage,
@@ -623,6 +626,7 @@ TOOL_RESULT_MESSAGES = st.builds(
     tool_name=IDS,
     content=TEXTS,
     is_error=st.booleans(),
+    images=IMAGE_LISTS,
 )
 MESSAGES: st.SearchStrategy[Message] = st.one_of(
     USER_MESSAGES, ASSISTANT_MESSAGES, TOOL_RESULT_MESSAGES
@@ -737,6 +741,7 @@ RUN_CONTEXTS = st.builds(
 )
 
 STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
+    ImageBlock: IMAGES,
     TextBlock: TEXT_BLOCKS,
     ThinkingBlock: THINKING_BLOCKS,
     ToolCall: TOOL_CALLS,
@@ -986,10 +991,10 @@ def test_protocol_json_errors_name_the_path() -> None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ImageBlock(ProtocolValue):
+class StickerBlock(ProtocolValue):
     """A scratch block type that tether knows nothing about."""
 
-    type: Literal["image"] = "image"
+    type: Literal["sticker"] = "sticker"
     url: NonEmpty
 
 
@@ -998,45 +1003,50 @@ class Gallery(ProtocolValue):
     """A scratch container whose items are a union that includes the scratch block."""
 
     id: NonEmpty
-    blocks: tuple[TextBlock | ImageBlock, ...]
+    blocks: tuple[TextBlock | StickerBlock, ...]
 
 
 def test_a_new_block_gets_construction_checks() -> None:
-    image = ImageBlock(url="https://example.com/cat.png")
-    assert (image.type, image.url) == ("image", "https://example.com/cat.png")
+    image = StickerBlock(url="https://example.com/cat.svg")
+    assert (image.type, image.url) == ("sticker", "https://example.com/cat.svg")
     with pytest.raises(
-        TypeError, match=r"^ImageBlock\.url must be a non-empty string \(got int\)$"
+        TypeError, match=r"^StickerBlock\.url must be a non-empty string \(got int\)$"
     ):
-        ImageBlock(url=7)  # pyright: ignore[reportArgumentType]
+        StickerBlock(url=7)  # pyright: ignore[reportArgumentType]
     with pytest.raises(
-        TypeError, match=r"^ImageBlock\.url must be a non-empty string \(got a blank"
+        TypeError, match=r"^StickerBlock\.url must be a non-empty string \(got a blank"
     ):
-        ImageBlock(url=" \n")
-    with pytest.raises(TypeError, match=r"^ImageBlock\.type must be 'image'$"):
-        ImageBlock(type="text", url="u")  # pyright: ignore[reportArgumentType]
+        StickerBlock(url=" \n")
+    with pytest.raises(TypeError, match=r"^StickerBlock\.type must be 'sticker'$"):
+        StickerBlock(type="text", url="u")  # pyright: ignore[reportArgumentType]
     with pytest.raises(FrozenInstanceError):
         image.url = "other"  # pyright: ignore[reportAttributeAccessIssue]
 
     gallery = Gallery(id="g", blocks=[TextBlock(text="a cat"), image])  # pyright: ignore[reportArgumentType]  # Python-first
     assert gallery.blocks == (TextBlock(text="a cat"), image)
     with pytest.raises(
-        TypeError, match=r"^Gallery\.blocks\[1\] must be TextBlock or ImageBlock \(got ToolCall\)$"
+        TypeError,
+        match=r"^Gallery\.blocks\[1\] must be TextBlock or StickerBlock \(got ToolCall\)$",
     ):
         Gallery(id="g", blocks=[image, ToolCall(id="c", name="n", arguments=EMPTY)])  # pyright: ignore[reportArgumentType]
 
 
 def test_a_new_block_round_trips_through_the_derived_codec() -> None:
-    image = ImageBlock(url="https://example.com/cat.png")
+    image = StickerBlock(url="https://example.com/cat.svg")
     data = to_json(image)
-    assert data == {"type": "image", "url": "https://example.com/cat.png"}
-    assert from_json(data, TextBlock | ImageBlock) == image
-    assert from_json({"type": "text", "text": "hi"}, TextBlock | ImageBlock) == TextBlock(text="hi")
+    assert data == {"type": "sticker", "url": "https://example.com/cat.svg"}
+    assert from_json(data, TextBlock | StickerBlock) == image
+    assert from_json({"type": "text", "text": "hi"}, TextBlock | StickerBlock) == TextBlock(
+        text="hi"
+    )
     with pytest.raises(
-        ProtocolJsonError, match=r"^\$: must have one of type='text', type='image'$"
+        ProtocolJsonError, match=r"^\$: must have one of type='text', type='sticker'$"
     ):
-        from_json({"type": "toolCall"}, TextBlock | ImageBlock)
-    with pytest.raises(ProtocolJsonError, match=r"^\$: ImageBlock\.url must be a non-empty string"):
-        from_json({"type": "image", "url": ""}, TextBlock | ImageBlock)
+        from_json({"type": "toolCall"}, TextBlock | StickerBlock)
+    with pytest.raises(
+        ProtocolJsonError, match=r"^\$: StickerBlock\.url must be a non-empty string"
+    ):
+        from_json({"type": "sticker", "url": ""}, TextBlock | StickerBlock)
 
     gallery = Gallery(id="g", blocks=(image, TextBlock(text="a cat")))
     assert to_json(gallery) == {"id": "g", "blocks": [data, {"type": "text", "text": "a cat"}]}
@@ -1048,17 +1058,17 @@ def test_a_new_block_round_trips_through_the_derived_codec() -> None:
 def test_a_new_block_gets_a_generated_builder() -> None:
     before = dict(trusted.BUILDERS)
     try:
-        build = trusted.builder(ImageBlock, "url")
-        built = build("https://example.com/cat.png")
-        public = ImageBlock(url="https://example.com/cat.png")
+        build = trusted.builder(StickerBlock, "url")
+        built = build("https://example.com/cat.svg")
+        public = StickerBlock(url="https://example.com/cat.svg")
         assert built == public
         assert repr(built) == repr(public)
         assert to_json(built) == to_json(public)
-        assert [getattr(built, field.name) for field in fields(ImageBlock)] == [
-            "image",
-            "https://example.com/cat.png",
+        assert [getattr(built, field.name) for field in fields(StickerBlock)] == [
+            "sticker",
+            "https://example.com/cat.svg",
         ]
-        assert trusted.BUILDERS["build_ImageBlock"] == (ImageBlock, ("url",))
+        assert trusted.BUILDERS["build_StickerBlock"] == (StickerBlock, ("url",))
     finally:
         trusted.BUILDERS.clear()
         trusted.BUILDERS.update(before)
@@ -1067,17 +1077,17 @@ def test_a_new_block_gets_a_generated_builder() -> None:
 def test_a_builder_that_omits_a_required_field_fails_when_created() -> None:
     before = dict(trusted.BUILDERS)
     with pytest.raises(
-        TypeError, match=r"^builder for ImageBlock must take its required field 'url'$"
+        TypeError, match=r"^builder for StickerBlock must take its required field 'url'$"
     ):
-        trusted.builder(ImageBlock)
+        trusted.builder(StickerBlock)
     with pytest.raises(
         TypeError, match=r"^builder for ToolCall must take its required field 'arguments'$"
     ):
         trusted.builder(ToolCall, "id", "name")
-    with pytest.raises(TypeError, match=r"^ImageBlock\.url is required and cannot be optional$"):
-        trusted.builder(ImageBlock, optional=("url",))
-    with pytest.raises(TypeError, match=r"^ImageBlock has no fields \['alt'\]$"):
-        trusted.builder(ImageBlock, "url", "alt")
+    with pytest.raises(TypeError, match=r"^StickerBlock\.url is required and cannot be optional$"):
+        trusted.builder(StickerBlock, optional=("url",))
+    with pytest.raises(TypeError, match=r"^StickerBlock has no fields \['alt'\]$"):
+        trusted.builder(StickerBlock, "url", "alt")
     assert before == trusted.BUILDERS
 
 

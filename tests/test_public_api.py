@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import tether
+from image_support import png
 from tether import protocol
 from tether._errors import TetherError
 from tether.abort import AbortController, AbortError
@@ -202,6 +203,7 @@ def _instances() -> dict[type, object]:
         completed,
         run_error,
         protocol.TextBlock(text="t"),
+        protocol.ImageBlock.from_bytes(png(1, 1)),
         protocol.ModelRequest(id="q", messages=(user,)),
         protocol.ToolCallChunk(request_id="q", tool_call=tool_call),
         protocol.ModelUsage(input_tokens=1, output_tokens=2),
@@ -395,9 +397,10 @@ tether.SessionStore
 session_only = sorted(name for name in ("tether.agent.agent", "tether.agent.compaction")
                       if name in sys.modules)
 tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools
-deferred = ["email.utils", "difflib", "tether.models.scripted", "tether.providers.fixture"]
+deferred = ["email.utils", "difflib", "tether.models.scripted", "tether.providers.fixture",
+            "tether.providers.catalog", "tether.providers.registry", "tether.tracing"]
 if "coverage" not in sys.modules:  # coverage imports these itself
-    deferred += ["random", "uuid"]
+    deferred += ["random", "uuid", "hashlib"]
 print(json.dumps({"session_only": session_only,
                   "deferred": [name for name in deferred if name in sys.modules]}))
 """
@@ -409,10 +412,37 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
     its own names on first use), and the HTTP layer imports ``email.utils`` (a Retry-After
     date) and ``random`` (backoff jitter) only when it needs them; ``difflib`` (an edit's
     diff) and ``uuid`` (a session ID, a script name) load when first used (``random`` and
-    ``uuid`` are not checked under coverage, which imports them itself), and the loop's imports of
+    ``uuid`` are not checked under coverage, which imports them itself; nor is ``hashlib``,
+    an image blob's digest, which loads OpenSSL), and the loop's imports of
     ``tether.models.base`` and ``tether.providers.errors`` leave the scripted model and the
-    fixture provider unloaded (their packages load their names on first use)."""
+    fixture provider unloaded (their packages load their names on first use); the provider
+    catalog and registry load with ``from_spec``, not with ``OpenAIChatModel``, and tracing
+    with a traced run."""
     assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
+
+
+_STANDARD_DATACLASS_PROBE = """
+import dataclasses, json
+standard = []
+process_class = dataclasses._process_class
+def spy(cls, *args):
+    standard.append(f"{cls.__module__}.{cls.__qualname__}")
+    return process_class(cls, *args)
+dataclasses._process_class = spy
+import tether
+tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools, tether.SessionStore
+print(json.dumps(standard))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="3.13+ compiles once per class anyway")
+def test_the_usable_api_compiles_no_dataclass_with_the_standard_decorator() -> None:
+    """Issue 30: on 3.11 and 3.12 the standard decorator compiles six methods per class, so
+    every dataclass the usable API defines goes through ``tether._dataclass.dataclass``'s
+    fast path, and that path's prototypes are assembled rather than decorated: the standard
+    decorator processes no class at all."""
+    assert _probe(_STANDARD_DATACLASS_PROBE) == []
 
 
 _HTTP_MODELS_PROBE = """

@@ -60,8 +60,8 @@ def test_readme_python_example_runs_the_fixture_round_trip() -> None:
 def test_the_real_model_examples_compile() -> None:
     # ``py`` blocks need a real model (or a machine's paths): they are compiled, not run.
     expected = {
-        "library.md": 2,  # real models, the Agent with approvals
-        "coding-tools.md": 2,  # the sandbox, coding tools with real-model limits
+        "library.md": 3,  # real models, an image to a real model, the Agent with approvals
+        "coding-tools.md": 3,  # the sandbox, a tool returning an image, real-model limits
         "sessions.md": 1,
         "extensions.md": 1,
     }

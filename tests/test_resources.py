@@ -1,6 +1,6 @@
 """Checkpoint 12 resources: roots, the path grammar, confinement, the checked read, races and
 directory listings. Real temp directories; races are injected through the documented
-``tether.agent.resources._after_read`` seam (and, for OS failures, by patching one ``os``
+``tether.agent.resource_reads._after_read`` seam (and, for OS failures, by patching one ``os``
 function for one test), never with sleeps."""
 
 # Tests build real temp directories synchronously on purpose.
@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import examples
-from tether.agent import resources
+from tether.agent import resource_paths, resource_reads
 from tether.agent.resources import (
     MAX_DIRECTORY_ENTRIES,
     MAX_RESOURCE_TEXT_BYTES,
@@ -587,7 +587,7 @@ def _hook(monkeypatch: pytest.MonkeyPatch, action: Callable[[str], None]) -> lis
         calls.append(target)
         action(target)
 
-    monkeypatch.setattr(resources, "_after_read", hook)
+    monkeypatch.setattr(resource_reads, "_after_read", hook)
     return calls
 
 
@@ -846,15 +846,15 @@ async def test_list_directory_os_failures(tmp_path: Path, monkeypatch: pytest.Mo
 )
 def test_valid_names_match_the_grammar(names: list[str]) -> None:
     for name in names:
-        assert resources._valid_name(name) == (_normalized_or_none(name) == name)
+        assert resource_paths.valid_name(name) == (_normalized_or_none(name) == name)
 
 
 def test_names_that_are_not_utf8_are_invalid() -> None:
     undecodable = os.fsdecode(b"\xff.md")  # what os.scandir gives: a lone surrogate
     assert undecodable == "\udcff.md"
-    assert not resources._valid_name(undecodable)
-    assert not resources._valid_name("a\ud800")
-    assert resources._valid_name("caf\u00e9.md")
+    assert not resource_paths.valid_name(undecodable)
+    assert not resource_paths.valid_name("a\ud800")
+    assert resource_paths.valid_name("caf\u00e9.md")
 
 
 def write_raw(path: bytes, data: bytes) -> None:

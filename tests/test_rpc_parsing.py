@@ -1,6 +1,7 @@
-"""Property tests of the ``tether rpc`` command parser (``tether.cli.rpc._parse``): every line
-either becomes a known command with only its listed fields, or is refused with one of the
-protocol's codes; never another exception."""
+"""Property tests of the ``tether rpc`` command parser
+(``tether.cli.rpc_requests.parse_request``): every line either becomes a known command with
+only its listed fields, or is refused with one of the protocol's codes; never another
+exception."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.cli import rpc
-from tether.cli.rpc import COMMANDS, RpcError
+from tether.cli.rpc_requests import COMMANDS, FIELDS, Request, RpcError, parse_request
 
-_FIELDS = rpc._FIELDS  # pyright: ignore[reportPrivateUsage]
-_parse = rpc._parse  # pyright: ignore[reportPrivateUsage]
 CODES = {"RPC_INVALID_JSON", "RPC_INVALID_REQUEST", "RPC_UNKNOWN_COMMAND"}
 
 json_values = st.recursive(
@@ -34,7 +32,7 @@ commands = st.dictionaries(
 def parsed(line: bytes) -> object:
     """The request, or the code it was refused with."""
     try:
-        return _parse(line)
+        return parse_request(line)
     except RpcError as error:
         return error.code
 
@@ -44,9 +42,9 @@ def check(line: bytes) -> None:
     if isinstance(request, str):
         assert request in CODES, request
         return
-    assert isinstance(request, rpc._Request)  # pyright: ignore[reportPrivateUsage]
+    assert isinstance(request, Request)
     assert request.command in COMMANDS
-    assert set(request.fields) <= set(_FIELDS.get(request.command, ()))
+    assert set(request.fields) <= set(FIELDS.get(request.command, ()))
     assert type(request.id) in (str, int)
 
 
@@ -62,8 +60,8 @@ def test_every_byte_string_is_a_command_or_a_coded_refusal(line: bytes) -> None:
 
 def test_every_command_with_its_fields_is_accepted() -> None:
     for command in COMMANDS:
-        fields = dict.fromkeys(_FIELDS.get(command, ()), "x")
-        request = _parse(json.dumps({"id": "a", "type": command, **fields}).encode())
+        fields = dict.fromkeys(FIELDS.get(command, ()), "x")
+        request = parse_request(json.dumps({"id": "a", "type": command, **fields}).encode())
         assert (request.command, request.fields) == (command, fields)
 
 

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from tether._text import code_points
-from tether.jsonvalue import JsonObject, freeze_json
+from tether.jsonvalue import JsonObject, freeze_json, js_number_text
 from tether.tools import (
     TOOL_OUTPUT_CAP_CHARACTERS,
     TOOL_SERIALIZATION_MAX_BIGINT_BITS,
@@ -37,7 +37,7 @@ from tether.tools import (
     TOOL_TRUNCATION_MARKER,
     UNDEFINED,
 )
-from tether.tools.serialize import SerializationError, cap_text, format_number, serialize_output
+from tether.tools.serialize import SerializationError, cap_text, serialize_output
 
 MARKER = "\n[Tool output truncated]"
 KEEP = 4096 - 24
@@ -141,8 +141,8 @@ JS_NUMBER_STRINGS = [
 
 
 @pytest.mark.parametrize(("value", "expected"), JS_NUMBER_STRINGS)
-def test_format_number_matches_ecmascript_number_to_string(value: float, expected: str) -> None:
-    assert format_number(value) == expected
+def test_js_number_text_matches_ecmascript_number_to_string(value: float, expected: str) -> None:
+    assert js_number_text(value) == expected
 
 
 @pytest.mark.parametrize(("value", "expected"), JS_NUMBER_STRINGS)

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from support import run_async
+from support import examples, run_async
 from tether import EventStream
 from tether.stream import EventStreamIterator, EventStreamStateError
 
@@ -732,3 +734,66 @@ async def test_an_iterator_dropped_after_break_lets_a_new_consumer_continue() ->
     stream.finish("done")
     assert [event async for event in stream] == [1, 2]
     assert await stream.result == "done"
+
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("push"), st.text(max_size=3)),
+        st.tuples(st.just("read"), st.just("")),
+        st.tuples(st.just("finish"), st.just("")),
+        st.tuples(st.just("fail"), st.just("")),
+    ),
+    max_size=24,
+)
+
+
+def _read_now(read: Callable[[], object]) -> object:
+    """What one read that does not wait gives: an event, the end, or the failure."""
+    try:
+        read()
+    except StopIteration as done:  # a coroutine's return value
+        return ("event", done.value)
+    except StopAsyncIteration:
+        return ("end",)
+    except Boom as error:
+        return ("failed", error)
+    raise AssertionError("the read waited")
+
+
+@settings(max_examples=examples(200))
+@given(operations=OPERATIONS)
+def test_reads_agree_with_poll_on_any_script(operations: list[tuple[str, str]]) -> None:
+    """``__anext__`` (EAFP on the buffer) gives what ``poll`` (a length test) gives, in the
+    same order, then the same end, on any script of pushes, reads and settlements (a read
+    that would wait is left out: the waiting reads have their own tests above)."""
+    failure = Boom("boom")
+    awaited: EventStream[str, None] = EventStream()
+    polled: EventStream[str, None] = EventStream()
+    reader, poller = aiter(awaited), aiter(polled)
+    for name, value in operations:
+        if name == "read":
+            try:
+                now = poller.poll(_NOTHING)
+            except StopAsyncIteration:
+                now = ("end",)
+            except Boom as error:
+                now = ("failed", error)
+            else:
+                if now is _NOTHING:  # open and empty: a read would wait
+                    continue
+                now = ("event", now)
+            assert _read_now(lambda: reader.__anext__().send(None)) == now
+        elif awaited.settled:
+            continue
+        elif name == "push":
+            awaited.push(value)
+            polled.push(value)
+        elif name == "finish":
+            awaited.finish(None)
+            polled.finish(None)
+        else:
+            awaited.fail(failure)
+            polled.fail(failure)
+
+
+_NOTHING = object()

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from support import run_async
 from tether._text import code_points
 from tether.abort import AbortController
-from tether.jsonvalue import JsonObject
+from tether.jsonvalue import JsonObject, js_number_text
 from tether.protocol import ToolCall, ToolExecutionContext, Valid
 from tether.tools import UNDEFINED, ToolRegistry, execute_tool_call
 from tether.tools.contract import TOOL_OUTPUT_LIMIT_MIN
@@ -30,7 +30,6 @@ from tether.tools.serialize import (
     SerializationError,
     cap_text,
     encodable_text,
-    format_number,
     serialize_output,
 )
 
@@ -218,7 +217,7 @@ def _reference(value: Any) -> str:
         return str(value) if abs(value) <= MAX_SAFE_INTEGER else _quote(f"{value}n")
     if isinstance(value, float):
         finite = value == value and abs(value) != float("inf")
-        return format_number(value) if finite else "null"
+        return js_number_text(value) if finite else "null"
     if isinstance(value, str):
         return _quote(value)
     if type(value) in (list, tuple):

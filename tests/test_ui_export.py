@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html.parser
 import os
 import stat
@@ -11,11 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from image_support import gif, png
 from tether.cli.config import CliError
 from tether.cli.ui.export import export_html, session_html
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
     AssistantMessage,
+    ImageBlock,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -204,3 +207,27 @@ def test_a_rename_that_fails_leaves_no_temporary(tmp_path: Path) -> None:
     assert failed.value.code == "CLI_EXPORT_FAILED"
     assert sorted(os.listdir(tmp_path)) == ["out.html"]
     assert os.listdir(target) == ["keep"]
+
+
+def test_images_are_shown_inline_and_only_data_urls_may_load() -> None:
+    shot = ImageBlock.from_bytes(png(4, 3))
+    icon = ImageBlock.from_bytes(gif(2, 2))
+    messages = [
+        UserMessage(id="u", content="look", images=(shot,)),
+        ToolResultMessage(
+            id="r", tool_call_id="c", tool_name="read_file", content="Read image", images=(icon,)
+        ),
+    ]
+    page = session_html(messages, title="t")
+    doc = parse(page)
+    sources = [value for name, value in doc.attributes if name == "src"]
+    assert sources == [
+        f"data:image/png;base64,{base64.b64encode(shot.data).decode()}",
+        f"data:image/gif;base64,{base64.b64encode(icon.data).decode()}",
+    ]
+    assert [value for name, value in doc.attributes if name == "alt"] == [
+        "image/png 4x3",
+        "image/gif 2x2",
+    ]
+    assert "img-src data:;" in page  # nothing but the page's own images
+    assert "default-src 'none'" in page

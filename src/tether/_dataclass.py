@@ -112,15 +112,51 @@ _PROTOTYPES: dict[bool, type] = {}
 
 
 def _prototype(kw_only: bool) -> type:
-    """A one-field class made by the standard decorator with these options: the source of
+    """A one-field class as the standard decorator makes it with these options: the source of
     ``__dataclass_params__``, ``__getstate__``, ``__setstate__`` and the field marker."""
     prototype = _PROTOTYPES.get(kw_only)
     if prototype is None:
-        namespace = {"__annotations__": {"x": "int"}, "__module__": __name__, "__doc__": "x"}
-        options = {"frozen": True, "slots": True, "kw_only": kw_only}
-        prototype = dataclasses.dataclass(**options)(type("_Prototype", (), namespace))
+        prototype = _assembled_prototype(kw_only)
+        if prototype is None:
+            namespace = {"__annotations__": {"x": "int"}, "__module__": __name__, "__doc__": "x"}
+            options = {"frozen": True, "slots": True, "kw_only": kw_only}
+            prototype = dataclasses.dataclass(**options)(type("_Prototype", (), namespace))
         _PROTOTYPES[kw_only] = prototype
     return prototype
+
+
+def _assembled_prototype(kw_only: bool) -> type | None:
+    """The prototype assembled from the objects the standard decorator puts on a class
+    (``_DataclassParams``, ``_FIELD``, ``_dataclass_getstate``, ``_dataclass_setstate``), on
+    the versions that have them (3.11, 3.12); ``None`` elsewhere. Decorating a class instead
+    compiles its six methods: for both prototypes, a sixth of what importing the usable API
+    compiled (issue 30). ``tests/test_dataclass.py`` checks the parts against a standard class."""
+    kind: Any = getattr(dataclasses, "_DataclassParams", None)
+    marker: object = getattr(dataclasses, "_FIELD", None)
+    getstate: object = getattr(dataclasses, "_dataclass_getstate", None)
+    setstate: object = getattr(dataclasses, "_dataclass_setstate", None)
+    values = {
+        **dict.fromkeys(("init", "repr", "eq", "frozen", "match_args", "slots"), True),
+        **dict.fromkeys(("order", "unsafe_hash", "weakref_slot"), False),
+        "kw_only": kw_only,
+    }
+    names: object = getattr(kind, "__slots__", None)
+    if marker is None or getstate is None or setstate is None or type(names) is not tuple:
+        return None
+    if not set(cast("tuple[str, ...]", names)) <= values.keys():
+        return None
+    params: object = object.__new__(kind)
+    for name in cast("tuple[str, ...]", names):
+        object.__setattr__(params, name, values[name])
+    field: Any = dataclasses.field()
+    field.name, field.type, field._field_type, field.kw_only = "x", "int", marker, kw_only
+    namespace = {
+        "__dataclass_params__": params,
+        "__dataclass_fields__": {"x": field},
+        "__getstate__": getstate,
+        "__setstate__": setstate,
+    }
+    return type("_Prototype", (), namespace)
 
 
 def _params_like(prototype: type) -> object:

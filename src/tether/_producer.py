@@ -11,22 +11,27 @@ round trip; only a producer that really waits continues on a task.
 ``fail_producer`` settles the stream before it closes the producer's source: closing runs the
 caller's ``aclose()``, and whatever that raises must neither leave the stream unsettled nor
 replace the stream's outcome.
+
+``shed_frames`` keeps a failure a stream holds from referring back to it (see there).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Coroutine, Iterable
+from types import CodeType
+from typing import Any, Final
 
 from tether._errors import TetherError
-from tether._race import RacedIterator, resume
-from tether.stream import EventStream
+from tether._race import RacedIterator, Started, race, race_eagerly, resume
+from tether._race import _drive as _race_drive  # pyright: ignore[reportPrivateUsage]
+from tether.stream import EventStream, EventStreamIterator
 
 __all__ = [
     "NoRunningLoopError",
     "fail_producer",
     "require_running_loop",
+    "shed_frames",
     "start_producer",
     "start_producer_eagerly",
 ]
@@ -91,3 +96,40 @@ def fail_producer(
         source.close()
     if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
         raise error
+
+
+def _codes(functions: Iterable[Any]) -> frozenset[CodeType]:
+    return frozenset(function.__code__ for function in functions)
+
+
+STREAM_MACHINERY: Final = _codes(
+    (
+        *(vars(RacedIterator)[name] for name in ("poll", "ready", "next")),
+        *(vars(EventStreamIterator)[name] for name in ("poll", "__anext__")),
+        race,
+        race_eagerly,
+        Started.race,
+        _race_drive,
+    )
+)
+"""The code of the frames a stream's failure passes through on its way from the iterator
+that raised it to the producer or the run that reads it."""
+
+
+def shed_frames(error: BaseException, own: Iterable[Any]) -> None:
+    """Drop the leading entries of ``error``'s traceback that are frames of the functions
+    ``own`` or of the stream machinery (``STREAM_MACHINERY``), up to the first other frame.
+
+    Why: an ``EventStream`` keeps its failure as its outcome, and these frames refer to the
+    stream (a producer's ``stream``, an iterator's ``self``) or to the run that reads it; left
+    on the failure's traceback they tie the stream, the failure and everything those frames
+    hold into a reference cycle that only the cycle collector frees (a failed run was never
+    freed by reference counting: ``tests/test_loop_cycles.py``). Only tether's own frames at
+    the head go; the frames of the code that raised (a model's, a test double's) are kept,
+    so the traceback still shows where the failure started.
+    """
+    codes = STREAM_MACHINERY | _codes(own)
+    head = error.__traceback__
+    while head is not None and head.tb_frame.f_code in codes:
+        head = head.tb_next
+    error.__traceback__ = head

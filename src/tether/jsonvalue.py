@@ -6,10 +6,18 @@
 mappings, sets, bytes, ``Decimal``, ``datetime``, NaN/infinity, cycles, nesting deeper than
 ``MAX_JSON_DEPTH``) is rejected with a ``JsonValueError``, never a raw ``RecursionError``.
 Keys such as ``"__proto__"`` or ``"__class__"`` are ordinary keys.
+
+JSON text, written once for every layer: ``loads_strict`` is ``json.loads`` without the
+constants JSON lacks (``NaN``, ``Infinity``), optionally refusing duplicate keys, and with
+too-deep nesting as a ``ValueError`` like any other invalid text (each caller wraps that in
+its own stable code); ``STRICT_DECODER`` is its decoder, for callers that scan text
+themselves. ``js_number_text`` writes a number as JavaScript's ``String(n)`` does, so that
+text computed in Python matches the workshop's byte for byte.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, final
@@ -22,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "STRICT_DECODER",
     "JsonArray",
     "JsonObject",
     "JsonPrimitive",
@@ -31,11 +40,17 @@ __all__ = [
     "freeze_json_object",
     "is_json_array",
     "is_json_object",
+    "js_number_text",
+    "loads_strict",
     "thaw_json",
 ]
 
 MAX_JSON_DEPTH: Final = 128
 """Containers nested deeper than this (the root is depth 0) are rejected."""
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""The largest integer a JavaScript number (an IEEE double) holds exactly (exported by
+``tether.protocol``, whose limits it bounds; defined here, in the lowest layer using it)."""
 
 
 JsonValueErrorReason = Literal["container", "value", "key", "circular", "depth"]
@@ -348,3 +363,77 @@ def thaw_json(value: JsonValue) -> Any:
     if type(value) is tuple:
         return [thaw_json(item) for item in value]
     return value
+
+
+# --- JSON text ---------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
+    return result
+
+
+STRICT_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+"""A ``json.JSONDecoder`` that refuses ``NaN``, ``Infinity`` and ``-Infinity``."""
+_UNIQUE_DECODER: Final = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_unique_keys
+)
+
+
+def loads_strict(text: str, *, unique_keys: bool = False) -> Any:
+    """``json.loads(text)``, strictly: ``ValueError`` for text that is not JSON, for the
+    constants JSON does not have (``NaN``, ``Infinity``), for nesting too deep for the
+    parser (never a raw ``RecursionError``) and, with ``unique_keys``, for an object that
+    repeats a key. The message says what was wrong; the caller adds its code."""
+    decoder = _UNIQUE_DECODER if unique_keys else STRICT_DECODER
+    try:
+        return decoder.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def js_number_text(value: float) -> str:
+    """JavaScript's ``String(n)`` for a finite number: ``1.0 -> "1"``, ``-0.0 -> "0"``,
+    ``0.5 -> "0.5"``, ``1e21 -> "1e+21"``, ``1e-7 -> "1e-7"``. An ``int`` is written as the
+    double it would be in JavaScript (exactly, when it is a safe integer). ``ValueError``
+    for a non-finite number."""
+    if type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return str(value)
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("non-finite numbers have no JSON form")
+    if number == 0:
+        return "0"
+    if number.is_integer() and abs(number) <= MAX_SAFE_INTEGER:
+        return str(int(number))  # exact, and below 2**53 also the shortest digits
+    sign = "-" if number < 0 else ""
+    # repr gives the shortest digits that round-trip, the digits JavaScript chooses too
+    mantissa, _, exponent = repr(abs(number)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    stripped = digits.lstrip("0")
+    # number = 0.<digits> * 10**point
+    point = len(whole) + (int(exponent) if exponent else 0) - (len(digits) - len(stripped))
+    digits = stripped.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        text = digits + "0" * (point - count)
+    elif 0 < point <= 21:
+        text = f"{digits[:point]}.{digits[point:]}"
+    elif -6 < point <= 0:
+        text = "0." + "0" * -point + digits
+    else:
+        power = point - 1
+        head = digits if count == 1 else f"{digits[0]}.{digits[1:]}"
+        text = f"{head}e{'+' if power >= 0 else '-'}{abs(power)}"
+    return sign + text

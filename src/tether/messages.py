@@ -17,7 +17,7 @@ becomes that entry's diagnostic and the other entries are still checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, TypeGuard
+from typing import Any, Final, Literal, TypeAlias, TypeGuard, TypeVar, cast
 
 from tether._dataclass import dataclass
 from tether._text import is_non_empty
@@ -27,13 +27,18 @@ from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     Message,
+    ProtocolJsonError,
     TextBlock,
     ThinkingBlock,
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    from_json,
 )
+from tether.protocol._decoder import Layer, Problem, Rest
+from tether.protocol.codec import problem_text
 
 __all__ = [
     "TranscriptDiagnostic",
@@ -95,19 +100,87 @@ def _is_array(value: object) -> bool:
     return kind is list or kind is tuple
 
 
+# --- the fields this module does not word itself -------------------------------------------
+
+
+def _ir_error(path: str, problem: Problem) -> TypeError:
+    return TypeError(f"{path}: {problem_text(problem)}")
+
+
+_IR: Final = Layer(name="messages", fail=_ir_error)
+"""The IR's configuration of the one decoder, for the fields read by ``_with_rest``."""
+
+_HANDLED: Final[dict[type, frozenset[str]]] = {
+    UserMessage: frozenset({"id", "role", "content"}),
+    AssistantMessage: frozenset({"id", "role", "content"}),
+    ToolResultMessage: frozenset({"id", "role", "toolCallId", "toolName", "content", "isError"}),
+    TextBlock: frozenset({"type", "text", "signature"}),
+    ThinkingBlock: frozenset({"type", "text", "signature", "redacted"}),
+    ToolCall: frozenset({"type", "id", "name", "arguments", "rawArguments", "signature"}),
+}
+"""The JSON keys this module reads and words itself, by class; every other field of the
+class (a tool result's ``errorCode``, any field added later) comes from the one decoder."""
+_RESTS: dict[type, Rest] = {}
+_Value = TypeVar("_Value", bound=object)
+
+
+def _with_rest(value: _Value, source: Any, where: str) -> _Value:
+    """``value`` with the fields of ``source`` (its JSON form, read with ``read_field``) that
+    this module does not read itself, decoded by the one decoder (``TypeError`` naming
+    ``where`` and the key)."""
+    return _rest(type(value)).onto(value, lambda key: read_field(source, key), MISSING, where)
+
+
+def _rest(kind: type) -> Rest:
+    rest = _RESTS.get(kind)
+    if rest is None:
+        rest = _RESTS[kind] = Rest(kind, _HANDLED[kind], _IR)
+    return rest
+
+
 # --- constructors ---------------------------------------------------------------------------
 
 
-def user_message(*, content: str, id: str | None = None) -> UserMessage:
+def user_message(
+    *,
+    content: str,
+    id: str | None = None,
+    images: Sequence[ImageBlock | Mapping[str, object]] | None = None,
+) -> UserMessage:
     """A frozen user message, like ``UserMessage(content=...)``: ``id`` is generated when
-    omitted. ``content`` may be empty. Untrusted values are checked (``TypeError``)."""
+    omitted. ``content`` may be empty. ``images`` may be ``ImageBlock`` values or their JSON
+    form (``{"type": "image", "mediaType": ..., "data": <base64>, ...}``). Untrusted values
+    are checked (``TypeError``)."""
     if type(content) is not str:
         raise TypeError("userMessage: content must be a string")
+    blocks = snapshot_images(images, "userMessage: images")
     if id is None:
-        return UserMessage(content=content)
+        return UserMessage(content=content, images=blocks)
     if not is_non_empty(id):
         raise TypeError("userMessage: id must be a non-empty string")
-    return UserMessage(id=id, content=content)
+    return UserMessage(id=id, content=content, images=blocks)
+
+
+def snapshot_images(value: object, prefix: str) -> tuple[ImageBlock, ...]:
+    """A message's images from ``ImageBlock`` values or their JSON form; ``()`` for
+    ``None`` or ``MISSING``. ``TypeError`` names the image that is not one."""
+    if value is None or value is MISSING:
+        return ()
+    if not _is_array(value):
+        raise TypeError(f"{prefix} must be an array")
+    items = tuple(cast("tuple[Any, ...]", value))
+    blocks: list[ImageBlock] = []
+    for index, item in enumerate(items):
+        if type_of(item) is ImageBlock:
+            blocks.append(item)
+            continue
+        if type_of(item) is not dict:
+            raise TypeError(f"{prefix}[{index}] must be an image block")
+        try:
+            blocks.append(from_json(item, ImageBlock))
+        except ProtocolJsonError as error:
+            raise TypeError(f"{prefix}[{index}] is not an image: {error}") from error
+    return tuple(blocks)
 
 
 def assistant_message(
@@ -153,9 +226,9 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         text = read_field(block, "text")
         if type_of(text) is not str:
             raise TypeError(f"{prefix}.text must be a string")
-        return TextBlock(text=text, signature=_signature(block, prefix))
+        return _with_rest(TextBlock(text=text, signature=_signature(block, prefix)), block, prefix)
     if type_of(block_type) is str and block_type == "thinking":
-        return _thinking_from_mapping(block, prefix)
+        return _with_rest(_thinking_from_mapping(block, prefix), block, prefix)
     if type_of(block_type) is str and block_type == "toolCall":
         call_id = read_field(block, "id")
         if not is_non_empty(call_id):
@@ -167,13 +240,15 @@ def _block_from_mapping(block: Any, prefix: str) -> AssistantBlock:
         signature = _signature(block, prefix)
         raw = read_field(block, "rawArguments")
         if raw is MISSING or raw is None:
-            return ToolCall(id=call_id, name=name, arguments=arguments, signature=signature)
+            call = ToolCall(id=call_id, name=name, arguments=arguments, signature=signature)
+            return _with_rest(call, block, prefix)
         problem = _raw_arguments_problem(raw, arguments)
         if problem is not None:
             raise TypeError(f"{prefix}.{problem}")
-        return ToolCall(
+        call = ToolCall(
             id=call_id, name=name, arguments=arguments, raw_arguments=raw, signature=signature
         )
+        return _with_rest(call, block, prefix)
     raise TypeError(f'{prefix}.type must be "text", "thinking" or "toolCall"')
 
 
@@ -232,11 +307,12 @@ def tool_result_message(
     content: str,
     is_error: bool | None = False,
     id: str | None = None,
+    images: Sequence[ImageBlock | Mapping[str, object]] | None = None,
 ) -> ToolResultMessage:
     """A frozen tool-result message linked to its call by ``tool_call_id``.
 
     ``is_error`` defaults to ``False`` (also when ``None``); ``id`` is generated when omitted,
-    as by ``ToolResultMessage``.
+    as by ``ToolResultMessage``; ``images`` as for ``user_message``.
     """
     if id is not None and not is_non_empty(id):
         raise TypeError("toolResultMessage: id must be a non-empty string")
@@ -250,12 +326,22 @@ def tool_result_message(
         is_error = False
     if type(is_error) is not bool:
         raise TypeError("toolResultMessage: isError must be a boolean")
+    blocks = snapshot_images(images, "toolResultMessage: images")
     if id is None:
         return ToolResultMessage(
-            tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            content=content,
+            is_error=is_error,
+            images=blocks,
         )
     return ToolResultMessage(
-        id=id, tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+        id=id,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        content=content,
+        is_error=is_error,
+        images=blocks,
     )
 
 
@@ -281,18 +367,23 @@ def _message_from_mapping(value: Any) -> Message:
         raise TypeError("parse_message: message must be an object")
     role = read_field(value, "role")
     if type_of(role) is str and role == "user":
-        return user_message(id=read_field(value, "id"), content=read_field(value, "content"))
+        user = user_message(id=read_field(value, "id"), content=read_field(value, "content"))
+        return _with_rest(user, value, "parse_message: message")
     if type_of(role) is str and role == "assistant":
-        return assistant_message(id=read_field(value, "id"), content=read_field(value, "content"))
+        assistant = assistant_message(
+            id=read_field(value, "id"), content=read_field(value, "content")
+        )
+        return _with_rest(assistant, value, "parse_message: message")
     if type_of(role) is str and role == "toolResult":
         is_error = read_field(value, "isError")
-        return tool_result_message(
+        result = tool_result_message(
             id=read_field(value, "id"),
             tool_call_id=read_field(value, "toolCallId"),
             tool_name=read_field(value, "toolName"),
             content=read_field(value, "content"),
             is_error=False if is_error is MISSING else is_error,
         )
+        return _with_rest(result, value, "parse_message: message")
     raise TypeError('parse_message: role must be "user", "assistant" or "toolResult"')
 
 
@@ -492,6 +583,8 @@ def _inspect_entry(
             found.append(
                 _diagnostic("INVALID_MESSAGE", index, "User message content must be a string")
             )
+        else:
+            _inspect_rest(entry, index, UserMessage, "User message", found)
     elif role == "assistant":
         _inspect_assistant(read_field(entry, "content"), index, links, found)
     elif role == "toolResult":
@@ -622,6 +715,24 @@ def _is_json_object(value: object) -> bool:
     return True
 
 
+def _rest_problem(entry: Any, index: int, kind: type, what: str) -> TranscriptDiagnostic | None:
+    """The diagnostic of the fields of ``entry`` this module does not check itself (a
+    message's ``images``, any field added later), decoded by the one decoder, or ``None``."""
+    try:
+        _rest(kind).decode(lambda key: read_field(entry, key), MISSING, what)
+    except TypeError as error:
+        return _diagnostic("INVALID_MESSAGE", index, str(error))
+    return None
+
+
+def _inspect_rest(
+    entry: Any, index: int, kind: type, what: str, found: list[TranscriptDiagnostic]
+) -> None:
+    problem = _rest_problem(entry, index, kind, what)
+    if problem is not None:
+        found.append(problem)
+
+
 def _inspect_result(
     entry: Any, index: int, links: TranscriptLinks, found: list[TranscriptDiagnostic]
 ) -> None:
@@ -642,7 +753,7 @@ def _inspect_result(
         elif type_of(read_field(entry, "isError")) is not bool:
             problem = _diagnostic("INVALID_MESSAGE", index, "Tool result isError must be a boolean")
         else:
-            problem = None
+            problem = _rest_problem(entry, index, ToolResultMessage, "Tool result")
     except Exception:
         links.malformed_results.add(call_id)
         raise

@@ -183,6 +183,23 @@ class EventStream(Generic[E, R]):
         if active is not None and not self._buffer and self._waiters:
             active._close(_RAISE)
 
+    def take_finished(self) -> deque[E] | None:
+        """Every buffered event at once, if the stream finished (not failed) and no iterator
+        is active; else ``None`` and nothing changes. The stream then reads as consumed: a
+        new iterator ends at once, and ``result`` is unchanged.
+
+        Why: a consumer that finds a producer's stream already finished (a scripted model
+        fills and settles its stream before ``stream()`` returns) takes its events without
+        an iterator, a poll per event and the end raised as ``StopAsyncIteration``: that
+        was a good part of an agent-loop step (``bench_loop``). A failed stream is read
+        the usual way, so its failure is raised where iteration raises it.
+        """
+        if self._state != _FINISHED or self._active_iterator() is not None:
+            return None
+        events = self._buffer
+        self._buffer = deque()
+        return events
+
     def result_nowait(self, default: D) -> R | D:
         """The result if the stream finished (raises the error if it failed), else ``default``."""
         state = self._state
@@ -294,9 +311,13 @@ class EventStreamIterator(AsyncIterator[E]):
         raise stream._outcome
 
     async def __anext__(self) -> E:
-        buffer = self._buffer
-        if buffer:
-            return buffer.popleft()
+        # EAFP on the buffer: a buffered event (the common read) costs no length test; an
+        # empty buffer raises once, on a read that is about to wait or end anyway. Why: this
+        # is the per-event cost of every stream (bench_stream's batch goal).
+        try:
+            return self._buffer.popleft()
+        except IndexError:
+            pass
         if self._closed:
             raise StopAsyncIteration
         stream = self._stream

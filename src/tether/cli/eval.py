@@ -47,18 +47,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
 import re
-import stat
 import sys
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from tether.cli.arguments import bounded_integer, non_empty_path, non_empty_text, url
+from tether.cli.eval_files import (
+    EvalProblem,
+    check_alignment,
+    check_target,
+    load_baseline,
+    load_tasks,
+    write_report,
+)
 from tether.cli.render import Output, OutputError, warn
-from tether.coding.reading import UnreadableFile, read_regular_file
 
 if TYPE_CHECKING:
     from tether.cli.models import ModelChoice
@@ -97,7 +100,6 @@ _MAX_REPETITIONS: Final = 64
 _MAX_CONCURRENCY: Final = 8
 _MAX_STEPS: Final = 1024
 _DEFAULT_STEPS: Final = 16
-MAX_EVAL_FILE_BYTES: Final = 64 << 20
 """The largest tasks or baseline file read (64 MiB; a larger one is refused unread)."""
 _ID_CHARACTERS: Final = re.compile(r"[^a-z0-9._-]+")
 
@@ -227,21 +229,13 @@ def candidate_id_for(spec: str) -> str:
     return text or "candidate"
 
 
-class _Problem(Exception):
-    """A problem to report as ``tether eval: [CODE] message`` with exit status 2."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 def main(args: argparse.Namespace) -> int:
     """Run ``tether eval`` with parsed ``args``; returns the exit status."""
     parser: argparse.ArgumentParser = args.eval_parser
     _check_usage(args, parser)
     try:
         return _evaluate(args)
-    except _Problem as problem:
+    except EvalProblem as problem:
         warn(f"{_COMMAND}: [{problem.code}] {problem}")
         return _EXIT_USAGE
 
@@ -267,13 +261,13 @@ def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
-    _check_target(args.out)
-    _check_target(args.html)
-    source, tasks = _load_tasks(args.tasks)
+    check_target(args.out)
+    check_target(args.html)
+    source, tasks = load_tasks(args.tasks)
     baseline_path: Path | None = args.compare
-    baseline = None if baseline_path is None else _load_baseline(baseline_path)
+    baseline = None if baseline_path is None else load_baseline(baseline_path)
     if baseline_path is not None and baseline is not None:
-        _check_alignment(baseline_path, baseline, tasks, args.repetitions)
+        check_alignment(baseline_path, baseline, tasks, args.repetitions)
     candidate = _candidate(args, tasks)
     judge = _judge(args)
     executor = _executor(args)
@@ -285,7 +279,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.out is not None:
         from tether.evals.report import serialize_evaluation_report
 
-        _write(args.out, serialize_evaluation_report(report) + "\n")
+        write_report(args.out, serialize_evaluation_report(report) + "\n")
     comparison = None if baseline is None else _compare(baseline, report)
     try:
         _summary(report, comparison)
@@ -297,75 +291,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         from tether.evals.html import render_html
 
         reports = [report] if baseline is None else [baseline, report]
-        _write(args.html, render_html(reports, comparison, header=_header(args, report)))
+        write_report(args.html, render_html(reports, comparison, header=_header(args, report)))
     if comparison is not None and comparison.public_metrics.regressed_runs > 0:
         return EXIT_EVAL_REGRESSED
     return EXIT_EVAL_OK
-
-
-def _read(path: Path, code: str) -> str:
-    """The UTF-8 text of the regular file ``path``, at most ``MAX_EVAL_FILE_BYTES`` (a FIFO or
-    a device such as ``/dev/zero`` is refused at once: ``tether.coding.reading``)."""
-    try:
-        return read_regular_file(path, limit=MAX_EVAL_FILE_BYTES).decode("utf-8")
-    except UnreadableFile as problem:
-        raise _Problem(code, f"cannot read {path}: {problem.reason}") from None
-    except UnicodeDecodeError:
-        raise _Problem(code, f"cannot read {path}: not UTF-8") from None
-
-
-def _check_target(path: Path | None) -> None:
-    """A report is written only where nothing is, or over a regular file: never over a FIFO,
-    a device or a directory (``os.replace`` would replace it with a file)."""
-    if path is None:
-        return
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise _Problem(
-            "CLI_EVAL_WRITE_FAILED", f"cannot write {path}: {error.strerror or error}"
-        ) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise _Problem(
-            "CLI_EVAL_WRITE_FAILED", f"cannot write {path}: it exists and is not a regular file"
-        )
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _load_tasks(path: Path) -> tuple[Any, tuple[EvaluationTask, ...]]:
-    from tether.evals.tasks import load_evaluation_tasks
-
-    text = _read(path, "CLI_EVAL_TASKS_UNREADABLE")
-    try:
-        source = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as error:
-        raise _Problem("CLI_EVAL_TASKS_INVALID", f"{path}: not valid JSON ({error})") from None
-    except RecursionError:
-        raise _Problem(
-            "CLI_EVAL_TASKS_INVALID", f"{path}: not valid JSON (nested too deeply)"
-        ) from None
-    try:
-        return source, load_evaluation_tasks(source)
-    except (TypeError, ValueError) as error:
-        raise _Problem("CLI_EVAL_TASKS_INVALID", f"{path}: {error}") from None
-
-
-def _load_baseline(path: Path) -> EvaluationReport:
-    from tether.evals.errors import EvaluationInfrastructureError
-    from tether.evals.report import parse_evaluation_report
-
-    text = _read(path, "CLI_EVAL_BASELINE_UNREADABLE")
-    try:
-        return parse_evaluation_report(text)
-    except EvaluationInfrastructureError as error:
-        raise _Problem(
-            error.code, f"{path}: {error} (--compare takes a report written by tether eval --out)"
-        ) from None
 
 
 def _choose(spec: str | None, base_url: str | None) -> ModelChoice:
@@ -375,7 +304,7 @@ def _choose(spec: str | None, base_url: str | None) -> ModelChoice:
     try:
         return choose_model(spec, base_url=base_url, config=load_config())
     except CliError as error:
-        raise _Problem(error.code, str(error)) from None
+        raise EvalProblem(error.code, str(error)) from None
 
 
 def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> EvaluationCandidate:
@@ -403,7 +332,7 @@ def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> E
 def _header(args: argparse.Namespace, report: EvaluationReport) -> ReportHeader:
     """The HTML page's header: this tether, the time now (UTC, to the minute) and the
     candidate that ran (a baseline read from a file is described by its report alone)."""
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from tether import __version__
     from tether.evals.html import CandidateDescription, ReportHeader
@@ -443,7 +372,7 @@ def _executor(args: argparse.Namespace) -> EvaluationExecutor | None:
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
-        raise _Problem(
+        raise EvalProblem(
             "CLI_EVAL_RAY_MISSING",
             "--executor ray needs Ray: install the tether[ray] extra (pip install 'tether[ray]')",
         )
@@ -488,8 +417,8 @@ async def _run(
             if controller.signal.aborted and error.code == "EVALUATION_CANCELLED":
                 return None
             if executor is not None and _ray_failed(error):
-                raise _Problem(_RAY_FAILED, _ray_message(error)) from None
-            raise _Problem(error.code, _message(error)) from None
+                raise EvalProblem(_RAY_FAILED, _ray_message(error)) from None
+            raise EvalProblem(error.code, _message(error)) from None
         finally:
             progress.close()
 
@@ -522,23 +451,6 @@ def _message(error: EvaluationInfrastructureError) -> str:
     return message if hint is None else f"{message}: {hint}"
 
 
-def _check_alignment(path: Path, baseline: EvaluationReport, tasks: Any, repetitions: int) -> None:
-    """Before anything runs: the baseline must hold exactly the runs this evaluation will
-    make (the same task and run IDs), or ``--compare`` could not align them afterwards."""
-    from tether.evals.runner import work_items
-
-    expected = {(item.task.id, item.run_id) for item in work_items(tasks, repetitions)}
-    found = {(run.task_id, run.run_id) for run in baseline.runs}
-    if found == expected:
-        return
-    raise _Problem(
-        "EVALUATION_INVALID_REPORT",
-        f"{path}: the baseline holds {len(found)} runs, not the {len(expected)} runs of these "
-        f"tasks with --repetitions {repetitions} (or other task IDs): nothing was run; "
-        "compare with a report of the same tasks and repetitions (tether eval --out)",
-    )
-
-
 def _compare(baseline: EvaluationReport, report: EvaluationReport) -> EvaluationComparison:
     from tether.evals.errors import EvaluationInfrastructureError
     from tether.evals.report import compare_evaluations
@@ -546,29 +458,13 @@ def _compare(baseline: EvaluationReport, report: EvaluationReport) -> Evaluation
     try:
         return compare_evaluations(baseline, report)
     except EvaluationInfrastructureError as error:
-        raise _Problem(error.code, _message(error)) from None
+        raise EvalProblem(error.code, _message(error)) from None
 
 
 def _summary(report: EvaluationReport, comparison: EvaluationComparison | None) -> None:
     from tether.evals.summary import format_summary
 
     Output.for_people(sys.stdout).write(format_summary(report, comparison))
-
-
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory (a reader
-    never sees half a report), unless ``path`` is something else than a regular file."""
-    _check_target(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise _Problem(
-            "CLI_EVAL_WRITE_FAILED", f"cannot write {path}: {error.strerror or error}"
-        ) from None
 
 
 class Progress:

@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from tether.cli.arguments import non_empty_path, non_empty_text, url
-from tether.cli.config import with_thinking_flag
 from tether.cli.exit_codes import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -67,7 +66,6 @@ from tether.cli.exit_codes import (
     EXIT_USAGE,
 )
 from tether.cli.render import Output, OutputError, json_line, warn
-from tether.providers.thinking import THINKING_LEVELS
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -149,6 +147,8 @@ def _model_options(parser: argparse.ArgumentParser, *, tools: bool = True) -> No
             metavar="TEXT",
             help="replace the system prompt's introduction (its first paragraph)",
         )
+    from tether.providers.thinking import THINKING_LEVELS
+
     parser.add_argument(
         "--thinking",
         choices=THINKING_LEVELS,
@@ -228,7 +228,25 @@ class _SlashHelpFormatter(argparse.RawDescriptionHelpFormatter):
         super().add_text(None if text is None else _slash_help(text))
 
 
-def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def _command_named(argv: Sequence[str]) -> str:
+    """The command ``argv`` names: its first word that is not an option (the top-level
+    parser's only options, ``--help`` and ``--version``, take no value); ``""`` for none."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
+def _parser(
+    argv: Sequence[str] | None = None,
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``tether`` parser and the ``run``, ``rpc`` and ``models`` parsers (for their
+    errors). Every command is listed with its help, but given ``argv`` only the command it
+    names gets its arguments (``None``: every command): their choices load modules
+    (``--thinking``'s levels are ``tether.providers.thinking``'s, which loads the dataclass
+    machinery), so ``tether --help`` adds none and ``tether chat`` only its own."""
+    named = None if argv is None else _command_named(argv)
+
+    def wanted(command: str) -> bool:
+        return named is None or named == command
+
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="tether",
@@ -254,6 +272,79 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
         formatter_class=formatter,
     )
+    if wanted("run"):
+        _run_arguments(run)
+    rpc = commands.add_parser(
+        "rpc",
+        help="drive one agent with JSON lines over stdin/stdout",
+        description=(
+            "Drive tether chat's coding session with JSON-lines commands on stdin;\n"
+            "responses, run events, approval requests and advice are JSON lines on stdout\n"
+            "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
+            "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
+            "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
+            "set_thinking, compact, command (tether chat's slash commands that need no terminal:\n"
+            + _RPC_SLASH_COMMANDS
+            + ").\nSessions are kept (a new one at start, or -r ID); write_file, edit_file,\n"
+            "bash and python_process calls wait for the client's approve unless\n"
+            "--auto-approve. Without --model, the config's default_model."
+        ),
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
+        formatter_class=_SlashHelpFormatter,
+    )
+    if wanted("rpc"):
+        _rpc_arguments(rpc)
+    models = commands.add_parser(
+        "models",
+        help="list the providers and their key variables, or a provider's models",
+        description=(
+            "Without PROVIDER: list the catalog presets and the config file's providers (base\n"
+            "URL, the API key variable and whether it is set, never its value), model\n"
+            "settings and the default model. With PROVIDER: list the models its server\n"
+            "offers (GET /models; the key, if the provider needs one, must be set)."
+        ),
+        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
+        formatter_class=formatter,
+    )
+    if wanted("models"):
+        models.add_argument(
+            "provider", nargs="?", metavar="PROVIDER", help="list this provider's models"
+        )
+        models.add_argument(
+            "--base-url", type=url, metavar="URL", help="ask the server at URL instead"
+        )
+        models.add_argument("--json", action="store_true", help="one JSON object per line")
+    chat = commands.add_parser(
+        "chat",
+        help="the interactive coding agent in the current directory",
+        description=(
+            "Chat with a coding agent in the current directory: the coding tools, the\n"
+            "context files (AGENTS.md/CLAUDE.md), the skills and prompt templates, the\n"
+            "extensions of the config file. Every message is kept in a session file\n"
+            "(<data dir>/tether/sessions/); -c and -r continue one. Tool calls that change\n"
+            "files or run commands are asked about first (unless --auto-approve)."
+        ),
+        epilog=_CHAT_SLASH_HELP + "\n" + MODEL_HELP + "\n" + _CHAT_EXIT_HELP,
+        formatter_class=_SlashHelpFormatter,
+    )
+    if wanted("chat"):
+        _chat_arguments(chat)
+    commands.add_parser(
+        "trace",
+        help="print the checkpoint-00 agent trace as JSON lines",
+        description="Print the checkpoint-00 agent trace (a scripted run) as JSON lines.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=formatter,
+    )
+    from tether.cli.eval import add_parser as add_eval_parser
+    from tether.cli.mcp import add_parser as add_mcp_parser
+
+    add_eval_parser(commands)
+    add_mcp_parser(commands)
+    return parser, {"run": run, "rpc": rpc, "models": models}
+
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--fixture", type=_fixture_path, metavar="PATH", help="provider fixture (default: bundled)"
     )
@@ -278,24 +369,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="continue this session file and record the run into it (created if missing)",
     )
     _model_options(run)
-    rpc = commands.add_parser(
-        "rpc",
-        help="drive one agent with JSON lines over stdin/stdout",
-        description=(
-            "Drive tether chat's coding session with JSON-lines commands on stdin;\n"
-            "responses, run events, approval requests and advice are JSON lines on stdout\n"
-            "(protocol version 2, documented in docs/rpc.md). Commands: prompt, steer,\n"
-            "follow_up, abort, approve, get_state, get_messages, get_system_prompt,\n"
-            "set_model, new_session, list_sessions, resume, get_tree, move_to, set_cwd,\n"
-            "set_thinking, compact, command (tether chat's slash commands that need no terminal:\n"
-            + _RPC_SLASH_COMMANDS
-            + ").\nSessions are kept (a new one at start, or -r ID); write_file, edit_file,\n"
-            "bash and python_process calls wait for the client's approve unless\n"
-            "--auto-approve. Without --model, the config's default_model."
-        ),
-        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
-        formatter_class=_SlashHelpFormatter,
-    )
+
+
+def _rpc_arguments(rpc: argparse.ArgumentParser) -> None:
     _model_options(rpc)
     rpc.add_argument(
         "--max-steps",
@@ -318,36 +394,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     rpc.add_argument(
         "-r", "--resume", metavar="ID", help="resume the session ID (or a unique prefix)"
     )
-    models = commands.add_parser(
-        "models",
-        help="list the providers and their key variables, or a provider's models",
-        description=(
-            "Without PROVIDER: list the catalog presets and the config file's providers (base\n"
-            "URL, the API key variable and whether it is set, never its value), model\n"
-            "settings and the default model. With PROVIDER: list the models its server\n"
-            "offers (GET /models; the key, if the provider needs one, must be set)."
-        ),
-        epilog=MODEL_HELP + "\n" + EXIT_CODES_HELP,
-        formatter_class=formatter,
-    )
-    models.add_argument(
-        "provider", nargs="?", metavar="PROVIDER", help="list this provider's models"
-    )
-    models.add_argument("--base-url", type=url, metavar="URL", help="ask the server at URL instead")
-    models.add_argument("--json", action="store_true", help="one JSON object per line")
-    chat = commands.add_parser(
-        "chat",
-        help="the interactive coding agent in the current directory",
-        description=(
-            "Chat with a coding agent in the current directory: the coding tools, the\n"
-            "context files (AGENTS.md/CLAUDE.md), the skills and prompt templates, the\n"
-            "extensions of the config file. Every message is kept in a session file\n"
-            "(<data dir>/tether/sessions/); -c and -r continue one. Tool calls that change\n"
-            "files or run commands are asked about first (unless --auto-approve)."
-        ),
-        epilog=_CHAT_SLASH_HELP + "\n" + MODEL_HELP + "\n" + _CHAT_EXIT_HELP,
-        formatter_class=_SlashHelpFormatter,
-    )
+
+
+def _chat_arguments(chat: argparse.ArgumentParser) -> None:
     _model_options(chat, tools=False)
     chat.add_argument(
         "--system", type=non_empty_text, metavar="TEXT", help="replace the introduction"
@@ -369,26 +418,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         const="",
         help="resume the session ID (or prefix); without ID, pick one from a list",
     )
-    commands.add_parser(
-        "trace",
-        help="print the checkpoint-00 agent trace as JSON lines",
-        description="Print the checkpoint-00 agent trace (a scripted run) as JSON lines.",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=formatter,
-    )
-    from tether.cli.eval import add_parser as add_eval_parser
-    from tether.cli.mcp import add_parser as add_mcp_parser
-
-    add_eval_parser(commands)
-    add_mcp_parser(commands)
-    return parser, {"run": run, "rpc": rpc, "models": models}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tether`` console script; returns the process exit status."""
     try:
-        parser, commands = _parser()
-        args = parser.parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        parser, commands = _parser(words)
+        args = parser.parse_args(words)
         command: str = args.command
         if command == "trace":
             return _writing("trace", lambda: _print_trace(Output.for_json(sys.stdout)))
@@ -563,16 +600,10 @@ def _remote_models(args: argparse.Namespace, config: CliConfig, out: Output) -> 
 def _chat(args: argparse.Namespace) -> int:
     import asyncio
 
-    from tether.cli.config import CliError, load_config
-
-    try:
-        config = with_thinking_flag(_sandboxed(args, load_config(), "chat"), args.thinking)
-    except CliError as error:
-        warn(f"tether chat: [{error.code}] {error}")
+    chosen = _choose_with_config(args, "chat")  # the config file read once
+    if chosen is None:
         return EXIT_USAGE
-    choice = _choose(args, "chat")
-    if choice is None:
-        return EXIT_USAGE
+    choice, config = chosen
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         warn("tether chat: [CLI_NOT_A_TERMINAL] needs a terminal (use tether run -p or tether rpc)")
         return EXIT_USAGE
@@ -584,14 +615,7 @@ def _chat(args: argparse.Namespace) -> int:
         resume=args.resume,
         continue_last=args.continue_last,
     )
-    chosen = choice
-    return _writing("chat", lambda: asyncio.run(chat_command(options, chosen, config)))
-
-
-def _choose(args: argparse.Namespace, command: str) -> ModelChoice | None:
-    """The model ``args`` select (config file read now); ``None`` after one line on stderr."""
-    chosen = _choose_with_config(args, command)
-    return None if chosen is None else chosen[0]
+    return _writing("chat", lambda: asyncio.run(chat_command(options, choice, config)))
 
 
 def _choose_with_config(
@@ -599,7 +623,7 @@ def _choose_with_config(
 ) -> tuple[ModelChoice, CliConfig] | None:
     """The model ``args`` select and the config file it was chosen with; ``None`` after one
     line on stderr."""
-    from tether.cli.config import CliError, load_config
+    from tether.cli.config import CliError, load_config, with_thinking_flag
     from tether.cli.models import choose_model
 
     try:

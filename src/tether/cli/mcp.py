@@ -14,7 +14,6 @@ not, 2 for an invalid config file, 4 when the output could not be written.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import urllib.parse
 from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
@@ -58,6 +57,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``tether mcp ...`` (only ``list`` for now)."""
+    import asyncio  # here, not at the top: every ``tether`` command builds this parser
+
     from tether.cli.config import CliError, load_config
 
     try:

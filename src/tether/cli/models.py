@@ -33,8 +33,12 @@ shown without their ``user:password@`` part, query values or fragment
 (``tether.cli.urls.display_url``).
 
 ``tether models`` (``models_command``) lists the providers (presets, then the config's), each
-with its API, base URL, key variable and whether it is set, the configured model settings and
-the default model; ``--json`` writes one JSON object per line instead.
+with its API, base URL, key variable and whether it is set, the configured model settings,
+the models tether knows (the catalog's, then the configured ones it does not know) with their
+context window, output limit, prices in US dollars per million tokens (the config's over the
+catalog's; ``?``/``null``: not known) and what they can read and do, and the default model;
+``--json`` writes one JSON object per line instead (``type``: ``provider``, ``model``,
+``catalogModel``, ``default``).
 """
 
 from __future__ import annotations
@@ -42,9 +46,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from dataclasses import field
+from typing import TYPE_CHECKING, Final, Literal, cast
 
+from tether._dataclass import dataclass
 from tether.cli.config import CliConfig, CliError, ModelSettings
 from tether.cli.render import Output, json_line, warn
 from tether.cli.urls import display_url
@@ -334,6 +339,7 @@ def models_command(
                 "maxOutputTokens": settings.max_output_tokens,
             }
         )
+    rows.extend(_catalog_rows(config))
     rows.append(
         {
             "type": "default",
@@ -360,6 +366,7 @@ def models_command(
                 if row[key] is not None
             ]
             out.write(f"  {row['spec']}: {', '.join(settings) or 'nothing set'}\n")
+    _write_catalog(out, [row for row in rows if row["type"] == "catalogModel"])
     where = f"{config.path}" if config.found else f"{config.path} (not found: defaults)"
     default = config.default_model or "none (pass --model PROVIDER/MODEL)"
     out.write(f"\ndefault model: {default}\nconfig file: {where}\n")
@@ -402,6 +409,86 @@ async def remote_models_command(choice: ModelChoice, out: Output, *, as_json: bo
     return 0
 
 
+def _catalog_rows(config: CliConfig) -> list[dict[str, object]]:
+    """One ``catalogModel`` row per model tether knows: the catalog's in catalog order, then
+    the config's it does not know; the config's settings over the catalog's, one by one."""
+    from tether.providers.model_catalog import MODEL_CATALOG, ModelInfo
+
+    specs = [*MODEL_CATALOG, *(spec for spec in config.models if spec not in MODEL_CATALOG)]
+    rows: list[dict[str, object]] = []
+    for spec in specs:
+        info = MODEL_CATALOG.get(spec)
+        settings = config.models.get(spec)
+        base = info or ModelInfo()
+        prices = base.prices if settings is None else settings.prices.over(base.prices)
+        context = None if settings is None else settings.context_window
+        output = None if settings is None else settings.max_output_tokens
+        source = "config" if info is None else "catalog" if settings is None else "catalog+config"
+        rows.append(
+            {
+                "type": "catalogModel",
+                "spec": spec,
+                "contextWindow": base.context_window if context is None else context,
+                "maxOutputTokens": base.max_output_tokens if output is None else output,
+                "prices": {
+                    "input": prices.input,
+                    "output": prices.output,
+                    "cacheRead": prices.cache_read,
+                    "cacheWrite": prices.cache_write,
+                },
+                "images": base.images,
+                "thinking": base.thinking,
+                "source": source,
+            }
+        )
+    return rows
+
+
+def _tokens(value: object) -> str:
+    """``200000`` → ``200k``; ``None`` → ``?``."""
+    if not isinstance(value, int):
+        return "?"
+    return f"{round(value / 1000)}k" if value >= 1000 else str(value)
+
+
+def _usd(value: object) -> str:
+    """``3`` → ``$3``, ``0.3`` → ``$0.30``, ``0.025`` → ``$0.025``; ``None`` → ``?``."""
+    if not isinstance(value, int | float):
+        return "?"
+    if value == int(value):
+        return f"${int(value)}"
+    text = f"{value:.2f}"
+    return f"${text}" if float(text) == value else f"${value:g}"
+
+
+def _write_catalog(out: Output, models: list[dict[str, object]]) -> None:
+    out.write("\nmodels tether knows (USD per million tokens; ? = not known):\n")
+    table: list[tuple[str, ...]] = [
+        ("MODEL", "CONTEXT", "MAX OUT", "INPUT", "OUTPUT", "CACHE R", "CACHE W", "CAN")
+    ]
+    for row in models:
+        prices = cast("dict[str, float | None]", row["prices"])
+        can = [name for name in ("images", "thinking") if row[name]]
+        table.append(
+            (
+                str(row["spec"]),
+                _tokens(row["contextWindow"]),
+                _tokens(row["maxOutputTokens"]),
+                *(_usd(prices[key]) for key in ("input", "output", "cacheRead", "cacheWrite")),
+                ",".join(can) or "-",
+            )
+        )
+    _write_columns(out, table)
+
+
+def _write_columns(out: Output, table: list[tuple[str, ...]]) -> None:
+    """Every column but the last padded to its widest cell."""
+    widths = [max(len(line[column]) for line in table) for column in range(len(table[0]) - 1)]
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        out.write("  ".join([*cells, line[-1]]).rstrip() + "\n")
+
+
 def _write_table(out: Output, providers: list[dict[str, object]]) -> None:
     table = [("PROVIDER", "API", "BASE URL", "API KEY")]
     for row in providers:
@@ -412,7 +499,4 @@ def _write_table(out: Output, providers: list[dict[str, object]]) -> None:
             key = f"{variable} ({'set' if row['keySet'] else 'not set'})"
         name = str(row["name"]) + (" (config)" if row["source"] == "config" else "")
         table.append((name, str(row["api"]), str(row["baseUrl"]), key))
-    widths = [max(len(line[column]) for line in table) for column in range(3)]
-    for line in table:
-        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        out.write("  ".join([*cells, line[3]]).rstrip() + "\n")
+    _write_columns(out, table)

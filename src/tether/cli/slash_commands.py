@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+
+from tether._dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent

@@ -34,7 +34,6 @@ from tether.evals.fixture import (
 from tether.evals.judge import DeterministicEvaluationJudge, deterministic_judge
 from tether.evals.report import (
     compare_evaluations,
-    js_number_to_string,
     parse_evaluation_report,
     serialize_evaluation_report,
 )
@@ -148,7 +147,6 @@ __all__ = [
     "compare_evaluations",
     "deterministic_judge",
     "fixture_candidate",
-    "js_number_to_string",
     "load_evaluation_tasks",
     "parse_evaluation_report",
     "run_evaluation",

@@ -13,7 +13,6 @@ Anything wrong, in any of these functions, raises ``EVALUATION_INVALID_REPORT``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -36,19 +35,18 @@ from tether.evals.types import (
     EvaluationVerdict,
     PublicMetrics,
 )
+from tether.jsonvalue import js_number_text, loads_strict
 
 __all__ = [
     "aggregate_metrics",
     "capture_metrics",
     "capture_report",
     "compare_evaluations",
-    "js_number_to_string",
     "parse_evaluation_report",
     "quote_json_string",
     "serialize_evaluation_report",
 ]
 
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
 _VERDICTS: Final = ("pass", "fail", "error")
 _RANK: Final[Mapping[str, int]] = MappingProxyType({"error": 0, "fail": 1, "pass": 2})
 
@@ -68,42 +66,6 @@ def _report_error(detail: str) -> EvaluationInfrastructureError:
 
 
 # -- Numbers and strings ------------------------------------------------------------------------
-
-
-def js_number_to_string(value: float) -> str:
-    """JavaScript's ``String(n)`` for a finite number: ``1.0 -> "1"``, ``-0.0 -> "0"``,
-    ``0.5 -> "0.5"``, ``1e21 -> "1e+21"``, ``1e-7 -> "1e-7"``.
-
-    Raises ``ValueError`` for a non-finite number. An ``int`` is printed as the double it
-    would be in JavaScript (exactly when it is a safe integer).
-    """
-    if type(value) is int and -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
-        return str(value)
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError("non-finite numbers have no JSON form")
-    if number == 0:
-        return "0"
-    sign = "-" if number < 0 else ""
-    mantissa, _, exponent = repr(abs(number)).partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = whole + fraction
-    stripped = digits.lstrip("0")
-    # number = 0.<digits> * 10**point
-    point = len(whole) + (int(exponent) if exponent else 0) - (len(digits) - len(stripped))
-    digits = stripped.rstrip("0")
-    count = len(digits)
-    if count <= point <= 21:
-        text = digits + "0" * (point - count)
-    elif 0 < point <= 21:
-        text = f"{digits[:point]}.{digits[point:]}"
-    elif -6 < point <= 0:
-        text = "0." + "0" * -point + digits
-    else:
-        power = point - 1
-        head = digits if count == 1 else f"{digits[0]}.{digits[1:]}"
-        text = f"{head}e{'+' if power >= 0 else '-'}{abs(power)}"
-    return sign + text
 
 
 _SHORT_ESCAPES: Final = {
@@ -321,8 +283,7 @@ def _metrics_text(metrics: Mapping[str, float]) -> str:
     return (
         "{"
         + ",".join(
-            f"{quote_json_string(name)}:{js_number_to_string(metrics[name])}"
-            for name in sorted(metrics)
+            f"{quote_json_string(name)}:{js_number_text(metrics[name])}" for name in sorted(metrics)
         )
         + "}"
     )
@@ -336,7 +297,7 @@ def _run_text(run: EvaluationRunReport) -> str:
         f'"candidateId":{quote_json_string(run.candidate_id)},'
         f'"verdict":{quote_json_string(run.verdict)},'
         f'"publicMetrics":{_metrics_text(run.public_metrics)},'
-        f'"durationMs":{js_number_to_string(run.duration_ms)},'
+        f'"durationMs":{js_number_text(run.duration_ms)},'
         f'"errorCode":{code}}}'
     )
 
@@ -346,27 +307,13 @@ def serialize_evaluation_report(report: EvaluationReport) -> str:
     checked = capture_report(report)
     aggregate = checked.public_metrics
     numbers = ",".join(
-        f'"{kind}":{js_number_to_string(getattr(aggregate, name))}'
-        for name, kind in _AGGREGATE_FIELDS
+        f'"{kind}":{js_number_text(getattr(aggregate, name))}' for name, kind in _AGGREGATE_FIELDS
     )
     return (
         f'{{"candidateId":{quote_json_string(checked.candidate_id)},'
         f'"runs":[{",".join(_run_text(run) for run in checked.runs)}],'
         f'"publicMetrics":{{{numbers}}}}}'
     )
-
-
-def _reject_constant(name: str) -> NoReturn:
-    _invalid(f"{name} is not JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            _invalid(f"duplicate key {key!r}")
-        result[key] = value
-    return result
 
 
 def _field(source: object, key: str, where: str) -> Any:
@@ -382,9 +329,9 @@ def _parse(text: object) -> EvaluationReport:
     if type(text) is not str:
         _invalid("the report text must be a string")
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        _invalid("the text is not valid JSON")
+        data = loads_strict(text, unique_keys=True)
+    except ValueError as error:  # not JSON, a constant, a repeated key, nesting too deep
+        _invalid(f"the text is not valid JSON ({error})")
     candidate_id = _field(data, "candidateId", "report")
     runs_value = _field(data, "runs", "report")
     if type(runs_value) is not list:

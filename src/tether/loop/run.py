@@ -35,14 +35,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, TypeGuard, cast
 
 from tether._errors import TetherError
 from tether._producer import (
     NoRunningLoopError,
     fail_producer,
     require_running_loop,
+    shed_frames,
     start_producer,
 )
 from tether._race import (
@@ -96,7 +98,7 @@ from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.messages import text_from_assistant, validate_transcript
-from tether.models.base import Model, ModelStream, listening_for_retries
+from tether.models.base import Model, ModelStream, listen_for_retries, stop_listening
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     ZERO_USAGE,
@@ -121,9 +123,9 @@ from tether.providers.errors import ProviderError
 from tether.stream import EventStream, is_event_stream
 from tether.tools import ToolRegistry, execute_tool_call
 from tether.tools.output import OutputT
-from tether.tracing._config import Tracing
 
 if TYPE_CHECKING:
+    from tether.tracing._config import Tracing
     from tether.tracing._spans import RunTrace
 
 __all__ = [
@@ -246,8 +248,11 @@ def run_agent_loop(
         raise TypeError("hooks must be a ToolHooks or None")
     check_tool_retries(tool_retries)
     output = OutputState.for_run(output_type, output_retries, tools)
-    if tracing is not None and type_of(tracing) is not Tracing:
-        raise TypeError("tracing must be a tether.tracing.Tracing or None")
+    if tracing is not None:
+        from tether.tracing._config import Tracing  # a traced run's import only (issue 30)
+
+        if type_of(tracing) is not Tracing:
+            raise TypeError("tracing must be a tether.tracing.Tracing or None")
     require_running_loop("run_agent_loop()")  # the arguments are checked first
 
     stream: EventStream[AgentEvent, RunResult] = EventStream()
@@ -280,7 +285,7 @@ def run_agent_loop(
             trace,
         )
         return stream
-    stream.on_abandon(lambda: controller.abort(AbortError(CONSUMER_GONE)))
+    stream.on_abandon(_ConsumerGone(controller))
     run = _Run(
         push,
         transcript,
@@ -379,6 +384,19 @@ async def _drive(
         return
     detach()
     _settle(stream, run.sequence, result, trace)
+
+
+class _ConsumerGone:
+    """The run stream's ``on_abandon`` callback: abort the run, ``CONSUMER_GONE``. An object
+    rather than a closure: one object per run in flight instead of three."""
+
+    __slots__ = ("_controller",)
+
+    def __init__(self, controller: AbortController) -> None:
+        self._controller = controller
+
+    def __call__(self) -> None:
+        self._controller.abort(AbortError(CONSUMER_GONE))
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -513,15 +531,17 @@ class _Run:
     async def outcome(self) -> RunResult:
         """Run the steps and map whatever stopped them to a result. Raises only what must
         not become a result: task cancellation and other base exceptions."""
+        listening = listen_for_retries(self.report_retry)
         try:
-            with listening_for_retries(self.report_retry):
-                return await self.steps()
+            return await self.steps()
         except Exception as error:
             return self.terminal(error)
         except BaseException as error:
             if is_raw_abort_reason(self.signal, error):  # caller code raised the raw reason
                 return self.terminal(None)
             raise
+        finally:
+            stop_listening(listening)
 
     def terminal(self, error: BaseException | None, *, cancelled: bool = False) -> RunResult:
         """Map whatever stopped the run to its result (the first matching rule wins)."""
@@ -697,13 +717,16 @@ class _Run:
                 message_of(error, "Model stream could not be opened")
             ) from error
         stream = _model_stream(opened)
-        try:
-            iterator: Any = type_of(stream).__aiter__(stream)
-            if not callable(getattr(type_of(iterator), "__anext__", None)):
-                raise TypeError("not an async iterator")
-        except Exception as error:
-            raise ModelProtocolError("Model stream iterator must expose __anext__()") from error
-        source: RacedIterator[object] = RacedIterator(iterator, signal)
+        finished = _finished_events(stream)  # taken at once: no iterator, nothing to race
+        source: RacedIterator[object] | None = None
+        if finished is None:
+            try:
+                iterator: Any = type_of(stream).__aiter__(stream)
+                if not callable(getattr(type_of(iterator), "__anext__", None)):
+                    raise TypeError("not an async iterator")
+            except Exception as error:
+                raise ModelProtocolError("Model stream iterator must expose __anext__()") from error
+            source = RacedIterator(iterator, signal)
         active = request.id
         chunks: list[ModelChunk] = []  # text, thinking and tool calls: matched at the end
         streamed_calls: set[int] = set()  # the tool calls checked as chunks, by identity
@@ -714,22 +737,29 @@ class _Run:
         pending_high = False
         try:
             while True:
-                try:
-                    item = source.poll(_PENDING)  # tether's own streams: no await when ready
-                    if item is _PENDING:
+                if source is None:  # the events of a finished stream, taken at once
+                    if not finished:
+                        break
+                    item = finished.popleft()
+                else:
+                    try:
+                        item = source.poll(_PENDING)  # tether's own streams: no await when ready
+                        if item is _PENDING:
+                            check_signal(signal)
+                            item = await source.next()
+                    except StopAsyncIteration:
+                        break
+                    except NotAwaitableError as error:
+                        raise ModelProtocolError("Model iterator step must be awaitable") from error
+                    except asyncio.CancelledError as error:
+                        shed_frames(error, _TURN)
+                        reraise_task_cancellation(error)
                         check_signal(signal)
-                        item = await source.next()
-                except StopAsyncIteration:
-                    break
-                except NotAwaitableError as error:
-                    raise ModelProtocolError("Model iterator step must be awaitable") from error
-                except asyncio.CancelledError as error:
-                    reraise_task_cancellation(error)
-                    check_signal(signal)
-                    raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
-                except Exception as error:
-                    check_signal(signal)
-                    raise _stream_failure(error) from error
+                        raise ModelStreamFailure(_UNCANCELLED_MODEL) from error
+                    except Exception as error:
+                        shed_frames(error, _TURN)
+                        check_signal(signal)
+                        raise _stream_failure(error) from error
                 check_signal(signal)
                 if count >= max_chunks:
                     raise ModelProtocolError(
@@ -764,11 +794,13 @@ class _Run:
                 self.emit(trusted.model_chunk_event(self.sequence, chunk))
         except BaseException:
             notices.open = False
-            source.close()
+            if source is not None:
+                source.close()
             await _abandoned_stream_settled(stream)
             raise
         notices.open = False
-        source.close()
+        if source is not None:
+            source.close()
         raw = _settled_response(stream, signal)
         if raw is _PENDING:
             raw = await _awaited_response(stream, signal)
@@ -801,6 +833,8 @@ class _RetryNotices:
         self.open = False
 
 
+_TURN: Final = (_Run.model_turn,)
+"""The loop's own frame on a model failure's traceback (``shed_frames``)."""
 _PENDING: Final = object()
 _UNCANCELLED_MODEL: Final = "Model stream raised CancelledError although nothing cancelled the run"
 
@@ -849,6 +883,16 @@ async def _abandoned_stream_settled(stream: ModelStream) -> None:
     with contextlib.suppress(Exception):
         async with asyncio.timeout(ABANDONED_STREAM_GRACE):
             await abandoned.result
+
+
+def _finished_events(stream: ModelStream) -> deque[object] | None:
+    """The events of a model stream that is tether's ``EventStream`` and already finished,
+    taken at once (``EventStream.take_finished``), else ``None``: the turn then iterates the
+    stream. ``tests/test_loop_fast_paths.py`` checks a run over such streams against the run
+    over the same items iterated."""
+    if type_of(stream) is not EventStream:
+        return None
+    return cast("EventStream[object, object]", stream).take_finished()
 
 
 def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:

@@ -2,15 +2,17 @@
 
 * ``config``: ``McpStdioServer`` / ``McpHttpServer`` and ``[mcp_servers.NAME]`` parsing
   (standard library only);
-* ``client``: ``McpServer`` (one server's connection and lifecycle) and ``McpServers`` (a
-  group, and its tools as ``ToolDefinition`` values named ``SERVER__TOOL``);
+* ``client``: ``McpServer`` (one server's connection and lifecycle; ``sdk_support``: what
+  it does around the SDK);
+* ``server_group``: ``McpServers`` (a group, and its tools as ``ToolDefinition`` values named
+  ``SERVER__TOOL``);
 * ``errors``: ``McpError`` and its codes.
 
 A runtime owns the servers of ``RuntimeOptions.mcp_servers``: started when it is built,
 stopped when it is disposed. Importing this package does not import the MCP SDK.
 """
 
-from tether.mcp.client import MCP_MAX_RESTARTS, McpServer, McpServers, McpServerState, McpToolInfo
+from tether.mcp.client import MCP_MAX_RESTARTS, McpServer, McpServerState, McpToolInfo
 from tether.mcp.config import (
     DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TOOL_TIMEOUT,
@@ -23,6 +25,7 @@ from tether.mcp.config import (
     parse_mcp_servers,
 )
 from tether.mcp.errors import MCP_ERROR_CODES, MCP_HINTS, McpError, McpErrorCode
+from tether.mcp.server_group import McpServers
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",

@@ -23,8 +23,9 @@
 * ``stop()`` closes the session and, for a stdio server, closes its stdin, waits briefly,
   then kills its process group (the SDK's shutdown; every wait bounded). Idempotent.
 
-``McpServers`` starts a group concurrently (each one's failure recorded, the others still
-start) and offers their tools as ``ToolDefinition`` values named ``SERVER__TOOL``.
+``tether.mcp.server_group.McpServers`` starts a group concurrently (each one's failure
+recorded, the others still start) and offers their tools as ``ToolDefinition`` values named
+``SERVER__TOOL``; ``tether.mcp.sdk_support`` holds what this module does around the SDK.
 
 The SDK is imported only when a server starts: ``import tether.mcp`` does not import it.
 """
@@ -33,26 +34,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
 import tempfile
-from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject
-from tether.mcp.config import McpHttpServer, McpServerConfig, mcp_tool_name
+from tether.mcp.config import McpServerConfig, mcp_tool_name
 from tether.mcp.errors import McpError, McpErrorCode
+from tether.mcp.sdk_support import (
+    STDERR_TAIL,
+    describe_error,
+    http_transport,
+    import_sdk,
+    origin,
+    result_text,
+    settle,
+)
 
 if TYPE_CHECKING:
-    from tether.protocol import ToolExecutionContext, ToolValidation
-    from tether.tools import ToolDefinition
+    pass
 
 __all__ = [
     "MCP_MAX_RESTARTS",
     "McpServer",
     "McpServerState",
-    "McpServers",
     "McpToolInfo",
 ]
 
@@ -65,8 +71,6 @@ McpServerState: TypeAlias = Literal[
 ]
 """``disabled``: ``enabled = false``; ``stopped``: not started yet; ``failed``: the last
 start failed (``error``); ``died``: it ended after it started; ``closed``: ``stop()`` ran."""
-
-_STDERR_TAIL: Final = 300
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,7 +168,7 @@ class McpServer:
             return
         self._state = "starting"
         try:
-            await _import_sdk()
+            await import_sdk()
         except ImportError:
             self._state = "failed"
             self._error = McpError(
@@ -197,7 +201,7 @@ class McpServer:
         except BaseException as error:
             closing.set()
             self._cancel_owner(owner)
-            await _settle(owner)
+            await settle(owner)
             self._owner = None
             self._session = None
             if ready.done() and not ready.cancelled():
@@ -231,14 +235,14 @@ class McpServer:
             owner.cancel()
 
     def _start_failure(self, error: BaseException | None, stderr: Any) -> McpError:
-        detail = "" if error is None else f": {_describe(_leaf(error))}"
+        detail = "" if error is None else f": {describe_error(_leaf(error))}"
         tail = self._stderr_tail(stderr)
         if tail:
             detail += f" (its stderr: {tail})"
         what = (
             f"its command '{self.config.command}'"
             if self.config.type == "stdio"
-            else f"its url at {_origin(self.config)}"
+            else f"its url at {origin(self.config)}"
         )
         return McpError(
             "MCP_SERVER_START_FAILED",
@@ -253,7 +257,7 @@ class McpServer:
             lines = [line.strip() for line in stderr.read().splitlines() if line.strip()]
         except (OSError, ValueError):
             return ""
-        return lines[-1][-_STDERR_TAIL:] if lines else ""
+        return lines[-1][-STDERR_TAIL:] if lines else ""
 
     def _redact(self, text: str) -> str:
         """``text`` with every value of the server's ``env`` or ``headers`` blanked out."""
@@ -331,7 +335,7 @@ class McpServer:
                 cwd=config.cwd if config.cwd is not None else self._cwd,
             )
             return stdio_client(parameters, errlog=stderr)
-        return _http_transport(config)
+        return http_transport(config)
 
     async def _list(self, session: Any) -> tuple[McpToolInfo, ...]:
         tools: list[McpToolInfo] = []
@@ -435,11 +439,11 @@ class McpServer:
             if self._session is not session or self._state == "died":
                 raise self._failure("MCP_SERVER_DIED", "exited during the call") from None
             raise self._failure(
-                "MCP_CALL_FAILED", f"tool '{tool}': {_describe(_leaf(error))}"
+                "MCP_CALL_FAILED", f"tool '{tool}': {describe_error(_leaf(error))}"
             ) from None
         if not isinstance(result, CallToolResult):
             raise self._failure("MCP_CALL_FAILED", f"tool '{tool}' needs input tether cannot give")
-        text = _text_of(result)
+        text = result_text(result)
         if result.is_error:
             raise self._failure("MCP_TOOL_ERROR", f"tool '{tool}': {text or 'failed'}")
         return text
@@ -475,7 +479,7 @@ class McpServer:
         try:
             old = self._owner
             if old is not None:
-                await _settle(old)
+                await settle(old)
             with contextlib.suppress(McpError):
                 await self.start()
         finally:
@@ -496,200 +500,10 @@ class McpServer:
             self._closing.set()
         owner = self._owner
         for task in [t for t in (owner, self._starting, self._refresh) if t is not None]:
-            await _settle(task)
+            await settle(task)
         # The session is closed: calls in flight fail; one still waiting is cancelled.
         for task in tuple(self._calls):
             task.cancel()
-            await _settle(task)
+            await settle(task)
         self._owner = None
         self._session = None
-
-
-async def _import_sdk() -> None:
-    """Import the SDK (about a second, the first time) on a thread: the event loop (a chat's
-    keys, other servers' starts) goes on meanwhile."""
-    import importlib
-    import sys
-
-    if sys.modules.get("mcp.client.stdio") is None:
-        await asyncio.to_thread(importlib.import_module, "mcp.client.stdio")
-
-
-async def _settle(task: asyncio.Future[Any]) -> None:
-    """Wait until ``task`` is done, even when the caller is cancelled meanwhile (then the
-    cancellation is raised afterwards); its own outcome is retrieved and dropped."""
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait((task,))
-        except asyncio.CancelledError:
-            cancelled = True
-    if not task.cancelled():
-        task.exception()
-    if cancelled:
-        raise asyncio.CancelledError
-
-
-def _origin(config: McpHttpServer) -> str:
-    import urllib.parse
-
-    parts = urllib.parse.urlsplit(config.url)
-    port = f":{parts.port}" if parts.port is not None else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
-
-
-@contextlib.asynccontextmanager
-async def _http_transport(config: McpHttpServer) -> AsyncGenerator[tuple[Any, Any]]:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    headers = dict(config.headers)
-    if config.bearer_token_env_var is not None:
-        token = os.environ.get(config.bearer_token_env_var)
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-    async with (
-        create_mcp_http_client(headers=headers) as client,
-        streamable_http_client(config.url, http_client=client) as streams,
-    ):
-        yield streams[0], streams[1]
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, FileNotFoundError):
-        return "the program was not found"
-    if isinstance(error, PermissionError):
-        return "the program may not be run"
-    if isinstance(error, OSError):
-        return error.strerror or type(error).__name__
-    text = str(error).strip().splitlines()
-    return text[0][:_STDERR_TAIL] if text else type(error).__name__
-
-
-def _text_of(result: Any) -> str:
-    """A call result as text: text blocks joined by newlines, other blocks described, the
-    structured content as JSON when there is no text."""
-    parts: list[str] = []
-    for block in result.content:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            parts.append(f"[{kind} {getattr(block, 'mime_type', '')}]".replace(" ]", "]"))
-        elif kind == "resource_link":
-            parts.append(f"[resource {block.uri}]")
-        elif kind == "resource":
-            resource = block.resource
-            text = getattr(resource, "text", None)
-            parts.append(text if isinstance(text, str) else f"[resource {resource.uri}]")
-    if not parts and result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False)
-    return "\n".join(parts)
-
-
-# --- a group of servers and their tools -------------------------------------------------------
-
-
-class McpServers:
-    """Several servers started together and their tools as ``ToolDefinition`` values.
-
-    ``async with McpServers([...]) as servers:`` starts them and stops them; ``start()``
-    and ``stop()`` are the same steps by hand. ``start()`` starts every enabled server
-    concurrently; one that fails is recorded (its ``state`` ``failed``, its ``error``) and
-    the others still start; ``errors`` lists the failures. ``on_tools_changed`` is called
-    when a server's tool list changed, ``on_died`` when one died (see ``McpServer``).
-    """
-
-    def __init__(
-        self,
-        configs: tuple[McpServerConfig, ...] | list[McpServerConfig],
-        *,
-        cwd: str | None = None,
-        on_tools_changed: Callable[[McpServer], None] | None = None,
-        on_died: Callable[[McpServer], None] | None = None,
-    ) -> None:
-        names = [config.name for config in configs]
-        if len(set(names)) != len(names):
-            raise McpError("MCP_CONFIG_INVALID", "two MCP servers have the same name")
-        self.servers: Final = tuple(
-            McpServer(config, cwd=cwd, on_tools_changed=on_tools_changed, on_died=on_died)
-            for config in configs
-        )
-
-    async def __aenter__(self) -> McpServers:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        await self.stop()
-
-    async def start(self) -> None:
-        """Start every enabled server (see the class docstring); cancellable: a cancelled
-        start stops what it started."""
-        tasks = [asyncio.ensure_future(_quiet_start(server)) for server in self.servers]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                await _settle(task)
-            await self.stop()
-            raise
-
-    @property
-    def errors(self) -> tuple[McpError, ...]:
-        """The start failures, in the servers' order."""
-        return tuple(
-            server.error
-            for server in self.servers
-            if server.state == "failed" and server.error is not None
-        )
-
-    async def stop(self) -> None:
-        """Stop every server (concurrently); idempotent."""
-        tasks = [asyncio.ensure_future(server.stop()) for server in self.servers]
-        for task in tasks:
-            await _settle(task)
-
-    def definitions(self) -> list[ToolDefinition[Any, Any]]:
-        """The running servers' tools, each named ``SERVER__TOOL`` (``mcp_tool_name``)."""
-        return [
-            mcp_tool(server, info)
-            for server in self.servers
-            if server.state in ("running", "died")
-            for info in server.tools
-        ]
-
-
-async def _quiet_start(server: McpServer) -> None:
-    with contextlib.suppress(McpError):
-        await server.start()
-
-
-def mcp_tool(server: McpServer, info: McpToolInfo) -> ToolDefinition[Any, Any]:
-    """The ``ToolDefinition`` of one server tool: its input schema as the tool's parameters,
-    any JSON object accepted (the server checks the arguments), its result as text."""
-    from tether.protocol import Valid
-    from tether.tools import define_tool
-
-    def validate(arguments: object) -> ToolValidation[Any]:
-        return Valid(value=arguments)
-
-    async def execute(arguments: Any, context: ToolExecutionContext) -> str:
-        if all(tool.name != info.name for tool in server.tools):
-            raise McpError(
-                "MCP_TOOL_NOT_FOUND",
-                f"MCP_TOOL_NOT_FOUND: MCP server '{server.name}' no longer offers "
-                f"tool '{info.name}'",
-                server=server.name,
-            )
-        return await server.call(info.name, arguments)
-
-    return define_tool(
-        name=info.offered_as,
-        description=info.description,
-        validate=validate,
-        execute=execute,
-        parameters=info.input_schema,
-    )

@@ -38,10 +38,11 @@ import math
 import re
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias, TypeGuard, cast
 
+from tether._dataclass import dataclass
 from tether.mcp.errors import McpError
 
 __all__ = [

@@ -9,7 +9,7 @@ every chunk and response at its boundary anyway).
 
 Retry notices: a model that waits before trying a request again (the HTTP providers, on
 429/5xx/overloaded before anything streamed) tells the run with ``report_retry``: the loop
-listens for the turn it is opening (``listening_for_retries``) and emits ``model.retry``.
+listens for the turns of its run (``listen_for_retries``) and emits ``model.retry``.
 The listener is read from the caller's context when ``stream()`` is called (a
 ``contextvars.ContextVar``), so the ``Model`` contract keeps its two parameters.
 """
@@ -17,8 +17,8 @@ The listener is read from the caller's context when ``stream()`` is called (a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar, Token
 from typing import Protocol, TypeAlias, runtime_checkable
 
 from tether._types import is_awaitable
@@ -30,8 +30,9 @@ __all__ = [
     "ModelStream",
     "RetryListener",
     "close_model",
-    "listening_for_retries",
+    "listen_for_retries",
     "retry_listener",
+    "stop_listening",
 ]
 
 RetryListener: TypeAlias = Callable[[ModelRetryPayload], None]
@@ -40,16 +41,20 @@ RetryListener: TypeAlias = Callable[[ModelRetryPayload], None]
 _LISTENER: ContextVar[RetryListener | None] = ContextVar("tether_retry_listener", default=None)
 
 
-@contextlib.contextmanager
-def listening_for_retries(listener: RetryListener) -> Generator[None]:
-    """While the block runs, ``retry_listener()`` returns ``listener``: open the model stream
-    inside it (``with listening_for_retries(notice): stream = model.stream(request, signal)``)
-    and the model's retries for that request reach ``listener``."""
-    token = _LISTENER.set(listener)
-    try:
-        yield
-    finally:
-        _LISTENER.reset(token)
+def listen_for_retries(listener: RetryListener) -> Token[RetryListener | None]:
+    """From now until ``stop_listening(token)``, ``retry_listener()`` returns ``listener``:
+    the model streams opened meanwhile (``model.stream(request, signal)``) report their
+    retries to it. Pair it with ``stop_listening`` in a ``finally``.
+
+    A token rather than a context manager: a run listens for as long as it lives, and the
+    manager's generator, its wrapper and its bound ``__exit__`` were three more objects per
+    run in flight for the cycle collector to walk (``bench_scale``)."""
+    return _LISTENER.set(listener)
+
+
+def stop_listening(token: Token[RetryListener | None]) -> None:
+    """End what ``listen_for_retries`` started (``token`` is what it returned)."""
+    _LISTENER.reset(token)
 
 
 def retry_listener() -> RetryListener | None:

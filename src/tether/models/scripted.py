@@ -27,7 +27,7 @@ from typing import Any, Final, Literal, TypeAlias, cast, get_args
 from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
-from tether._producer import fail_producer, start_producer_eagerly
+from tether._producer import fail_producer, shed_frames, start_producer_eagerly
 from tether._race import RacedIterator, check_signal, neutralize, signal_aborted, signal_reason
 from tether._text import is_non_empty
 from tether._types import exactly, instance_of, type_of
@@ -178,6 +178,7 @@ class ScriptedModel:
             source = RacedIterator(iterator, signal, claimed=True)
             response = await _run_turn(source, stream, request, signal)
         except BaseException as error:
+            shed_frames(error, _PRODUCER)  # the stream keeps it: no frame of ours refers back
             fail_producer(stream, error, source)  # settles the stream, then closes the source
             return
         stream.finish(response)
@@ -224,6 +225,9 @@ async def _run_turn(
         )
     check_signal(signal)
     return response
+
+
+_PRODUCER: Final = (ScriptedModel._produce, _run_turn)  # pyright: ignore[reportPrivateUsage]
 
 
 def _checked_response(response: ModelResponse, active: str) -> ModelResponse:

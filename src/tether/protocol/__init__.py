@@ -1,12 +1,15 @@
 """The closed, immutable protocol every tether layer speaks (checkpoint 01, protocol v2).
 
 * ``content``: assistant blocks (``TextBlock``, ``ThinkingBlock``, ``ToolCall``);
+* ``images``: ``ImageBlock`` (an image a user message or a tool result carries), its bounds
+  and ``ImageError``; ``image_header`` reads a PNG/JPEG/GIF/WebP header;
 * ``messages``: ``UserMessage``, ``AssistantMessage``, ``ToolResultMessage``;
 * ``model``: ``ModelRequest`` (with ``system`` and ``ToolSpec``\\ s), the four chunks,
   ``ModelUsage``, ``ModelResponse`` and the four stop reasons;
 * ``tools``: the two-stage tool contract (``Valid``, ``Invalid``, ``ToolExecutionContext``);
 * ``results``: the four run results; ``events``: the agent events;
-* ``codec``: ``to_json`` / ``from_json``, the workshop's camelCase JSON form.
+* ``codec``: ``to_json`` / ``from_json``, the workshop's camelCase JSON form; ``_decoder``:
+  the one decoder of that form, which every layer configures (``Layer``).
 
 Every value is a frozen, slotted, keyword-only dataclass with a ``Literal`` discriminant that
 defaults to its one legal value. Construction checks and snapshots its fields (lists become
@@ -49,6 +52,15 @@ from tether.protocol.events import (
     ToolProgressPayload,
     ToolStartedEvent,
     ToolStartedPayload,
+)
+from tether.protocol.images import (
+    MAX_IMAGE_BYTES,
+    MAX_IMAGE_SIDE,
+    MAX_IMAGES_PER_REQUEST,
+    ImageBlock,
+    ImageError,
+    ImageErrorCode,
+    ImageMediaType,
 )
 from tether.protocol.messages import (
     AssistantMessage,
@@ -93,6 +105,9 @@ from tether.protocol.tools import (
 )
 
 __all__ = [
+    "MAX_IMAGES_PER_REQUEST",
+    "MAX_IMAGE_BYTES",
+    "MAX_IMAGE_SIDE",
     "MAX_RAW_ARGUMENTS_CODE_POINTS",
     "MAX_SAFE_INTEGER",
     "ZERO_USAGE",
@@ -103,6 +118,10 @@ __all__ = [
     "CancelledRunResult",
     "CompletedRunResult",
     "FailedRunResult",
+    "ImageBlock",
+    "ImageError",
+    "ImageErrorCode",
+    "ImageMediaType",
     "Invalid",
     "MaxStepsRunResult",
     "Message",

@@ -8,6 +8,7 @@ compiled, on first construction, from the class's resolved type hints:
   (JavaScript ``trim()`` rules, as every workshop ID);
 * ``int`` accepts an exact ``int`` (never ``bool``); ``COUNT`` bounds it to 0..2**53-1,
   ``POSITIVE`` to >= 1, ``NON_NEGATIVE`` to >= 0; ``bool`` accepts an exact ``bool``;
+* ``bytes`` accepts exact ``bytes`` or copies a ``bytearray`` into ``bytes`` (an image's data);
 * ``JsonObject`` accepts a ``JsonObject`` or freezes a ``dict`` (a snapshot; the caller's
   object is not kept);
 * ``tuple[X, ...]`` accepts a ``tuple`` or ``list`` (copied into a tuple) whose items are
@@ -36,7 +37,7 @@ from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_arg
 
 from tether._text import JS_WHITESPACE, is_non_empty
 from tether._types import is_array, is_dict
-from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
+from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, JsonValueError, freeze_json
 
 __all__ = [
     "COUNT",
@@ -54,8 +55,6 @@ __all__ = [
     "python_only",
     "v2",
 ]
-
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 class _Marker:
@@ -211,6 +210,8 @@ def _inline_test(hint: Any, index: int, namespace: dict[str, Any]) -> str | None
         )
     if base is bool:
         return "type(v) is bool"
+    if base is bytes:
+        return "type(v) is bytes"
     if base is int:
         if COUNT in metadata:
             return "type(v) is int and 0 <= v <= MAX"
@@ -294,6 +295,8 @@ def describe(hint: Any) -> str:
         return "a non-negative int" if NON_NEGATIVE in metadata else "an int"
     if base is bool:
         return "a bool"
+    if base is bytes:
+        return "bytes"
     if base is JsonObject:
         return "a JSON object"
     if get_origin(base) is tuple:
@@ -353,6 +356,8 @@ def _check_for(hint: Any, where: str) -> _Check:
         return check_bool
     if base is int:
         return _integer(where, expected, metadata)
+    if base is bytes:
+        return _bytes(where, expected)
     if base is JsonObject:
         return _json_object(where, expected)
     if get_origin(base) is tuple:
@@ -423,6 +428,17 @@ def _integer(where: str, expected: str, metadata: tuple[object, ...]) -> _Check:
         return value
 
     return check_int
+
+
+def _bytes(where: str, expected: str) -> _Check:
+    def check_bytes(value: object) -> object:
+        if type(value) is bytes:
+            return value
+        if type(value) is bytearray:
+            return bytes(value)  # a snapshot: the caller's buffer is not kept
+        raise TypeError(f"{where} must be {expected} {_got(value)}")
+
+    return check_bytes
 
 
 def _json_object(where: str, expected: str) -> _Check:

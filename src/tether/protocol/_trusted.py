@@ -44,6 +44,7 @@ from tether.protocol.events import (
     ToolStartedEvent,
     ToolStartedPayload,
 )
+from tether.protocol.images import ImageBlock
 from tether.protocol.messages import AssistantMessage, ToolResultMessage
 from tether.protocol.model import (
     ModelRequest,
@@ -232,7 +233,7 @@ _tool_result: Callable[..., ToolResultMessage] = builder(
     "tool_name",
     "content",
     "is_error",
-    optional=("error_code",),
+    optional=("error_code", "images"),
 )
 model_request: Callable[..., ModelRequest] = builder(
     ModelRequest, "id", "messages", optional=("system", "tools")
@@ -287,10 +288,17 @@ _run_finished = builder(RunFinishedEvent, "sequence", "payload")
 
 
 def tool_result(
-    call: ToolCall, content: str, is_error: bool, error_code: str = ""
+    call: ToolCall,
+    content: str,
+    is_error: bool,
+    error_code: str = "",
+    images: tuple[ImageBlock, ...] = (),
 ) -> ToolResultMessage:
-    """The result message linked to ``call``: ID ``tool-result-<call id>``."""
-    return _tool_result(f"tool-result-{call.id}", call.id, call.name, content, is_error, error_code)
+    """The result message linked to ``call``: ID ``tool-result-<call id>`` (``images``: a
+    tuple of checked ``ImageBlock`` values)."""
+    return _tool_result(
+        f"tool-result-{call.id}", call.id, call.name, content, is_error, error_code, images
+    )
 
 
 def message_accepted_event(sequence: int, message: Any) -> MessageAcceptedEvent:

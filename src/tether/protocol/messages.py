@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 from tether._dataclass import dataclass
 from tether.protocol._fields import NonEmpty, ProtocolValue, v2
 from tether.protocol.content import AssistantBlock
+from tether.protocol.images import ImageBlock
 
 __all__ = [
     "AssistantMessage",
@@ -33,11 +34,16 @@ def new_message_id() -> MessageId:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UserMessage(ProtocolValue):
-    """Input from the person (or program) driving the agent."""
+    """Input from the person (or program) driving the agent.
+
+    ``images`` (protocol v2) are images shown with the text, in order (a screenshot, a
+    diagram); ``()``, omitted from JSON, when there are none. A list is stored as a tuple.
+    """
 
     id: NonEmpty = field(default_factory=new_message_id)
     role: Literal["user"] = "user"
     content: str
+    images: tuple[ImageBlock, ...] = v2(())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +68,9 @@ class ToolResultMessage(ProtocolValue):
     ``Invalid`` its ``validate`` returned; ``""`` (omitted from JSON) for a success or a
     failure without one. The contract's code (``TOOL_EXECUTION_FAILED``...) stays in
     ``content``, as the model sees it.
+
+    ``images`` (protocol v2) are images the tool returned with its text (``read_file`` on a
+    PNG); ``()``, omitted from JSON, when there are none. A list is stored as a tuple.
     """
 
     id: NonEmpty = field(default_factory=new_message_id)
@@ -71,6 +80,7 @@ class ToolResultMessage(ProtocolValue):
     content: str
     is_error: bool = False
     error_code: str = v2("")
+    images: tuple[ImageBlock, ...] = v2(())
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage

@@ -48,6 +48,7 @@ from tether.providers._http import (
     read_limited,
     redact_error,
 )
+from tether.providers._images import check_request_images
 from tether.providers._sse import DEFAULT_MAX_RESPONSE_BYTES, SSEDecoder, is_event_stream
 from tether.providers._watch import RequestWatch
 from tether.providers.errors import ProviderError, ProviderErrorCode
@@ -96,6 +97,8 @@ class HttpStreamModel:
 
     _MODEL_EXAMPLE: ClassVar[str] = "model-name"
     """A model name of the vendor's, shown in the error for a missing one."""
+    _API: ClassVar[str | None] = None
+    """The ``ApiSpec`` name of the wire API (how a model finds its preset in the catalog)."""
 
     def __init__(
         self,
@@ -301,6 +304,7 @@ class HttpStreamModel:
         response: httpx2.Response | None = None
         watch = RequestWatch(signal, self._timeouts.total)
         try:
+            check_request_images(request, self._base_url, self._API, self._model)
             body = json.dumps(
                 self._body(request), separators=(",", ":"), ensure_ascii=False
             ).encode()

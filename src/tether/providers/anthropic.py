@@ -76,6 +76,7 @@ class AnthropicModel(LevelledThinking, HttpStreamModel):
     )
 
     _MODEL_EXAMPLE = "claude-sonnet-4-5"
+    _API = "anthropic-messages"
 
     def __init__(
         self,

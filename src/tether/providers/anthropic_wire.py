@@ -34,6 +34,7 @@ from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     ModelChunk,
     ModelRequest,
     ModelResponse,
@@ -41,6 +42,7 @@ from tether.protocol import (
     ToolCall,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._images import base64_text
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
 from tether.providers._wire import BadArguments as _BadArguments
 from tether.providers._wire import field_error as _field_error
@@ -86,6 +88,9 @@ def build_messages_request(
       ``redacted_thinking`` (``data`` is the block's signature) and ``tool_use`` (``id``,
       ``name``, ``input``). Empty text is left out (the API rejects empty text blocks), and
       a message left with no block adds nothing.
+    * Images are ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}``
+      blocks: a user message's come before its text (Anthropic's advice); a tool result with
+      images has ``content`` blocks, its text (when not empty) then its images.
     * An **unsigned** thinking block (an aborted stream, another provider's reasoning) is
       dropped: the API rejects thinking without a valid signature, and sending it as text
       would put the model's private reasoning into its visible answer. So is one signed by
@@ -141,13 +146,22 @@ def build_messages_request(
 
     for message in request.messages:
         if message.role == "user":
+            for image in message.images:
+                add("user", _image_block(image))
             if message.content:
                 add("user", {"type": "text", "text": message.content})
         elif message.role == "toolResult":
+            content: object = message.content
+            if message.images:
+                blocks: list[dict[str, object]] = (
+                    [{"type": "text", "text": message.content}] if message.content else []
+                )
+                blocks.extend(_image_block(image) for image in message.images)
+                content = blocks
             result: dict[str, object] = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id,
-                "content": message.content,
+                "content": content,
             }
             if message.is_error:
                 result["is_error"] = True
@@ -179,6 +193,13 @@ def build_messages_request(
     if cache:
         _mark_cache(body, tools, turns)
     return body
+
+
+def _image_block(image: ImageBlock) -> dict[str, object]:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.media_type, "data": base64_text(image)},
+    }
 
 
 _EPHEMERAL: Final = {"type": "ephemeral"}

@@ -14,7 +14,10 @@ Codes (docs/providers.md, "HTTP: retries, timeouts, errors"):
   (connection lost or EOF before the stream's end, a compressed body cut short),
   ``PROVIDER_PROTOCOL_ERROR`` (malformed SSE or JSON, impossible order, invalid tool
   arguments, a compressed body that is corrupt, in an unknown encoding or inflates beyond its
-  bound), ``PROVIDER_ERROR_EVENT`` (the vendor reported an error inside the stream).
+  bound), ``PROVIDER_ERROR_EVENT`` (the vendor reported an error inside the stream);
+* before anything is sent (``tether.providers._images``): ``PROVIDER_TOO_MANY_IMAGES`` (more
+  than ``MAX_IMAGES_PER_REQUEST`` images in one request), ``MODEL_CANNOT_SEE_IMAGES`` (images
+  for a model tether's catalog knows does not read them).
 
 ``message`` carries the vendor's error text, bounded and never the API key; ``status`` is the
 HTTP status when there was one, ``retry_after`` the server's requested delay in seconds,
@@ -43,6 +46,8 @@ ProviderErrorCode: TypeAlias = Literal[
     "PROVIDER_STREAM_INTERRUPTED",
     "PROVIDER_PROTOCOL_ERROR",
     "PROVIDER_ERROR_EVENT",
+    "PROVIDER_TOO_MANY_IMAGES",
+    "MODEL_CANNOT_SEE_IMAGES",
 ]
 
 MAX_ERROR_TEXT: Final = 2000

@@ -33,7 +33,6 @@ bounded by its consumer instead (the agent loop's chunk limit). Breaking any of 
 from __future__ import annotations
 
 import codecs
-import json
 from collections import deque
 from collections.abc import AsyncIterator
 from os import PathLike
@@ -52,7 +51,14 @@ from tether._race import (
 from tether._text import is_non_empty
 from tether._types import exactly, instance_of, is_dict, is_list, type_of
 from tether.abort import AbortSignal, abort_exception
-from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, entries, freeze_json
+from tether.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    JsonValueError,
+    entries,
+    freeze_json,
+    loads_strict,
+)
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
@@ -199,7 +205,7 @@ class FixtureProviderAdapter:
         call streams it, exactly as a snapshot record is.
         """
         try:
-            fixture = json.loads(_fixture_text(text), parse_constant=_reject_constant)
+            fixture = loads_strict(_fixture_text(text))
             queue = _snapshot_fixture(fixture, owned=True)
         except (ValueError, TypeError, RecursionError) as error:
             raise _error("PROVIDER_INVALID_FIXTURE", _INVALID_FIXTURE) from error
@@ -299,10 +305,6 @@ def _replay(
         stream.fail(error)
         return
     stream.finish(response)
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 _TOO_LARGE: Final = f"fixture is larger than MAX_FIXTURE_BYTES ({MAX_FIXTURE_BYTES} bytes)"

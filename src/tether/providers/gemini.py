@@ -31,6 +31,7 @@ from tether.providers.gemini_wire import (
     ThinkingLevel,
     build_gemini_request,
     check_generation_options,
+    nests_tool_images,
 )
 from tether.providers.thinking import (
     LevelledThinking,
@@ -80,6 +81,7 @@ class GeminiModel(LevelledThinking, HttpStreamModel):
     )
 
     _MODEL_EXAMPLE = "gemini-2.5-flash"
+    _API = "gemini"
 
     def __init__(
         self,
@@ -170,6 +172,7 @@ class GeminiModel(LevelledThinking, HttpStreamModel):
             temperature=self._temperature,
             thinking_budget=budget,
             thinking_level=level,
+            nest_tool_images=nests_tool_images(self._model),
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
@@ -34,6 +35,7 @@ from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     ModelChunk,
     ModelRequest,
     ModelResponse,
@@ -41,6 +43,7 @@ from tether.protocol import (
     ToolCall,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._images import base64_text, tool_images_note
 from tether.providers._wire import (
     MAX_SHOWN,
     CallIds,
@@ -336,6 +339,7 @@ def build_gemini_request(
     temperature: float | None = None,
     thinking_budget: int | None = None,
     thinking_level: ThinkingLevel | None = None,
+    nest_tool_images: bool = True,
 ) -> dict[str, object]:
     """The JSON body of ``POST models/{model}:streamGenerateContent?alt=sse`` for ``request``.
 
@@ -351,6 +355,12 @@ def build_gemini_request(
       out) and tool calls as ``functionCall`` (``name``, ``args``, ``id``; an invalid call's
       ``args`` are ``{}``) with their signature. When no call of a model turn has a signature
       (history from another model), the first carries ``SKIP_SIGNATURE``.
+    * Images are ``{"inlineData": {"mimeType", "data"}}`` parts: a user message's before its
+      text; a tool result's in its ``functionResponse.parts`` (Gemini 3's multimodal function
+      responses) with ``nest_tool_images`` (``nests_tool_images(model)``), else after the
+      turn's ``functionResponse`` parts, each result's introduced by a ``text`` part naming
+      it (Gemini 2.5 takes no parts in a function response; Gemini 3 rejects images beside
+      one).
     * ``tools: [{"functionDeclarations": [{"name", "description", "parameters"}]}]`` (only
       when there are tools; ``parameters`` converted by ``gemini_schema``).
     * ``generationConfig`` (only when something is set): ``maxOutputTokens``, ``temperature``
@@ -372,27 +382,37 @@ def build_gemini_request(
         else:
             turns.append((role, [part]))
 
+    late_images: list[dict[str, object]] = []  # tool results' images after their responses
     for message in request.messages:
+        if message.role != "toolResult" and late_images:
+            for part in late_images:
+                add("user", part)
+            late_images = []
         if message.role == "user":
+            for image in message.images:
+                add("user", _inline_data(image))
             if message.content:
                 add("user", {"text": message.content})
         elif message.role == "toolResult":
             key = "error" if message.is_error else "output"
-            add(
-                "user",
-                {
-                    "functionResponse": {
-                        "name": message.tool_name,
-                        "id": message.tool_call_id,
-                        "response": {key: message.content},
-                    }
-                },
-            )
+            response: dict[str, object] = {
+                "name": message.tool_name,
+                "id": message.tool_call_id,
+                "response": {key: message.content},
+            }
+            if message.images and nest_tool_images:
+                response["parts"] = [_inline_data(image) for image in message.images]
+            elif message.images:
+                late_images.append({"text": tool_images_note(message)})
+                late_images.extend(_inline_data(image) for image in message.images)
+            add("user", {"functionResponse": response})
         else:
             parts = _model_parts(message.content)
             for part in parts:
                 add("model", part)
 
+    for part in late_images:
+        add("user", part)
     body: dict[str, object] = {}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
@@ -424,6 +444,21 @@ def build_gemini_request(
     if config:
         body["generationConfig"] = config
     return body
+
+
+def _inline_data(image: ImageBlock) -> dict[str, object]:
+    return {"inlineData": {"mimeType": image.media_type, "data": base64_text(image)}}
+
+
+_GEMINI_MAJOR: Final = re.compile(r"(?:^|/)gemini(?:-live)?-(\d+)")
+
+
+def nests_tool_images(model: str) -> bool:
+    """Whether a tool result's images go inside its ``functionResponse`` (``parts``) for
+    ``model``: Gemini 3 and later, and names that are not ``gemini-N...``; Gemini 1 and 2
+    take them after it."""
+    found = _GEMINI_MAJOR.search(model.lower())
+    return found is None or int(found.group(1)) >= 3
 
 
 def check_generation_options(

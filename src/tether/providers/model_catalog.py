@@ -255,11 +255,13 @@ _CATALOG: Final[dict[str, ModelInfo]] = {
         context_window=131_072, prices=ModelPrices(input=0.05, output=0.08)
     ),
     # Mistral, mistral.ai/pricing, taken 2025-10-01 (cache prices not known).
+    # Images: Mistral Medium 3 and Small 3.1 and later read them; DeepSeek's and the Llama
+    # models above are text only (so a request with images to them is refused).
     "mistral/mistral-medium-latest": ModelInfo(
-        context_window=128_000, prices=ModelPrices(input=0.4, output=2)
+        context_window=128_000, prices=ModelPrices(input=0.4, output=2), images=True
     ),
     "mistral/mistral-small-latest": ModelInfo(
-        context_window=128_000, prices=ModelPrices(input=0.1, output=0.3)
+        context_window=128_000, prices=ModelPrices(input=0.1, output=0.3), images=True
     ),
 }
 

@@ -35,8 +35,6 @@ from tether.providers._streaming import (
     bearer_headers,
     checked_key,
 )
-from tether.providers.catalog import parse_model_spec
-from tether.providers.openai_chat_api import API_SPEC
 from tether.providers.openai_wire import (
     OpenAIChatCompat,
     OpenAIChatStreamParser,
@@ -88,6 +86,7 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
     )
 
     _MODEL_EXAMPLE = "gpt-4o-mini"
+    _API = "openai-chat"
 
     def __init__(
         self,
@@ -148,6 +147,8 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
         ``options`` are the constructor's keyword arguments and win over the preset."""
         # The catalog loads here, not with the module: a model built from its arguments
         # never needs it (issue 30: importing the usable API).
+        from tether.providers.catalog import parse_model_spec
+        from tether.providers.openai_chat_api import API_SPEC
 
         preset, model = parse_model_spec(spec)
         if preset.api != API_SPEC.name:

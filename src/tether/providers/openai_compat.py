@@ -5,9 +5,9 @@ presets (``tether.providers.openai_chat_api``) load without the wire format's co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from tether._dataclass import dataclass
 from tether._text import is_non_empty
 from tether._types import type_of
 

@@ -86,6 +86,8 @@ class OpenAIResponsesModel(LevelledThinking, HttpStreamModel):
         "_thinking",
     )
 
+    _API = "openai-responses"
+
     def __init__(
         self,
         model: str,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
@@ -47,14 +48,17 @@ from tether.protocol import (
     ZERO_USAGE,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ModelUsage,
     StopReason,
     ToolCall,
+    UserMessage,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._images import data_url, tool_images_note
 from tether.providers._streaming import transcript_call_ids
 from tether.providers._wire import EMPTY_ARGUMENTS as _EMPTY_ARGUMENTS
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
@@ -101,6 +105,13 @@ def build_chat_request(
       ``compat.invalid_arguments`` says); one ``tool`` message per tool result, linked by
       ``tool_call_id``. Thinking blocks are never replayed: this API has no field for them.
       A tool result's ``is_error`` has no field either; its text says what failed.
+    * Images: a user message with images has content parts, ``{"type": "image_url",
+      "image_url": {"url": "data:<type>;base64,<data>"}}`` for each image, then its text (a
+      ``text`` part, when not empty). A ``tool`` message can hold only text, so the images of
+      a run of tool results follow it in one ``user`` message: for each result with images, a
+      ``text`` part naming it (``Attached image(s) from tool result <call id> (<tool>):``),
+      then its images (as Pi sends them); a result with images and no text says
+      ``(see the attached images)`` in its ``tool`` message.
     * ``tools`` (only when there are some): ``{"type": "function", "function": {"name",
       "description", "parameters"}}`` (``description`` left out when empty), and
       ``parallel_tool_calls`` when ``compat.send_parallel_tool_calls`` is set.
@@ -138,15 +149,23 @@ def build_chat_request(
     messages: list[dict[str, object]] = []
     if request.system:
         messages.append({"role": compat.system_role, "content": request.system})
+    tool_images: list[dict[str, object]] = []  # of the run of tool results being written
     for message in request.messages:
+        if message.role != "toolResult" and tool_images:
+            messages.append({"role": "user", "content": tool_images})
+            tool_images = []
         if message.role == "user":
-            messages.append({"role": "user", "content": message.content})
+            messages.append({"role": "user", "content": _user_content(message)})
         elif message.role == "assistant":
             messages.append(_assistant_message(message, compat.invalid_arguments == "raw"))
         else:
-            messages.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
+            text = message.content or (_SEE_IMAGES if message.images else "")
+            messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
+            if message.images:
+                tool_images.append({"type": "text", "text": tool_images_note(message)})
+                tool_images.extend(_image_part(image) for image in message.images)
+    if tool_images:
+        messages.append({"role": "user", "content": tool_images})
     body: dict[str, object] = {"model": model, "messages": messages}
     if request.tools:
         tools: list[dict[str, object]] = []
@@ -174,6 +193,24 @@ def build_chat_request(
     if prompt_cache_key is not None and compat.send_prompt_cache_key:
         body["prompt_cache_key"] = prompt_cache_key
     return body
+
+
+_SEE_IMAGES: Final = "(see the attached images)"
+"""A ``tool`` message's text when its result has images and no text of its own."""
+
+
+def _image_part(image: ImageBlock) -> dict[str, object]:
+    return {"type": "image_url", "image_url": {"url": data_url(image)}}
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, object]]:
+    """A user message's text, or its parts when it has images: the images, then the text."""
+    if not message.images:
+        return message.content
+    parts = [_image_part(image) for image in message.images]
+    if message.content:
+        parts.append({"type": "text", "text": message.content})
+    return parts
 
 
 def _assistant_message(message: AssistantMessage, raw: bool) -> dict[str, object]:
@@ -334,7 +371,16 @@ _TRUNCATING: Final[dict[str, StopReason]] = {"length": "length", "content_filter
 class _Call:
     """One tool call being assembled (one vendor ``index``)."""
 
-    __slots__ = ("call_id", "emitted", "name", "parts", "position", "vendor_id", "whole")
+    __slots__ = (
+        "call_id",
+        "emitted",
+        "name",
+        "parts",
+        "position",
+        "touched",
+        "vendor_id",
+        "whole",
+    )
 
     def __init__(self, position: int) -> None:
         self.position = position
@@ -344,9 +390,11 @@ class _Call:
         self.parts: list[str] = []
         self.whole = False
         self.emitted = False
+        self.touched = False  # in the parser's _touched: a delta came since the last look
 
 
 _Open: TypeAlias = Literal["open", "finished"]
+_position: Final = attrgetter("position")
 
 
 class OpenAIChatStreamParser:
@@ -427,6 +475,7 @@ class OpenAIChatStreamParser:
         "_run",
         "_run_kind",
         "_state",
+        "_touched",
         "_usage",
         "_used_ids",
     )
@@ -460,7 +509,8 @@ class OpenAIChatStreamParser:
         self._refused = False
         self._calls: dict[int, _Call] = {}
         self._order: list[_Call] = []
-        self._pending: list[_Call] = []
+        self._pending: dict[int, _Call] = {}  # by position: not emitted yet, in order
+        self._touched: list[_Call] = []  # pending calls that changed since _complete_ready
         self._used_ids: set[str] = set()
         self._content: list[AssistantBlock] = []
         self._run: list[str] = []
@@ -613,7 +663,10 @@ class OpenAIChatStreamParser:
             call = _Call(len(self._order))
             self._calls[key] = call
             self._order.append(call)
-            self._pending.append(call)
+            self._pending[call.position] = call
+        if not call.touched:
+            call.touched = True
+            self._touched.append(call)
         new_id: str | None = None
         if vendor_id is not None and vendor_id != "":
             if type_of(vendor_id) is not str:
@@ -712,10 +765,22 @@ class OpenAIChatStreamParser:
 
     def _complete_ready(self, out: list[ModelChunk]) -> None:
         """A new call starts: emit each pending call that is already complete (ID and name
-        known, arguments a whole JSON object; ``""`` is not, it may still be continued). The
-        others wait for ``finish``."""
-        for call in tuple(self._pending):
-            if call.vendor_id is None or call.name is None:
+        known, arguments a whole JSON object; ``""`` is not, it may still be continued), in
+        position order. The others wait for ``finish``.
+
+        Only the calls a delta reached since the last look are read (``_touched``): a call
+        that was not complete then, and got nothing since, is not complete now. Reading every
+        pending call instead made a stream of many calls whose arguments never parse cost the
+        square of their number (each new call joined and parsed all the earlier ones)."""
+        touched = self._touched
+        if not touched:
+            return
+        self._touched = []
+        if len(touched) > 1:
+            touched.sort(key=_position)
+        for call in touched:
+            call.touched = False
+            if call.emitted or call.vendor_id is None or call.name is None:
                 continue
             text = "".join(call.parts)
             if not text or text.isspace():  # "" may still be followed by the arguments
@@ -748,7 +813,7 @@ class OpenAIChatStreamParser:
         out.append(trusted.tool_call_chunk(self._request_id, tool_call))
         call.emitted = True
         call.parts = []
-        self._pending.remove(call)
+        del self._pending[call.position]
 
     # --- the end ------------------------------------------------------------------------------
 
@@ -791,7 +856,7 @@ class OpenAIChatStreamParser:
             raise _protocol(f"Unknown finish_reason {_shown(raw)}")
         truncated = _TRUNCATING.get(raw) if raw is not None else None
         out: list[ModelChunk] = []
-        for call in tuple(self._pending):
+        for call in tuple(self._pending.values()):
             name = call.name
             if name is None:
                 if truncated is not None:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._text import is_non_empty
 from tether._types import type_of
 from tether.providers.openai_compat import OpenAIChatCompat

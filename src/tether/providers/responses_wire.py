@@ -44,6 +44,7 @@ from tether.protocol import (
     ZERO_USAGE,
     AssistantBlock,
     AssistantMessage,
+    ImageBlock,
     ModelChunk,
     ModelRequest,
     ModelResponse,
@@ -53,6 +54,7 @@ from tether.protocol import (
     ToolCall,
 )
 from tether.protocol import _trusted as trusted
+from tether.providers._images import data_url
 from tether.providers._streaming import transcript_call_ids
 from tether.providers._wire import (
     MAX_SHOWN,
@@ -145,6 +147,10 @@ def build_responses_request(
       sent it). The ``fc_`` item id is never sent (it must not travel without its reasoning
       item). Each tool result is a ``function_call_output`` (``call_id``, ``output``); its
       ``is_error`` has no field, its text says what failed.
+    * Images (``{"type": "input_image", "image_url": "data:<type>;base64,<data>", "detail":
+      "auto"}``): a user message with images has content parts, its images then its text
+      (``input_text``, when not empty); a tool result with images has an ``output`` array,
+      its text (``input_text``, when not empty) then its images, as the API allows.
     * ``tools`` (only when there are some): flat function tools ``{"type": "function",
       "name", "description", "parameters", "strict": false}`` (``description`` left out
       when empty).
@@ -181,13 +187,26 @@ def build_responses_request(
     items: list[dict[str, object]] = []
     for message in request.messages:
         if message.role == "user":
-            items.append({"role": "user", "content": message.content})
+            content: object = message.content
+            if message.images:
+                parts = [_input_image(image) for image in message.images]
+                if message.content:
+                    parts.append({"type": "input_text", "text": message.content})
+                content = parts
+            items.append({"role": "user", "content": content})
         elif message.role == "toolResult":
+            output: object = message.content
+            if message.images:
+                outputs: list[dict[str, object]] = (
+                    [{"type": "input_text", "text": message.content}] if message.content else []
+                )
+                outputs.extend(_input_image(image) for image in message.images)
+                output = outputs
             items.append(
                 {
                     "type": "function_call_output",
                     "call_id": message.tool_call_id,
-                    "output": message.content,
+                    "output": output,
                 }
             )
         else:
@@ -221,6 +240,10 @@ def build_responses_request(
             reasoning["summary"] = reasoning_summary
         body["reasoning"] = reasoning
     return body
+
+
+def _input_image(image: ImageBlock) -> dict[str, object]:
+    return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
 
 
 def _assistant_items(message: AssistantMessage, items: list[dict[str, object]]) -> None:

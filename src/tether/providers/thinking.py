@@ -32,8 +32,6 @@ the precise form.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Final,
@@ -43,6 +41,9 @@ from typing import (
     TypeGuard,
     runtime_checkable,
 )
+
+from tether._dataclass import dataclass
+from tether._text import LazyPattern
 
 if TYPE_CHECKING:
     from typing import Self
@@ -218,7 +219,7 @@ def _name(model: str) -> str:
 
 # --- Anthropic ----------------------------------------------------------------------------------
 
-_CLAUDE_3_NO_THINKING: Final = re.compile(r"claude-3-(?!7)|claude-3\.5|claude-instant|claude-2")
+_CLAUDE_3_NO_THINKING: Final = LazyPattern(r"claude-3-(?!7)|claude-3\.5|claude-instant|claude-2")
 
 
 def anthropic_levels(model: str) -> tuple[ThinkingLevel, ...]:
@@ -261,10 +262,10 @@ def anthropic_thinking(
 
 # --- OpenAI (Chat Completions and Responses) -----------------------------------------------------
 
-_OPENAI_NO_REASONING: Final = re.compile(r"gpt-4|gpt-3\.5|chatgpt-|gpt-5(\.\d+)?-chat")
-_OPENAI_NONE_EFFORT: Final = re.compile(r"gpt-5\.\d")
-_OPENAI_MINIMAL: Final = re.compile(r"gpt-5(?![.\d])")
-_OPENAI_O_SERIES: Final = re.compile(r"o\d")
+_OPENAI_NO_REASONING: Final = LazyPattern(r"gpt-4|gpt-3\.5|chatgpt-|gpt-5(\.\d+)?-chat")
+_OPENAI_NONE_EFFORT: Final = LazyPattern(r"gpt-5\.\d")
+_OPENAI_MINIMAL: Final = LazyPattern(r"gpt-5(?![.\d])")
+_OPENAI_O_SERIES: Final = LazyPattern(r"o\d")
 
 
 def openai_levels(model: str) -> tuple[ThinkingLevel, ...]:
@@ -319,8 +320,8 @@ def openai_responses_reasoning(
 
 # --- Gemini -------------------------------------------------------------------------------------
 
-_GEMINI_3: Final = re.compile(r"gemini-(?:[3-9]|\d\d)")
-_GEMINI_OLD: Final = re.compile(r"gemini-(?:1\.|2\.0|pro|ultra)|gemma-")
+_GEMINI_3: Final = LazyPattern(r"gemini-(?:[3-9]|\d\d)")
+_GEMINI_OLD: Final = LazyPattern(r"gemini-(?:1\.|2\.0|pro|ultra)|gemma-")
 GEMINI_BUDGETS: Final[dict[ThinkingLevel, int]] = {"minimal": 512, "low": 2048, "medium": 8192}
 """Gemini 2.5's ``thinkingBudget`` per level below ``high`` (``high``: the model's maximum,
 32768 on Pro, 24576 on Flash and Flash-Lite)."""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         ToolSignatureError,
         tool,
     )
+    from tether.tools.returns import ToolReturn
     from tether.tools.serialize import (
         TOOL_OUTPUT_CAP_CHARACTERS,
         TOOL_SERIALIZATION_MAX_BIGINT_BITS,
@@ -56,6 +57,7 @@ _MODULES = {
         "ToolSignatureError",
         "tool",
     ),
+    "returns": ("ToolReturn",),
     "serialize": (
         "TOOL_OUTPUT_CAP_CHARACTERS",
         "TOOL_SERIALIZATION_MAX_BIGINT_BITS",
@@ -87,6 +89,7 @@ __all__ = [
     "ToolDefinition",
     "ToolRegistry",
     "ToolResultErrorCode",
+    "ToolReturn",
     "ToolSignatureError",
     "define_tool",
     "execute_tool_call",

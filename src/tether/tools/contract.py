@@ -9,7 +9,8 @@ linked, machine-readable ways.
   between the phases. Output that is an exact ``str`` is sent as it is, except that a lone
   surrogate (a name or output byte that was not UTF-8) becomes U+FFFD, so every result can be
   sent in the next request; anything else goes through the bounded serializer; either way it
-  is capped at the tool's ``output_limit``.
+  is capped at the tool's ``output_limit``. An ``ImageBlock``, a ``ToolReturn`` or a list of
+  text and images puts its images in the result's ``images`` (``tether.tools.returns``).
   Every ordinary failure becomes an ``is_error`` result whose content is
   ``{"error":{"code":...,"message":...}}`` with one of six codes (``TOOL_NOT_FOUND``,
   ``TOOL_VALIDATION_FAILED``, ``TOOL_ARGUMENTS_INVALID``, ``TOOL_EXECUTION_FAILED``,
@@ -55,6 +56,7 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.tools.effects import TOOL_EFFECTS, ToolEffect
+from tether.tools.returns import split_tool_output
 from tether.tools.serialize import (
     TOOL_OUTPUT_CAP_CHARACTERS,
     TOOL_SERIALIZATION_MAX_BIGINT_BITS,
@@ -479,7 +481,9 @@ async def execute_tool_call(
 
     A successful call's content is the output itself when it is an exact ``str`` (lone
     surrogates replaced by U+FFFD, ``encodable_text``), otherwise
-    the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An awaited
+    the bounded serializer's JSON; either is capped at the tool's ``output_limit``. An
+    ``ImageBlock``, a ``ToolReturn`` or a list of text and images gives the result its
+    ``images`` (``tether.tools.returns``). An awaited
     output that is itself a coroutine (a forgotten ``await``) is closed, never run, and
     becomes ``TOOL_EXECUTION_FAILED``. ``deps`` reaches the tool as its context's ``deps``
     and ``progress`` (a function that must not block or raise; the loop passes one that
@@ -519,6 +523,7 @@ async def execute_tool_call(
         else:
             output: Any = pending
         check_signal(signal)
+        output, images = _split(output)
         if type_of(output) is str:
             content = cap_text(encodable_text(output), tool.output_limit)
         else:
@@ -526,7 +531,7 @@ async def execute_tool_call(
     except _ToolFailure as failure:
         content = serialize_output({"error": {"code": failure.code, "message": failure.text}})
         return trusted.tool_result(call, content, True, failure.tool_code)
-    return _result(call, content, is_error=False)
+    return trusted.tool_result(call, content, False, "", images)
 
 
 def _ignore_progress(text: str, /) -> None:
@@ -543,8 +548,12 @@ def _discard(coroutine: Coroutine[Any, Any, Any]) -> None:
         coroutine.close()
 
 
-def _result(call: ToolCall, content: str, *, is_error: bool) -> ToolResultMessage:
-    return trusted.tool_result(call, content, is_error)
+def _split(output: object) -> tuple[object, tuple[Any, ...]]:
+    """The text part and the images of an output (``tether.tools.returns``)."""
+    try:
+        return split_tool_output(output)
+    except ValueError as error:
+        raise _ToolFailure("TOOL_OUTPUT_SERIALIZATION_FAILED", str(error)) from error
 
 
 def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:

@@ -2,12 +2,13 @@
 
 The same value always gives the same string, byte for byte the workshop's: keys sorted by
 UTF-16 code units, no spaces, control characters and lone surrogates escaped as ``\\u00XX``,
-numbers formatted as ECMAScript ``Number#toString`` does (``42.0`` -> ``42``, ``1e21`` ->
-``1e+21``), ``-0`` -> ``0``, non-finite numbers -> ``null``, integers beyond 2**53 - 1 quoted
-as ``"<digits>n"``. Only plain data is accepted: ``None``, ``bool``, ``int``, ``float``,
-``str``, exact ``list``/``tuple``, exact ``dict`` with ``str`` keys and ``JsonObject``;
-functions become ``"[Function]"``, the ``UNDEFINED`` sentinel ``"[Undefined]"``, a container
-already on the current path ``"[Circular]"``. Anything else raises ``SerializationError``.
+numbers formatted as ECMAScript ``Number#toString`` does (``tether.jsonvalue.js_number_text``:
+``42.0`` -> ``42``, ``1e21`` -> ``1e+21``), ``-0`` -> ``0``, non-finite numbers -> ``null``,
+integers beyond 2**53 - 1 quoted as ``"<digits>n"``. Only plain data is accepted: ``None``,
+``bool``, ``int``, ``float``, ``str``, exact ``list``/``tuple``, exact ``dict`` with ``str``
+keys and ``JsonObject``; functions become ``"[Function]"``, the ``UNDEFINED`` sentinel
+``"[Undefined]"``, a container already on the current path ``"[Circular]"``. Anything else
+raises ``SerializationError``.
 
 Output is bounded: at most ``cap`` code points including the truncation marker (the
 workshop's ``TOOL_OUTPUT_CAP_CHARACTERS``, 4,096, unless a tool's ``output_limit`` says
@@ -34,7 +35,7 @@ from typing import Any, Final
 
 from tether._text import code_points
 from tether._types import type_of
-from tether.jsonvalue import JsonObject
+from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, js_number_text
 
 __all__ = [
     "TOOL_OUTPUT_CAP_CHARACTERS",
@@ -48,7 +49,6 @@ __all__ = [
     "SerializationError",
     "cap_text",
     "encodable_text",
-    "format_number",
     "serialize_output",
 ]
 
@@ -60,7 +60,6 @@ TOOL_SERIALIZATION_MAX_COLLECTION_ENTRIES: Final = 256
 TOOL_SERIALIZATION_MAX_STRING_CHARACTERS: Final = 4096
 TOOL_SERIALIZATION_MAX_BIGINT_BITS: Final = 4096
 
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 _MARKER_LENGTH: Final = len(TOOL_TRUNCATION_MARKER)
 
 
@@ -136,36 +135,6 @@ def encodable_text(text: str) -> str:
     return text
 
 
-def format_number(value: float) -> str:
-    """ECMAScript ``Number#toString`` for a finite float (``-0`` gives ``"0"``)."""
-    if value == 0:
-        return "0"
-    if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
-        return str(int(value))  # exact, and below 2**53 also the shortest digits
-    sign = "-" if value < 0 else ""
-    mantissa, _, exponent_text = repr(abs(value)).partition("e")
-    exponent = int(exponent_text) if exponent_text else 0
-    whole, _, fraction = mantissa.partition(".")
-    digits = (whole + fraction).lstrip("0")
-    # value = 0.digits * 10**point_position, with point_position counted from the digit start
-    leading_zeros = len(whole + fraction) - len((whole + fraction).lstrip("0"))
-    position = len(whole) + exponent - leading_zeros
-    digits = digits.rstrip("0") or "0"
-    count = len(digits)
-    if count <= position <= 21:
-        text = digits + "0" * (position - count)
-    elif 0 < position <= 21:
-        text = f"{digits[:position]}.{digits[position:]}"
-    elif -6 < position <= 0:
-        text = "0." + "0" * -position + digits
-    else:
-        power = position - 1
-        mark = "+" if power >= 0 else "-"
-        head = digits if count == 1 else f"{digits[0]}.{digits[1:]}"
-        text = f"{head}e{mark}{abs(power)}"
-    return sign + text
-
-
 class _Writer:
     __slots__ = ("active", "cap", "depth", "entries", "nodes", "parts", "size", "string_room")
 
@@ -215,7 +184,7 @@ class _Writer:
         elif kind is int:
             self.integer(value)
         elif kind is float:
-            self.write(format_number(value) if math.isfinite(value) else "null")
+            self.write(js_number_text(value) if math.isfinite(value) else "null")
         elif kind is dict or kind is JsonObject:
             self.container(value, self.mapping)
         elif kind is list or kind is tuple:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from tether._dataclass import dataclass
 from tether._errors import TetherError
 
 __all__ = ["INSTRUMENTATION_NAME", "Tracing", "TracingUnavailableError"]

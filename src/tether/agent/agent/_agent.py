@@ -31,6 +31,7 @@ from tether.models.base import Model
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AgentEvent,
+    ImageBlock,
     Message,
     ModelUsage,
     RunResult,
@@ -286,12 +287,15 @@ class Agent:
         self,
         content: str,
         *,
+        images: Sequence[ImageBlock] = (),
         deps: object = None,
         output_type: type[OutputT] | None = None,
         output_retries: int = 1,
     ) -> EventStream[AgentEvent, RunResult[OutputT]]:
         """Append a user message and start a logical run; returns its stream.
 
+        ``images`` go with the text in the user message (``ImageBlock`` values: a
+        screenshot, a diagram).
         ``deps`` reaches every tool of this run as its context's ``deps`` (annotate the
         tool's context ``RunContext[YourDeps]`` to read it typed). ``output_type`` asks for a
         structured answer, as for ``run_agent_loop``: the run completes when the model calls
@@ -306,7 +310,7 @@ class Agent:
         self._assert_idle()
         require_loop("prompt")
         output = OutputState.for_run(output_type, output_retries, self._state.tools)
-        accepted = self._queue.take_prompt(content)
+        accepted = self._queue.take_prompt(content, images)
         return self._driver.start(accepted, deps, output)
 
     def continue_(
@@ -329,14 +333,15 @@ class Agent:
         accepted = self._queue.take_continue()
         return self._driver.start(accepted, deps, output)
 
-    def steer(self, content: str) -> UserMessage:
-        """Queue a user message for the next turn boundary (between a tool batch and the next
-        model step, or before the model would finish); returns the queued message."""
-        return self._queue.enqueue(self._queue.steering, content)
+    def steer(self, content: str, *, images: Sequence[ImageBlock] = ()) -> UserMessage:
+        """Queue a user message (with ``images``) for the next turn boundary (between a tool
+        batch and the next model step, or before the model would finish); returns it."""
+        return self._queue.enqueue(self._queue.steering, content, images)
 
-    def follow_up(self, content: str) -> UserMessage:
-        """Queue a user message for when the model would otherwise finish; returns it."""
-        return self._queue.enqueue(self._queue.follow_ups, content)
+    def follow_up(self, content: str, *, images: Sequence[ImageBlock] = ()) -> UserMessage:
+        """Queue a user message (with ``images``) for when the model would otherwise finish;
+        returns it."""
+        return self._queue.enqueue(self._queue.follow_ups, content, images)
 
     def cancel(self, reason: str = DEFAULT_CANCEL_REASON) -> bool:
         """Abort the running turn with ``reason``. ``False`` when idle, already aborted, or
@@ -353,6 +358,7 @@ class Agent:
         self,
         content: str,
         *,
+        images: Sequence[ImageBlock] = (),
         deps: object = None,
         output_type: type[OutputT] | None = None,
         output_retries: int = 1,
@@ -360,7 +366,11 @@ class Agent:
         """``prompt(content, ...)`` read to the end; returns the result (``result.output`` is
         typed by ``output_type``). Cancelling the awaiting task cancels the run."""
         stream = self.prompt(
-            content, deps=deps, output_type=output_type, output_retries=output_retries
+            content,
+            images=images,
+            deps=deps,
+            output_type=output_type,
+            output_retries=output_retries,
         )
         async for _ in stream:
             pass

@@ -11,7 +11,7 @@ from typing import Final
 from tether._types import exactly
 from tether.agent.agent._errors import AgentMessageLimitError, AgentStateError
 from tether.agent.agent._state import MAX_AGENT_QUEUED_MESSAGES, AgentState
-from tether.protocol import Message, UserMessage
+from tether.protocol import ImageBlock, Message, UserMessage
 
 __all__ = ["WorkQueue", "next_generated_number"]
 
@@ -40,14 +40,14 @@ class WorkQueue:
         self.steering: deque[UserMessage] = deque()
         self.follow_ups: deque[UserMessage] = deque()
 
-    def take_prompt(self, content: str) -> list[UserMessage]:
+    def take_prompt(self, content: str, images: Sequence[ImageBlock] = ()) -> list[UserMessage]:
         """Append a prompt's user message (then the first steering message, if any) to the
         transcript; returns what was accepted. Refuses work that could overflow it."""
         transcript = self.state.transcript
         steering = len(self.steering)
         queued = steering + len(self.follow_ups)
         self.state.assert_projected(len(transcript) + 1 + 2 * queued + (1 if steering == 0 else 0))
-        message = self.user_message(content)
+        message = self.user_message(content, images)
         transcript.append(message)
         accepted = [message]
         if steering:
@@ -76,7 +76,9 @@ class WorkQueue:
             raise AgentStateError("Cannot continue from an assistant message without queued work")
         return accepted
 
-    def enqueue(self, queue: deque[UserMessage], content: str) -> UserMessage:
+    def enqueue(
+        self, queue: deque[UserMessage], content: str, images: Sequence[ImageBlock] = ()
+    ) -> UserMessage:
         """Queue a user message on ``queue`` (``steering`` or ``follow_ups``); returns it."""
         steering = len(self.steering)
         follow_ups = len(self.follow_ups)
@@ -102,17 +104,18 @@ class WorkQueue:
             elif transcript[-1].role != "assistant" and steering == 0:
                 projected += 1
             state.assert_projected(projected)
-        message = self.user_message(content)
+        message = self.user_message(content, images)
         queue.append(message)
         return message
 
-    def user_message(self, content: object) -> UserMessage:
-        """A user message with the next generated ID (``agent-user-NNNNNN``)."""
+    def user_message(self, content: object, images: Sequence[ImageBlock] = ()) -> UserMessage:
+        """A user message with the next generated ID (``agent-user-NNNNNN``) and ``images``
+        (``ImageBlock`` values, checked by ``UserMessage``)."""
         if not exactly(content, str):
             raise TypeError("Agent user content must be a string")
         number = self.next_number
         self.next_number += 1
-        return UserMessage(id=f"agent-user-{number:06d}", content=content)
+        return UserMessage(id=f"agent-user-{number:06d}", content=content, images=images)  # pyright: ignore[reportArgumentType]
 
     def accept_from(self, queue: deque[UserMessage], accepted: list[UserMessage]) -> bool:
         """Move the oldest message of ``queue`` into the transcript (and ``accepted``);

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
+from tether._dataclass import dataclass
 from tether._race import reraise_task_cancellation
 from tether._text import message_of
 from tether._types import is_awaitable

@@ -40,7 +40,9 @@ ever changing the old state when something fails. The rules:
   like text ``2 + cp(text)``, tool call ``6 + cp(id) + cp(name) + json(arguments)``; tool
   result ``6 + cp(id) + cp(toolCallId) + cp(toolName) + cp(content) + 1``. ``json``: null 1,
   string ``1 + cp``, number ``1 + len(JavaScript String(n))``, true 5, false 6, array
-  ``2 + sum(1 + json(item))``, object ``2 + sum(1 + cp(key) + json(value))``. Records are not
+  ``2 + sum(1 + json(item))``, object ``2 + sum(1 + cp(key) + json(value))``. An image of a
+  user message or tool result (protocol v2) adds ``4 * min(ceil(width * height / 750), 1600)``:
+  Anthropic's token estimate of an image, four units a token. Records are not
   counted. ``estimate_tokens`` is the rough real-model figure: ``ceil(units / 4)``.
 * **Boundaries never split a tool round.** ``group_tool_rounds`` makes each assistant message
   with tool calls, together with everything up to its last result (overlapping rounds merged),

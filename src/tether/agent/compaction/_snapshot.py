@@ -5,7 +5,7 @@ goes, so hostile input is refused before it is inspected in full. Only exact cla
 
 from __future__ import annotations
 
-from typing import Final, TypeGuard, TypeVar
+from typing import Final, TypeGuard, TypeVar, cast
 
 from tether._text import is_non_empty
 from tether._types import exactly, is_dict, type_of
@@ -30,6 +30,8 @@ from tether.protocol import (
     ToolResultMessage,
     UserMessage,
 )
+from tether.protocol._decoder import Layer, Problem, Rest
+from tether.protocol.codec import problem_text
 
 
 class Budget:
@@ -313,6 +315,49 @@ def check_transcript(messages: tuple[Message, ...]) -> None:
         )
 
 
+def _transcript_error(path: str, problem: Problem) -> ContextCompactionError:
+    code = "CONTEXT_LIMIT_EXCEEDED" if problem.kind.startswith("too_") else None
+    return ContextCompactionError(
+        code or "CONTEXT_INVALID_TRANSCRIPT", f"{path}: {problem_text(problem)}"
+    )
+
+
+_LAYER: Final = Layer(name="compaction", fail=_transcript_error)
+"""Compaction's configuration of the one decoder, for the fields ``_with_rest`` reads."""
+
+_HANDLED: Final[dict[type, frozenset[str]]] = {
+    UserMessage: frozenset({"id", "role", "content"}),
+    AssistantMessage: frozenset({"id", "role", "content"}),
+    ToolResultMessage: frozenset({"id", "role", "toolCallId", "toolName", "content", "isError"}),
+    TextBlock: frozenset({"type", "text"}),
+    ThinkingBlock: frozenset({"type", "text", "signature", "redacted"}),
+    ToolCall: frozenset({"type", "id", "name", "arguments", "rawArguments"}),
+}
+"""The JSON keys this module reads and budgets itself, by class; every other field (a tool
+result's ``errorCode``, a text block's or call's ``signature``, any field added later) comes
+from the one decoder, its strings and items spent from the same budget."""
+_RESTS: dict[type, Rest] = {}
+_Value = TypeVar("_Value", bound=object)
+
+
+def _with_rest(value: _Value, record: dict[str, object], path: str, budget: Budget) -> _Value:
+    """``value`` with the other fields of ``record`` (see ``_HANDLED``), within the budget."""
+    kind = type(value)
+    rest = _RESTS.get(kind)
+    if rest is None:
+        rest = _RESTS[kind] = Rest(kind, _HANDLED[kind], _LAYER)
+    for key, _, _ in rest.fields:
+        item = record.get(key)
+        if type_of(item) is str:
+            budget.text(item, f"{path}.{key}")
+        elif type_of(item) is list or type_of(item) is tuple:
+            budget.add_items(len(cast("list[object]", item)))
+    try:
+        return rest.onto(value, lambda key: record.get(key, _MISSING), _MISSING, path)
+    except (TypeError, ValueError) as error:
+        raise ContextCompactionError("CONTEXT_INVALID_TRANSCRIPT", f"{path}: {error}") from None
+
+
 def _snapshot_message(value: object, index: int, budget: Budget) -> Message:
     path = f"Context messages[{index}]"
     if exactly(value, UserMessage):
@@ -342,17 +387,18 @@ def _snapshot_message(value: object, index: int, budget: Budget) -> Message:
     message_id = budget.name(_required(record, "id", path), f"{path}.id")
     if type_of(role) is str and role == "user":
         content = budget.text(_required(record, "content", path), f"{path}.content")
-        return UserMessage(id=message_id, content=content)
+        return _with_rest(UserMessage(id=message_id, content=content), record, path, budget)
     if type_of(role) is str and role == "assistant":
         raw_blocks = _array(_required(record, "content", path), f"{path}.content", budget.max_items)
         budget.add_items(len(raw_blocks))
-        return AssistantMessage(
+        assistant = AssistantMessage(
             id=message_id,
             content=tuple(
                 _snapshot_block(block, f"{path}.content[{position}]", budget)
                 for position, block in enumerate(raw_blocks)
             ),
         )
+        return _with_rest(assistant, record, path, budget)
     if type_of(role) is str and role == "toolResult":
         call_id = budget.name(_required(record, "toolCallId", path), f"{path}.toolCallId")
         name = budget.name(_required(record, "toolName", path), f"{path}.toolName")
@@ -360,13 +406,14 @@ def _snapshot_message(value: object, index: int, budget: Budget) -> Message:
         is_error = _required(record, "isError", path)
         if not exactly(is_error, bool):
             fail("CONTEXT_INVALID_TRANSCRIPT", f"{path}.isError must be a boolean")
-        return ToolResultMessage(
+        result = ToolResultMessage(
             id=message_id,
             tool_call_id=call_id,
             tool_name=name,
             content=content,
             is_error=is_error,
         )
+        return _with_rest(result, record, path, budget)
     raise ContextCompactionError(
         "CONTEXT_INVALID_TRANSCRIPT", f'{path}.role must be "user", "assistant" or "toolResult"'
     )
@@ -394,7 +441,8 @@ def _snapshot_block(value: object, path: str, budget: Budget) -> AssistantBlock:
     record = record_fields(value, path)
     block_type = _required(record, "type", path)
     if type_of(block_type) is str and block_type == "text":
-        return TextBlock(text=budget.text(_required(record, "text", path), f"{path}.text"))
+        text_block = TextBlock(text=budget.text(_required(record, "text", path), f"{path}.text"))
+        return _with_rest(text_block, record, path, budget)
     if type_of(block_type) is str and block_type == "thinking":
         text = budget.text(_required(record, "text", path), f"{path}.text")
         signature = record.get("signature")
@@ -403,7 +451,8 @@ def _snapshot_block(value: object, path: str, budget: Budget) -> AssistantBlock:
         redacted = record.get("redacted", False)
         if not exactly(redacted, bool):
             fail("CONTEXT_INVALID_TRANSCRIPT", f"{path}.redacted must be a boolean")
-        return ThinkingBlock(text=text, signature=signature, redacted=redacted)
+        thinking = ThinkingBlock(text=text, signature=signature, redacted=redacted)
+        return _with_rest(thinking, record, path, budget)
     if type_of(block_type) is str and block_type == "toolCall":
         call_id = budget.name(_required(record, "id", path), f"{path}.id")
         name = budget.name(_required(record, "name", path), f"{path}.name")
@@ -419,9 +468,12 @@ def _snapshot_block(value: object, path: str, budget: Budget) -> AssistantBlock:
         if not is_json_object(arguments):
             arguments = freeze_json_object(arguments, path=f"{path}.arguments")
         try:
-            return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)
+            # ``arguments`` is an exact dict or JsonObject whose JSON was checked just above;
+            # ToolCall takes a dict as its JSON form and freezes it (a ValueError otherwise).
+            call = ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)
         except ValueError as error:
             fail("CONTEXT_INVALID_TRANSCRIPT", f"{path}: {error}")
+        return _with_rest(call, record, path, budget)
     raise ContextCompactionError(
         "CONTEXT_INVALID_TRANSCRIPT", f'{path}.type must be "text", "thinking" or "toolCall"'
     )

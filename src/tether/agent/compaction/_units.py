@@ -4,11 +4,11 @@ These count values that are already valid; nothing here checks anything."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tether._text import code_points
-from tether._types import type_of
-from tether.protocol import MAX_SAFE_INTEGER, AssistantBlock, Message, assert_never
+from tether.jsonvalue import js_number_text
+from tether.protocol import AssistantBlock, ImageBlock, Message, assert_never
 
 if TYPE_CHECKING:
     from tether.agent.compaction._context import ActiveContext
@@ -39,13 +39,30 @@ def message_units(message: Message) -> int:
     transcript (a part need not be a valid transcript on its own, so
     ``estimate_context_units`` would refuse it)."""
     if message.role == "user":
-        return 4 + cp(message.id) + cp(message.content)
+        return 4 + cp(message.id) + cp(message.content) + _images_units(message.images)
     if message.role == "assistant":
         return 4 + cp(message.id) + sum(_block_units(block) for block in message.content)
     if message.role != "toolResult":
         assert_never(message)
     return (
-        7 + cp(message.id) + cp(message.tool_call_id) + cp(message.tool_name) + cp(message.content)
+        7
+        + cp(message.id)
+        + cp(message.tool_call_id)
+        + cp(message.tool_name)
+        + cp(message.content)
+        + _images_units(message.images)
+    )
+
+
+_IMAGE_TOKENS_MAX: Final = 1600
+"""Anthropic's most tokens for one image: it scales an image to at most 1568 px a side."""
+
+
+def _images_units(images: tuple[ImageBlock, ...]) -> int:
+    """Images as the tokens a model reads them as (Anthropic's ``width * height / 750``, at
+    most ``_IMAGE_TOKENS_MAX``), four units a token."""
+    return sum(
+        4 * min(-(-image.width * image.height // 750), _IMAGE_TOKENS_MAX) for image in images
     )
 
 
@@ -71,41 +88,8 @@ def _json_units(value: JsonValue) -> int:
     if isinstance(value, bool):  # before int: bool is an int subclass
         return 5 if value else 6
     if isinstance(value, int | float):
-        return 1 + len(_js_number_text(value))
+        return 1 + len(js_number_text(value))
     if isinstance(value, tuple):
         return 2 + sum(1 + _json_units(item) for item in value)
     # The workshop sums over sorted keys; a sum does not depend on the order.
     return 2 + sum(1 + cp(key) + _json_units(item) for key, item in value.items())
-
-
-def _js_number_text(value: int | float) -> str:
-    """JavaScript's ``String(n)`` for a finite number (a safe ``int`` exactly; anything else
-    as the double it would be in JavaScript: ``1.0 -> "1"``, ``1e21 -> "1e+21"``)."""
-    if type_of(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        return str(value)
-    number = float(value)
-    if number == 0:
-        return "0"
-    sign = "-" if number < 0 else ""
-    text = repr(abs(number))  # the shortest round-trip digits, as JavaScript chooses them
-    mantissa, _, exponent = text.partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = whole + fraction
-    point = len(whole) + (int(exponent) if exponent else 0)
-    stripped = digits.lstrip("0")
-    point -= len(digits) - len(stripped)
-    digits = stripped.rstrip("0")
-    k = len(digits)
-    n = point
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        body = "0." + "0" * -n + digits
-    else:
-        power = n - 1
-        mark = "+" if power >= 0 else "-"
-        head = digits if k == 1 else f"{digits[0]}.{digits[1:]}"
-        body = f"{head}e{mark}{abs(power)}"
-    return sign + body

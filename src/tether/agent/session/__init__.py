@@ -66,9 +66,10 @@ and read back by ``tether.from_json``. The rules, in short:
 
 Every operating-system call goes through the module-level ``session_io`` adapter (``open``,
 ``read``, ``write``, ``fsync``, ``truncate``, ``lock``, ``fstat``, ``close``, ``lstat``,
-``stat``, ``realpath``, ``listdir``, ``remove``, ``rename``), so tests inject faults at any
-step. Errors the operating system raises while writing propagate as ``OSError``; everything
-wrong with a file's bytes or a caller's values is a ``SessionStoreError`` with a stable code.
+``stat``, ``realpath``, ``listdir``, ``remove``, ``rename``, ``mkdir``), so tests inject
+faults at any step. Errors the operating system raises while writing propagate as
+``OSError``; everything wrong with a file's bytes or a caller's values is a
+``SessionStoreError`` with a stable code.
 Format version 1 is unchanged: files written before sessions were append-only load as they
 are, and the workshop's ``SESSION_ROLLBACK_FAILED`` (and the generation and rollback
 machinery behind it, ``SessionFileSystem``, ``RECOVERY_MARKER_SUFFIX``,
@@ -90,6 +91,17 @@ over that context: the kept messages must link among themselves, and later resul
 answer calls the context still holds. A reader that knows only the workshop's format rejects
 such a file (``SESSION_INVALID_RECORD``) rather than misreading it.
 
+**Images: blobs beside the file.** A message's images (``UserMessage.images``,
+``ToolResultMessage.images``) are not written into its line: each image's bytes go to
+``<path>.blobs/<sha256 hex>`` (written to a temporary name, fsynced, renamed, the directory
+fsynced, all before the line that references them is appended), and the line's ``images``
+holds one reference each, ``{"type":"imageRef","sha256":...,"mediaType":...,"width":...,
+"height":...,"size":...}``, so a screenshot costs a line some 200 bytes. Load and ``read``
+verify each blob (size, SHA-256, the image's header); one that is missing or corrupt leaves a
+marker in its message's text instead of the image, is listed in
+``store.unavailable_images``, and never stops the rest of the session loading. A malformed
+reference is a broken line (``SESSION_INVALID_MESSAGE``). See ``blobs``.
+
 Also beyond the workshop: ``default_sessions_dir()`` (the user's data directory, XDG rules),
 ``SessionStore.create_in`` (one ``<session-id>.jsonl`` per session in a ``0700`` directory),
 ``list_sessions`` (newest first, every ``*.jsonl`` listed, a broken one with its error code),
@@ -100,8 +112,9 @@ The package, one job a module, each depending only on those listed before it:
 * ``records``: the header, message and compaction records, contexts, ``SessionLimits``,
   ``SessionRecovery``, ``SessionStoreError`` and its codes;
 * ``format``: the JSON codec, the key sets, and the canonical line of each kind;
+* ``blobs``: image blobs beside the file and the references lines carry;
 * ``prefix``: the incomplete-prefix recognizer (a torn last line);
-* ``decoder``: the message decoder compiled from the protocol's annotations;
+* ``decoder``: the file's layer of the one protocol decoder (``protocol._decoder``);
 * ``linkage``: branch-local tool linkage, contexts, and the parser's record index;
 * ``parse``: ``parse_session`` and the loading rules;
 * ``files``: the ``session_io`` seam, identities, root checks, bounded reads and writes;
@@ -117,6 +130,7 @@ The package, one job a module, each depending only on those listed before it:
 # The tests reach a few private helpers through this package (``session_module._Links``).
 # pyright: reportPrivateUsage=false
 
+from tether.agent.session.blobs import UnavailableImage, blob_directory_of
 from tether.agent.session.decoder import _decoder_for as _decoder_for
 from tether.agent.session.decoder import _message_from_json as _message_from_json
 from tether.agent.session.files import SessionIO, session_io
@@ -178,6 +192,8 @@ __all__ = [
     "SessionStoreErrorCode",
     "SessionStoreOptions",
     "SessionTree",
+    "UnavailableImage",
+    "blob_directory_of",
     "default_sessions_dir",
     "list_sessions",
     "parse_session",

@@ -94,8 +94,13 @@ class SessionIO:
         """``os.remove``: removes the old format's leftovers, or a failed create's file."""
         os.remove(path)
 
+    def mkdir(self, path: str, mode: int) -> None:
+        """``os.mkdir``: makes a session's blob directory (``tether.agent.session.blobs``)."""
+        os.mkdir(path, mode)
+
     def rename(self, source: str, destination: str) -> None:
-        """``os.replace``: puts an old recovery marker back when its file is missing."""
+        """``os.replace``: puts an old recovery marker back when its file is missing, and
+        moves a written image blob to its name."""
         os.replace(source, destination)
 
 

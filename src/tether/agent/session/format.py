@@ -6,11 +6,13 @@ the canonical bytes of a header and of every record (see the package docstring's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
 from typing import Final
 
+from tether.agent.session.blobs import ImageRef, image_digest
 from tether.agent.session.records import (
     CompactionEntry,
     MessageEntry,
@@ -21,7 +23,8 @@ from tether.agent.session.records import (
     _fail,
     _short,
 )
-from tether.protocol import Message, assert_never, to_json
+from tether.jsonvalue import STRICT_DECODER
+from tether.protocol import ImageBlock, Message, assert_never, to_json
 
 __all__: list[str] = []
 
@@ -31,11 +34,7 @@ _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), al
 _dumps: Final = _ENCODER.encode
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODER: Final = STRICT_DECODER
 _raw_decode: Final = _DECODER.raw_decode
 _scan_once: Final[Callable[[str, int], tuple[object, int]]] = getattr(  # noqa: B009
     _DECODER,
@@ -100,12 +99,42 @@ def _record_prefix(kind: str, entry_id: str, parent_id: str | None, timestamp: s
 
 
 def _message_bytes(message: Message) -> bytes:
-    """The canonical JSON of a message (``to_json``), encoded; rejects lone surrogates."""
+    """The canonical JSON of a message (``to_json``), encoded; rejects lone surrogates. Its
+    images are written as references (``blobs``), never as base64."""
+    return _message_body(message)[0]
+
+
+def _message_body(message: Message) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """A message's line bytes (as ``_message_bytes``) and the blobs its image references
+    name, ``(sha256, bytes)`` each, which must be on disk before the line is."""
+    blobs: list[tuple[str, bytes]] = []
     try:
-        text = _dumps(to_json(message))
+        if message.role == "assistant" or not message.images:
+            data = to_json(message)
+        else:
+            data = to_json(dataclasses.replace(message, images=()))
+            refs: list[object] = []
+            for image in message.images:
+                digest = image_digest(image.data)
+                blobs.append((digest, image.data))
+                refs.append(_ref_of(digest, image))
+            data["images"] = refs
+        text = _dumps(data)
     except (TypeError, ValueError) as error:  # pragma: no cover - protocol values are JSON
         raise _fail("SESSION_INVALID_MESSAGE", f"Session message is invalid: {error}") from None
-    return _encode(text, "SESSION_INVALID_MESSAGE", "Session message")
+    return _encode(text, "SESSION_INVALID_MESSAGE", "Session message"), blobs
+
+
+def _ref_of(digest: str, image: ImageBlock) -> dict[str, object]:
+    """An image's reference in a line (``blobs.ImageRef``'s JSON form)."""
+    ref = ImageRef(
+        sha256=digest,
+        media_type=image.media_type,
+        width=image.width,
+        height=image.height,
+        size=len(image.data),
+    )
+    return ref.to_json()
 
 
 def _entry_line(entry: SessionEntry, message: bytes | None = None) -> bytes:

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 from typing import Final
 
+from tether._text import LazyPattern
 from tether.agent.session.files import _sync_directory, session_io
 
 __all__: list[str] = []
 
 _MARKER_SUFFIX: Final = ".pify-session-recovery"
-_TEMPORARY: Final = re.compile(r"\.pify-session-(?:restore-)?([0-9]+)-[0-9A-Fa-f-]+")
+_TEMPORARY: Final = LazyPattern(r"\.pify-session-(?:restore-)?([0-9]+)-[0-9A-Fa-f-]+")
 
 
 def _marker_of(path: str) -> str:

@@ -6,11 +6,13 @@ header and checked records (see the package docstring)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final, TypeGuard, cast
 
 from tether._text import is_non_empty
 from tether._types import type_of
-from tether.agent.session.decoder import _message_from_json
+from tether.agent.session.blobs import _ImageLoader
+from tether.agent.session.decoder import _entry_message
 from tether.agent.session.format import (
     _COMPACTION_KEYS,
     _ENTRY_KEYS,
@@ -103,9 +105,10 @@ def _is_count(value: object) -> TypeGuard[int]:
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
-def _parse_record(value: Any, surrogates: bool) -> SessionEntry:
+def _parse_record(value: Any, surrogates: bool, images: _ImageLoader) -> SessionEntry:
     """A record from its JSON value; ``surrogates``: the file has an escape that could
-    stand for a lone surrogate, so values must be checked for one."""
+    stand for a lone surrogate, so values must be checked for one; ``images`` loads the
+    images its message references."""
     if type_of(value) is not dict:
         raise _fail("SESSION_INVALID_RECORD", "Session entry has an invalid shape")
     record: dict[str, object] = value
@@ -114,7 +117,7 @@ def _parse_record(value: Any, surrogates: bool) -> SessionEntry:
         entry_id, parent_id, timestamp = _record_fields(record)
         if surrogates and _has_lone_surrogate([entry_id, parent_id, timestamp]):
             raise _fail("SESSION_INVALID_RECORD", "Session record contains a lone surrogate")
-        message = _message_from_json(record["message"])
+        message = _entry_message(entry_id, record["message"], images)
         if surrogates and _has_lone_surrogate(record["message"]):
             raise _fail("SESSION_INVALID_MESSAGE", "Session message contains a lone surrogate")
         return _message_entry(entry_id, parent_id, timestamp, message)
@@ -257,9 +260,13 @@ def _tail_value(tail: bytes, number: int, limits: SessionLimits) -> object:
     return value
 
 
-def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index, int]:
+def _parse(
+    data: bytes, limits: SessionLimits, images: _ImageLoader | None = None
+) -> tuple[SessionHeader, _Index, int]:
     """The header, the checked records, and how many bytes of a torn last line were
-    ignored (0 when the file ends with a complete line)."""
+    ignored (0 when the file ends with a complete line). ``images`` loads the images the
+    records reference (``None``: none are loaded; each is marked unavailable)."""
+    loader = _ImageLoader(None) if images is None else images
     if not data:
         raise _fail("SESSION_INVALID_HEADER", "Session file is empty")
     end = data.rfind(b"\n") + 1  # the end of the last newline-terminated line
@@ -281,7 +288,7 @@ def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index, i
     for position in range(1, len(values)):
         if len(index.entries) >= max_records:
             raise _fail("SESSION_RECORD_LIMIT", "Session record limit exceeded")
-        entry = _parse_record(values[position], escapes)
+        entry = _parse_record(values[position], escapes, loader)
         values[position] = None  # its JSON is garbage now: fewer live objects, less GC work
         if entry.id in by_id:
             raise _fail("SESSION_DUPLICATE_ENTRY_ID", f'Duplicate entry ID "{_short(entry.id)}"')
@@ -294,14 +301,22 @@ def _parse(data: bytes, limits: SessionLimits) -> tuple[SessionHeader, _Index, i
     return header, index, torn
 
 
-def parse_session(data: bytes, limits: SessionLimits | None = None) -> ParsedSession:
+def parse_session(
+    data: bytes,
+    limits: SessionLimits | None = None,
+    *,
+    blobs: str | os.PathLike[str] | None = None,
+) -> ParsedSession:
     """Parse a session file's bytes by the loading rules (see the package docstring).
 
-    The parser ``SessionStore.load`` uses, without the filesystem: for tools that inspect
-    session files. A torn last line is ignored (``load`` also cuts it off the file). Raises
-    only ``SessionStoreError`` (and ``TypeError`` for non-bytes).
+    The parser ``SessionStore.load`` uses: for tools that inspect session files. A torn
+    last line is ignored (``load`` also cuts it off the file). Images are read from the
+    blob directory ``blobs`` (``blob_directory_of(path)``); without it none are read and
+    each is replaced by its marker (``tether.agent.session.blobs``). Raises only
+    ``SessionStoreError`` (and ``TypeError`` for non-bytes).
     """
     if type(data) is not bytes:
         raise TypeError(f"parse_session() needs bytes (got {type(data).__name__})")
-    header, index, _ = _parse(data, SessionLimits() if limits is None else limits)
+    loader = _ImageLoader(None if blobs is None else os.fspath(blobs))
+    header, index, _ = _parse(data, SessionLimits() if limits is None else limits, loader)
     return ParsedSession(header=header, entries=tuple(index.entries))

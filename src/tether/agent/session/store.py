@@ -10,13 +10,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import re
 import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast
 
-from tether._text import is_non_empty
+from tether._text import LazyPattern, is_non_empty
+from tether.agent.session.blobs import (
+    UnavailableImage,
+    _ImageLoader,
+    _write_blobs,
+    blob_directory_of,
+)
 from tether.agent.session.decoder import _snapshot_message
 from tether.agent.session.files import (
     _canonical_key,
@@ -65,10 +70,11 @@ _T = TypeVar("_T")
 
 # --- the store ---------------------------------------------------------------------------------
 
-_SAFE_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_SAFE_SESSION_ID: Final = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
-_Staged = tuple[list[SessionEntry], bytes, _Links]
-"""Records ready to append: the records, their lines, the linkage after them."""
+_Staged = tuple[list[SessionEntry], bytes, _Links, list[tuple[str, bytes]]]
+"""Records ready to append: the records, their lines, the linkage after them, and the image
+blobs the lines reference (written first)."""
 
 
 class SessionStore:
@@ -99,6 +105,7 @@ class SessionStore:
         "_path",
         "_queue",
         "_recovered",
+        "_unavailable",
         "_unusable",
     )
 
@@ -112,6 +119,7 @@ class SessionStore:
     _id_factory: Callable[[], str]
     _limits: SessionLimits
     _recovered: SessionRecovery | None
+    _unavailable: tuple[UnavailableImage, ...]
     _unusable: SessionStoreError | None
     _queue: asyncio.Lock
 
@@ -129,6 +137,7 @@ class SessionStore:
         index: _Index,
         options: SessionStoreOptions,
         recovered: SessionRecovery | None = None,
+        unavailable: tuple[UnavailableImage, ...] = (),
     ) -> SessionStore:
         store = object.__new__(cls)
         store._path = path
@@ -144,6 +153,7 @@ class SessionStore:
         store._id_factory = options.id_factory
         store._limits = options.limits
         store._recovered = recovered
+        store._unavailable = unavailable
         store._unusable = None
         store._queue = asyncio.Lock()
         return store
@@ -249,12 +259,14 @@ class SessionStore:
         settings = _snapshot_options(options)
         limits = settings.limits
 
+        images = _ImageLoader(blob_directory_of(absolute))
+
         def work() -> tuple[_Root, _Journal, SessionHeader, _Index, SessionRecovery | None]:
             _restore_marker(absolute)
             root = _capture_root(os.path.dirname(absolute))
             journal, data = _open_journal(absolute, root, limits)
             try:
-                header, index, torn = _parse(data, limits)
+                header, index, torn = _parse(data, limits, images)
                 recovered = None
                 if torn:
                     journal.cut(len(data) - torn)
@@ -277,6 +289,7 @@ class SessionStore:
             index=index,
             options=settings,
             recovered=recovered,
+            unavailable=tuple(images.unavailable),
         )
 
     @classmethod
@@ -293,14 +306,22 @@ class SessionStore:
         settings = _snapshot_options(options)
         limits = settings.limits
 
+        images = _ImageLoader(blob_directory_of(absolute))
+
         def work() -> tuple[_Root, SessionHeader, _Index]:
             root = _capture_root(os.path.dirname(absolute))
-            header, index, _ = _parse(_read_snapshot(absolute, limits), limits)
+            header, index, _ = _parse(_read_snapshot(absolute, limits), limits, images)
             return root, header, index
 
         root, header, index = await asyncio.to_thread(work)
         return cls._new(
-            path=absolute, root=root, journal=None, header=header, index=index, options=settings
+            path=absolute,
+            root=root,
+            journal=None,
+            header=header,
+            index=index,
+            options=settings,
+            unavailable=tuple(images.unavailable),
         )
 
     @staticmethod
@@ -358,6 +379,18 @@ class SessionStore:
     def recovered(self) -> SessionRecovery | None:
         """What ``load`` repaired: the torn last line it cut off, or ``None``."""
         return self._recovered
+
+    @property
+    def blob_directory(self) -> str:
+        """Where this session's images are stored: ``<path>.blobs`` (see
+        ``tether.agent.session.blobs``; made at the first image)."""
+        return blob_directory_of(self._path)
+
+    @property
+    def unavailable_images(self) -> tuple[UnavailableImage, ...]:
+        """The images the file references that ``load`` or ``read`` could not load (a blob
+        missing or corrupt): each left a marker in its message's text instead."""
+        return self._unavailable
 
     @property
     def header(self) -> SessionHeader:
@@ -434,9 +467,11 @@ class SessionStore:
             self._check_room(parent_id, len(snapshots))
             chain: list[MessageEntry] = []
             lines: list[bytes] = []
+            blobs: list[tuple[str, bytes]] = []
             previous = parent_id
             fresh: set[str] = set()
-            for snapshot, body in snapshots:
+            for snapshot, body, images in snapshots:
+                blobs.extend(images)
                 entry_id, timestamp = self._fresh_id_and_time(fresh)
                 entry = MessageEntry(
                     id=entry_id, parent_id=previous, timestamp=timestamp, message=snapshot
@@ -445,7 +480,7 @@ class SessionStore:
                 chain.append(entry)
                 previous = entry_id
             links = self._index.check_chain(parent_id, chain)
-            return cast("list[SessionEntry]", chain), b"".join(lines), links
+            return cast("list[SessionEntry]", chain), b"".join(lines), links, blobs
 
         def committed(records: tuple[SessionEntry, ...]) -> None:
             if on_commit is not None:
@@ -501,7 +536,7 @@ class SessionStore:
                 units_after=units_after,
             )
             line = _check_line(_entry_line(entry), self._limits)
-            return [entry], line, self._index.check(entry, "SESSION_ENTRY_NOT_FOUND")
+            return [entry], line, self._index.check(entry, "SESSION_ENTRY_NOT_FOUND"), []
 
         def committed(records: tuple[SessionEntry, ...]) -> None:
             if on_commit is not None:
@@ -564,11 +599,18 @@ class SessionStore:
         a worker thread, and only once they are on disk adopt them (and ``on_commit``)."""
         async with self._queue:
             journal = self._writable()
-            records, data, links = stage()
+            records, data, links, blobs = stage()
             newline = 0 if journal.ends_line else 1
             if journal.size + newline + len(data) > self._limits.max_file_bytes:
                 raise _fail("SESSION_FILE_TOO_LARGE", "Serialized session exceeds the file limit")
-            future = asyncio.get_running_loop().run_in_executor(None, journal.append, data)
+
+            def write() -> None:
+                if blobs:  # durable before the line that references them
+                    journal.check()
+                    _write_blobs(blob_directory_of(self._path), blobs)
+                journal.append(data)
+
+            future = asyncio.get_running_loop().run_in_executor(None, write)
             cancelled = await _wait_out(future)
             error = future.exception()
             adopted = tuple(records)

@@ -4,9 +4,10 @@
 branch's ``SessionContext.messages``, the Agent's transcript): the person's messages, the
 model's text, its thinking in a collapsed ``<details>`` (a redacted block says so), every
 tool call with its name and indented JSON arguments, every tool result (an error marked as
-one; a long result collapsed behind its first line), and an optional compaction summary at the
-top. The page has inline CSS, no external asset, no script, and a Content-Security-Policy
-that forbids loading or running anything, so it opens the same anywhere, offline.
+one; a long result collapsed behind its first line), the images of messages inline (``data:``
+URLs), and an optional compaction summary at the top. The page has inline CSS, no external
+asset, no script, and a Content-Security-Policy that forbids loading or running anything but
+its own ``data:`` images, so it opens the same anywhere, offline.
 
 Every piece of session text is HTML-escaped (``&``, ``<``, ``>``, both quotes), so no content
 can close a tag or open a script, and control characters are shown as visible escapes
@@ -20,6 +21,7 @@ publish), flushed to disk, then renamed over ``path``; on failure nothing is lef
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import html
 import os
@@ -31,6 +33,7 @@ from typing import Final
 from tether.cli.ui.text import pretty_json, visible
 from tether.protocol import (
     AssistantMessage,
+    ImageBlock,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -56,6 +59,7 @@ h1 { font-size: 1.3rem; }
 .message { margin: 1rem 0; padding: 0.75rem 1rem; border: 1px solid var(--line);
   border-radius: 6px; }
 .user { background: var(--user); }
+.image { display: block; max-width: 100%; margin-top: 0.5rem; }
 .role { font-size: 0.8rem; font-weight: 600; color: var(--muted); text-transform: uppercase; }
 pre, .text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.4rem 0; }
 pre { font: 13px/1.45 ui-monospace, monospace; background: var(--box); padding: 0.5rem;
@@ -68,7 +72,7 @@ summary { cursor: pointer; color: var(--muted); }
 .meta { color: var(--muted); font-size: 0.85rem; }
 """
 
-_CSP: Final = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'"
+_CSP: Final = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'"
 
 
 def _e(text: str) -> str:
@@ -103,6 +107,15 @@ def _assistant(message: AssistantMessage) -> list[str]:
     return out
 
 
+def _images(images: Sequence[ImageBlock]) -> list[str]:
+    """Each image inline, as a ``data:`` URL (the page loads nothing else)."""
+    return [
+        f'<img class="image" alt="{image.media_type} {image.width}x{image.height}" '
+        f'src="data:{image.media_type};base64,{base64.b64encode(image.data).decode()}">'
+        for image in images
+    ]
+
+
 def _result(message: ToolResultMessage) -> list[str]:
     kind = "error" if message.is_error else "result"
     lines = message.content.split("\n")
@@ -113,6 +126,7 @@ def _result(message: ToolResultMessage) -> list[str]:
         f'<section class="message tool-result{" error" if message.is_error else ""}">',
         f'<div class="role">{_e(label)}</div>',
         f"<details{opened}><summary>{_e(head[:200])}</summary>{_pre(message.content)}</details>",
+        *_images(message.images),
         "</section>",
     ]
 
@@ -153,6 +167,7 @@ def session_html(
                     '<section class="message user">',
                     '<div class="role">you</div>',
                     f'<div class="text">{_e(message.content)}</div>',
+                    *_images(message.images),
                     "</section>",
                 ]
             case AssistantMessage():

@@ -4,12 +4,13 @@ once; correlated with the active request and counted against the limits."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from tether._text import is_non_empty
 from tether._types import type_of
 from tether.loop.checks._bounds import check_argument_bounds, check_raw_argument_bounds
 from tether.loop.checks._failures import ModelProtocolError
+from tether.loop.checks._rest import with_rest
 from tether.loop.limits import RunLimits
 from tether.messages import (
     assistant_message,
@@ -27,6 +28,9 @@ from tether.protocol.codec import ProtocolJsonError
 from tether.protocol.model import is_model_chunk
 
 # --- chunks ---------------------------------------------------------------------------------
+
+_TEXT_KEYS: Final = frozenset({"type", "requestId", "delta"})
+_CALL_KEYS: Final = frozenset({"type", "requestId", "toolCall"})
 
 
 def snapshot_chunk(item: object, active: str, limits: RunLimits) -> ModelChunk:
@@ -60,7 +64,8 @@ def _chunk_from_mapping(item: Mapping[Any, Any], limits: RunLimits) -> ModelChun
         delta = read_field(item, "delta")
         if not is_non_empty(request_id) or type_of(delta) is not str:
             raise ModelProtocolError("Model text chunk is invalid")
-        return TextDeltaChunk(request_id=request_id, delta=delta)
+        chunk = TextDeltaChunk(request_id=request_id, delta=delta)
+        return with_rest(chunk, item, _TEXT_KEYS, "Model text chunk")
     if chunk_type == "toolCall":
         request_id = read_field(item, "requestId")
         raw_call = read_field(item, "toolCall")
@@ -78,7 +83,8 @@ def _chunk_from_mapping(item: Mapping[Any, Any], limits: RunLimits) -> ModelChun
         except Exception as error:
             raise ModelProtocolError("Model Tool-call chunk is invalid") from error
         assert block.type == "toolCall"
-        return ToolCallChunk(request_id=request_id, tool_call=block)
+        call_chunk = ToolCallChunk(request_id=request_id, tool_call=block)
+        return with_rest(call_chunk, item, _CALL_KEYS, "Model Tool-call chunk")
     if chunk_type in ("thinkingDelta", "toolCallDelta"):
         if type_of(item) is not dict:
             item = dict(item)

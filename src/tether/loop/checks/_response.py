@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Final
 
 from tether._text import message_of
 from tether._types import exactly, type_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import ModelProtocolError
+from tether.loop.checks._rest import with_rest
 from tether.loop.limits import RunLimits
 from tether.messages import (
     MISSING,
@@ -21,6 +23,7 @@ from tether.protocol import (
     ModelUsage,
     ToolCall,
 )
+from tether.protocol.codec import camel_case
 
 # --- the response ---------------------------------------------------------------------------
 
@@ -55,12 +58,12 @@ def snapshot_response(
     return response
 
 
-_USAGE_KEYS: Final = (
-    ("input_tokens", "inputTokens"),
-    ("output_tokens", "outputTokens"),
-    ("cache_read_tokens", "cacheReadTokens"),
-    ("cache_write_tokens", "cacheWriteTokens"),
+_USAGE_KEYS: Final = tuple(
+    (field.name, camel_case(field.name), field.default is dataclasses.MISSING)
+    for field in dataclasses.fields(ModelUsage)
 )
+"""``(field, JSON key, required)`` of every usage count, from ``ModelUsage`` itself."""
+_RESPONSE_KEYS: Final = frozenset({"id", "requestId", "message", "stopReason", "usage", "model"})
 
 
 def _response_from_mapping(raw: object, limits: RunLimits) -> ModelResponse:
@@ -79,13 +82,13 @@ def _response_from_mapping(raw: object, limits: RunLimits) -> ModelResponse:
         if not is_mapping(usage):
             raise ModelProtocolError("Model response usage must be an object")
         counts: dict[str, Any] = {}
-        for name, key in _USAGE_KEYS:
+        for name, key, required in _USAGE_KEYS:
             value = read_field(usage, key)
-            if value is not MISSING or name in ("input_tokens", "output_tokens"):
+            if value is not MISSING or required:
                 counts[name] = value
         usage = ModelUsage(**counts)
     model = read_field(raw, "model")
-    return ModelResponse(
+    response = ModelResponse(
         id=read_field(raw, "id"),
         request_id=read_field(raw, "requestId"),
         message=assistant,
@@ -93,3 +96,4 @@ def _response_from_mapping(raw: object, limits: RunLimits) -> ModelResponse:
         usage=usage,
         model=None if model is MISSING else model,
     )
+    return with_rest(response, raw, _RESPONSE_KEYS, "Model response")

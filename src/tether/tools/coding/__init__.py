@@ -5,13 +5,14 @@ with ``read_file``, ``write_file``, ``edit_file``, ``list_files``, ``grep``, ``b
 ``python_process``, in that order. Every result is plain text a model reads well; every failure
 is an ``is_error`` result whose message starts with a stable code (``CodingToolError.code``).
 
-File tools are confined (see ``workspace``); ``bash`` and ``python_process`` are NOT a sandbox:
-they run real processes as the user, bounded in time and output, under a supervisor that
-kills everything they started (see ``process``), in the user's environment without the
-variables that hold API keys (see ``environment``). ``coding_tools(root, sandbox=Sandbox())``
-runs them inside bubblewrap instead (see ``sandbox``): the workspace is the one writable
-place, there is no network, and credentials are hidden. ``catalog`` lists the tools, each
-with its declared effects; adding a tool is its module and one line there.
+File tools are confined (see ``workspace``); ``bash`` and ``python_process`` (see those
+modules) are NOT a sandbox: they run real processes as the user, bounded in time and output,
+under a supervisor that kills everything they started (see ``process``), in the user's
+environment without the variables that hold API keys (see ``environment``).
+``coding_tools(root, sandbox=Sandbox())`` runs them inside bubblewrap instead (see
+``sandbox``): the workspace is the one writable place, there is no network, and credentials
+are hidden. ``catalog`` lists the tools, each with its declared effects; adding a tool is its
+module and one line there.
 
 Each name loads its module on first use, so ``tether.tools.coding.catalog`` can be read (by
 the command line's config) without loading the tools.
@@ -22,22 +23,26 @@ from typing import TYPE_CHECKING
 from tether._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from tether.tools.coding.bash import (
+        BASH_DEFAULT_TIMEOUT_SECONDS,
+        BASH_MAX_TIMEOUT_SECONDS,
+        bash_tool,
+    )
     from tether.tools.coding.files import (
         edit_file_tool,
         read_file_tool,
         write_file_tool,
     )
     from tether.tools.coding.process import (
-        BASH_DEFAULT_TIMEOUT_SECONDS,
-        BASH_MAX_TIMEOUT_SECONDS,
         NODE_CODE_ALIASES,
+        PROCESS_OUTPUT_MAX_BYTES,
+    )
+    from tether.tools.coding.python_process import (
         PROCESS_ARGUMENT_COUNT_MAX,
         PROCESS_ARGUMENT_MAX_BYTES,
         PROCESS_ARGUMENTS_TOTAL_MAX_BYTES,
-        PROCESS_OUTPUT_MAX_BYTES,
         PROCESS_SOURCE_MAX_BYTES,
         PYTHON_PROCESS_TIMEOUT_SECONDS,
-        bash_tool,
         python_process_tool,
     )
     from tether.tools.coding.sandbox import (
@@ -68,17 +73,21 @@ _MODULES = {
         "read_file_tool",
         "write_file_tool",
     ),
-    "process": (
+    "bash": (
         "BASH_DEFAULT_TIMEOUT_SECONDS",
         "BASH_MAX_TIMEOUT_SECONDS",
+        "bash_tool",
+    ),
+    "process": (
         "NODE_CODE_ALIASES",
+        "PROCESS_OUTPUT_MAX_BYTES",
+    ),
+    "python_process": (
         "PROCESS_ARGUMENTS_TOTAL_MAX_BYTES",
         "PROCESS_ARGUMENT_COUNT_MAX",
         "PROCESS_ARGUMENT_MAX_BYTES",
-        "PROCESS_OUTPUT_MAX_BYTES",
         "PROCESS_SOURCE_MAX_BYTES",
         "PYTHON_PROCESS_TIMEOUT_SECONDS",
-        "bash_tool",
         "python_process_tool",
     ),
     "sandbox": (

@@ -13,9 +13,9 @@ before anything heavier), and a factory's module is imported only when the tools
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
+from tether._dataclass import dataclass
 from tether.tools.effects import ToolEffect, asks
 
 __all__ = [
@@ -53,7 +53,8 @@ def _entry(
 
 _FILES: Final = "tether.tools.coding.files"
 _SEARCH: Final = "tether.tools.coding.search"
-_PROCESS: Final = "tether.tools.coding.process"
+_BASH: Final = "tether.tools.coding.bash"
+_PYTHON: Final = "tether.tools.coding.python_process"
 
 CODING_TOOLS: Final[tuple[CodingToolEntry, ...]] = (
     _entry("read_file", {"read"}, f"{_FILES}:read_file_tool"),
@@ -61,8 +62,8 @@ CODING_TOOLS: Final[tuple[CodingToolEntry, ...]] = (
     _entry("edit_file", {"read", "write"}, f"{_FILES}:edit_file_tool"),
     _entry("list_files", {"read"}, f"{_SEARCH}:list_files_tool"),
     _entry("grep", {"read"}, f"{_SEARCH}:grep_tool"),
-    _entry("bash", {"execute"}, f"{_PROCESS}:bash_tool", "process"),
-    _entry("python_process", {"execute"}, f"{_PROCESS}:python_process_tool", "process"),
+    _entry("bash", {"execute"}, f"{_BASH}:bash_tool", "process"),
+    _entry("python_process", {"execute"}, f"{_PYTHON}:python_process_tool", "process"),
 )
 """The coding tools, in the order ``coding_tools`` returns them."""
 

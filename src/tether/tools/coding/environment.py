@@ -14,15 +14,15 @@ config file).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Final, cast
 
 from tether._dataclass import dataclass
+from tether._text import LazyPattern
 
 __all__ = ["ProcessEnvironment", "catalog_key_variables", "process_environment"]
 
-_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME: Final = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def catalog_key_variables() -> frozenset[str]:

@@ -40,8 +40,16 @@ from typing import Final
 from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
-from tether.protocol import Invalid, ToolExecutionContext, ToolValidation, Valid
+from tether.protocol import (
+    MAX_IMAGE_BYTES,
+    ImageError,
+    Invalid,
+    ToolExecutionContext,
+    ToolValidation,
+    Valid,
+)
 from tether.tools.coding.catalog import coding_tool_effects
+from tether.tools.coding.read_image import image_limit, image_result, named_image_error
 from tether.tools.coding.worker import run_in_worker
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
@@ -56,6 +64,7 @@ from tether.tools.coding.workspace import (
     require_workspace,
 )
 from tether.tools.contract import ToolDefinition, define_tool
+from tether.tools.returns import ToolReturn
 
 __all__ = [
     "EDIT_DIFF_MAX_LINES",
@@ -80,8 +89,15 @@ _NEW_FILE_MODE: Final = 0o644
 # --- reading ----------------------------------------------------------------------------------
 
 
-def _read_at(ws: Workspace, fd: int, name: str, display: str) -> tuple[bytes, os.stat_result]:
-    """Read ``name`` in directory ``fd`` (no symlink followed), checked per §08 read steps."""
+_LimitOf = Callable[[int, int], int]
+"""``limit_of(descriptor, size)``: the most bytes a read of the opened file may take."""
+
+
+def _read_at(
+    ws: Workspace, fd: int, name: str, display: str, limit_of: _LimitOf | None = None
+) -> tuple[bytes, os.stat_result]:
+    """Read ``name`` in directory ``fd`` (no symlink followed), checked per §08 read steps;
+    at most ``CODING_FILE_MAX_BYTES``, or what ``limit_of`` allows for the opened file."""
     try:
         info = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -109,17 +125,18 @@ def _read_at(ws: Workspace, fd: int, name: str, display: str) -> tuple[bytes, os
             raise CodingToolError("PATH_CHANGED_DURING_READ", f"{display} changed") from None
         if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
             raise CodingToolError("PATH_CHANGED_DURING_READ", f"{display} was replaced")
-        if opened.st_size > CODING_FILE_MAX_BYTES:
+        limit = CODING_FILE_MAX_BYTES if limit_of is None else limit_of(handle, opened.st_size)
+        if opened.st_size > limit:
             raise _too_large(display, opened.st_size)
         chunks: list[bytes] = []
         total = 0
-        while total <= CODING_FILE_MAX_BYTES:
-            chunk = os.read(handle, CODING_FILE_MAX_BYTES + 1 - total)
+        while total <= limit:
+            chunk = os.read(handle, limit + 1 - total)
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
-        if total > CODING_FILE_MAX_BYTES:
+        if total > limit:
             raise _too_large(display, total)
         return b"".join(chunks), opened
     finally:
@@ -146,14 +163,15 @@ def _decode(data: bytes, display: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def read_bytes(ws: Workspace, path: str) -> tuple[str, bytes]:
-    """``(display path, bytes)`` of a workspace file, symlinks inside followed."""
+def read_bytes(ws: Workspace, path: str, limit_of: _LimitOf | None = None) -> tuple[str, bytes]:
+    """``(display path, bytes)`` of a workspace file, symlinks inside followed (at most
+    ``CODING_FILE_MAX_BYTES``, or what ``limit_of(descriptor, size)`` allows)."""
     segments = normalize_relative_path(path)
     for _ in range(40):
         with ws.parent_fd(segments, create=False, missing_code="FILE_NOT_FOUND") as (fd, canon):
             display = "/".join(canon)
             try:
-                data, _ = _read_at(ws, fd, canon[-1], display)
+                data, _ = _read_at(ws, fd, canon[-1], display, limit_of)
             except _Symlink:
                 target = os.path.realpath(os.path.join(ws.root, *canon))
                 segments = ws.canonical_segments(target)
@@ -614,15 +632,22 @@ def _render_read(display: str, text: str, offset: int | None, limit: int | None)
     return header + body + footer
 
 
-def read_file_tool(ws: Workspace) -> ToolDefinition[ReadInput, str]:
-    """The ``read_file`` tool of workspace ``ws``: UTF-8 text, optionally a line range."""
+def read_file_tool(ws: Workspace) -> ToolDefinition[ReadInput, str | ToolReturn]:
+    """The ``read_file`` tool of workspace ``ws``: UTF-8 text, optionally a line range, or
+    an image (PNG, JPEG, GIF, WebP; see ``tether.tools.coding.read_image``)."""
     require_workspace(ws, "read_file_tool")
 
-    async def execute(value: ReadInput, context: ToolExecutionContext) -> str:
+    async def execute(value: ReadInput, context: ToolExecutionContext) -> str | ToolReturn:
         check_signal(context.signal)
         with fallback("READ_FAILED"):
-            display, text = read_text(ws, value.path)
-        return _render_read(display, text, value.offset, value.limit)
+            try:
+                display, data = read_bytes(ws, value.path, image_limit)
+            except ImageError as error:
+                raise named_image_error(value.path, error) from None
+        image = image_result(display, data)
+        if image is not None:
+            return image
+        return _render_read(display, _decode(data, display), value.offset, value.limit)
 
     return define_tool(
         name="read_file",
@@ -631,7 +656,8 @@ def read_file_tool(ws: Workspace) -> ToolDefinition[ReadInput, str]:
             f"Read a UTF-8 text file (at most {CODING_FILE_MAX_BYTES} bytes) by its "
             "workspace-relative path. Optional `offset` (first line, 1-based) and `limit` "
             "(number of lines). The output starts with the path, the line range and the total "
-            "number of lines, then the text exactly as stored."
+            "number of lines, then the text exactly as stored. A PNG, JPEG, GIF or WebP image "
+            f"(at most {MAX_IMAGE_BYTES} bytes) is returned as the image itself."
         ),
         validate=_validate_read,
         execute=execute,

@@ -1,6 +1,7 @@
-"""``bash`` and ``python_process``: run a process in the workspace. NOT a sandbox, unless
-given a ``Sandbox`` (``tether.tools.coding.sandbox``: bubblewrap, the workspace the one
-writable place, no network, secrets hidden).
+"""Running a process in the workspace for ``bash`` (``tether.tools.coding.bash``) and
+``python_process`` (``tether.tools.coding.python_process``). NOT a sandbox, unless given a
+``Sandbox`` (``tether.tools.coding.sandbox``: bubblewrap, the workspace the one writable place,
+no network, secrets hidden).
 
 Both tools start a real process as the current user, with the workspace as the working
 directory and the user's environment minus the variables that hold API keys (see
@@ -8,13 +9,6 @@ directory and the user's environment minus the variables that hold API keys (see
 ``hide_env``; ``pass_env`` keeps some on purpose): the process can read and write anything
 the user can, open network connections, and so on. They are a *process boundary* (bounded
 time, bounded output, nothing left running), not a security boundary.
-
-* ``bash``: ``/bin/bash -c <command>``; timeout ``timeout_seconds`` (default
-  ``BASH_DEFAULT_TIMEOUT_SECONDS`` = 120, maximum ``BASH_MAX_TIMEOUT_SECONDS`` = 600).
-* ``python_process``: ``sys.executable -I -X utf8 <script> *arguments`` with ``source``
-  written to a temporary ``.pify-py-<uuid>.py`` in the root (removed afterwards, always);
-  never a shell; the §08 limits (source 32,768 bytes, 32 arguments, 2,048 bytes each, 8,192
-  in total) and the §08 wall-clock limit of 500 ms (``PYTHON_PROCESS_TIMEOUT_SECONDS``).
 
 Process handling (both): the command runs under a small supervisor process
 (``tether.tools.coding.supervisor``, its own session), which on Linux is a child subreaper:
@@ -38,11 +32,8 @@ in another PID namespace the command created. The time limit counts from the mom
 supervisor reports that the command runs (its own start is not the command's time).
 
 Codes: ``PROCESS_TIMEOUT`` (the message carries the output so far), ``PROCESS_START_FAILED``,
-``PROCESS_SCRIPT_NOT_REGULAR``, ``PROCESS_SCRIPT_IDENTITY_CHANGED``,
-``PROCESS_SCRIPT_CLEANUP_FAILED``, ``PROCESS_FAILED`` (fallback); validation:
-``INVALID_BASH_INPUT``, ``INVALID_PROCESS_INPUT``, ``PROCESS_SOURCE_TOO_LARGE``,
-``TOO_MANY_PROCESS_ARGUMENTS``, ``PROCESS_ARGUMENT_TOO_LARGE``, ``PROCESS_ARGUMENTS_TOO_LARGE``
-(``NODE_CODE_ALIASES`` maps each to the §08 ``NODE_*`` name). Abort is never a result: the
+``PROCESS_FAILED`` (fallback); the tools' own are in their modules (``NODE_CODE_ALIASES`` maps
+each ``PROCESS_*`` code to the §08 ``NODE_*`` name). Abort is never a result: the
 abort reason is raised at once; killing and reaping finish in the background
 (``processes_settled``). A command that cannot be started (no supervisor, or its ``exec``
 failed) is ``PROCESS_START_FAILED``.
@@ -56,54 +47,38 @@ import contextlib
 import io
 import os
 import signal as signals
-import stat
 import sys
-from collections.abc import Callable, Iterable
-from typing import Final, cast
+from collections.abc import Callable
+from typing import Final
 
 from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
-from tether.protocol import ToolExecutionContext, ToolValidation, Valid
-from tether.tools.coding.catalog import coding_tool_effects
-from tether.tools.coding.environment import ProcessEnvironment, process_environment
+from tether.tools.coding.environment import ProcessEnvironment
 from tether.tools.coding.sandbox import Sandbox, sandbox_status
 from tether.tools.coding.worker import Unsettled
 from tether.tools.coding.workspace import (
     CodingToolError,
     Workspace,
-    invalid,
-    record_of,
-    require_workspace,
 )
-from tether.tools.contract import ToolDefinition, define_tool
 
 __all__ = [
-    "BASH_COMMAND_MAX_BYTES",
-    "BASH_DEFAULT_TIMEOUT_SECONDS",
-    "BASH_MAX_TIMEOUT_SECONDS",
     "NODE_CODE_ALIASES",
-    "PROCESS_ARGUMENTS_TOTAL_MAX_BYTES",
-    "PROCESS_ARGUMENT_COUNT_MAX",
-    "PROCESS_ARGUMENT_MAX_BYTES",
     "PROCESS_KILL_GRACE_SECONDS",
+    "PROCESS_OUTPUT_LIMIT",
     "PROCESS_OUTPUT_MAX_BYTES",
-    "PROCESS_SOURCE_MAX_BYTES",
-    "PYTHON_PROCESS_TIMEOUT_SECONDS",
     "SUPERVISOR_GRACE_SECONDS",
     "ProcessOutcome",
-    "bash_tool",
+    "checked_sandbox",
+    "describe_processes",
     "processes_settled",
-    "python_process_tool",
+    "render_outcome",
     "run_process",
+    "sandbox_active",
+    "sandboxed",
 ]
 
-PROCESS_SOURCE_MAX_BYTES: Final = 32_768
-PROCESS_ARGUMENT_COUNT_MAX: Final = 32
-PROCESS_ARGUMENT_MAX_BYTES: Final = 2_048
-PROCESS_ARGUMENTS_TOTAL_MAX_BYTES: Final = 8_192
 PROCESS_OUTPUT_MAX_BYTES: Final = 32_768
-PYTHON_PROCESS_TIMEOUT_SECONDS: Final = 0.5
 PROCESS_KILL_GRACE_SECONDS: Final = 0.25
 """After the supervisor is reaped: how long the pipes may take to deliver what they hold."""
 SUPERVISOR_GRACE_SECONDS: Final = 5.0
@@ -111,9 +86,6 @@ SUPERVISOR_GRACE_SECONDS: Final = 5.0
 that), and to kill and reap everything at the end (it is killed after that)."""
 _STARTED: Final = b"started\n"
 """What the supervisor writes on the status pipe once the command runs (its ``STARTED``)."""
-BASH_DEFAULT_TIMEOUT_SECONDS: Final = 120.0
-BASH_MAX_TIMEOUT_SECONDS: Final = 600.0
-BASH_COMMAND_MAX_BYTES: Final = 32_768
 
 PROCESS_OUTPUT_LIMIT: Final = 2 * PROCESS_OUTPUT_MAX_BYTES + 1_024
 """The tools' ``output_limit``: both streams whole, plus the headers."""
@@ -489,7 +461,7 @@ def sandboxed(sandbox: Sandbox | None, argv: list[str], ws: Workspace) -> list[s
     )
 
 
-def _describe_processes(sandbox: Sandbox | None) -> str:
+def describe_processes(sandbox: Sandbox | None) -> str:
     """What the process tools' descriptions say about where their commands run."""
     if not sandbox_active(sandbox):
         if sandbox is not None and sandbox.mode == "on":
@@ -544,284 +516,9 @@ def render_outcome(outcome: ProcessOutcome) -> str:
     )
 
 
-# --- bash -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BashInput:
-    """The checked arguments of ``bash``: the command and its timeout in seconds."""
-
-    command: str
-    timeout_seconds: float
-
-
-def _validate_bash(value: object) -> ToolValidation[BashInput]:
-    shape = "expected {command: string, timeout_seconds?: number}"
-    record = record_of(value, ("command",), ("timeout_seconds",))
-    if record is None:
-        return invalid("INVALID_BASH_INPUT", shape)
-    command = record["command"]
-    if type(command) is not str or not command.strip() or "\0" in command:
-        return invalid("INVALID_BASH_INPUT", "command must be a non-empty string")
-    try:
-        size = len(command.encode("utf-8"))
-    except UnicodeEncodeError:
-        return invalid("INVALID_BASH_INPUT", "command contains a lone surrogate")
-    if size > BASH_COMMAND_MAX_BYTES:
-        return invalid("INVALID_BASH_INPUT", f"command over {BASH_COMMAND_MAX_BYTES} bytes")
-    timeout = record.get("timeout_seconds", BASH_DEFAULT_TIMEOUT_SECONDS)
-    if (
-        type(timeout) not in (int, float)
-        or not 0 < timeout <= BASH_MAX_TIMEOUT_SECONDS  # NaN fails too
-    ):
-        return invalid(
-            "INVALID_BASH_INPUT", f"timeout_seconds must be in (0, {BASH_MAX_TIMEOUT_SECONDS:g}]"
-        )
-    return Valid(value=BashInput(command, float(timeout)))
-
-
-def bash_tool(
-    ws: Workspace,
-    *,
-    hide_env: Iterable[str] = (),
-    pass_env: Iterable[str] = (),
-    sandbox: Sandbox | None = None,
-) -> ToolDefinition[BashInput, str]:
-    """The ``bash`` tool of ``ws``: ``/bin/bash -c`` in the workspace, bounded; not a sandbox
-    unless ``sandbox`` says so (``tether.tools.coding.sandbox``).
-
-    The command's environment lacks every catalog key variable and ``hide_env``, except the
-    names in ``pass_env`` (see the module docstring).
-    """
-    require_workspace(ws, "bash_tool")
-    env = process_environment(hide_env, pass_env, "bash_tool")
-    sandbox = _checked_sandbox(sandbox, "bash_tool")
-
-    async def execute(value: BashInput, context: ToolExecutionContext) -> str:
-        outcome = await run_process(
-            ws,
-            ["/bin/bash", "-c", value.command],
-            time_limit=value.timeout_seconds,
-            signal=context.signal,
-            env=env,
-            sandbox=sandbox,
-            progress=context.progress,
-        )
-        return render_outcome(outcome)
-
-    return define_tool(
-        name="bash",
-        effects=coding_tool_effects("bash"),
-        description=(
-            f"Run a command with /bin/bash -c in the workspace directory "
-            f"({_describe_processes(sandbox)}). stdin is empty. Timeout "
-            f"`timeout_seconds` (default {BASH_DEFAULT_TIMEOUT_SECONDS:g}, max "
-            f"{BASH_MAX_TIMEOUT_SECONDS:g}); on timeout everything it started is killed. "
-            f"At most {PROCESS_OUTPUT_MAX_BYTES} bytes of stdout and of stderr are kept. "
-            "Returns the exit code, then stdout and stderr."
-        ),
-        validate=_validate_bash,
-        execute=execute,
-        parameters={
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "bash command line"},
-                "timeout_seconds": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": BASH_MAX_TIMEOUT_SECONDS,
-                    "description": f"default {BASH_DEFAULT_TIMEOUT_SECONDS:g}",
-                },
-            },
-            "required": ["command"],
-            "additionalProperties": False,
-        },
-        output_limit=PROCESS_OUTPUT_LIMIT,
-    )
-
-
-# --- python_process ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PythonInput:
-    """The checked arguments of ``python``: the source and its arguments."""
-
-    source: str
-    arguments: tuple[str, ...]
-
-
-def _utf8_size(text: str) -> int | None:
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        return None
-
-
-def _validate_python(value: object) -> ToolValidation[PythonInput]:
-    shape = "expected {source: string, arguments: [string, ...]}"
-    record = record_of(value, ("source", "arguments"))
-    if record is None:
-        return invalid("INVALID_PROCESS_INPUT", shape)
-    source = record["source"]
-    if type(source) is not str:
-        return invalid("INVALID_PROCESS_INPUT", shape)
-    size = _utf8_size(source)
-    if size is None:
-        return invalid("INVALID_PROCESS_INPUT", "source contains a lone surrogate")
-    if size > PROCESS_SOURCE_MAX_BYTES:
-        return invalid(
-            "PROCESS_SOURCE_TOO_LARGE", f"{size} bytes; the limit is {PROCESS_SOURCE_MAX_BYTES}"
-        )
-    arguments = record["arguments"]
-    if type(arguments) is not list and type(arguments) is not tuple:
-        return invalid("INVALID_PROCESS_INPUT", shape)
-    items = tuple(cast("list[object]", arguments))
-    strings = tuple(item for item in items if type(item) is str)
-    if len(strings) != len(items):
-        return invalid("INVALID_PROCESS_INPUT", shape)
-    if len(items) > PROCESS_ARGUMENT_COUNT_MAX:
-        return invalid(
-            "TOO_MANY_PROCESS_ARGUMENTS",
-            f"{len(items)}; the limit is {PROCESS_ARGUMENT_COUNT_MAX}",
-        )
-    total = 0
-    for index, item in enumerate(strings):
-        item_size = _utf8_size(item)
-        if item_size is None or "\0" in item:
-            return invalid("INVALID_PROCESS_INPUT", f"argument {index} is not valid text")
-        if item_size > PROCESS_ARGUMENT_MAX_BYTES:
-            return invalid(
-                "PROCESS_ARGUMENT_TOO_LARGE",
-                f"argument {index} has {item_size} bytes; "
-                f"the limit is {PROCESS_ARGUMENT_MAX_BYTES}",
-            )
-        total += item_size
-    if total > PROCESS_ARGUMENTS_TOTAL_MAX_BYTES:
-        return invalid(
-            "PROCESS_ARGUMENTS_TOO_LARGE",
-            f"{total} bytes; the limit is {PROCESS_ARGUMENTS_TOTAL_MAX_BYTES}",
-        )
-    return Valid(value=PythonInput(source, strings))
-
-
-def _write_script(ws: Workspace, source: str) -> tuple[int, str, tuple[int, int]]:
-    """Create the temp script in the root; returns (root fd, name, identity)."""
-    import uuid  # here, not at import: uuid loads platform, and is needed only now
-
-    root = ws.open_root()
-    name = f".pify-py-{uuid.uuid4().hex}.py"
-    try:
-        handle = os.open(
-            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=root
-        )
-    except OSError as error:
-        os.close(root)
-        raise CodingToolError("PROCESS_SCRIPT_NOT_REGULAR", str(error)) from error
-    try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode):
-            raise CodingToolError("PROCESS_SCRIPT_NOT_REGULAR")
-        os.write(handle, source.encode("utf-8"))
-        os.fsync(handle)
-    except BaseException:
-        os.close(handle)
-        _remove_script(root, name)
-        os.close(root)
-        raise
-    os.close(handle)
-    return root, name, (info.st_dev, info.st_ino)
-
-
-def _remove_script(root: int, name: str) -> None:
-    try:
-        os.unlink(name, dir_fd=root)
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise CodingToolError("PROCESS_SCRIPT_CLEANUP_FAILED", str(error)) from error
-
-
-async def run_python(
-    ws: Workspace,
-    value: PythonInput,
-    signal: AbortSignal,
-    env: ProcessEnvironment | None = None,
-    sandbox: Sandbox | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> ProcessOutcome:
-    check_signal(signal)
-    sandboxed(sandbox, ["python"], ws)  # refuse before writing the script
-    root, name, identity = _write_script(ws, value.source)
-    try:
-        check_signal(signal)
-        ws.check()
-        now = os.stat(name, dir_fd=root, follow_symlinks=False)
-        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != identity:
-            raise CodingToolError("PROCESS_SCRIPT_IDENTITY_CHANGED")
-        return await run_process(
-            ws,
-            [sys.executable, "-I", "-X", "utf8", os.path.join(ws.root, name), *value.arguments],
-            time_limit=PYTHON_PROCESS_TIMEOUT_SECONDS,
-            signal=signal,
-            env=env,
-            sandbox=sandbox,
-            progress=progress,
-        )
-    finally:
-        try:
-            _remove_script(root, name)
-        finally:
-            os.close(root)
-
-
-def python_process_tool(
-    ws: Workspace,
-    *,
-    hide_env: Iterable[str] = (),
-    pass_env: Iterable[str] = (),
-    sandbox: Sandbox | None = None,
-) -> ToolDefinition[PythonInput, str]:
-    """The ``python_process`` tool of ``ws``: ``sys.executable`` on given source, in the
-    environment and the ``sandbox`` that ``bash_tool`` describes."""
-    require_workspace(ws, "python_process_tool")
-    env = process_environment(hide_env, pass_env, "python_process_tool")
-    sandbox = _checked_sandbox(sandbox, "python_process_tool")
-
-    async def execute(value: PythonInput, context: ToolExecutionContext) -> str:
-        return render_outcome(
-            await run_python(ws, value, context.signal, env, sandbox, context.progress)
-        )
-
-    return define_tool(
-        name="python_process",
-        effects=coding_tool_effects("python_process"),
-        description=(
-            "Run Python `source` with this interpreter (isolated mode, `sys.argv[1:]` == "
-            f"`arguments`) in the workspace directory; never a shell. Wall-clock limit "
-            f"{int(PYTHON_PROCESS_TIMEOUT_SECONDS * 1000)} ms; "
-            f"{_describe_processes(sandbox)}. Returns the exit code, then stdout and stderr."
-        ),
-        validate=_validate_python,
-        execute=execute,
-        parameters={
-            "type": "object",
-            "properties": {
-                "source": {"type": "string", "description": "Python source code"},
-                "arguments": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "maxItems": PROCESS_ARGUMENT_COUNT_MAX,
-                },
-            },
-            "required": ["source", "arguments"],
-            "additionalProperties": False,
-        },
-        output_limit=PROCESS_OUTPUT_LIMIT,
-    )
-
-
-def _checked_sandbox(sandbox: object, factory: str) -> Sandbox | None:
+def checked_sandbox(sandbox: object, factory: str) -> Sandbox | None:
+    """``sandbox`` as the tool ``factory`` was given it (``TypeError`` unless a ``Sandbox``
+    or ``None``)."""
     if sandbox is not None and type(sandbox) is not Sandbox:
         raise TypeError(f"{factory}(sandbox=...) must be a Sandbox or None")
     return sandbox

@@ -46,6 +46,7 @@ from collections.abc import Callable, Generator
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
+from tether._text import LazyPattern
 from tether._types import is_dict
 from tether.jsonvalue import JsonObject
 from tether.protocol.tools import Invalid
@@ -139,8 +140,8 @@ def invalid_from(error: CodingToolError) -> Invalid:
     return Invalid(error=str(error), code=error.code)
 
 
-_DRIVE: Final = re.compile(r"^[A-Za-z]:")
-_RESERVED: Final = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
+_DRIVE: Final = LazyPattern(r"^[A-Za-z]:")
+_RESERVED: Final = LazyPattern(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
 
 
 def normalize_relative_path(path: object) -> tuple[str, ...]:
