@@ -32,6 +32,7 @@ from tether.jsonvalue import (
     JsonValue,
     JsonValueError,
     freeze_json,
+    freeze_json_object,
     loads_strict,
     thaw_json,
 )
@@ -767,6 +768,30 @@ def test_the_flat_object_fast_path_matches_the_general_walk(value: dict[Any, Any
     assert type(plain) is JsonObject
     assert list(fast.items()) == list(plain.items())
     assert [type(item) for item in fast.values()] == [type(item) for item in plain.values()]
+
+
+class _Refused(NamedTuple):
+    path: str
+    reason: str
+
+
+def _outcome(freeze: Any, value: object) -> object:
+    """What ``freeze(value, path="args")`` returns, or how it refused."""
+    try:
+        return freeze(value, path="args")
+    except JsonValueError as error:
+        return _Refused(error.path, error.reason)
+
+
+@given(untrusted_values)
+def test_freeze_json_object_is_freeze_json_for_objects_and_refuses_the_rest(
+    value: object,
+) -> None:
+    expected = _outcome(freeze_json, value)
+    if type(expected) is not JsonObject and type(expected) is not _Refused:
+        expected = _Refused("args", "container")
+    got = _outcome(freeze_json_object, value)
+    assert (type(got), got) == (type(expected), expected)
 
 
 # --- JSON text: loads_strict --------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, TypeVar
 
-from tether._errors import TetherError
+from tether._errors import CodeT_co, TetherError
 
 __all__ = ["TetherAggregateError"]
 
@@ -29,22 +29,20 @@ _EXCEPTION_SLOTS: Final = frozenset(
 _A = TypeVar("_A", bound="TetherAggregateError")
 
 
-def _rebuild(
-    cls: type[TetherAggregateError], code: str, message: str, errors: tuple[Exception, ...]
-) -> TetherAggregateError:
+def _rebuild(cls: type[_A], code: str, message: str, errors: tuple[Exception, ...]) -> _A:
     group = ExceptionGroup.__new__(cls, message, errors)
     Exception.__init__(group, message, errors)
     object.__setattr__(group, "_code", code)
     return group
 
 
-class TetherAggregateError(TetherError, ExceptionGroup[Exception]):
+class TetherAggregateError(TetherError[CodeT_co], ExceptionGroup[Exception]):
     """A frozen list of failures with a stable ``code`` (see the module docstring)."""
 
-    def __new__(cls, code: str, message: str, errors: Sequence[Exception]) -> Any:
+    def __new__(cls, code: CodeT_co, message: str, errors: Sequence[Exception]) -> Any:
         return ExceptionGroup.__new__(cls, message, tuple(errors))
 
-    def __init__(self, code: str, message: str, errors: Sequence[Exception]) -> None:
+    def __init__(self, code: CodeT_co, message: str, errors: Sequence[Exception]) -> None:
         Exception.__init__(self, message, tuple(errors))
         object.__setattr__(self, "_code", code)
 
@@ -58,9 +56,11 @@ class TetherAggregateError(TetherError, ExceptionGroup[Exception]):
         """The human-readable message."""
         return ExceptionGroup.message.__get__(self)
 
+    # ExceptionGroup.derive is generic in the errors' type; a TetherAggregateError holds
+    # Exception and derives its own class, which typeshed's signature cannot say.
     def derive(self: _A, excs: Sequence[Exception]) -> _A:  # pyright: ignore[reportIncompatibleMethodOverride]
         """A part of this group (``split``, ``subgroup``): same class, code and message."""
-        return _rebuild(type(self), self.code, self.message, tuple(excs))  # pyright: ignore[reportReturnType]
+        return _rebuild(type(self), self.code, self.message, tuple(excs))
 
     def __repr__(self) -> str:
         return (

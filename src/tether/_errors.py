@@ -5,9 +5,18 @@ Each error carries a stable, read-only ``code``: codes are the contract, message
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic
 
 __all__ = ["TetherError"]
+
+if TYPE_CHECKING:  # a default, so a bare ``TetherError`` means ``TetherError[str]``
+    from typing_extensions import TypeVar
+
+    CodeT_co = TypeVar("CodeT_co", bound=str, covariant=True, default=str)
+else:
+    from typing import TypeVar
+
+    CodeT_co = TypeVar("CodeT_co", bound=str, covariant=True)
 
 
 def _restore(cls: type[TetherError], args: tuple[Any, ...], state: dict[str, Any]) -> TetherError:
@@ -17,21 +26,22 @@ def _restore(cls: type[TetherError], args: tuple[Any, ...], state: dict[str, Any
     return error
 
 
-class TetherError(Exception):
+class TetherError(Exception, Generic[CodeT_co]):
     """Base class of the errors tether raises on purpose.
 
     ``code`` is a stable machine-readable string (assignment raises ``AttributeError``);
-    ``name`` is the class name, so logs and JSON forms match the TypeScript workshop.
+    ``name`` is the class name, so logs and JSON forms match the TypeScript workshop. A layer
+    types its codes by subclassing ``TetherError[ItsCodeLiteral]``.
     """
 
-    _code: str
+    _code: CodeT_co
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: CodeT_co, message: str) -> None:
         super().__init__(message)
         self._code = code
 
     @property
-    def code(self) -> str:
+    def code(self) -> CodeT_co:
         """The stable error code."""
         return self._code
 

@@ -92,7 +92,7 @@ def release_claim(iterator: object) -> None:
     """The consumer is done with ``iterator``: forget its claim if the registry holds it
     strongly (it cannot be weakly referenced; see the module docstring). A weakly held claim
     lasts as long as its object and is kept."""
-    strong = _CLAIMED._strong  # pyright: ignore[reportPrivateUsage]
+    strong = _CLAIMED._strong  # pyright: ignore[reportPrivateUsage] - the module reads its own registry's strong set
     key = id(iterator)
     if strong.get(key) is iterator:
         del strong[key]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar, final
 
 from tether._ownership import release_claim
 from tether._types import await_steps, is_awaitable, type_of
@@ -133,12 +133,17 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
+def _is_future(value: object) -> TypeGuard[asyncio.Future[Any]]:
+    """``isinstance(value, asyncio.Future)``, narrowed with its result type not known."""
+    return isinstance(value, asyncio.Future)
+
+
 def neutralize(awaitable: object) -> None:
     """Dispose of an awaitable that will never be awaited, without any runtime warning."""
     if isinstance(awaitable, types.CoroutineType):
         awaitable.close()
-    elif isinstance(awaitable, asyncio.Future):
-        observe(awaitable)  # pyright: ignore[reportUnknownArgumentType]
+    elif _is_future(awaitable):
+        observe(awaitable)
 
 
 @types.coroutine
@@ -154,6 +159,12 @@ def race(
     return (yield from _drive(signal, _steps_of(awaitable), _NOT_STARTED, on_abandoned))
 
 
+def _is_stream_iterator(value: object) -> TypeGuard[EventStreamIterator[Any]]:
+    """Whether ``value``'s real class is exactly ``EventStreamIterator`` (tether's own)."""
+    return type(value) is EventStreamIterator
+
+
+@final
 class Started:
     """An awaitable whose first step ``race_eagerly`` ran and which suspended there: await
     ``started.race()`` to go on with it exactly where ``race`` would have."""
@@ -307,7 +318,7 @@ class NotAwaitableError(TypeError):
     """``race()`` was given something that cannot be awaited."""
 
 
-def _steps_of(awaitable: Awaitable[Any]) -> Any:
+def _steps_of(awaitable: object) -> Any:
     """The object to send into: what ``await`` would drive (``tether._types.await_steps``).
 
     A coroutine and an async generator's ``__anext__()`` step (``_ASEND``) are their own
@@ -379,7 +390,7 @@ def start_cleanup(awaitable: object) -> None:
     follows. Only ``KeyboardInterrupt`` and ``SystemExit`` propagate.
     """
     try:
-        step = _steps_of(awaitable)  # pyright: ignore[reportArgumentType]
+        step = _steps_of(awaitable)
         yielded = step.send(None)
     except _PROCESS_EXITS:
         raise
@@ -445,10 +456,10 @@ class RacedIterator(Generic[T]):
         other iterator always needs ``next()``.
         """
         iterator = self._iterator
-        if type(iterator) is not EventStreamIterator:
+        if not _is_stream_iterator(iterator):
             return default
         try:
-            return iterator.poll(default)  # pyright: ignore[reportUnknownVariableType]
+            return iterator.poll(default)
         except BaseException as error:
             self._finish()
             if is_raw_abort_reason(self._signal, error):
@@ -472,7 +483,7 @@ class RacedIterator(Generic[T]):
         if type(item) is Started:
             self._started = item
             return default
-        return item  # pyright: ignore[reportReturnType]
+        return item
 
     async def next(self) -> T:
         """The next item; ``StopAsyncIteration`` at the end; the abort reason on abort."""

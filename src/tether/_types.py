@@ -22,7 +22,19 @@ import types
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeGuard, TypeVar, cast
 
-__all__ = ["await_steps", "exactly", "instance_of", "is_awaitable", "real_items", "type_of"]
+__all__ = [
+    "await_steps",
+    "exactly",
+    "instance_of",
+    "is_array",
+    "is_awaitable",
+    "is_dict",
+    "is_list",
+    "is_list_or_tuple",
+    "is_number",
+    "real_items",
+    "type_of",
+]
 
 T = TypeVar("T")
 
@@ -46,8 +58,41 @@ def exactly(value: object, kind: type[T]) -> TypeGuard[T]:
     ``type_of(value) is kind`` is; unlike that comparison it narrows ``value`` to ``kind``, so
     code that checks an exact class needs no cast or ignore to use what it checked. A
     ``TypeGuard``, not a ``TypeIs``: ``False`` does not mean "not a ``kind``" (a subclass
-    instance is one), so the other branch is not narrowed."""
+    instance is one), so the other branch is not narrowed. The same holds for ``is_dict``,
+    ``is_list`` and ``is_array`` (the generic containers, whose items it cannot name)."""
     return type_of(value) is kind
+
+
+def is_dict(value: object) -> TypeGuard[dict[Any, Any]]:
+    """Whether ``value``'s real class is exactly ``dict`` (a subclass's methods are caller
+    code), narrowed to a ``dict`` whose keys and values are not read yet (so ``Any``)."""
+    return type_of(value) is dict
+
+
+def is_list(value: object) -> TypeGuard[list[Any]]:
+    """Whether ``value``'s real class is exactly ``list``, narrowed to a ``list`` whose items
+    are not read yet (so ``Any``)."""
+    return type_of(value) is list
+
+
+def is_array(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    """Whether ``value``'s real class is exactly ``list`` or ``tuple`` (a JSON array, as
+    parsed or as frozen), narrowed with its items not read yet (so ``Any``)."""
+    kind = type_of(value)
+    return kind is list or kind is tuple
+
+
+def is_list_or_tuple(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    """Whether ``value``'s real class is ``list``, ``tuple`` or a subclass of one (whose own
+    methods may lie: ``real_items`` reads what it really holds)."""
+    return issubclass(type_of(value), list | tuple)
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """Whether ``value``'s real class is exactly ``int`` or ``float`` (a ``bool`` is not a
+    number here, nor is a subclass); finiteness is the caller's to check."""
+    kind = type_of(value)
+    return kind is int or kind is float
 
 
 def _generator_coroutine(value: object) -> bool:

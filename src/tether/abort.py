@@ -255,7 +255,7 @@ def _roots_of(sources: list[AbortSignal]) -> list[AbortSignal]:
     seen: set[int] = set()
     roots: list[AbortSignal] = []
     for source in sources:
-        link = source._link  # pyright: ignore[reportPrivateUsage]
+        link = source._link  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
         for root in (source,) if link is None else link.sources:
             if id(root) not in seen:
                 seen.add(id(root))
@@ -286,12 +286,12 @@ class _Link:
         """Register one forwarder on each source (all are live and not aborted)."""
         tokens = self.tokens
         for source in self.sources:
-            listeners = source._listeners  # pyright: ignore[reportPrivateUsage]
+            listeners = source._listeners  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
             assert listeners is not None
-            if len(listeners) >= source._sweep_at:  # pyright: ignore[reportPrivateUsage]
+            if len(listeners) >= source._sweep_at:  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
                 _sweep(source, listeners)
-            token = source._next_token  # pyright: ignore[reportPrivateUsage]
-            source._next_token = token + 1  # pyright: ignore[reportPrivateUsage]
+            token = source._next_token  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
+            source._next_token = token + 1  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
             listeners[token] = _Forward(self, source)
             tokens.append(token)
 
@@ -300,7 +300,7 @@ class _Link:
         tokens, self.tokens = self.tokens, []
         self.pinned = None
         for source, token in zip(self.sources, tokens, strict=False):
-            listeners = source._listeners  # pyright: ignore[reportPrivateUsage]
+            listeners = source._listeners  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
             if listeners is not None:
                 listeners.pop(token, None)
 
@@ -323,7 +323,7 @@ class _Forward:
         if dependent is None:
             link.detach()
         else:
-            dependent._abort(self.source._reason)  # pyright: ignore[reportPrivateUsage]
+            dependent._abort(self.source._reason)  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
 
 
 def _sweep(source: AbortSignal, listeners: dict[int, Listener]) -> None:
@@ -332,7 +332,7 @@ def _sweep(source: AbortSignal, listeners: dict[int, Listener]) -> None:
     for callback in list(listeners.values()):
         if isinstance(callback, _Forward) and callback.link.dead():
             callback.link.detach()
-    source._sweep_at = max(_SWEEP_MINIMUM, 2 * len(listeners))  # pyright: ignore[reportPrivateUsage]
+    source._sweep_at = max(_SWEEP_MINIMUM, 2 * len(listeners))  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
 
 
 class AbortController:
@@ -354,7 +354,7 @@ class AbortController:
 
     def abort(self, reason: object = None) -> None:
         """Abort the signal with ``reason`` and run its listeners once, in order."""
-        self._signal._abort(reason)  # pyright: ignore[reportPrivateUsage]
+        self._signal._abort(reason)  # pyright: ignore[reportPrivateUsage] - abort.py's own friends
 
     def __repr__(self) -> str:
         return f"<AbortController signal={self._signal!r}>"

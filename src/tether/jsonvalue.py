@@ -20,10 +20,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, Final, Literal, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, final
 
 from tether._errors import TetherError
-from tether._types import type_of
+from tether._types import is_dict, type_of
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -34,6 +37,9 @@ __all__ = [
     "JsonValue",
     "JsonValueError",
     "freeze_json",
+    "freeze_json_object",
+    "is_json_array",
+    "is_json_object",
     "js_number_text",
     "loads_strict",
     "thaw_json",
@@ -89,10 +95,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
         if value is None:
             data: dict[str, JsonValue] = {}
         else:
-            frozen = freeze_json(value)
-            if type(frozen) is not JsonObject:
-                raise JsonValueError("value", "container")
-            data = frozen._data
+            data = freeze_json_object(value)._data
         _set_data(self, data)
         _set_hash(self, None)
         _set_size(self, None)
@@ -124,7 +127,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
     def __eq__(self, other: object) -> bool:
         if other is self:
             return True
-        if isinstance(other, Mapping):
+        if _is_mapping(other):
             return _json_equal(self, other)
         return NotImplemented
 
@@ -199,25 +202,31 @@ def _unpickle_object(data: dict[str, JsonValue]) -> JsonObject:
     return _wrap(data)
 
 
-def _json_equal(left: Any, right: Any) -> bool:
+def _json_equal(left: object, right: object) -> bool:
     """JSON equality: mappings by items, arrays (tuple or list) by content, scalars by ==."""
-    if isinstance(left, Mapping):
-        if not isinstance(right, Mapping) or len(left) != len(right):  # pyright: ignore[reportUnknownArgumentType]
+    if _is_mapping(left):
+        if not _is_mapping(right) or len(left) != len(right):
             return False
-        return all(
-            key in right and _json_equal(value, right[key])
-            for key, value in left.items()  # pyright: ignore[reportUnknownVariableType]
-        )
-    if isinstance(left, tuple | list):
-        if not isinstance(right, tuple | list):
+        return all(key in right and _json_equal(value, right[key]) for key, value in left.items())
+    if _is_sequence(left):
+        if not _is_sequence(right):
             return False
-        return len(left) == len(right) and all(  # pyright: ignore[reportUnknownArgumentType]
-            _json_equal(a, b)
-            for a, b in zip(left, right, strict=True)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        return len(left) == len(right) and all(
+            _json_equal(a, b) for a, b in zip(left, right, strict=True)
         )
-    if isinstance(right, Mapping | tuple | list):
+    if _is_mapping(right) or _is_sequence(right):
         return False
     return left == right
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[object, object]]:
+    """``isinstance(value, Mapping)``, narrowed to what equality reads of it."""
+    return isinstance(value, Mapping)
+
+
+def _is_sequence(value: object) -> TypeGuard[tuple[object, ...] | list[object]]:
+    """``isinstance(value, tuple | list)``, narrowed to what equality reads of it."""
+    return isinstance(value, tuple | list)
 
 
 class _Rejected(Exception):
@@ -236,11 +245,11 @@ def freeze_json(value: object, *, path: str = "value") -> JsonValue:
     Raises ``JsonValueError`` (a ``TypeError`` with ``code == "INVALID_JSON_VALUE"``) whose
     message starts with ``path``. Already-frozen ``JsonObject`` values are returned as they are.
     """
-    if type(value) is dict:  # the common case, a flat object of scalars: one loop, no walk
+    if is_dict(value):  # the common case, a flat object of scalars: one loop, no walk
         flat: dict[str, JsonValue] = {}
         scalars = _SCALARS
-        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
-            if type(key) is not str or type(item) not in scalars:  # pyright: ignore[reportUnknownArgumentType]
+        for key, item in value.items():
+            if type(key) is not str or type(item) not in scalars:
                 break
             flat[key] = item
         else:
@@ -251,6 +260,27 @@ def freeze_json(value: object, *, path: str = "value") -> JsonValue:
         raise JsonValueError(path + "".join(reversed(rejected.segments)), rejected.reason) from None
     except RecursionError:
         raise JsonValueError(path, "depth") from None
+
+
+def freeze_json_object(value: object, *, path: str = "value") -> JsonObject:
+    """``freeze_json`` for a place that must hold a JSON object: the same rules and errors,
+    and a ``JsonValueError`` (reason ``"container"``) for any other JSON value."""
+    frozen = freeze_json(value, path=path)
+    if type(frozen) is not JsonObject:
+        raise JsonValueError(path, "container")
+    return frozen
+
+
+def is_json_object(value: object) -> TypeIs[JsonObject]:
+    """Whether ``value`` is a ``JsonObject`` (a final class: the exact check and
+    ``isinstance`` agree, so both branches narrow)."""
+    return type(value) is JsonObject
+
+
+def is_json_array(value: JsonValue) -> TypeIs[tuple[JsonValue, ...]]:
+    """Whether a frozen JSON value is an array: exactly a ``tuple``, which is all that
+    ``freeze_json`` makes of one (so the other branch narrows too)."""
+    return type(value) is tuple
 
 
 def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:

@@ -17,12 +17,12 @@ becomes that entry's diagnostic and the other entries are still checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
+from typing import Any, Final, Literal, TypeAlias, TypeGuard, TypeVar, cast
 
 from tether._dataclass import dataclass
 from tether._text import is_non_empty
-from tether._types import real_items, type_of
-from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
+from tether._types import exactly, is_dict, real_items, type_of
+from tether.jsonvalue import JsonObject, JsonValueError, freeze_json, is_json_object
 from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     AssistantBlock,
@@ -87,10 +87,10 @@ def read_field(source: Any, key: str) -> Any:
         return MISSING
 
 
-def is_mapping(value: Any) -> bool:
+def is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
     """A JSON-shaped object: an exact ``dict`` whose keys are all ``str`` (so a lookup never
     compares a caller's key object), or any other ``Mapping``, read with ``read_field``."""
-    if type_of(value) is dict:
+    if is_dict(value):
         return all(type_of(key) is str for key in value)
     return isinstance(value, Mapping)
 
@@ -279,12 +279,12 @@ def _thinking_from_mapping(block: Any, prefix: str) -> ThinkingBlock:
 def _raw_arguments_problem(raw: object, arguments: object) -> str | None:
     """Why a mapping's ``rawArguments`` (present, not null) cannot stand with its
     ``arguments``, or ``None``: an invalid call holds a bounded string and ``{}``."""
-    if type_of(raw) is not str:
+    if not exactly(raw, str):
         return "rawArguments must be a string or null"
-    text: str = raw  # pyright: ignore[reportAssignmentType]
+    text: str = raw
     if len(text) > MAX_RAW_ARGUMENTS_CODE_POINTS:
         return f"rawArguments must be at most {MAX_RAW_ARGUMENTS_CODE_POINTS} code points"
-    if type_of(arguments) in (dict, JsonObject) and len(arguments) != 0:  # pyright: ignore[reportArgumentType]
+    if (is_dict(arguments) or is_json_object(arguments)) and len(arguments) != 0:
         return "arguments must be empty when rawArguments is set"
     return None
 

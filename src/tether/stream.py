@@ -42,9 +42,10 @@ import asyncio
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeGuard, TypeVar
 
 from tether._errors import TetherError
+from tether._types import instance_of, type_of
 
 __all__ = ["EventStream", "EventStreamIterator", "EventStreamStateError"]
 
@@ -170,7 +171,7 @@ class EventStream(Generic[E, R]):
 
     def fail(self, error: BaseException) -> None:
         """Settle the stream with ``error``. Buffered events are still delivered first."""
-        if not isinstance(error, BaseException):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(error, BaseException):
             raise TypeError("EventStream.fail() requires an exception instance")
         if self._state:
             raise self._terminal_error()
@@ -268,6 +269,12 @@ class _Result(Generic[R]):
         if stream._state == _FINISHED:
             return stream._outcome
         raise stream._outcome
+
+
+def is_event_stream(value: object) -> TypeGuard[EventStream[Any, Any]]:
+    """Whether ``value``'s real class is exactly ``EventStream`` (a subclass's methods are
+    caller code), narrowed with its event and result types not known (so ``Any``)."""
+    return type_of(value) is EventStream
 
 
 class EventStreamIterator(AsyncIterator[E]):

@@ -26,6 +26,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
+from tether._types import instance_of
 from tether.agent.agent import Agent, unanswered_call_results
 from tether.agent.compaction import ContextCompactionRecord, ContextSummary
 from tether.agent.session import MessageEntry, SessionContext, SessionStoreError, SessionTree
@@ -46,7 +47,7 @@ class SessionRecorder:
     __slots__ = ("_closed", "_entries", "_last_error", "_lock", "_mine", "_pending", "_tree")
 
     def __init__(self, tree: SessionTree) -> None:
-        if not isinstance(tree, SessionTree):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(tree, SessionTree):
             raise TypeError("SessionRecorder needs a SessionTree")
         self._tree = tree
         # Message ID -> entry ID on the branch, for a compaction's first kept entry.

@@ -47,17 +47,11 @@ ResourceEntryKind = Literal["file", "directory"]
 """What a ``ResourceEntry`` names."""
 
 
-class ResourceError(TetherError):
+class ResourceError(TetherError[ResourceErrorCode]):
     """A resource operation failed; ``code`` is one of ``RESOURCE_ERROR_CODES``."""
 
     def __init__(self, code: ResourceErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> ResourceErrorCode:
-        """The stable error code (one of ``ResourceErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -103,18 +103,12 @@ SkillErrorCode: TypeAlias = Literal["SKILL_NOT_FOUND", "SKILL_UNAVAILABLE"]
 """Why a ``load_skill`` call failed."""
 
 
-class SkillError(TetherError):
+class SkillError(TetherError[SkillErrorCode]):
     """A ``load_skill`` call failed; the message starts with the code (``"CODE: detail"``),
     which is what the model sees in the tool's error result."""
 
     def __init__(self, code: SkillErrorCode, detail: str) -> None:
         super().__init__(code, f"{code}: {detail}")
-
-    @property
-    def code(self) -> SkillErrorCode:
-        """The stable error code (one of ``SkillErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

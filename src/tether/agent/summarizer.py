@@ -27,7 +27,7 @@ import json
 from typing import Final
 
 from tether._text import code_points
-from tether._types import type_of
+from tether._types import exactly, type_of
 from tether.abort import AbortSignal
 from tether.agent.compaction import (
     ContextCompactionError,
@@ -184,7 +184,7 @@ def render_summary_prompt(
 
 
 def _check_positive(name: str, value: object) -> None:
-    if type_of(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:  # pyright: ignore[reportOperatorIssue]
+    if not exactly(value, int) or not 1 <= value <= MAX_SAFE_INTEGER:
         raise TypeError(f"{name} must be a positive safe integer")
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 from tether._errors import TetherError
+from tether._types import instance_of
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -201,8 +202,8 @@ def _explain(error: BaseException, depth: int = 0) -> str:
     cause = error.__cause__
     if cause is None or depth >= 3:
         return text
-    if isinstance(cause, BaseExceptionGroup):
-        parts = cast("tuple[BaseException, ...]", cause.exceptions)  # pyright: ignore[reportUnknownMemberType]
+    if instance_of(cause, BaseExceptionGroup):
+        parts: tuple[BaseException, ...] = cause.exceptions
         inner = "; ".join(_explain(part, depth + 1) for part in parts)
     else:
         inner = _explain(cause, depth + 1)

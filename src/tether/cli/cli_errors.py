@@ -33,16 +33,9 @@ CliErrorCode: TypeAlias = Literal[
 """Every code a ``CliError`` carries: a typo in one is a type error, not a new code."""
 
 
-class CliError(TetherError):
+class CliError(TetherError[CliErrorCode]):
     """A problem a person can fix (exit status 2): ``code`` is stable, the message says what to
     do. Never carries a secret."""
 
     def __init__(self, code: CliErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> CliErrorCode:
-        """The stable error code."""
-        # TetherError stores every layer's code as a str; __init__ above takes only the CLI's
-        # codes, so the stored one is always a CliErrorCode.
-        return self._code  # pyright: ignore[reportReturnType]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 from tether.cli.exit_codes import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from tether.cli.render import Output, json_line, warn
@@ -79,9 +79,36 @@ def _where(config: McpServerConfig) -> str:
     return f"{parts.scheme}://{parts.hostname}{port}"
 
 
-def _row(server: McpServer) -> dict[str, object]:
+class _ToolRow(TypedDict):
+    name: str
+    serverName: str
+    description: str
+
+
+class _ErrorRow(TypedDict):
+    code: str
+    message: str
+    hint: str
+
+
+class _Row(TypedDict):
+    """One server as ``tether mcp list --json`` writes it (``env``/``headers``, ``error``
+    only when they apply)."""
+
+    name: str
+    type: str
+    state: str
+    where: str
+    approval: object
+    tools: list[_ToolRow]
+    env: NotRequired[list[str]]
+    headers: NotRequired[list[str]]
+    error: NotRequired[_ErrorRow]
+
+
+def _row(server: McpServer) -> _Row:
     config = server.config
-    row: dict[str, object] = {
+    row: _Row = {
         "name": server.name,
         "type": config.type,
         "state": server.state,
@@ -98,7 +125,7 @@ def _row(server: McpServer) -> dict[str, object]:
         row["headers"] = list(config.headers)
     error = server.error
     if error is not None and server.state in ("failed", "died"):
-        row["error"] = {"code": error.code, "message": error.message, "hint": error.hint}
+        row["error"] = _ErrorRow(code=error.code, message=error.message, hint=error.hint)
     return row
 
 
@@ -124,7 +151,7 @@ async def mcp_list(config: CliConfig, out: Output, *, as_json: bool) -> int:
         if as_json:
             out.write(json_line(row))
             continue
-        tools: list[dict[str, str]] = row["tools"]  # pyright: ignore[reportAssignmentType]
+        tools = row["tools"]
         state = f"{row['state']}, {len(tools)} tool(s)" if tools else str(row["state"])
         where = visible(str(row["where"]), strict=True)
         out.write(f"{row['name']}  {row['type']}  {state}  {where}\n")
@@ -132,7 +159,7 @@ async def mcp_list(config: CliConfig, out: Output, *, as_json: bool) -> int:
             first = tool["description"].splitlines()[0] if tool["description"] else ""
             name, shown = visible(tool["name"], strict=True), visible(first[:100], strict=True)
             out.write(f"  {name}  {shown}\n")
-        error: dict[str, str] | None = row.get("error")  # pyright: ignore[reportAssignmentType]
+        error = row.get("error")
         if error is not None:
             message = visible(error["message"], strict=True)
             out.write(f"  [{error['code']}] {message}\n  hint: {error['hint']}\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final
 
 from tether.cli.models import choose_model, display_url, run_problem
 from tether.cli.render import OutputError, event_json
@@ -366,7 +366,7 @@ class RpcHandlers:
             raise RpcError(
                 "RPC_INVALID_REQUEST", f'"level" must be one of: {", ".join(THINKING_LEVELS)}'
             )
-        return {"thinking": self.session.set_thinking(cast("ThinkingLevel", level))}
+        return {"thinking": self.session.set_thinking(level)}
 
     async def set_model(self, fields: dict[str, object]) -> object:
         from tether.cli.config import CliError, load_config, with_thinking_flag

@@ -88,17 +88,11 @@ from the model choice (``set_model``). A string, so the CLI's codes are imported
 type checker."""
 
 
-class RpcError(TetherError):
+class RpcError(TetherError[RpcErrorCode]):
     """A command that could not be carried out; becomes a ``success: false`` response."""
 
     def __init__(self, code: RpcErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> RpcErrorCode:
-        """The stable error code."""
-        # TetherError stores every layer's code as a str; __init__ above takes only these.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 class Request:

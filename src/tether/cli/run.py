@@ -55,7 +55,7 @@ import contextlib
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from tether import (
     AbortController,
@@ -69,6 +69,7 @@ from tether import (
     tool,
 )
 from tether._dataclass import dataclass
+from tether._types import instance_of
 from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
 from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.render import HumanView, Output, event_json, json_line, warn
@@ -324,8 +325,8 @@ def _session_problem(error: TetherRuntimeError, path: Path | None) -> str:
         if isinstance(cause, OSError):
             reason = cause.strerror or type(cause).__name__
             return f"[CLI_SESSION_UNUSABLE] cannot use the session file {path}: {reason}"
-        if isinstance(cause, BaseExceptionGroup):
-            seen.extend(cast("tuple[BaseException, ...]", cause.exceptions))  # pyright: ignore[reportUnknownMemberType]
+        if instance_of(cause, BaseExceptionGroup):
+            seen.extend(cause.exceptions)
         if cause.__cause__ is not None:
             seen.append(cause.__cause__)
     if path is not None and error.code == "RUNTIME_INVALID_OPTIONS":

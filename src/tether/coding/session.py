@@ -92,7 +92,7 @@ class CodingSession(SessionRuntimes[M]):
             return self._thinking
         source: object = self._choice if self._meter is None else self._meter.model
         level: object = getattr(source, "thinking", None)
-        return level if is_thinking_level(level) else None  # pyright: ignore[reportReturnType]
+        return level if is_thinking_level(level) else None
 
     def set_thinking(self, level: ThinkingLevel) -> ThinkingLevel:
         """Think at ``level`` from the next request on, with this model and every later one

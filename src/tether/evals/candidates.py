@@ -103,18 +103,13 @@ _CANCEL_REASON: Final = "Evaluation cancelled"
 _PROVIDER_CODE: Final = re.compile(r"(PROVIDER_[A-Z_]+): ")
 
 
-class ModelJudgeError(TetherError):
+class ModelJudgeError(TetherError[ModelJudgeErrorCode]):
     """The judge model gave no usable verdict: ``MODEL_JUDGE_INVALID_ANSWER`` (not exactly
     ``PASS`` or ``FAIL``; the answer itself is not repeated) or ``MODEL_JUDGE_RUN_FAILED``
     (its run did not complete; the message names the run's status and code)."""
 
     def __init__(self, code: ModelJudgeErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> ModelJudgeErrorCode:
-        """The stable error code."""
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 def _check_model_options(

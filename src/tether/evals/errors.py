@@ -56,7 +56,7 @@ def _restore(
     return error
 
 
-class EvaluationInfrastructureError(TetherError):
+class EvaluationInfrastructureError(TetherError[EvaluationErrorCode]):
     """The evaluation could not be carried out; ``code`` says why (``EVALUATION_ERROR_CODES``).
 
     Frozen in spirit: ``code`` is read-only. ``__cause__`` is the underlying failure when there
@@ -65,11 +65,6 @@ class EvaluationInfrastructureError(TetherError):
 
     def __init__(self, code: EvaluationErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> EvaluationErrorCode:
-        """The stable error code."""
-        return self._code  # pyright: ignore[reportReturnType]
 
     @property
     def errors(self) -> tuple[BaseException, ...]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, NoReturn, cast
+from typing import Any, Final, NoReturn, TypeGuard, cast
 
 from tether.evals.errors import EvaluationInfrastructureError
 from tether.evals.types import (
@@ -130,6 +130,11 @@ def _identifier(value: object, where: str) -> str:
     return value
 
 
+def _is_plain_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
+    """Whether ``value``'s real class is exactly ``dict`` or ``MappingProxyType``."""
+    return type(value) is dict or type(value) is MappingProxyType
+
+
 def capture_metrics(value: object, where: str, limit: int) -> PublicMetrics:
     """Validate a metrics mapping (exact ``dict``, ``MappingProxyType`` or ``PublicMetrics``;
     at most ``limit`` entries; pattern names; finite numbers) into ``PublicMetrics``.
@@ -138,12 +143,12 @@ def capture_metrics(value: object, where: str, limit: int) -> PublicMetrics:
     """
     if type(value) is PublicMetrics:
         source: Mapping[Any, Any] = value
-    elif type(value) is dict or type(value) is MappingProxyType:
-        source = value  # pyright: ignore[reportUnknownVariableType]
+    elif _is_plain_mapping(value):
+        source = value
     else:
         raise ValueError(f"{where} must be an object")
     try:
-        items = list(source.items())  # pyright: ignore[reportUnknownArgumentType]
+        items = list(source.items())
     except Exception:
         raise ValueError(f"{where} could not be read") from None
     if len(items) > limit:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Final, NoReturn, cast
 
 from tether._text import is_non_empty
+from tether._types import is_array
 from tether.evals.types import (
     ID_PATTERN,
     MAX_EVALUATION_TASKS,
@@ -37,8 +38,6 @@ __all__ = [
 EVALUATION_FIXTURE_SCHEMA_VERSION: Final = 1
 """The only fixture ``schemaVersion`` this loader reads."""
 
-_SEQUENCES: Final = (list, tuple)
-
 
 def utf16_units(text: str) -> int:
     """The length of ``text`` in UTF-16 code units (a lone surrogate counts one)."""
@@ -52,9 +51,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def _dense_list(value: object, where: str) -> list[Any] | tuple[Any, ...]:
-    if type(value) not in _SEQUENCES:
+    if not is_array(value):
         _fail(f"{where} must be a dense list")
-    items: list[Any] | tuple[Any, ...] = value  # pyright: ignore[reportAssignmentType]
+    items: list[Any] | tuple[Any, ...] = value
     if any(item is None for item in items):
         _fail(f"{where} must be dense (no missing entries)")
     return items

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import field
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast
 
 from tether._dataclass import dataclass
 from tether.abort import AbortSignal
@@ -148,7 +148,7 @@ class PublicMetrics(Mapping[str, float]):
         if isinstance(other, PublicMetrics):
             return self._items == other._items
         if isinstance(other, Mapping):
-            return self._items == dict(other)  # pyright: ignore[reportUnknownArgumentType]
+            return self._items == dict(cast("Mapping[object, object]", other))  # isinstance above
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -16,4 +16,4 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2, name)
 
 
-__all__ = sorted([*_run.__all__, *_hooks.__all__], key=_isort_key)  # pyright: ignore[reportUnsupportedDunderAll]
+__all__ = sorted([*_run.__all__, *_hooks.__all__], key=_isort_key)  # pyright: ignore[reportUnsupportedDunderAll] - a computed __all__

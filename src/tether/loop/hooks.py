@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, TypeAlias
 from tether._dataclass import dataclass
 from tether._race import check_signal, race, reraise_task_cancellation
 from tether._text import is_non_empty, message_of
-from tether._types import is_awaitable, type_of
+from tether._types import exactly, is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.protocol import Message, ToolCall, ToolResultMessage
 from tether.protocol import _trusted as trusted
@@ -168,8 +168,8 @@ async def run_hooked_tool_call(
             decision = await _answer(before, signal, context)
         except _HookFailure as failure:
             return _error_result(call, "TOOL_HOOK_FAILED", str(failure))
-        if type_of(decision) is BlockToolCall:
-            blocked: BlockToolCall = decision  # pyright: ignore[reportAssignmentType]
+        if exactly(decision, BlockToolCall):
+            blocked: BlockToolCall = decision
             return _error_result(call, "TOOL_CALL_BLOCKED", blocked.reason)
         if decision is not None:
             return _error_result(call, "TOOL_HOOK_FAILED", _BEFORE_SHAPE)
@@ -182,7 +182,7 @@ async def run_hooked_tool_call(
         return _error_result(call, "TOOL_HOOK_FAILED", str(failure))
     if replacement is None:
         return result
-    if type_of(replacement) is not ReplaceToolResult:
+    if not exactly(replacement, ReplaceToolResult):
         return _error_result(call, "TOOL_HOOK_FAILED", _AFTER_SHAPE)
-    replaced: ReplaceToolResult = replacement  # pyright: ignore[reportAssignmentType]
+    replaced: ReplaceToolResult = replacement
     return trusted.tool_result(call, replaced.content, replaced.is_error)

@@ -37,7 +37,7 @@ import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, TypeGuard, cast
 
 from tether._errors import TetherError
 from tether._producer import (
@@ -120,7 +120,7 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.providers.errors import ProviderError
-from tether.stream import EventStream
+from tether.stream import EventStream, is_event_stream
 from tether.tools import ToolRegistry, execute_tool_call
 from tether.tools.output import OutputT
 
@@ -847,7 +847,7 @@ def _stream_failure(error: Exception) -> RunFailure:
     """The run failure of a failed model stream: ``SCRIPT_EXHAUSTED`` when a scripted model
     ran out of replies (a test's script is too short), else ``MODEL_STREAM_FAILED``."""
     # By its code (codes are the contract), so the loop need not import the scripted model.
-    if isinstance(error, TetherError) and error.code == "SCRIPT_EXHAUSTED":
+    if instance_of(error, TetherError) and error.code == "SCRIPT_EXHAUSTED":
         return ScriptExhausted(
             error.message,
             "the ScriptedModel has fewer replies than the run makes model turns: add a "
@@ -875,9 +875,9 @@ async def _abandoned_stream_settled(stream: ModelStream) -> None:
     for it to settle, at most ``ABANDONED_STREAM_GRACE`` seconds. The HTTP providers settle
     only after closing their response, so the run's outcome comes after that and leaves
     nothing running. Whatever the stream settles with is not this turn's outcome."""
-    if type_of(stream) is not EventStream:
+    if not is_event_stream(stream):
         return
-    abandoned: EventStream[Any, Any] = stream  # pyright: ignore[reportAssignmentType]
+    abandoned = stream
     if abandoned.settled or not abandoned.abandon_notified:
         return
     with contextlib.suppress(Exception):
@@ -897,9 +897,9 @@ def _finished_events(stream: ModelStream) -> deque[object] | None:
 
 def _settled_response(stream: ModelStream, signal: AbortSignal) -> object:
     """The response of a settled ``EventStream`` without awaiting, else ``_PENDING``."""
-    if type_of(stream) is not EventStream:
+    if not is_event_stream(stream):
         return _PENDING
-    settled: EventStream[Any, Any] = stream  # pyright: ignore[reportAssignmentType]
+    settled = stream
     try:
         return settled.result_nowait(_PENDING)
     except Exception as error:
@@ -944,14 +944,19 @@ def _reason_text(reason: object, error: BaseException | None) -> str:
     return message if is_non_empty(message) else _CANCELLED_FALLBACK
 
 
-def _model_stream(opened: object) -> ModelStream:
-    if type_of(opened) is EventStream:
-        return opened  # pyright: ignore[reportReturnType]
+def _iterable(opened: object) -> TypeGuard[ModelStream]:
+    """Whether ``opened``'s class has a callable ``__aiter__``: all that is checked of a model
+    stream before it is read (each item and the result are checked as they come)."""
     try:
-        iterable = callable(getattr(type_of(opened), "__aiter__", None))
+        return callable(getattr(type_of(opened), "__aiter__", None))
     except Exception:
-        iterable = False
-    if iterable:
-        return opened  # pyright: ignore[reportReturnType]
+        return False
+
+
+def _model_stream(opened: object) -> ModelStream:
+    if is_event_stream(opened):
+        return opened
+    if _iterable(opened):
+        return opened
     neutralize(opened)
     raise ModelProtocolError("model.stream must return an EventStream")

@@ -40,7 +40,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import field
 from types import MappingProxyType
-from typing import Final, Literal, TypeAlias, cast
+from typing import Final, Literal, TypeAlias, TypeGuard, cast
 
 from tether._dataclass import dataclass
 from tether.mcp.errors import McpError
@@ -302,11 +302,16 @@ def parse_mcp_servers(value: object) -> tuple[McpServerConfig, ...]:
     return tuple(servers)
 
 
+def _is_table(value: object) -> TypeGuard[dict[str, object]]:
+    """``isinstance(value, dict)``: a TOML table (``tomllib`` makes ``str`` keys)."""
+    return isinstance(value, dict)
+
+
 def _server(name: str, entry: object) -> McpServerConfig:
     key = f"mcp_servers.{name}"
-    if not isinstance(entry, dict):
+    if not _is_table(entry):
         raise _fail(f"'{key}' must be a table", name)
-    table: dict[str, object] = entry  # pyright: ignore[reportUnknownVariableType]
+    table = entry
     if ("command" in table) == ("url" in table):
         raise _fail(
             f"'{key}' needs exactly one of 'command' (stdio) or 'url' (streamable HTTP)", name
@@ -335,7 +340,7 @@ def _server(name: str, entry: object) -> McpServerConfig:
                 ),
                 env=cast("Mapping[str, str]", table.get("env", {})),
                 cwd=cast("str | None", table.get("cwd")),
-                **common,  # pyright: ignore[reportArgumentType]
+                **common,  # pyright: ignore[reportArgumentType] - each value checked above
             )
         if "headers" in table and "http_headers" in table:
             raise _fail(f"'{key}' takes 'headers' or 'http_headers', not both", name)
@@ -344,7 +349,7 @@ def _server(name: str, entry: object) -> McpServerConfig:
             url=cast("str", table["url"]),
             headers=cast("Mapping[str, str]", table.get("headers", table.get("http_headers", {}))),
             bearer_token_env_var=cast("str | None", table.get("bearer_token_env_var")),
-            **common,  # pyright: ignore[reportArgumentType]
+            **common,  # pyright: ignore[reportArgumentType] - as above
         )
     except McpError as error:
         raise _fail(error.message.replace(f"'{name}.", f"'{key}.", 1), name) from None

@@ -42,7 +42,7 @@ MCP_HINTS: Final[dict[McpErrorCode, str]] = {
 """What a person can do about each code (``McpError.hint``)."""
 
 
-class McpError(TetherError):
+class McpError(TetherError[McpErrorCode]):
     """An MCP server could not be configured, started or called.
 
     ``code`` is one of ``McpErrorCode``; ``server`` names the ``[mcp_servers.NAME]`` entry
@@ -53,11 +53,6 @@ class McpError(TetherError):
     def __init__(self, code: McpErrorCode, message: str, *, server: str | None = None) -> None:
         super().__init__(code, message)
         self._server = server
-
-    @property
-    def code(self) -> McpErrorCode:
-        """The stable error code."""
-        return self._code  # pyright: ignore[reportReturnType] - __init__ takes only McpErrorCode
 
     @property
     def server(self) -> str | None:

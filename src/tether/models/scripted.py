@@ -30,7 +30,7 @@ from tether._ownership import claim_iterator_once
 from tether._producer import fail_producer, shed_frames, start_producer_eagerly
 from tether._race import RacedIterator, check_signal, neutralize, signal_aborted, signal_reason
 from tether._text import is_non_empty
-from tether._types import instance_of, type_of
+from tether._types import exactly, instance_of, type_of
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
 from tether.messages import snapshot_arguments
@@ -47,6 +47,7 @@ from tether.protocol import (
     ToolCallDeltaChunk,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.model import is_model_chunk
 from tether.stream import EventStream
 
 __all__ = [
@@ -73,17 +74,11 @@ ResponseFactory: TypeAlias = Callable[
 """Makes one scripted turn: yields chunks, then exactly one ``ModelResponse``, last."""
 
 
-class ScriptedModelError(TetherError):
+class ScriptedModelError(TetherError[ScriptedModelErrorCode]):
     """A scripted turn broke the script's rules; ``code`` says which."""
 
     def __init__(self, code: ScriptedModelErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> ScriptedModelErrorCode:
-        """The stable error code (one of ``ScriptedModelErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 class ScriptedModel:
@@ -145,8 +140,10 @@ class ScriptedModel:
         self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
         queue = self._queue
-        if queue and type(queue[0]) is ScriptedReply and not signal_aborted(signal):
-            stream_reply(queue.popleft(), request, stream)  # pyright: ignore[reportArgumentType]
+        head = queue[0] if queue else None
+        if exactly(head, ScriptedReply) and not signal_aborted(signal):
+            queue.popleft()
+            stream_reply(head, request, stream)
             return stream
         start_producer_eagerly(self._produce(stream, request, signal))
         return stream
@@ -209,13 +206,12 @@ async def _run_turn(
                 "SCRIPT_INVALID_RESPONSE",
                 "A scripted response iterator must end after its ModelResponse",
             )
-        kind = type(item)
-        if kind is ModelResponse:
-            response = _checked_response(item, active)  # pyright: ignore[reportArgumentType]
+        if exactly(item, ModelResponse):
+            response = _checked_response(item, active)
             continue
-        if kind not in _CHUNK_TYPES:
+        if not is_model_chunk(item):
             raise TypeError("A scripted chunk has an unsupported type")
-        chunk: ModelChunk = item  # pyright: ignore[reportAssignmentType]
+        chunk = item
         if chunk.request_id != active:
             raise ScriptedModelError(
                 "SCRIPT_REQUEST_MISMATCH",
@@ -399,9 +395,9 @@ class ScriptedReply:
 
     def _chunks(
         self, request: ModelRequest, calls: tuple[ToolCall, ...]
-    ) -> list[ModelChunk | ModelResponse]:
+    ) -> tuple[list[ModelChunk], ModelResponse]:
         request_id = request.id
-        items: list[ModelChunk | ModelResponse] = [
+        items: list[ModelChunk] = [
             trusted.thinking_delta_chunk(request_id, part) for part in self.thinking
         ]
         items.extend(trusted.text_delta_chunk(request_id, part) for part in self.text)
@@ -419,12 +415,13 @@ class ScriptedReply:
                     )
                 )
             items.append(trusted.tool_call_chunk(request_id, call))
-        items.append(self._response(request, calls))
-        return items
+        return items, self._response(request, calls)
 
     async def _turn(self, request: ModelRequest) -> AsyncIterator[ModelChunk | ModelResponse]:
-        for item in self._chunks(request, self._calls(request)):
+        items, response = self._chunks(request, self._calls(request))
+        for item in items:
             yield item
+        yield response
 
 
 def stream_reply(
@@ -441,10 +438,10 @@ def stream_reply(
     checks both against each other on any reply.
     """
     if reply.tool_call_deltas:
-        *items, response = reply._chunks(request, reply._calls(request))  # pyright: ignore[reportPrivateUsage]
+        items, response = reply._chunks(request, reply._calls(request))  # pyright: ignore[reportPrivateUsage] - the module's fast path reads its reply's parts
         for item in items:
-            stream.push(item)  # pyright: ignore[reportArgumentType]
-        stream.finish(response)  # pyright: ignore[reportArgumentType]
+            stream.push(item)
+        stream.finish(response)
         return
     request_id = request.id
     push = stream.push
@@ -459,7 +456,7 @@ def stream_reply(
             push(_tool_call_chunk(request_id, call))
     else:
         calls = ()
-    stream.finish(reply._response(request, calls))  # pyright: ignore[reportPrivateUsage]
+    stream.finish(reply._response(request, calls))  # pyright: ignore[reportPrivateUsage] - the module's fast path reads its reply's parts
 
 
 _thinking_delta_chunk: Final = trusted.thinking_delta_chunk

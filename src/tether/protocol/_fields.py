@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_args, get_origin
 
 from tether._text import JS_WHITESPACE, is_non_empty
+from tether._types import is_array, is_dict
 from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, JsonValueError, freeze_json
 
 __all__ = [
@@ -444,8 +445,8 @@ def _json_object(where: str, expected: str) -> _Check:
     def check_json(value: object) -> object:
         if type(value) is JsonObject:
             return value
-        if type(value) is dict:  # no Mapping check (an ABC look-up) for the common case
-            source: dict[Any, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        if is_dict(value):  # no Mapping check (an ABC look-up) for the common case
+            source: dict[Any, Any] = value
         elif isinstance(value, Mapping):
             source = _plain_dict(value)
         else:
@@ -470,11 +471,8 @@ def _tuple(item_hint: Any, where: str, expected: str) -> _Check:
     item_names = _plural(item_hint)
 
     def check_items(value: object) -> object:
-        kind = type(value)
-        if kind is tuple:
-            items: tuple[object, ...] = value  # pyright: ignore[reportAssignmentType]
-        elif kind is list:
-            items = tuple(value)  # pyright: ignore[reportArgumentType]
+        if is_array(value):  # tuple() of an exact tuple is that tuple: no copy
+            items: tuple[object, ...] = tuple(value)
         else:
             raise TypeError(f"{where} must be {expected} {_got(value)}")
         if not allowed.issuperset(map(type, items)):

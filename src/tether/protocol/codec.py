@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar, assert_never, overload
 
 from tether._errors import TetherError
-from tether.jsonvalue import JsonObject, thaw_json
+from tether._types import is_array
+from tether.jsonvalue import is_json_object, thaw_json
 from tether.protocol._decoder import Layer, Problem, camel_case, decoder, json_type, limit_text
 from tether.protocol._fields import (
     ProtocolValue,
@@ -90,11 +91,10 @@ def to_json(value: object) -> Any:
                 continue
             encoded[key] = encode(item)
         return encoded
-    if kind is tuple or kind is list:
-        items: tuple[object, ...] | list[object] = value  # pyright: ignore[reportAssignmentType]
-        return [to_json(item) for item in items]
-    if kind is JsonObject:
-        return thaw_json(value)  # pyright: ignore[reportArgumentType]
+    if is_array(value):
+        return [to_json(item) for item in value]
+    if is_json_object(value):
+        return thaw_json(value)
     raise TypeError(f"to_json() cannot encode {kind.__name__} values")
 
 

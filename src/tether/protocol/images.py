@@ -47,7 +47,7 @@ ImageErrorCode: TypeAlias = Literal["IMAGE_INVALID", "IMAGE_TOO_LARGE"]
 """Why bytes are not an image tether can send."""
 
 
-class ImageError(TetherError, ValueError):
+class ImageError(TetherError[ImageErrorCode], ValueError):
     """Bytes that are not an image tether can send: not a PNG, JPEG, GIF or WebP whose
     header agrees with the block (``IMAGE_INVALID``), or beyond the bounds
     (``IMAGE_TOO_LARGE``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from operator import add, attrgetter
-from typing import Annotated, Final, Literal, TypeAlias
+from typing import Annotated, Final, Literal, TypeAlias, TypeGuard, get_args
 
 from tether._dataclass import dataclass
 from tether.jsonvalue import JsonObject
@@ -110,6 +110,14 @@ class ToolCallChunk(ProtocolValue):
 
 ModelChunk: TypeAlias = TextDeltaChunk | ThinkingDeltaChunk | ToolCallDeltaChunk | ToolCallChunk
 """Every chunk a model stream can yield."""
+
+_CHUNK_CLASSES: Final = frozenset(get_args(ModelChunk))
+
+
+def is_model_chunk(value: object) -> TypeGuard[ModelChunk]:
+    """Whether ``value``'s real class is exactly one of the four chunk classes (a subclass's
+    methods are caller code; ``type``, never ``__class__``, is read)."""
+    return type(value) in _CHUNK_CLASSES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from tether._text import LazyPattern
+from tether._types import is_dict, is_list
 from tether.providers.errors import (
     MAX_ERROR_TEXT,
     MAX_PROVIDER_CODE,
@@ -147,13 +148,13 @@ def _vendor_error(body: bytes) -> tuple[str, str | None, float | None]:
     except (ValueError, RecursionError):
         return text, None, None
     top: object = parsed
-    if isinstance(parsed, list):
-        wrapped: list[object] = parsed  # pyright: ignore[reportUnknownVariableType]
+    if is_list(parsed):  # json.loads makes exact lists and dicts only
+        wrapped: list[object] = parsed
         if len(wrapped) == 1:
             top = wrapped[0]
     error: object = _get(top, "error")
-    if isinstance(error, dict):
-        fields: dict[str, object] = error  # pyright: ignore[reportUnknownVariableType]
+    if is_dict(error):
+        fields: dict[str, object] = error
         message = fields.get("message")
         code = fields.get("code") or fields.get("type")
         status_name = fields.get("status")
@@ -174,9 +175,9 @@ _DELAY: Final = LazyPattern(r"(\d{1,7}(?:\.\d{1,9})?)s")
 
 def _retry_delay(details: object) -> float | None:
     """The seconds of the first ``google.rpc.RetryInfo`` detail's ``retryDelay``, if any."""
-    if not isinstance(details, list):
+    if not is_list(details):
         return None
-    entries: list[object] = details  # pyright: ignore[reportUnknownVariableType]
+    entries: list[object] = details
     for detail in entries:
         delay = _get(detail, "retryDelay")
         if isinstance(delay, str):
@@ -188,8 +189,8 @@ def _retry_delay(details: object) -> float | None:
 
 def _get(value: object, key: str) -> object:
     """``value[key]`` of a decoded JSON object, else ``None``."""
-    if isinstance(value, dict):
-        mapping: dict[str, object] = value  # pyright: ignore[reportUnknownVariableType]
+    if is_dict(value):
+        mapping: dict[str, object] = value
         return mapping.get(key)
     return None
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, Self, TypeAlia
 
 from tether._producer import fail_producer, start_producer
 from tether._race import follow_signal
+from tether._types import instance_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.models.base import RetryListener, retry_listener
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
@@ -124,9 +125,9 @@ class HttpStreamModel:
             import os
 
             api_key = os.environ.get(api_key_env) or None
-        if not isinstance(retry, RetryPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(retry, RetryPolicy):
             raise TypeError("retry must be a RetryPolicy")
-        if not isinstance(timeouts, Timeouts):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(timeouts, Timeouts):
             raise TypeError("timeouts must be a Timeouts")
         self._model = model
         self._base_url = base_url.rstrip("/")

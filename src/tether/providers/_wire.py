@@ -15,8 +15,8 @@ from collections.abc import Iterable, Set
 from typing import Final, NoReturn, cast
 
 from tether._text import is_non_empty
-from tether._types import type_of
-from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
+from tether._types import exactly, type_of
+from tether.jsonvalue import JsonObject, JsonValueError, freeze_json_object
 from tether.providers.errors import ProviderError
 
 __all__ = [
@@ -77,9 +77,9 @@ def kind(value: object) -> str:
 def shown(value: object) -> str:
     """A vendor value quoted in an error message: a string JSON-quoted and bounded to
     ``MAX_SHOWN`` characters, anything else only its kind."""
-    if type_of(value) is not str:
+    if not exactly(value, str):
         return kind(value)
-    text: str = value  # pyright: ignore[reportAssignmentType]
+    text: str = value
     if len(text) > MAX_SHOWN:
         text = text[: MAX_SHOWN - 1] + "…"
     return json.dumps(text, ensure_ascii=False)
@@ -111,11 +111,9 @@ def parse_arguments(text: str) -> JsonObject:
     if type_of(value) is not dict:
         raise BadArguments(f"must be a JSON object, not {kind(value)}")
     try:
-        frozen = freeze_json(value, path="arguments")
+        return freeze_json_object(value, path="arguments")
     except JsonValueError as error:
         raise BadArguments(f"are not plain JSON: {error}") from None
-    arguments: JsonObject = frozen  # pyright: ignore[reportAssignmentType]
-    return arguments
 
 
 def unique_call_id(response_id: str, position: int, reserved: Set[str], used: set[str]) -> str:

@@ -28,7 +28,7 @@ import math
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
-from tether._types import type_of
+from tether._types import exactly, is_dict, type_of
 from tether.jsonvalue import thaw_json
 from tether.protocol import (
     MAX_SAFE_INTEGER,
@@ -455,8 +455,8 @@ class AnthropicStreamParser:
         try:
             # The hot path, one per token, runs here without a further call (each Python call
             # saved is measurable: benchmarks/bench_anthropic.py): a delta into an open block.
-            if type_of(payload) is dict:
-                data: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+            if is_dict(payload):
+                data: dict[str, Any] = payload
                 if data.get("type") == "content_block_delta" and self._state == "streaming":
                     index: Any = data.get("index")
                     blocks = self._blocks
@@ -471,9 +471,9 @@ class AnthropicStreamParser:
             raise
 
     def _feed(self, payload: object, event: str) -> list[ModelChunk]:
-        if type_of(payload) is not dict:
+        if not is_dict(payload):
             raise _field_error("A stream event", "a JSON object", payload)
-        data: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+        data: dict[str, Any] = payload
         kind = data.get("type")
         if kind == "content_block_delta":
             if self._state != "streaming":
@@ -567,9 +567,9 @@ class AnthropicStreamParser:
         raise _protocol(f"{kind} arrived after message_stop")
 
     def _open_block(self, index: object, kind: str) -> _Block:
-        if type_of(index) is not int:
+        if not exactly(index, int):
             raise _field_error(f"{kind}.index", "an integer", index)
-        position: int = index  # pyright: ignore[reportAssignmentType]
+        position: int = index
         if not 0 <= position < len(self._blocks):
             raise _protocol(f"{kind} for content block {position}, which was never started")
         block = self._blocks[position]
@@ -647,10 +647,10 @@ class AnthropicStreamParser:
     def _initial(self, block: _Block, text: object, kind: str, out: list[ModelChunk]) -> None:
         if text is None:
             return
-        if type_of(text) is not str:
+        if not exactly(text, str):
             raise _field_error(f"{kind} block's {kind}", "a string", text)
         if text:
-            value: str = text  # pyright: ignore[reportAssignmentType]
+            value: str = text
             block.parts.append(value)
             if kind == "text":
                 out.append(trusted.text_delta_chunk(self._request_id, value))
@@ -749,9 +749,9 @@ class AnthropicStreamParser:
 
     def _read_usage(self, value: object, where: str) -> None:
         """Overwrite each usage count the object carries (present and non-null)."""
-        if type_of(value) is not dict:
+        if not is_dict(value):
             raise _field_error(where, "an object", value)
-        usage: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+        usage: dict[str, Any] = value
         counts = self._usage
         for name, slot in _USAGE_FIELDS:
             count = usage.get(name)

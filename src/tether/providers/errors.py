@@ -62,7 +62,7 @@ def bounded(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class ProviderError(TetherError):
+class ProviderError(TetherError[ProviderErrorCode]):
     """A real provider failed; ``code`` says how (see the module docstring)."""
 
     def __init__(
@@ -80,12 +80,6 @@ class ProviderError(TetherError):
         self._provider_code = (
             None if provider_code is None else bounded(provider_code, MAX_PROVIDER_CODE)
         )
-
-    @property
-    def code(self) -> ProviderErrorCode:
-        """The stable error code (one of ``ProviderErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
     @property
     def status(self) -> int | None:

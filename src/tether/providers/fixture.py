@@ -49,7 +49,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import is_non_empty
-from tether._types import instance_of, type_of
+from tether._types import exactly, instance_of, is_dict, is_list, type_of
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import (
     JsonObject,
@@ -101,7 +101,7 @@ replaying one response (which happens at once, without awaiting) stays well unde
 _OWNED = trusted_errors()
 
 
-class FixtureProviderError(TetherError):
+class FixtureProviderError(TetherError[FixtureProviderErrorCode]):
     """A fixture or transport record failed the boundary; ``code`` says how.
 
     ``record_index`` is the position of the offending record (or the record count, for a
@@ -119,12 +119,6 @@ class FixtureProviderError(TetherError):
         super().__init__(code, message)
         self._record_index = record_index
         self._provider_code = provider_code
-
-    @property
-    def code(self) -> FixtureProviderErrorCode:
-        """The stable error code (one of ``FixtureProviderErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
     @property
     def record_index(self) -> int | None:
@@ -285,9 +279,9 @@ def _fields(value: object, path: str, names: tuple[str, ...]) -> dict[str, Any]:
 
     Keys are checked before any lookup, so a caller's key object is never compared.
     """
-    if type_of(value) is not dict:
+    if not is_dict(value):
         raise TypeError(f"{path} must be a JSON object")
-    document: dict[Any, Any] = value  # pyright: ignore[reportAssignmentType]
+    document: dict[Any, Any] = value
     found: dict[str, Any] = {}
     for key, item in document.items():
         if type_of(key) is not str:
@@ -363,10 +357,10 @@ def _snapshot_fixture(fixture: object, *, owned: bool = False) -> list[object]:
     if type_of(version) is not int or version != 1:
         raise ValueError("fixture.schemaVersion must be 1")
     responses = document.get("responses")
-    if type_of(responses) is not list:
+    if not is_list(responses):
         raise TypeError("fixture.responses must be an array")
     queue: list[object] = []
-    entries: list[Any] = responses  # pyright: ignore[reportAssignmentType]
+    entries: list[Any] = responses
     if len(entries) > MAX_FIXTURE_RESPONSES:
         raise ValueError(
             f"fixture.responses must have at most {MAX_FIXTURE_RESPONSES} entries "
@@ -677,12 +671,14 @@ def _usage(value: Any, index: int) -> ModelUsage:
         if camel in usage and snake in usage:
             raise _invalid("response_end.usage must not mix duplicate token fields", index)
         counts.append(usage[camel] if camel in usage else usage.get(snake, _MISSING))
+    tokens: list[int] = []
     for count in counts:
-        if type_of(count) is not int or not 0 <= count <= MAX_SAFE_INTEGER:  # pyright: ignore[reportOperatorIssue]
+        if not exactly(count, int) or not 0 <= count <= MAX_SAFE_INTEGER:
             raise _invalid(
                 "response_end.usage token counts must be non-negative safe integers", index
             )
-    return ModelUsage(input_tokens=counts[0], output_tokens=counts[1])  # pyright: ignore[reportArgumentType]
+        tokens.append(count)
+    return ModelUsage(input_tokens=tokens[0], output_tokens=tokens[1])
 
 
 def _invalid(message: str, index: int) -> FixtureProviderError:

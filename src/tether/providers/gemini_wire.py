@@ -29,8 +29,8 @@ import re
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
-from tether._types import type_of
-from tether.jsonvalue import JsonObject, JsonValueError, freeze_json, thaw_json
+from tether._types import exactly, is_dict, is_list, is_number, type_of
+from tether.jsonvalue import JsonValueError, freeze_json_object, thaw_json
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
@@ -153,11 +153,11 @@ def gemini_schema(schema: object, *, tool: str = "tool") -> dict[str, object]:
     tuple ``items``, an unknown keyword) is refused: ``ProviderError``
     ``PROVIDER_BAD_REQUEST`` naming the tool, the place and the keyword.
     """
-    if type_of(schema) is not dict:
+    if not is_dict(schema):
         raise ProviderError(
             "PROVIDER_BAD_REQUEST", f"Tool {tool!r}: its parameters must be a JSON Schema object"
         )
-    root: dict[str, Any] = schema  # pyright: ignore[reportAssignmentType]
+    root: dict[str, Any] = schema
     defs: dict[str, Any] = {}
     for key in ("$defs", "definitions"):
         found: Any = root.get(key)
@@ -183,9 +183,9 @@ def _convert(
 ) -> dict[str, object]:
     if depth > _MAX_SCHEMA_DEPTH:
         raise _Unsupported(path, f"more than {_MAX_SCHEMA_DEPTH} levels of nesting")
-    if type_of(node) is not dict:
+    if not is_dict(node):
         raise _Unsupported(path, f"a schema that is {json_kind(node)}")
-    source: dict[str, Any] = node  # pyright: ignore[reportAssignmentType]
+    source: dict[str, Any] = node
     ref = source.get("$ref")
     if ref is not None:
         if type_of(ref) is not str or ref not in defs:
@@ -273,15 +273,15 @@ def _other_values(values: list[Any], out: dict[str, object]) -> None:
 
 def _type(value: object, path: str, out: dict[str, object]) -> bool:
     """``type`` into ``out``; returns whether it allowed ``null``."""
-    if type_of(value) is str:
-        mapped = _TYPES.get(value)  # pyright: ignore[reportArgumentType]
+    if exactly(value, str):
+        mapped = _TYPES.get(value)
         if mapped is None:
             raise _Unsupported(path, f"the type {shown(value)}")
         out["type"] = mapped
         return False
-    if type_of(value) is not list or not value:
+    if not is_list(value) or not value:
         raise _Unsupported(path, f"a type that is {json_kind(value)}")
-    names: list[Any] = value  # pyright: ignore[reportAssignmentType]
+    names: list[Any] = value
     nullable = "null" in names
     rest: list[str] = []
     for name in names:
@@ -308,11 +308,11 @@ def _any_of(
     out: dict[str, object],
 ) -> bool:
     """``anyOf``/``oneOf`` into ``out["anyOf"]``; returns whether a member was ``null``."""
-    if type_of(value) is not list or not value:
+    if not is_list(value) or not value:
         raise _Unsupported(path, "something other than a non-empty list of schemas")
     if "anyOf" in out:
         raise _Unsupported(path, "more than one list of alternatives")
-    members: list[Any] = value  # pyright: ignore[reportAssignmentType]
+    members: list[Any] = value
     nullable = False
     converted: list[dict[str, object]] = []
     for position, member in enumerate(members):
@@ -470,18 +470,14 @@ def check_generation_options(
     """``TypeError``/``ValueError`` unless the options are what ``build_gemini_request``
     takes (shared with ``GeminiModel``'s constructor)."""
     if max_output_tokens is not None and (
-        type_of(max_output_tokens) is not int or max_output_tokens < 1  # pyright: ignore[reportOperatorIssue]
+        not exactly(max_output_tokens, int) or max_output_tokens < 1
     ):
         raise ValueError("max_output_tokens must be a positive int or None")
     if temperature is not None and (
-        type_of(temperature) not in (int, float)
-        or not math.isfinite(temperature)  # pyright: ignore[reportArgumentType]
-        or not 0 <= temperature <= 2  # pyright: ignore[reportOperatorIssue]
+        not is_number(temperature) or not math.isfinite(temperature) or not 0 <= temperature <= 2
     ):
         raise ValueError("temperature must be a number from 0 to 2, or None")
-    if thinking_budget is not None and (
-        type_of(thinking_budget) is not int or thinking_budget < -1  # pyright: ignore[reportOperatorIssue]
-    ):
+    if thinking_budget is not None and (not exactly(thinking_budget, int) or thinking_budget < -1):
         raise ValueError("thinking_budget must be an int >= -1 (-1: dynamic, 0: off) or None")
     if thinking_level is not None and thinking_level not in THINKING_LEVELS:
         raise ValueError(f"thinking_level must be one of {', '.join(THINKING_LEVELS)}, or None")
@@ -551,8 +547,8 @@ def _error_event(error: object) -> ProviderError:
     status: str | None = None
     message: object = None
     code: object = None
-    if type_of(error) is dict:
-        fields_: dict[str, Any] = error  # pyright: ignore[reportAssignmentType]
+    if is_dict(error):
+        fields_: dict[str, Any] = error
         raw = fields_.get("status")
         if is_non_empty(raw):
             status = raw[:MAX_SHOWN]
@@ -725,9 +721,9 @@ class GeminiStreamParser:
             raise
 
     def _feed(self, payload: object) -> list[ModelChunk]:
-        if type_of(payload) is not dict:
+        if not is_dict(payload):
             raise field_error("A stream chunk", "a JSON object", payload)
-        data: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+        data: dict[str, Any] = payload
         error = data.get("error")
         if error is not None:
             raise _error_event(error)
@@ -792,9 +788,9 @@ class GeminiStreamParser:
         return out
 
     def _part(self, part: object, out: list[ModelChunk]) -> None:
-        if type_of(part) is not dict:
+        if not is_dict(part):
             raise field_error("A content part", "an object", part)
-        fields_: dict[str, Any] = part  # pyright: ignore[reportAssignmentType]
+        fields_: dict[str, Any] = part
         signature = fields_.get("thoughtSignature")
         if signature is not None and type_of(signature) is not str:
             raise field_error("thoughtSignature", "a string", signature)
@@ -835,9 +831,9 @@ class GeminiStreamParser:
                 out.append(trusted.thinking_delta_chunk(self._request_id, text))
 
     def _call(self, call: object, signature: str | None, out: list[ModelChunk]) -> None:
-        if type_of(call) is not dict:
+        if not is_dict(call):
             raise field_error("functionCall", "an object", call)
-        fields_: dict[str, Any] = call  # pyright: ignore[reportAssignmentType]
+        fields_: dict[str, Any] = call
         name = fields_.get("name")
         if not is_non_empty(name):
             raise field_error("functionCall.name", "a non-empty string", name)
@@ -859,7 +855,7 @@ class GeminiStreamParser:
         except (ValueError, TypeError, RecursionError):  # pragma: no cover - from JSON
             raise protocol_error("functionCall.args could not be read") from None
         try:
-            arguments: JsonObject = freeze_json(args, path="arguments")  # pyright: ignore[reportAssignmentType]
+            arguments = freeze_json_object(args, path="arguments")
         except (JsonValueError, RecursionError):  # not plain JSON (NaN, too deep): invalid
             tool = trusted.invalid_tool_call(call_id, name, text)
             if signature is not None:
@@ -875,9 +871,9 @@ class GeminiStreamParser:
         out.append(trusted.tool_call_chunk(request_id, tool))
 
     def _read_usage(self, value: object) -> None:
-        if type_of(value) is not dict:
+        if not is_dict(value):
             raise field_error("usageMetadata", "an object", value)
-        usage: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+        usage: dict[str, Any] = value
         counts = self._usage
         for name in _USAGE_FIELDS:
             count = usage.get(name)
@@ -891,9 +887,9 @@ class GeminiStreamParser:
             counts[name] = count
 
     def _read_feedback(self, value: object) -> None:
-        if type_of(value) is not dict:
+        if not is_dict(value):
             raise field_error("promptFeedback", "an object", value)
-        feedback: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+        feedback: dict[str, Any] = value
         reason = feedback.get("blockReason")
         if reason is not None:
             if type_of(reason) is not str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from tether._types import instance_of
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import (
@@ -110,7 +111,7 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
             type(max_output_tokens) is not int or max_output_tokens < 1
         ):
             raise TypeError("max_output_tokens must be a positive int or None")
-        if not isinstance(compat, OpenAIChatCompat):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not instance_of(compat, OpenAIChatCompat):
             raise TypeError("compat must be an OpenAIChatCompat")
         if thinking is not None and reasoning_effort is not None:
             raise TypeError("pass thinking (a level) or reasoning_effort, not both")

@@ -37,7 +37,7 @@ from operator import attrgetter
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
-from tether._types import type_of
+from tether._types import exactly, is_dict, type_of
 from tether.jsonvalue import (
     JsonObject,
     entries,
@@ -272,8 +272,8 @@ def _encodable(text: str) -> str:
 
 def _unfrozen(value: object) -> object:
     """``json.dumps`` hook: a ``JsonObject`` serializes as the dict it wraps."""
-    if type_of(value) is JsonObject:
-        frozen: JsonObject = value  # pyright: ignore[reportAssignmentType]
+    if exactly(value, JsonObject):
+        frozen: JsonObject = value
         return entries(frozen)
     raise TypeError(f"{type_of(value).__name__} is not JSON")  # pragma: no cover - frozen JSON
 
@@ -290,8 +290,8 @@ def _error_event(error: object) -> ProviderError:
     bare string, or anything else truthy). ``provider_code`` is ``code``, else ``type``."""
     message: object = None
     code: str | None = None
-    if type_of(error) is dict:
-        fields_: dict[str, Any] = error  # pyright: ignore[reportAssignmentType]
+    if is_dict(error):
+        fields_: dict[str, Any] = error
         message = fields_.get("message")
         code = _code(fields_.get("code")) or _code(fields_.get("type"))
     elif type_of(error) is str:
@@ -304,7 +304,7 @@ def _error_event(error: object) -> ProviderError:
 
 
 def _code(value: object) -> str | None:
-    if type_of(value) is int and -(10**18) < value < 10**18:  # pyright: ignore[reportOperatorIssue]
+    if exactly(value, int) and -(10**18) < value < 10**18:
         return str(value)
     if is_non_empty(value):
         return value[:_MAX_SHOWN]
@@ -325,9 +325,9 @@ def _usage(value: object) -> ModelUsage:
     """``usage`` as a ``ModelUsage``: ``cached_tokens`` (``prompt_tokens_details``, else
     DeepSeek's ``prompt_cache_hit_tokens``) and ``cache_write_tokens`` are parts of
     ``prompt_tokens`` (OpenAI's convention), so the uncached input is what remains."""
-    if type_of(value) is not dict:
+    if not is_dict(value):
         raise _field_error("usage", "an object", value)
-    usage: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+    usage: dict[str, Any] = value
     prompt = _count(usage, "prompt_tokens")
     completion = _count(usage, "completion_tokens")
     cached: int | None = None
@@ -537,9 +537,9 @@ class OpenAIChatStreamParser:
         try:
             # One method for the chunk, its choice and its delta: this runs once per token, and
             # each Python call saved is measurable (benchmarks/bench_providers.py).
-            if type_of(payload) is not dict:
+            if not is_dict(payload):
                 raise _field_error("A stream chunk", "a JSON object", payload)
-            chunk: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+            chunk: dict[str, Any] = payload
             error = chunk.get("error")
             if error:
                 raise _error_event(error)
@@ -920,9 +920,9 @@ def parse_chat_completion(
     ``error`` body (``PROVIDER_ERROR_EVENT``) or a malformed one.
     """
     parser = OpenAIChatStreamParser(request_id, compat=compat, reserved_call_ids=reserved_call_ids)
-    if type_of(body) is not dict:
+    if not is_dict(body):
         raise _field_error("A chat.completion body", "a JSON object", body)
-    fields_: dict[str, Any] = body  # pyright: ignore[reportAssignmentType]
+    fields_: dict[str, Any] = body
     error = fields_.get("error")
     if error:
         raise _error_event(error)

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._text import is_non_empty
-from tether._types import type_of
+from tether._types import exactly, is_dict, is_list, type_of
 from tether.jsonvalue import thaw_json
 from tether.protocol import (
     MAX_SAFE_INTEGER,
@@ -110,9 +110,9 @@ def reasoning_item(block: ThinkingBlock) -> dict[str, object] | None:
         value: object = json.loads(signature)
     except ValueError:
         return None
-    if type_of(value) is not dict:
+    if not is_dict(value):
         return None  # pragma: no cover - the prefix makes it an object
-    fields_: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+    fields_: dict[str, Any] = value
     item_id = fields_.get("id")
     encrypted = fields_.get("encrypted_content")
     if not is_non_empty(item_id) or not is_non_empty(encrypted):
@@ -291,7 +291,7 @@ retried like their HTTP status (nothing reached the consumer yet)."""
 
 
 def _vendor_code(value: object) -> str | None:
-    if type_of(value) is int and -(10**18) < value < 10**18:  # pyright: ignore[reportOperatorIssue]
+    if exactly(value, int) and -(10**18) < value < 10**18:
         return str(value)
     if is_non_empty(value):
         return value[:MAX_SHOWN]
@@ -304,8 +304,8 @@ def _error_event(error: object, what: str) -> ProviderError:
     ``provider_code`` is its ``code``, else its ``type``."""
     message: object = None
     code: str | None = None
-    if type_of(error) is dict:
-        fields_: dict[str, Any] = error  # pyright: ignore[reportAssignmentType]
+    if is_dict(error):
+        fields_: dict[str, Any] = error
         message = fields_.get("message")
         code = _vendor_code(fields_.get("code")) or _vendor_code(fields_.get("type"))
         if code == "error":  # the flat shape's own "type": "error" names no code
@@ -535,9 +535,9 @@ class ResponsesStreamParser:
         if self._failure is not None or self._state == "finished":
             self._raise_closed()
         try:
-            if type_of(payload) is not dict:
+            if not is_dict(payload):
                 raise field_error("A stream event", "a JSON object", payload)
-            data: dict[str, Any] = payload  # pyright: ignore[reportAssignmentType]
+            data: dict[str, Any] = payload
             kind_ = data.get("type")
             # The hot path, one per token: a text or reasoning summary delta that continues
             # the part that streamed last in its item, or an argument delta into an open call,
@@ -594,9 +594,9 @@ class ResponsesStreamParser:
         if kind_ == "error" or event == "error":
             error = data.get("error")
             raise _error_event(error if error else data, "reported an error in the stream")
-        if type_of(kind_) is not str:
+        if not exactly(kind_, str):
             raise field_error("A stream event's type", "a string", kind_)
-        name: str = kind_  # pyright: ignore[reportAssignmentType]
+        name: str = kind_
         if not name.startswith("response."):
             return []  # not a Responses event: tolerated, like unknown ones
         if self._state != "open":
@@ -668,9 +668,9 @@ class ResponsesStreamParser:
         """Read the response object's ``id`` and ``model`` (the first non-empty ones)."""
         if response is None:
             return None
-        if type_of(response) is not dict:
+        if not is_dict(response):
             raise field_error(f"{where}.response", "an object", response)
-        fields_: dict[str, Any] = response  # pyright: ignore[reportAssignmentType]
+        fields_: dict[str, Any] = response
         response_id = fields_.get("id")
         if response_id is not None and type_of(response_id) is not str:
             raise field_error(f"{where}.response.id", "a string", response_id)
@@ -704,9 +704,9 @@ class ResponsesStreamParser:
         return out
 
     def _item_fields(self, value: object, where: str) -> dict[str, Any]:
-        if type_of(value) is not dict:
+        if not is_dict(value):
             raise field_error(f"{where}.item", "an object", value)
-        fields_: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+        fields_: dict[str, Any] = value
         return fields_
 
     def _new_item(self, index: int, fields_: dict[str, Any], where: str) -> _Item:
@@ -814,9 +814,9 @@ class ResponsesStreamParser:
 
     def _thinking(self, item: _Item, key: _PartKey, delta: object, where: str) -> list[ModelChunk]:
         """A reasoning summary (or reasoning text) delta into a reasoning item."""
-        if type_of(delta) is not str:
+        if not exactly(delta, str):
             raise field_error(f"{where}.delta", "a string", delta)
-        text: str = delta  # pyright: ignore[reportAssignmentType]
+        text: str = delta
         if not text or item.kind != "reasoning":
             return []
         return self._thinking_text(item, key, text)
@@ -853,9 +853,9 @@ class ResponsesStreamParser:
     def _settle_text(
         self, item: _Item, key: _PartKey, text: object, where: str
     ) -> list[ModelChunk]:
-        if type_of(text) is not str:
+        if not exactly(text, str):
             raise field_error(f"{where}.text", "a string", text)
-        value: str = text  # pyright: ignore[reportAssignmentType]
+        value: str = text
         return self._settle(item, key, value, where)
 
     def _settle(self, item: _Item, key: _PartKey, final: str, where: str) -> list[ModelChunk]:
@@ -1028,9 +1028,9 @@ class ResponsesStreamParser:
         ``response.output``; what is still open after that ends with what streamed."""
         out: list[ModelChunk] = []
         if output is not None:
-            if type_of(output) is not list:
+            if not is_list(output):
                 raise field_error(f"{where}.response.output", "an array", output)
-            listed: list[Any] = output  # pyright: ignore[reportAssignmentType]
+            listed: list[Any] = output
             for index, value in enumerate(listed):
                 fields_ = self._item_fields(value, f"{where}.response.output[]")
                 item = self._items.get(index)
@@ -1137,9 +1137,9 @@ def _details(fields_: dict[str, Any], name: str, where: str) -> dict[str, Any]:
 def _usage(value: object, where: str) -> tuple[ModelUsage, int]:
     """The terminal ``usage`` as a ``ModelUsage`` and the reasoning tokens: cached reads and
     cache writes are parts of ``input_tokens``, reasoning tokens part of ``output_tokens``."""
-    if type_of(value) is not dict:
+    if not is_dict(value):
         raise field_error(where, "an object", value)
-    usage: dict[str, Any] = value  # pyright: ignore[reportAssignmentType]
+    usage: dict[str, Any] = value
     prompt = _count(usage, "input_tokens", where)
     output = _count(usage, "output_tokens", where)
     input_details = _details(usage, "input_tokens_details", where)
@@ -1173,9 +1173,9 @@ def parse_response_body(
     an ``error`` body (``PROVIDER_ERROR_EVENT``) or a malformed one.
     """
     parser = ResponsesStreamParser(request_id, reserved_call_ids=reserved_call_ids)
-    if type_of(body) is not dict:
+    if not is_dict(body):
         raise field_error("A response body", "a JSON object", body)
-    fields_: dict[str, Any] = body  # pyright: ignore[reportAssignmentType]
+    fields_: dict[str, Any] = body
     error = fields_.get("error")
     status = fields_.get("status")
     if error and status != "failed":

@@ -32,7 +32,15 @@ the precise form.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Final,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeGuard,
+    runtime_checkable,
+)
 
 from tether._dataclass import dataclass
 from tether._text import LazyPattern
@@ -80,7 +88,7 @@ ANTHROPIC_ANSWER_TOKENS: Final = 4096
 """The output tokens left for the answer beyond the thinking budget, at least."""
 
 
-def is_thinking_level(value: object) -> bool:
+def is_thinking_level(value: object) -> TypeGuard[ThinkingLevel]:
     """Whether ``value`` is one of ``THINKING_LEVELS`` (a ``str``, exactly)."""
     return type(value) is str and value in THINKING_LEVELS
 
@@ -359,4 +367,4 @@ def parse_thinking_level(value: object) -> ThinkingLevel:
     """``value`` as a ``ThinkingLevel``; ``ValueError`` naming the levels otherwise."""
     if not is_thinking_level(value):
         raise ValueError(f"thinking level must be one of: {', '.join(THINKING_LEVELS)}")
-    return cast("ThinkingLevel", value)
+    return value

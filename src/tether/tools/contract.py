@@ -29,14 +29,14 @@ from __future__ import annotations
 import contextlib
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeVar, cast
+from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeGuard, TypeVar, cast
 
 from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._ownership import trusted_errors
 from tether._race import Started, check_signal, neutralize, race_eagerly
 from tether._text import is_non_empty, message_of
-from tether._types import instance_of, is_awaitable, type_of
+from tether._types import exactly, instance_of, is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.messages import (
@@ -113,17 +113,11 @@ ToolResultErrorCode: TypeAlias = Literal[
 _TRUSTED = trusted_errors()
 
 
-class ToolContractError(TetherError):
+class ToolContractError(TetherError[ToolContractErrorCode]):
     """A tool definition, batch or call broke the contract (not a tool failure)."""
 
     def __init__(self, code: ToolContractErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> ToolContractErrorCode:
-        """The stable error code (one of ``ToolContractErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 class NonRecoverableToolError(TetherError):
@@ -265,11 +259,17 @@ _FIELDS: Final = (
 _OPTIONAL: Final = frozenset({"parameters", "output_limit", "retries", "expose_errors", "effects"})
 
 
+def _is_definition(value: object) -> TypeGuard[ToolDefinition[Any, Any]]:
+    """Whether ``value``'s real class is exactly ``ToolDefinition`` or ``FunctionTool``."""
+    kind = type_of(value)
+    return kind is ToolDefinition or kind is FunctionTool
+
+
 def _definition(source: object) -> ToolDefinition[Any, Any]:
     """Snapshot an untrusted definition: each field read once, then checked."""
     kind = type_of(source)
-    if kind is ToolDefinition or kind is FunctionTool:
-        return source  # pyright: ignore[reportReturnType]
+    if _is_definition(source):
+        return source
     if source is None or kind in (bool, int, float, str, bytes):
         raise ToolContractError("INVALID_TOOL_DEFINITION", "Tool definition must be an object")
     values: dict[str, Any] = {
@@ -557,8 +557,8 @@ def _split(output: object) -> tuple[object, tuple[Any, ...]]:
 
 
 def _snapshot_call(tool_call: object, signal: AbortSignal) -> ToolCall:
-    if type_of(tool_call) is ToolCall:
-        return tool_call  # pyright: ignore[reportReturnType]
+    if exactly(tool_call, ToolCall):
+        return tool_call
     try:
         if not is_mapping(tool_call):
             raise TypeError("tool call must be a ToolCall or a mapping")

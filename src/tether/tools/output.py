@@ -123,7 +123,7 @@ def _pydantic_spec(output_type: Any, base: Any, name: str) -> OutputSpec[Any]:
 
     def validate(arguments: object) -> ToolValidation[Any]:
         try:
-            return Valid(value=output_type.model_validate(thaw_json(arguments)))  # pyright: ignore[reportArgumentType]
+            return Valid(value=output_type.model_validate(thaw_json(arguments)))  # pyright: ignore[reportArgumentType] - a call's JsonObject, typed object
         except Exception as error:  # pydantic.ValidationError, or the model's own validator
             return Invalid(error=str(error) or type(error).__name__)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from tether._errors import TetherError
+from tether._types import instance_of
 from tether.abort import AbortSignal
 from tether.protocol import (
     AgentEvent,
@@ -264,7 +265,9 @@ class RunTrace:
             if self._record:
                 span.set_attribute("gen_ai.output.messages", _output_json(response.message))
         elif error is not None:
-            self._fail(span, error.code if isinstance(error, TetherError) else type(error).__name__)
+            self._fail(
+                span, error.code if instance_of(error, TetherError) else type(error).__name__
+            )
         elif cancelled:
             span.set_attribute("error.type", "cancelled")
         span.end()

@@ -139,7 +139,7 @@ class Agent:
                 raise AgentMessageLimitError(f"Agent transcript must not exceed {cap} messages")
         if compaction is not None and type_of(compaction) is not AutoCompaction:
             raise TypeError("Agent compaction must be an AutoCompaction or None")
-        if recorder is not None and not isinstance(recorder, TranscriptRecorder):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if recorder is not None and not _is_recorder(recorder):
             raise TypeError("Agent recorder must implement record_messages and record_compaction")
         if not isinstance(history, list | tuple):
             raise TypeError("Agent history must be a list or tuple of messages")
@@ -429,3 +429,9 @@ class Agent:
             f"{len(self._queue.steering)} steering, {len(self._queue.follow_ups)} follow-ups "
             "queued>"
         )
+
+
+def _is_recorder(value: object) -> bool:
+    """``isinstance`` against the ``TranscriptRecorder`` protocol (its methods, looked up
+    on the value), for a caller that ignored the annotation."""
+    return isinstance(value, TranscriptRecorder)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from tether._producer import require_running_loop
-from tether._types import type_of
+from tether._types import is_list_or_tuple, type_of
 from tether.abort import AbortSignal
 from tether.agent.agent._errors import AgentMessageLimitError
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
@@ -34,10 +34,9 @@ def bound_stream(model: object) -> Callable[[ModelRequest, AbortSignal], object]
 def snapshot_messages(messages: object, cap: int, limits: RunLimits) -> list[Message]:
     """The starting transcript, checked and frozen (``TypeError``; ``AgentMessageLimitError``
     when it holds more than ``cap`` messages)."""
-    kind = type_of(messages)
-    if not issubclass(kind, list | tuple):
+    if not is_list_or_tuple(messages):
         raise TypeError("Agent messages must be a list or tuple of messages")
-    count = len(messages)  # pyright: ignore[reportArgumentType]
+    count = len(messages)
     if count > cap:
         raise AgentMessageLimitError(f"Agent transcript must not exceed {cap} messages")
     try:

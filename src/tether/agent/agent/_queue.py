@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Final
 
-from tether._types import type_of
+from tether._types import exactly
 from tether.agent.agent._errors import AgentMessageLimitError, AgentStateError
 from tether.agent.agent._state import MAX_AGENT_QUEUED_MESSAGES, AgentState
 from tether.protocol import ImageBlock, Message, UserMessage
@@ -111,7 +111,7 @@ class WorkQueue:
     def user_message(self, content: object, images: Sequence[ImageBlock] = ()) -> UserMessage:
         """A user message with the next generated ID (``agent-user-NNNNNN``) and ``images``
         (``ImageBlock`` values, checked by ``UserMessage``)."""
-        if type_of(content) is not str:
+        if not exactly(content, str):
             raise TypeError("Agent user content must be a string")
         number = self.next_number
         self.next_number += 1

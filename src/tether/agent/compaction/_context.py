@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 from tether._dataclass import dataclass
-from tether._types import exactly, type_of
+from tether._types import exactly, is_array, type_of
 from tether.agent.compaction._errors import fail
 from tether.agent.compaction._limits import WORKSHOP_LIMITS, ContextLimits, limits_of
 from tether.agent.compaction._records import (
@@ -88,10 +88,9 @@ def build_context(context: object, *, limits: ContextLimits | None) -> ActiveCon
 
 
 def context_of(context: object, limits: ContextLimits | None) -> ActiveContext:
-    kind = type_of(context)
-    if kind is list or kind is tuple:
+    if is_array(context):
         chosen = WORKSHOP_LIMITS if limits is None else limits_of(limits, "Context")
-        # a bare transcript, given as a list (or its JSON form) as the field allows: checked and
-        # snapshotted into a tuple of messages by __post_init__, as every context input is
-        return ActiveContext(messages=context, limits=chosen)  # pyright: ignore[reportArgumentType]
+        # a bare transcript (its messages, or their JSON forms): checked and snapshotted into
+        # a tuple of messages by __post_init__, as every context input is
+        return ActiveContext(messages=tuple(context), limits=chosen)
     return build_context(context, limits=limits)

@@ -21,7 +21,7 @@ ContextCompactionErrorCode: TypeAlias = Literal[
 """Every code a ``ContextCompactionError`` carries."""
 
 
-class ContextCompactionError(TetherError):
+class ContextCompactionError(TetherError[ContextCompactionErrorCode]):
     """Every fail-closed context operation raises this; ``code`` says which rule failed.
 
     Codes: ``CONTEXT_INVALID_INPUT``, ``CONTEXT_INVALID_TRANSCRIPT``,
@@ -34,13 +34,6 @@ class ContextCompactionError(TetherError):
 
     def __init__(self, code: ContextCompactionErrorCode, message: str) -> None:
         super().__init__(code, message)
-
-    @property
-    def code(self) -> ContextCompactionErrorCode:
-        """The stable error code."""
-        # TetherError stores every layer's code as a str; __init__ above takes only this
-        # layer's codes, so the stored one is always a ContextCompactionErrorCode.
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 def fail(code: ContextCompactionErrorCode, message: str) -> NoReturn:

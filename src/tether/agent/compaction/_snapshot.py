@@ -5,11 +5,10 @@ goes, so hostile input is refused before it is inspected in full. Only exact cla
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Final, TypeGuard, TypeVar, cast
 
 from tether._text import is_non_empty
-from tether._types import exactly, type_of
+from tether._types import exactly, is_dict, type_of
 from tether.agent.compaction._errors import ContextCompactionError, fail
 from tether.agent.compaction._limits import ContextLimits
 from tether.agent.compaction._records import (
@@ -18,7 +17,7 @@ from tether.agent.compaction._records import (
     ContextSummary,
 )
 from tether.agent.compaction._units import cp, message_units, requirements_units
-from tether.jsonvalue import JsonObject
+from tether.jsonvalue import JsonObject, freeze_json_object, is_json_object
 from tether.messages import validate_transcript
 from tether.protocol import (
     MAX_SAFE_INTEGER,
@@ -110,6 +109,14 @@ def _is_array(value: object) -> TypeGuard[list[object] | tuple[object, ...]]:
     """Whether ``value`` is exactly a ``list`` or a ``tuple`` (its items not yet read)."""
     kind = type_of(value)
     return kind is list or kind is tuple
+
+
+def _is_container(
+    value: object,
+) -> TypeGuard[dict[object, object] | JsonObject | list[object] | tuple[object, ...]]:
+    """Whether ``value`` is exactly a ``dict``, ``JsonObject``, ``list`` or ``tuple``."""
+    kind = type_of(value)
+    return kind is dict or kind is JsonObject or kind is list or kind is tuple
 
 
 def _string_keyed(record: dict[object, object]) -> TypeGuard[dict[str, object]]:
@@ -450,16 +457,20 @@ def _snapshot_block(value: object, path: str, budget: Budget) -> AssistantBlock:
         call_id = budget.name(_required(record, "id", path), f"{path}.id")
         name = budget.name(_required(record, "name", path), f"{path}.name")
         arguments = _required(record, "arguments", path)
-        if type_of(arguments) is not dict and type_of(arguments) is not JsonObject:
+        if not is_dict(arguments) and not is_json_object(arguments):
             fail("CONTEXT_INVALID_TRANSCRIPT", f"{path}.arguments must be a JSON object")
         _check_json(arguments, 0, f"{path}.arguments", budget, set())
         raw = record.get("rawArguments")
         if raw is not None:
             raw = budget.text(raw, f"{path}.rawArguments")
+        # ``arguments`` is an exact dict or JsonObject whose JSON was checked just above, so
+        # freezing it (what ToolCall would do with a dict) cannot fail.
+        if not is_json_object(arguments):
+            arguments = freeze_json_object(arguments, path=f"{path}.arguments")
         try:
             # ``arguments`` is an exact dict or JsonObject whose JSON was checked just above;
             # ToolCall takes a dict as its JSON form and freezes it (a ValueError otherwise).
-            call = ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)  # pyright: ignore[reportArgumentType]
+            call = ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)
         except ValueError as error:
             fail("CONTEXT_INVALID_TRANSCRIPT", f"{path}: {error}")
         return _with_rest(call, record, path, budget)
@@ -489,24 +500,21 @@ def _check_json(value: object, depth: int, path: str, budget: Budget, active: se
         if not -_MAX_FLOAT <= value <= _MAX_FLOAT:
             fail("CONTEXT_INVALID_TRANSCRIPT", f"{path} is not a finite JSON number")
         return
-    if kind is not dict and kind is not JsonObject and kind is not list and kind is not tuple:
+    if not _is_container(value):
         fail("CONTEXT_INVALID_TRANSCRIPT", f"{path} is not a JSON value")
     marker = id(value)
     if marker in active:
         fail("CONTEXT_INVALID_TRANSCRIPT", f"{path} must not be circular")
     active.add(marker)
     try:
-        if _is_array(value):
+        if isinstance(value, list | tuple):  # its class is exact (above): isinstance narrows
             items = tuple(value)
             budget.add_items(len(items))
             for position, item in enumerate(items):
                 _check_json(item, depth + 1, f"{path}[{position}]", budget, active)
             return
-        # The kind checks above leave an exact dict or JsonObject; they compare classes, which
-        # the type checker does not narrow by.
-        mapping: Mapping[object, object] = value  # pyright: ignore[reportAssignmentType]
-        budget.add_items(len(mapping))
-        pairs = list(mapping.items())
+        budget.add_items(len(value))
+        pairs: list[tuple[object, object]] = list(value.items())
         named: list[tuple[str, object]] = []
         for key, item in pairs:  # every key first: no lookup below may run caller code
             if not exactly(key, str):

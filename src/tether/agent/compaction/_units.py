@@ -4,17 +4,16 @@ These count values that are already valid; nothing here checks anything."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, TypeGuard
+from typing import TYPE_CHECKING, Final
 
 from tether._text import code_points
-from tether._types import exactly, type_of
 from tether.jsonvalue import js_number_text
 from tether.protocol import AssistantBlock, ImageBlock, Message, assert_never
 
 if TYPE_CHECKING:
     from tether.agent.compaction._context import ActiveContext
     from tether.agent.compaction._records import ContextRequirement
-    from tether.jsonvalue import JsonObject, JsonValue
+    from tether.jsonvalue import JsonValue
 
 
 def cp(text: str) -> int:
@@ -80,23 +79,17 @@ def _block_units(block: AssistantBlock) -> int:
 
 
 def _json_units(value: JsonValue) -> int:
+    # A frozen JSON value holds exact built-in types only (``freeze_json`` made it), so
+    # ``isinstance`` is the exact check here, and it narrows every branch.
     if value is None:
         return 1
-    if exactly(value, str):
+    if isinstance(value, str):
         return 1 + cp(value)
-    if exactly(value, bool):  # before int: bool is an int subclass
+    if isinstance(value, bool):  # before int: bool is an int subclass
         return 5 if value else 6
-    if exactly(value, int) or exactly(value, float):
+    if isinstance(value, int | float):
         return 1 + len(js_number_text(value))
-    if _is_json_array(value):
+    if isinstance(value, tuple):
         return 2 + sum(1 + _json_units(item) for item in value)
-    # What is left of a JsonValue is a JsonObject: the exact checks above do not narrow the
-    # other branch (a subclass is not exact), so the type checker cannot see it.
-    mapping: JsonObject = value  # pyright: ignore[reportAssignmentType]
     # The workshop sums over sorted keys; a sum does not depend on the order.
-    return 2 + sum(1 + cp(key) + _json_units(item) for key, item in mapping.items())
-
-
-def _is_json_array(value: JsonValue) -> TypeGuard[tuple[JsonValue, ...]]:
-    """Whether ``value`` is exactly a tuple (a JSON array), narrowed with its item type."""
-    return type_of(value) is tuple
+    return 2 + sum(1 + cp(key) + _json_units(item) for key, item in value.items())

@@ -55,7 +55,7 @@ class Activation:
         state = self.state
         if state.status != "open":
             raise extension_error("EXTENSION_HOST_DISPOSED", "ExtensionHost is disposed")
-        record = state.records.get(extension_id) if is_extension_id(extension_id) else None  # pyright: ignore[reportArgumentType]
+        record = state.records.get(extension_id) if is_extension_id(extension_id) else None
         if record is None:
             shown = f'"{extension_id}"' if type_of(extension_id) is str else repr(extension_id)
             raise extension_error("EXTENSION_NOT_FOUND", f"Extension {shown} was not discovered")

@@ -21,12 +21,12 @@ distribution; the original error is the ``__cause__``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
-from tether._types import type_of
+from tether._types import exactly, is_array, type_of
 from tether.agent.extensions.errors import ExtensionError
-from tether.agent.extensions.values import ExtensionDefinition
+from tether.agent.extensions.values import ExtensionDefinition, untyped_definition
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -80,20 +80,20 @@ def load_entry_point_extensions(
 def _names(names: object) -> tuple[str, ...] | None:
     if names is None:
         return None
-    kind = type_of(names)
-    if kind is not list and kind is not tuple:
+    if not is_array(names):
         raise ExtensionError(
             "EXTENSION_INVALID_OPTIONS", "Entry point names must be a list or tuple of strings"
         )
-    wanted: tuple[object, ...] = tuple(names)  # pyright: ignore[reportArgumentType]
-    for name in wanted:
-        if type_of(name) is not str or not name:
+    wanted: list[str] = []
+    for name in tuple(names):
+        if not exactly(name, str) or not name:
             raise ExtensionError(
                 "EXTENSION_INVALID_OPTIONS", "Entry point names must be non-empty strings"
             )
+        wanted.append(name)
     if len(set(wanted)) != len(wanted):
         raise ExtensionError("EXTENSION_INVALID_OPTIONS", "Entry point names must be distinct")
-    return wanted  # pyright: ignore[reportReturnType]
+    return tuple(wanted)
 
 
 def _distribution(entry_point: EntryPoint) -> str:
@@ -115,8 +115,8 @@ def _load(entry_point: EntryPoint) -> ExtensionDefinition:
             "EXTENSION_LOAD_FAILED",
             f"{where} failed to load: {type(error).__name__}: {error}",
         ) from error
-    if type_of(loaded) is ExtensionDefinition:
-        return loaded  # pyright: ignore[reportReturnType]
+    if exactly(loaded, ExtensionDefinition):
+        return loaded
     if not callable(loaded) or not _takes_no_arguments(loaded):
         raise ExtensionError(
             "EXTENSION_LOAD_FAILED",
@@ -124,14 +124,14 @@ def _load(entry_point: EntryPoint) -> ExtensionDefinition:
             f"(got {type_of(loaded).__name__})",
         )
     try:
-        return ExtensionDefinition(id=entry_point.name, create=loaded)  # pyright: ignore[reportArgumentType]
+        return untyped_definition(entry_point.name, loaded)
     except ExtensionError as error:
         raise ExtensionError("EXTENSION_LOAD_FAILED", f"{where}: {error}") from error
 
 
-def _takes_no_arguments(factory: object) -> bool:
+def _takes_no_arguments(factory: Callable[..., object]) -> bool:
     try:
-        signature = inspect.signature(factory)  # pyright: ignore[reportArgumentType]
+        signature = inspect.signature(factory)
     except (TypeError, ValueError):
         return True  # no signature to read (some builtins): let the call decide
     try:

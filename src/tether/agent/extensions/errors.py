@@ -47,20 +47,14 @@ EXTENSION_ERROR_CODES: Final[tuple[ExtensionErrorCode, ...]] = get_args(Extensio
 """Every ``ExtensionErrorCode``, in declaration order."""
 
 
-class ExtensionError(TetherError):
+class ExtensionError(TetherError[ExtensionErrorCode]):
     """An extension host, definition or entry point broke the contract (see the codes)."""
 
     def __init__(self, code: ExtensionErrorCode, message: str) -> None:
         super().__init__(code, message)
 
-    @property
-    def code(self) -> ExtensionErrorCode:
-        """The stable error code (one of ``ExtensionErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
-
-class ExtensionAggregateError(TetherAggregateError):
+class ExtensionAggregateError(TetherAggregateError[ExtensionErrorCode]):
     """The failures of a rollback or a disposal, in the order they happened (a frozen
     ``TetherAggregateError``: an ``ExceptionGroup`` with a ``code``).
 

@@ -66,7 +66,7 @@ from collections.abc import Sequence
 from typing import Final, cast, get_args
 
 from tether._race import signal_aborted
-from tether._types import instance_of, type_of
+from tether._types import exactly, instance_of, is_array, type_of
 from tether.abort import AbortError, AbortSignal
 from tether.agent.extensions._activation import Activation
 from tether.agent.extensions._cleanup import ABANDONED_TASK_GRACE, Cleanup
@@ -87,6 +87,7 @@ from tether.agent.extensions.values import (
     ExtensionMetadata,
     check_definition,
     check_timeout,
+    untyped_definition,
 )
 from tether.agent.resources import ResourceLoader
 from tether.protocol import AgentEvent
@@ -143,10 +144,10 @@ class ExtensionHost:
         kind = type_of(tools)
         if instance_of(tools, ToolRegistry) and kind.__getattribute__ is object.__getattribute__:
             return ToolRegistry.snapshot(tools)
-        if kind is list or kind is tuple:
+        if is_array(tools):
             registry = ToolRegistry()
             try:
-                ToolRegistry.register_many(registry, tuple(tools))  # pyright: ignore[reportArgumentType]
+                ToolRegistry.register_many(registry, tuple(tools))
             except ToolContractError as error:
                 raise extension_error(
                     "EXTENSION_INVALID_OPTIONS", f"ExtensionHost tools are invalid: {error}"
@@ -235,9 +236,9 @@ class ExtensionHost:
                 f"with id and create (got {kind.__name__})",
             )
         check_definition(extension_id, create)
-        if kind is ExtensionDefinition:
-            return entry  # pyright: ignore[reportReturnType]
-        return ExtensionDefinition(id=extension_id, create=create)  # pyright: ignore[reportArgumentType]
+        if exactly(entry, ExtensionDefinition):
+            return entry
+        return untyped_definition(extension_id, create)
 
     # -- activation ---------------------------------------------------------------------------
 

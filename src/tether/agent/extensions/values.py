@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, cast
 
 from tether._dataclass import dataclass
 from tether._text import JS_WHITESPACE, is_non_empty
@@ -64,7 +64,7 @@ ExtensionFactory: TypeAlias = "Callable[[], ExtensionInstance | Awaitable[Extens
 """``ExtensionDefinition.create``: builds the instance, called only at activation."""
 
 
-def is_extension_id(value: object) -> bool:
+def is_extension_id(value: object) -> TypeGuard[str]:
     """A non-empty string without surrounding (JavaScript ``trim()``) whitespace."""
     return is_non_empty(value) and value.strip(JS_WHITESPACE) == value
 
@@ -114,6 +114,13 @@ def check_definition(extension_id: object, create: object) -> None:
         raise ExtensionError(
             "INVALID_EXTENSION_DEFINITION", f'Extension "{extension_id}" create must be a function'
         )
+
+
+def untyped_definition(extension_id: object, create: object) -> ExtensionDefinition:
+    """``ExtensionDefinition(id=extension_id, create=create)`` from values read untyped (a
+    dict entry, a loaded entry point): its constructor checks both with ``check_definition``
+    (``INVALID_EXTENSION_DEFINITION``), so the casts only say what it goes on to check."""
+    return ExtensionDefinition(id=cast(str, extension_id), create=cast(ExtensionFactory, create))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -424,7 +424,7 @@ class _McpLink:
 
     def changed(self, server: McpServer) -> None:
         if self.runtime is not None:
-            self.runtime._mcp_tools_changed(server)  # pyright: ignore[reportPrivateUsage]
+            self.runtime._mcp_tools_changed(server)  # pyright: ignore[reportPrivateUsage] - the builder is the runtime's own module-private friend
 
 
 def _remover(created: tuple[CreatedParent, ...]) -> Any:

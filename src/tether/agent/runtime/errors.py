@@ -41,20 +41,14 @@ RUNTIME_ERROR_CODES: Final[tuple[RuntimeErrorCode, ...]] = get_args(RuntimeError
 """Every ``RuntimeErrorCode``, in declaration order."""
 
 
-class TetherRuntimeError(TetherError):
+class TetherRuntimeError(TetherError[RuntimeErrorCode]):
     """A runtime (or its manager) could not be built, used, replaced or disposed."""
 
     def __init__(self, code: RuntimeErrorCode, message: str) -> None:
         super().__init__(code, message)
 
-    @property
-    def code(self) -> RuntimeErrorCode:
-        """The stable error code (one of ``RuntimeErrorCode``)."""
-        # TetherError stores every layer's code as a str; __init__ takes only this layer's.
-        return self._code  # pyright: ignore[reportReturnType]
 
-
-class RuntimeAggregateError(TetherAggregateError):
+class RuntimeAggregateError(TetherAggregateError[RuntimeErrorCode]):
     """Several failures in the order they happened (the workshop's frozen ``AggregateError``;
     a ``TetherAggregateError``), with the ``code`` of the error whose ``__cause__`` it is."""
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeGuard
 
 from tether._dataclass import dataclass
 from tether.cli.ui.text import MIN_WIDTH, Run, cell_width, paint, pretty_json, runs, sgr, wrap
@@ -214,12 +214,17 @@ def _bash(layout: _Layout, arguments: Mapping[str, object]) -> list[str] | None:
     return out
 
 
+def _is_sequence(value: object) -> TypeGuard[Sequence[object]]:
+    """``isinstance(value, Sequence)``, narrowed to what is read of it (its items)."""
+    return isinstance(value, Sequence)
+
+
 def _python(layout: _Layout, arguments: Mapping[str, object]) -> list[str] | None:
     source = _string(arguments, "source")
     argv = arguments.get("arguments", [])
-    if source is None or not isinstance(argv, Sequence) or isinstance(argv, str):
+    if source is None or not _is_sequence(argv) or isinstance(argv, str):
         return None
-    items: list[object] = list(argv)  # pyright: ignore[reportUnknownArgumentType]
+    items: list[object] = list(argv)
     out = [*layout.header("python_process")]
     out += layout.rows(pretty_json(items, indent=None), first="arguments: ", rest="           ")
     lines = source.split("\n")

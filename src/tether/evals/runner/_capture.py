@@ -9,6 +9,7 @@ from typing import Any, Final, Literal, cast
 from tether._dataclass import dataclass
 from tether._race import neutralize
 from tether._text import is_non_empty
+from tether._types import is_array
 from tether.evals.report import capture_metrics
 from tether.evals.runner._steps import MISSING, Step
 from tether.evals.tasks import utf16_units
@@ -34,9 +35,9 @@ _FAILED_CODE: Final = "TASK_FAILED"
 def _evidence(value: object, budget: int) -> tuple[tuple[str, ...], int]:
     """Validate produced evidence (0-32 items, per-item limits); returns it and the budget
     left. Raises ``ValueError``."""
-    if type(value) is not tuple and type(value) is not list:
+    if not is_array(value):
         raise ValueError("publicEvidence must be a list")
-    items: tuple[object, ...] | list[object] = value  # pyright: ignore[reportUnknownVariableType]
+    items: tuple[object, ...] | list[object] = value
     if len(items) > MAX_EVIDENCE_ITEMS:
         raise ValueError(f"publicEvidence holds more than {MAX_EVIDENCE_ITEMS} items")
     checked: list[str] = []

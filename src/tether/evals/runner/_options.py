@@ -4,7 +4,7 @@ tasks into work items."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeAlias, cast
+from typing import TypeAlias, TypeGuard, TypeVar, cast
 
 from tether._dataclass import dataclass
 from tether._types import instance_of
@@ -26,9 +26,16 @@ from tether.evals.types import (
     MAX_EVALUATION_CLEANUP_MS,
     MAX_EVALUATION_RUNS,
     MAX_REPETITIONS,
+    EvaluationCandidate,
+    EvaluationCleanupTimer,
+    EvaluationClock,
+    EvaluationJudge,
     EvaluationTask,
+    EvaluationWorkspaceFactory,
     EvaluationWorkTask,
 )
+
+_T = TypeVar("_T")
 
 OnRun: TypeAlias = Callable[[ItemOutcome], None]
 """Progress callback: called with each run's report (or failure) as it settles."""
@@ -40,7 +47,9 @@ def _integer(value: object, name: str, low: int, high: int) -> int:
     return value
 
 
-def _has_method(value: object, name: str) -> bool:
+def _has_method(value: object, name: str, kind: type[_T]) -> TypeGuard[_T]:
+    """Whether ``value`` has a callable ``name``: all that is checked of an object meant to
+    implement the protocol ``kind`` before it is called (what it returns is checked then)."""
     try:
         return callable(getattr(value, name))
     except Exception:
@@ -91,13 +100,13 @@ def capture_options(
         options_error("candidate must have an id", error)
     if type(candidate_id) is not str or ID_PATTERN.fullmatch(candidate_id) is None:
         options_error("candidate.id must match the ID pattern")
-    if not _has_method(candidate, "create_runtime"):
+    if not _has_method(candidate, "create_runtime", EvaluationCandidate):
         options_error("candidate.create_runtime must be a function")
     judge = deterministic_judge if judge is None else judge
-    if not _has_method(judge, "judge"):
+    if not _has_method(judge, "judge", EvaluationJudge):
         options_error("judge.judge must be a function")
     clock = ZeroClock() if clock is None else clock
-    if not _has_method(clock, "now"):
+    if not _has_method(clock, "now", EvaluationClock):
         options_error("clock.now must be a function")
     workspace_factory = (
         TemporaryWorkspaceFactory() if workspace_factory is None else workspace_factory
@@ -105,10 +114,10 @@ def capture_options(
     if not callable(workspace_factory):
         options_error("workspace_factory must be a function")
     cleanup_timer = LoopCleanupTimer() if cleanup_timer is None else cleanup_timer
-    if not _has_method(cleanup_timer, "schedule"):
+    if not _has_method(cleanup_timer, "schedule", EvaluationCleanupTimer):
         options_error("cleanup_timer.schedule must be a function")
     executor = LocalExecutor() if executor is None else executor
-    if not _has_method(executor, "execute"):
+    if not _has_method(executor, "execute", EvaluationExecutor):
         options_error("executor.execute must be a function")
     if on_run is not None and not callable(on_run):
         options_error("on_run must be a function")
@@ -123,13 +132,14 @@ def capture_options(
     if len(loaded) * repeat > MAX_EVALUATION_RUNS:
         options_error(f"tasks x repetitions must not exceed {MAX_EVALUATION_RUNS}")
     job = EvaluationJob(
-        candidate=candidate,  # pyright: ignore[reportArgumentType]
+        candidate=candidate,
         candidate_id=candidate_id,
-        judge=judge,  # pyright: ignore[reportArgumentType]
-        clock=clock,  # pyright: ignore[reportArgumentType]
-        workspace_factory=workspace_factory,  # pyright: ignore[reportArgumentType]
+        judge=judge,
+        clock=clock,
+        # callable() is all a function's check can be before it is called
+        workspace_factory=cast(EvaluationWorkspaceFactory, workspace_factory),
         cleanup_timeout_ms=timeout,
-        cleanup_timer=cleanup_timer,  # pyright: ignore[reportArgumentType]
+        cleanup_timer=cleanup_timer,
     )
     return _Options(
         job=job,
@@ -137,8 +147,8 @@ def capture_options(
         repetitions=repeat,
         concurrency=workers,
         signal=signal,
-        executor=executor,  # pyright: ignore[reportArgumentType]
-        on_run=on_run,  # pyright: ignore[reportArgumentType]
+        executor=executor,
+        on_run=cast("OnRun | None", on_run),  # callable or None, as checked above
     )
 
 

@@ -7,8 +7,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Final, TypeAlias
 
-from tether._types import type_of
-from tether.jsonvalue import JsonObject
+from tether._types import is_number, type_of
+from tether.jsonvalue import JsonValue, is_json_array, is_json_object
 from tether.loop.checks._failures import ModelProtocolError
 from tether.protocol import (
     AssistantBlock,
@@ -146,25 +146,19 @@ def _same_call(left: ToolCall, right: ToolCall) -> bool:
     )
 
 
-def _same_json(left: object, right: object) -> bool:
+def _same_json(left: JsonValue, right: JsonValue) -> bool:
     """Deep JSON equality where ``True`` is not ``1`` and ``0.0`` is not ``-0.0``."""
     left_type = type_of(left)
-    if left_type is not type_of(right) and not (
-        left_type in (int, float) and type_of(right) in (int, float)
-    ):
+    if left_type is not type_of(right) and not (is_number(left) and is_number(right)):
         return False
-    if left_type is JsonObject:
-        left_map: JsonObject = left  # pyright: ignore[reportAssignmentType]
-        right_map: JsonObject = right  # pyright: ignore[reportAssignmentType]
-        return left_map.keys() == right_map.keys() and all(
-            _same_json(value, right_map[key]) for key, value in left_map.items()
+    if is_json_object(left) and is_json_object(right):
+        return left.keys() == right.keys() and all(
+            _same_json(value, right[key]) for key, value in left.items()
         )
-    if left_type is tuple:
-        left_items: tuple[object, ...] = left  # pyright: ignore[reportAssignmentType]
-        right_items: tuple[object, ...] = right  # pyright: ignore[reportAssignmentType]
-        return len(left_items) == len(right_items) and all(
-            _same_json(a, b) for a, b in zip(left_items, right_items, strict=True)
+    if is_json_array(left) and is_json_array(right):
+        return len(left) == len(right) and all(
+            _same_json(a, b) for a, b in zip(left, right, strict=True)
         )
-    if left_type is float or type_of(right) is float:
-        return left == right and math.copysign(1, left) == math.copysign(1, right)  # pyright: ignore[reportArgumentType]
+    if is_number(left) and is_number(right) and (left_type is float or type_of(right) is float):
+        return left == right and math.copysign(1, left) == math.copysign(1, right)
     return left == right

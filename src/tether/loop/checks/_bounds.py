@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from tether._text import code_points
-from tether._types import type_of
+from tether._types import exactly, is_array, type_of
 from tether.jsonvalue import JsonObject, cached_size, entries, store_size
 from tether.loop.checks._failures import ModelProtocolError, limit_hint
 from tether.loop.limits import RunLimits
@@ -32,10 +32,9 @@ def check_assistant_bounds(
     ``checked`` holds the identities of tool calls whose arguments were already checked
     (streamed chunks carrying the very same immutable object).
     """
-    kind = type_of(content)
-    if kind is not list and kind is not tuple:
+    if not is_array(content):
         return  # the constructor reports the shape
-    blocks: tuple[Any, ...] = tuple(content)  # pyright: ignore[reportArgumentType]
+    blocks: tuple[Any, ...] = tuple(content)
     if len(blocks) > limits.max_blocks_per_step:
         raise ModelProtocolError(
             f"Assistant message exceeds {limits.max_blocks_per_step} content blocks",
@@ -83,8 +82,8 @@ def check_raw_argument_bounds(raw: object, limits: RunLimits) -> None:
     """An invalid call's raw argument text counts as argument strings: the same budget
     (``max_argument_string_code_points``) as a valid call's. Absent or ``None`` passes; any
     other shape is left to the constructor."""
-    if type_of(raw) is str:
-        text: str = raw  # pyright: ignore[reportAssignmentType]
+    if exactly(raw, str):
+        text: str = raw
         count = len(text) if text.isascii() else code_points(text)[0]
         if count > limits.max_argument_string_code_points:
             raise ModelProtocolError(

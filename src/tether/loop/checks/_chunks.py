@@ -3,7 +3,8 @@ once; correlated with the active request and counted against the limits."""
 
 from __future__ import annotations
 
-from typing import Final, get_args
+from collections.abc import Mapping
+from typing import Any, Final
 
 from tether._text import is_non_empty
 from tether._types import type_of
@@ -24,10 +25,10 @@ from tether.protocol import (
     from_json,
 )
 from tether.protocol.codec import ProtocolJsonError
+from tether.protocol.model import is_model_chunk
 
 # --- chunks ---------------------------------------------------------------------------------
 
-_CHUNK_TYPES: Final = frozenset(get_args(ModelChunk))
 _TEXT_KEYS: Final = frozenset({"type", "requestId", "delta"})
 _CALL_KEYS: Final = frozenset({"type", "requestId", "toolCall"})
 
@@ -35,10 +36,9 @@ _CALL_KEYS: Final = frozenset({"type", "requestId", "toolCall"})
 def snapshot_chunk(item: object, active: str, limits: RunLimits) -> ModelChunk:
     """A streamed item as a protocol chunk of the active request (tool-call arguments within
     budget); mappings use the chunk's camelCase JSON form."""
-    kind = type_of(item)
     try:
-        if kind in _CHUNK_TYPES:
-            chunk: ModelChunk = item  # pyright: ignore[reportAssignmentType]
+        if is_model_chunk(item):
+            chunk: ModelChunk = item
         elif is_mapping(item):
             chunk = _chunk_from_mapping(item, limits)
         else:
@@ -55,7 +55,7 @@ def snapshot_chunk(item: object, active: str, limits: RunLimits) -> ModelChunk:
     return chunk
 
 
-def _chunk_from_mapping(item: object, limits: RunLimits) -> ModelChunk:
+def _chunk_from_mapping(item: Mapping[Any, Any], limits: RunLimits) -> ModelChunk:
     chunk_type = read_field(item, "type")
     if type_of(chunk_type) is not str:
         raise ModelProtocolError("Model chunk has an unsupported type")
@@ -87,7 +87,7 @@ def _chunk_from_mapping(item: object, limits: RunLimits) -> ModelChunk:
         return with_rest(call_chunk, item, _CALL_KEYS, "Model Tool-call chunk")
     if chunk_type in ("thinkingDelta", "toolCallDelta"):
         if type_of(item) is not dict:
-            item = dict(item)  # pyright: ignore[reportArgumentType, reportCallIssue]
+            item = dict(item)
         try:
             return from_json(item, ModelChunk)
         except ProtocolJsonError as error:

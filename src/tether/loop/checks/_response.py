@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, Final
 
 from tether._text import message_of
-from tether._types import type_of
+from tether._types import exactly, type_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import ModelProtocolError
 from tether.loop.checks._rest import with_rest
@@ -34,8 +34,8 @@ def snapshot_response(
     """The terminal value as a protocol response of the active request, within bounds, whose
     stop reason agrees with its content. ``checked``: tool calls already checked as chunks."""
     try:
-        if type_of(raw) is ModelResponse:
-            response: ModelResponse = raw  # pyright: ignore[reportAssignmentType]
+        if exactly(raw, ModelResponse):
+            response: ModelResponse = raw
             check_assistant_bounds(response.message.content, limits, checked)
         elif is_mapping(raw):
             response = _response_from_mapping(raw, limits)

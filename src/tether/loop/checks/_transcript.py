@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from tether._text import message_of
-from tether._types import real_items, type_of
+from tether._types import is_array, real_items, type_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import InvalidTranscript, ModelProtocolError, limit_hint
 from tether.loop.limits import RunLimits
@@ -35,8 +35,8 @@ def snapshot_transcript(messages: object, limits: RunLimits) -> tuple[Message, .
     tool-call linkage (what construction cannot know). Raises ``InvalidTranscript``.
     """
     kind = type_of(messages)
-    if kind is list or kind is tuple:
-        entries: tuple[Any, ...] = tuple(messages)  # pyright: ignore[reportArgumentType]
+    if is_array(messages):
+        entries: tuple[Any, ...] = tuple(messages)
     elif issubclass(kind, list | tuple):  # the real contents, not what an override says
         entries = real_items(cast("list[Any]", messages))
     else:

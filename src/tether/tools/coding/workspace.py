@@ -47,6 +47,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._errors import TetherError
 from tether._text import LazyPattern
+from tether._types import is_dict
 from tether.jsonvalue import JsonObject
 from tether.protocol.tools import Invalid
 
@@ -120,17 +121,12 @@ CodingToolErrorCode: TypeAlias = Literal[
 argument error's text)."""
 
 
-class CodingToolError(TetherError):
+class CodingToolError(TetherError[CodingToolErrorCode]):
     """A coding tool failed with a stable ``code``; ``str(error)`` starts with the code."""
 
     def __init__(self, code: CodingToolErrorCode, detail: str | None = None) -> None:
         super().__init__(code, code if not detail else f"{code}: {detail}")
         self.detail = detail
-
-    @property
-    def code(self) -> CodingToolErrorCode:
-        """The stable error code."""
-        return self._code  # pyright: ignore[reportReturnType]
 
 
 def invalid(code: CodingToolErrorCode, detail: str) -> Invalid:
@@ -190,8 +186,8 @@ def record_of(
     ``None``. Only a plain ``dict`` or a ``JsonObject`` (what the loop passes) is accepted."""
     if type(value) is JsonObject:
         record: dict[str, Any] = dict(value.items())
-    elif type(value) is dict:
-        record = dict(value)  # pyright: ignore[reportUnknownArgumentType]
+    elif is_dict(value):
+        record = dict(value)
     else:
         return None
     keys = set(record)
