@@ -23,8 +23,7 @@ from types import CodeType
 from typing import Any, Final
 
 from tether._errors import TetherError
-from tether._race import RacedIterator, Started, race, race_eagerly, resume
-from tether._race import _drive as _race_drive  # pyright: ignore[reportPrivateUsage]
+from tether._race import RacedIterator, Started, drive_steps, race, race_eagerly, resume
 from tether.stream import EventStream, EventStreamIterator
 
 __all__ = [
@@ -109,7 +108,7 @@ STREAM_MACHINERY: Final = _codes(
         race,
         race_eagerly,
         Started.race,
-        _race_drive,
+        drive_steps,
     )
 )
 """The code of the frames a stream's failure passes through on its way from the iterator

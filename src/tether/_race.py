@@ -156,7 +156,7 @@ def race(
     if signal_aborted(signal):
         neutralize(awaitable)
         raise abort_exception(signal_reason(signal))
-    return (yield from _drive(signal, _steps_of(awaitable), _NOT_STARTED, on_abandoned))
+    return (yield from drive_steps(signal, _steps_of(awaitable), _NOT_STARTED, on_abandoned))
 
 
 def _is_stream_iterator(value: object) -> TypeGuard[EventStreamIterator[Any]]:
@@ -188,7 +188,7 @@ class Started:
         """The rest of the race, from the step that suspended (awaitable once)."""
         step, yielded = self._step, self._yielded
         self._step = self._yielded = None
-        return (yield from _drive(self._signal, step, yielded, self._on_abandoned))
+        return (yield from drive_steps(self._signal, step, yielded, self._on_abandoned))
 
     def abandon(self) -> None:
         """Give up the suspended awaitable as an abort would (see ``race``)."""
@@ -233,10 +233,10 @@ def race_eagerly(
 
 
 _NOT_STARTED: Any = object()
-"""``_drive``'s ``yielded`` before a step was taken."""
+"""``drive_steps``'s ``yielded`` before a step was taken."""
 
 
-def _drive(
+def drive_steps(
     signal: AbortSignal,
     step: Any,
     yielded: Any,

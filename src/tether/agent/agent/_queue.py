@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, cast
 
 from tether._types import exactly
 from tether.agent.agent._errors import AgentMessageLimitError, AgentStateError
@@ -115,7 +115,9 @@ class WorkQueue:
             raise TypeError("Agent user content must be a string")
         number = self.next_number
         self.next_number += 1
-        return UserMessage(id=f"agent-user-{number:06d}", content=content, images=images)  # pyright: ignore[reportArgumentType]
+        # UserMessage checks ``images`` and freezes a sequence into a tuple
+        frozen = cast("tuple[ImageBlock, ...]", images)
+        return UserMessage(id=f"agent-user-{number:06d}", content=content, images=frozen)
 
     def accept_from(self, queue: deque[UserMessage], accepted: list[UserMessage]) -> bool:
         """Move the oldest message of ``queue`` into the transcript (and ``accepted``);
