@@ -22,6 +22,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from factories import types_of
 from tether import (
     AbortController,
     AgentEvent,
@@ -253,10 +254,6 @@ async def compare(
 def shown(message: ToolResultMessage) -> str:
     """A result's content, or its error code when it is an error."""
     return json.loads(message.content)["error"]["code"] if message.is_error else message.content
-
-
-def types_of(events: Sequence[AgentEvent]) -> list[str]:
-    return [event.type for event in events]
 
 
 # --- workloads ----------------------------------------------------------------------------------

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from factories import failure
 from servers.katan import ANTHROPIC_KEY, KatanFactory, KatanServer
 from servers.replay import ReplayServer, json_response, sse_body, sse_response
 from tether import (
     AbortController,
     CompletedRunResult,
-    FailedRunResult,
     ModelUsage,
     RunResult,
     ToolRegistry,
@@ -140,12 +140,6 @@ async def run_once(
     async with asyncio.timeout(BOUND):
         events = [event async for event in stream]
         return events, await stream.result
-
-
-def failure(result: RunResult) -> str:
-    assert isinstance(result, FailedRunResult), result
-    assert result.error.code == "MODEL_STREAM_FAILED"
-    return result.error.message
 
 
 @pytest.mark.parametrize("split", ["whole", "bytes1", ("random", 3)])

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from image_support import gif, png
-from servers.replay import ReplayServer
-from test_chat_tmux import (
+from chat_support import (
     PROMPT,
     at_prompt,
     quit_chat,
@@ -27,6 +25,8 @@ from test_chat_tmux import (
     text_reply,
     workspace,
 )
+from image_support import gif, png
+from servers.replay import ReplayServer
 from tmux_support import Tmux
 
 pytestmark = [

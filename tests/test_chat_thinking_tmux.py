@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import cli_support
+from chat_support import at_prompt, quit_chat, say, start_chat
 from servers.replay import ReplayServer
-from test_chat_tmux import at_prompt, quit_chat, say, start_chat
 from tmux_support import Tmux
 
 pytestmark = [

@@ -103,8 +103,8 @@ def test_the_flag_is_on_every_model_command_and_beats_the_config(
 @pytest.mark.slow
 async def test_rpc_sets_the_level_and_the_next_request_carries_it(tmp_path: Path) -> None:
     from cli_support import child_env
+    from rpc_support import is_event, rpc, text_reply
     from servers.replay import ReplayServer
-    from test_cli_rpc import is_event, rpc, text_reply
 
     async with (
         ReplayServer() as server,

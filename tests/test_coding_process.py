@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from process_support import CALL_IDS, assert_not_running, call, error_message, wait_dead
 from tether import AbortController, JsonObject, ToolCall, ToolRegistry, ToolResultMessage
-from tether.abort import AbortSignal
 from tether.tools.coding import (
     PROCESS_OUTPUT_MAX_BYTES,
     CodingToolError,
@@ -39,64 +39,19 @@ from tether.tools.coding.environment import catalog_key_variables
 from tether.tools.coding.process import processes_settled, run_process
 from tether.tools.contract import execute_tool_call
 
-_ids = iter(range(1_000_000))
-
-
-async def call(
-    registry: ToolRegistry, name: str, signal: AbortSignal | None = None, **arguments: object
-) -> ToolResultMessage:
-    tool_call = ToolCall(id=f"call-{next(_ids)}", name=name, arguments=JsonObject(arguments))
-    async with asyncio.timeout(30):
-        return await execute_tool_call(
-            registry, tool_call, signal if signal is not None else AbortController().signal
-        )
-
 
 async def call_with(
     registry: ToolRegistry, name: str, arguments: dict[str, object]
 ) -> ToolResultMessage:
-    tool_call = ToolCall(id=f"call-{next(_ids)}", name=name, arguments=JsonObject(arguments))
+    tool_call = ToolCall(id=f"call-{next(CALL_IDS)}", name=name, arguments=JsonObject(arguments))
     async with asyncio.timeout(30):
         return await execute_tool_call(registry, tool_call, AbortController().signal)
-
-
-def error_message(result: ToolResultMessage) -> str:
-    assert result.is_error, result.content
-    return str(json.loads(result.content)["error"]["message"])
 
 
 def assert_code(result: ToolResultMessage, code: str) -> None:
     message = error_message(result)
     assert message.split(":", 1)[0] == code, message
     assert result.error_code == code, message  # the same code as a field, not only in prose
-
-
-def assert_not_running(pid: int) -> None:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return
-    with open(f"/proc/{pid}/stat") as handle:  # dead but not yet reaped by init
-        state = handle.read().rsplit(")", 1)[1].split()[0]
-    assert state == "Z", f"process {pid} still running (state {state})"
-
-
-async def wait_dead(pid: int) -> None:
-    """Wait (event-driven, via a pidfd) until ``pid`` has terminated: SIGKILL is delivered
-    asynchronously, so a process just killed may still be running for a moment."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    loop = asyncio.get_running_loop()
-    dead: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(fd, lambda: dead.done() or dead.set_result(None))
-    try:
-        async with asyncio.timeout(20):
-            await dead
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
 
 
 def assert_reaped(pid: int) -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
+from coding_support import TODAY, Choice
 from tether import JsonObject, ScriptedModel, ScriptedReply, ScriptedToolCall
 from tether.agent.session import MessageEntry
 from tether.coding import (
@@ -31,37 +30,14 @@ from tether.coding import (
     CodingSessionError,
     SessionPlace,
 )
-from tether.models.base import Model
 from tether.protocol import ModelRequest, ModelUsage
 
 T = TypeVar("T")
-TODAY = datetime.date(2026, 1, 2)
 
 
 async def bounded(awaitable: Awaitable[T]) -> T:
     async with asyncio.timeout(10):
         return await awaitable
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Choice:
-    """A ``ModelSource`` whose ``build`` returns one scripted model."""
-
-    spec: str
-    model: ScriptedModel
-    context_window: int | None = None
-    hidden_env: tuple[str, ...] = ()
-    pass_env: tuple[str, ...] = ()
-    price: float | None = None
-    cache_keys: list[str | None] = field(default_factory=list[str | None])
-    """The ``cache_key`` of every ``build``."""
-
-    def build(self, *, cache_key: str | None = None) -> Model:
-        self.cache_keys.append(cache_key)
-        return self.model
-
-    def cost(self, usage: ModelUsage) -> float | None:
-        return None if self.price is None else self.price * usage.output_tokens
 
 
 def config(tmp_path: Path, choice: Choice, **changes: object) -> CodingSessionConfig[Choice]:

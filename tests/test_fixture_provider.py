@@ -29,11 +29,11 @@ from typing import Any
 import pytest
 
 import tether.providers.fixture as fixture_module
+from factories import aborted_signal, live_signal
 from support import Impostor, Outcome, consume, fail, settle, succeed, turns
 from tether import (
     AbortController,
     AbortError,
-    AbortSignal,
     FixtureProviderAdapter,
     JsonObject,
     ModelChunk,
@@ -115,16 +115,6 @@ def load_bundled() -> dict[str, Any]:
 
 def make_request(request_id: str = REQUEST_ID) -> ModelRequest:
     return ModelRequest(id=request_id, messages=())
-
-
-def live_signal() -> AbortSignal:
-    return AbortController().signal
-
-
-def aborted_signal(reason: object = None) -> AbortSignal:
-    controller = AbortController()
-    controller.abort(reason)
-    return controller.signal
 
 
 async def run_records(records: object) -> Outcome:

@@ -17,12 +17,21 @@ from typing import Any, cast
 
 import pytest
 
+from factories import (
+    accept_anything,
+    as_completed,
+    as_failed,
+    chunks_of,
+    delta,
+    drain,
+    text,
+    types_of,
+)
 from tether import (
     AbortController,
     AbortSignal,
     AgentEvent,
     AssistantMessage,
-    CompletedRunResult,
     EventStream,
     FailedRunResult,
     FixtureProviderAdapter,
@@ -36,14 +45,12 @@ from tether import (
     ModelUsage,
     RunResult,
     ScriptedModel,
-    TextBlock,
     ToolCall,
     ToolDefinition,
     ToolExecutionContext,
     ToolRegistry,
     ToolResultMessage,
     UserMessage,
-    Valid,
     define_tool,
     run_agent_loop,
     text_reply,
@@ -55,9 +62,7 @@ from tether.messages import validate_transcript
 from tether.protocol import (
     AssistantBlock,
     StopReason,
-    TextDeltaChunk,
     ToolCallChunk,
-    ToolValidation,
 )
 from tether.tools import NonRecoverableToolError
 
@@ -78,10 +83,6 @@ async def add(left: int, right: int) -> int:
         right: The second addend.
     """
     return left + right
-
-
-def accept_anything(value: object) -> ToolValidation[object]:
-    return Valid(value=value)
 
 
 def recording_tool(name: str, log: list[str], output: object = "ok") -> ToolDefinition[object, Any]:
@@ -110,16 +111,8 @@ def call(call_id: str, name: str = "add", **arguments: object) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=JsonObject(arguments))
 
 
-def delta(text: str, request_id: str = "request-001") -> TextDeltaChunk:
-    return TextDeltaChunk(request_id=request_id, delta=text)
-
-
 def call_chunk(tool_call: ToolCall, request_id: str = "request-001") -> ToolCallChunk:
     return ToolCallChunk(request_id=request_id, tool_call=tool_call)
-
-
-def text(value: str) -> TextBlock:
-    return TextBlock(text=value)
 
 
 def response(
@@ -258,27 +251,8 @@ def start(
     )
 
 
-async def drain(stream: EventStream[AgentEvent, RunResult]) -> tuple[list[AgentEvent], RunResult]:
-    events = [event async for event in stream]
-    return events, await stream.result
-
-
 async def run(model: object, **options: Any) -> tuple[list[AgentEvent], RunResult]:
     return await drain(start(model, **options))
-
-
-def types_of(events: Sequence[AgentEvent]) -> list[str]:
-    return [event.type for event in events]
-
-
-def as_failed(result: RunResult) -> FailedRunResult:
-    assert isinstance(result, FailedRunResult), result
-    return result
-
-
-def as_completed(result: RunResult) -> CompletedRunResult:
-    assert isinstance(result, CompletedRunResult), result
-    return result
 
 
 def assert_failed(result: RunResult, code: str, message: str | None = None) -> FailedRunResult:
@@ -296,10 +270,6 @@ def assert_well_sequenced(events: Sequence[AgentEvent], result: RunResult) -> No
     last = events[-1]
     assert last.type == "run.finished"
     assert last.payload.result is result
-
-
-def chunks_of(events: Sequence[AgentEvent]) -> list[ModelChunk]:
-    return [event.payload.chunk for event in events if event.type == "model.chunk"]
 
 
 # --- option checks ----------------------------------------------------------------------------

@@ -15,13 +15,13 @@ from typing import Any, Literal, cast
 
 import pytest
 
+from factories import accept_anything, as_cancelled, drain, types_of
 from tether import (
     AbortController,
     AbortError,
     AbortSignal,
     AgentEvent,
     AssistantMessage,
-    CancelledRunResult,
     EventStream,
     Message,
     ModelChunk,
@@ -72,20 +72,6 @@ def start(
     )
 
 
-async def drain(stream: EventStream[AgentEvent, RunResult]) -> tuple[list[AgentEvent], RunResult]:
-    events = [event async for event in stream]
-    return events, await stream.result
-
-
-def types_of(events: Sequence[AgentEvent]) -> list[str]:
-    return [event.type for event in events]
-
-
-def as_cancelled(result: RunResult) -> CancelledRunResult:
-    assert isinstance(result, CancelledRunResult), result
-    return result
-
-
 def assert_well_sequenced(events: Sequence[AgentEvent], result: RunResult) -> None:
     assert [event.sequence for event in events] == list(range(len(events)))
     assert types_of(events).count("run.finished") == 1
@@ -105,10 +91,6 @@ async def quiesce() -> None:
         if not other_tasks():
             return
         await asyncio.sleep(0)
-
-
-def accept_anything(value: object) -> ToolValidation[object]:
-    return Valid(value=value)
 
 
 def tool_from(

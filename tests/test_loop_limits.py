@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import pytest
 
+from factories import accept_anything, chunks_of, delta
 from tether import (
     AbortController,
     AbortError,
@@ -40,7 +41,6 @@ from tether import (
     ToolRegistry,
     ToolResultMessage,
     UserMessage,
-    Valid,
     define_tool,
     run_agent_loop,
     text_reply,
@@ -63,7 +63,6 @@ from tether.protocol import (
     StopReason,
     TextDeltaChunk,
     ToolCallChunk,
-    ToolValidation,
 )
 
 USER = UserMessage(id="user-1", content="Go.")
@@ -79,10 +78,6 @@ LOW = "\ude00"
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def accept_anything(value: object) -> ToolValidation[object]:
-    return Valid(value=value)
-
-
 def probe_tool(log: list[str]) -> ToolDefinition[object, Any]:
     async def execute(value: object, context: ToolExecutionContext) -> str:
         log.append(context.tool_call_id)
@@ -91,10 +86,6 @@ def probe_tool(log: list[str]) -> ToolDefinition[object, Any]:
     return define_tool(
         name="probe", description="records", validate=accept_anything, execute=execute
     )
-
-
-def delta(text: str, request_id: str = "request-001") -> TextDeltaChunk:
-    return TextDeltaChunk(request_id=request_id, delta=text)
 
 
 def probe_call(arguments: dict[str, Any], call_id: str = "c1") -> ToolCall:
@@ -178,10 +169,6 @@ async def run(
     )
     events = [event async for event in stream]
     return events, await stream.result
-
-
-def chunks_of(events: Sequence[AgentEvent]) -> list[ModelChunk]:
-    return [event.payload.chunk for event in events if event.type == "model.chunk"]
 
 
 def assert_failed(result: RunResult, code: str, message: str | None = None) -> FailedRunResult:

@@ -19,6 +19,7 @@ from typing import Any, Literal, cast
 
 import pytest
 
+from factories import accept, as_completed, chunks_of
 from support import turns
 from tether import (
     AbortController,
@@ -26,7 +27,6 @@ from tether import (
     AgentEvent,
     AssistantMessage,
     CancelledRunResult,
-    CompletedRunResult,
     EventStream,
     FailedRunResult,
     FixtureProviderAdapter,
@@ -48,7 +48,6 @@ from tether import (
     ToolExecutionContext,
     ToolRegistry,
     UserMessage,
-    Valid,
     define_tool,
     run_agent_loop,
     text_reply,
@@ -75,7 +74,6 @@ from tether.protocol import (
     ToolCallChunk,
     ToolCallDeltaChunk,
     ToolSpec,
-    ToolValidation,
 )
 
 USER = UserMessage(id="user-1", content="Go.")
@@ -124,15 +122,6 @@ def as_failed(result: RunResult, code: str) -> FailedRunResult:
     return result
 
 
-def as_completed(result: RunResult) -> CompletedRunResult:
-    assert isinstance(result, CompletedRunResult), result
-    return result
-
-
-def chunks_of(events: Sequence[AgentEvent]) -> list[ModelChunk]:
-    return [event.payload.chunk for event in events if event.type == "model.chunk"]
-
-
 def started_calls(events: Sequence[AgentEvent]) -> list[str]:
     return [event.payload.tool_call.name for event in events if event.type == "tool.started"]
 
@@ -145,10 +134,6 @@ async def no_other_tasks() -> None:
 
 
 # --- tools ------------------------------------------------------------------------------------
-
-
-def accept(value: object) -> ToolValidation[object]:
-    return Valid(value=value)
 
 
 class Counter:

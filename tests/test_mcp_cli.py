@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from cli_support import assert_quiet, child_env, run_tether
+from run_model_support import MODEL, text_reply, tool_reply
 from servers.replay import ReplayServer
-from test_cli_run_model import MODEL, text_reply, tool_reply
 
 BIN = Path(sys.executable).parent
 ENV_SECRET = "env-s3cr3t-0123456789"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from test_coding_process import wait_dead
-from test_mcp import Hanging, children, only_new, time_server, toy_stdio
+from mcp_support import Hanging, children, only_new, time_server, toy_stdio
+from process_support import wait_dead
 from tether import ScriptedModel, text_reply, tool_call_reply
 from tether.agent.runtime import create_runtime
 from tether.mcp import McpStdioServer
@@ -133,7 +133,7 @@ async def test_bad_mcp_servers_option_is_refused(tmp_path: Path) -> None:
 
 
 def coding_config(tmp_path: Path, model: ScriptedModel, **changes: Any) -> Any:
-    from test_coding_session import TODAY, Choice
+    from coding_support import TODAY, Choice
     from tether.coding import CodingSessionConfig, SessionPlace
 
     project = tmp_path / "project"
@@ -231,7 +231,7 @@ async def test_agent_set_tools_takes_effect_from_the_next_turn() -> None:
 
 
 async def test_switching_model_rebuilds_the_runtime_and_its_servers(tmp_path: Path) -> None:
-    from test_coding_session import Choice
+    from coding_support import Choice
     from tether.coding import CodingSession
 
     before = children()

@@ -25,10 +25,10 @@ from typing import Any, Literal
 
 import pytest
 
+from chat_support import FAKE_KEY, MODEL, at_prompt, chat_env, quit_chat, say
 from cli_support import TETHER, run_tether
 from rpc_support import text_reply, tool_reply
 from servers.replay import ReplayServer
-from test_chat_tmux import FAKE_KEY, MODEL, at_prompt, chat_env, quit_chat, say
 from tether.coding.rpc_client import RpcApprovalRequest, RpcClient, RpcEvent
 from tmux_support import Tmux
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from factories import failure
 from servers.katan import OPENAI_KEY, KatanFactory, KatanServer, KatanStartError, run_katan
 from servers.replay import ReplayServer, Script, json_response, sse_response
 from tether import (
     AbortController,
     AbortError,
     CompletedRunResult,
-    FailedRunResult,
     ModelUsage,
     RunResult,
     ToolRegistry,
@@ -119,12 +119,6 @@ async def run_once(
     async with asyncio.timeout(BOUND):
         events = [event async for event in stream]
         return events, await stream.result
-
-
-def failure(result: RunResult) -> str:
-    assert isinstance(result, FailedRunResult), result
-    assert result.error.code == "MODEL_STREAM_FAILED"
-    return result.error.message
 
 
 async def test_a_streamed_text_answer_completes_with_its_usage() -> None:

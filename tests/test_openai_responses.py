@@ -19,12 +19,12 @@ from typing import Any, Final
 import pytest
 
 import responses_bodies as rb
+from factories import failure
 from servers.replay import ReplayServer, Split, json_response, sse_response
 from support import missing_recordings, recorded_streams
 from tether import (
     AbortController,
     CompletedRunResult,
-    FailedRunResult,
     ModelChunk,
     ModelRequest,
     ModelResponse,
@@ -90,12 +90,6 @@ async def collect(model: OpenAIResponsesModel) -> tuple[list[ModelChunk], ModelR
     async with asyncio.timeout(BOUND):
         chunks = [chunk async for chunk in stream]
         return chunks, await stream.result
-
-
-def failure(result: RunResult) -> str:
-    assert isinstance(result, FailedRunResult), result
-    assert result.error.code == "MODEL_STREAM_FAILED"
-    return result.error.message
 
 
 def no_key_in(events: list[Any], result: RunResult) -> None:

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import pytest
 
+from factories import accept, as_cancelled, as_failed
 from support import fail, run_async, settle, turns
 from tether import (
     AbortController,
@@ -40,9 +41,7 @@ from tether import (
     AbortSignal,
     AgentEvent,
     AssistantMessage,
-    CancelledRunResult,
     EventStream,
-    FailedRunResult,
     FixtureProviderAdapter,
     ModelRequest,
     ModelResponse,
@@ -53,7 +52,6 @@ from tether import (
     ToolExecutionContext,
     ToolRegistry,
     UserMessage,
-    Valid,
     define_tool,
     run_agent_loop,
     text_reply,
@@ -62,7 +60,7 @@ from tether import (
 from tether._ownership import IdentitySet, claim_iterator_once
 from tether._race import check_signal, race
 from tether.models.scripted import ScriptedModelError
-from tether.protocol import TextDeltaChunk, ToolValidation
+from tether.protocol import TextDeltaChunk
 from tether.providers.fixture import FixtureProviderError
 
 T = TypeVar("T")
@@ -101,20 +99,6 @@ async def finish(run: EventStream[AgentEvent, RunResult]) -> RunResult:
         return await run.result
 
     return await asyncio.wait_for(drain(), SETTLE_LIMIT)
-
-
-def as_cancelled(result: RunResult) -> CancelledRunResult:
-    assert isinstance(result, CancelledRunResult), result
-    return result
-
-
-def as_failed(result: RunResult) -> FailedRunResult:
-    assert isinstance(result, FailedRunResult), result
-    return result
-
-
-def accept(value: object) -> ToolValidation[object]:
-    return Valid(value=value)
 
 
 def tool_running(

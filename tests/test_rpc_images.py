@@ -13,8 +13,8 @@ import pytest
 
 from cli_support import child_env
 from image_support import png
+from rpc_support import MODEL, is_event, rpc, text_reply
 from servers.replay import ReplayServer
-from test_cli_rpc import MODEL, is_event, rpc, text_reply
 from tether.agent.session import MessageEntry, SessionStore
 from tether.protocol import ImageBlock, UserMessage
 

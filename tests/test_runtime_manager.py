@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from test_runtime import add, bounded, expect_error, on_disk, options, probe, real
+from runtime_support import add, bounded, expect_error, on_disk, options, probe, real
 from tether import ModelChunk, ModelResponse, ScriptedModel, text_reply, tool_call_reply
 from tether.agent.extensions import ExtensionContext, ExtensionDefinition
 from tether.agent.persistence import SessionRecorder, resume_agent
@@ -310,7 +310,7 @@ async def test_an_old_runtime_that_fails_to_dispose_is_reported(tmp_path: Path) 
     instances: list[int] = []
 
     def counted(log: list[str]) -> Any:
-        from test_runtime import Probe
+        from runtime_support import Probe
 
         instances.append(1)
         return Probe(log, "p", fail_dispose=len(instances) == 1)
@@ -371,7 +371,7 @@ async def test_a_replacement_queued_before_dispose_is_refused(tmp_path: Path) ->
 
 
 async def test_a_discarded_candidate_that_fails_to_dispose(tmp_path: Path) -> None:
-    from test_runtime import Probe
+    from runtime_support import Probe
     from tether.agent.extensions import ExtensionDefinition
 
     building = asyncio.Event()

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runtime_support import add, bounded, expect_error, options, returning
 from support import examples
-from test_runtime import add, bounded, expect_error, options, returning
 from tether import ScriptedModel, text_reply
 from tether.agent.extensions import ExtensionDefinition
 from tether.agent.runtime import (

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from process_support import call, error_message, wait_dead
 from support import debian_binary
-from test_coding_process import call, error_message, wait_dead
 from tether import ToolRegistry, ToolResultMessage
 from tether.tools.coding import (
     DEFAULT_HIDDEN_PATHS,

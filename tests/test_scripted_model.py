@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pytest
 
+from factories import aborted_signal, live_signal
 from support import fail, settle, succeed, turns
 from tether import (
     AbortController,
@@ -58,16 +59,6 @@ class Interrupt(BaseException):
 
 def make_request(request_id: str = REQUEST_ID) -> ModelRequest:
     return ModelRequest(id=request_id, messages=(UserMessage(id="user-1", content="Add."),))
-
-
-def live_signal() -> AbortSignal:
-    return AbortController().signal
-
-
-def aborted_signal(reason: object = None) -> AbortSignal:
-    controller = AbortController()
-    controller.abort(reason)
-    return controller.signal
 
 
 def add_call(call_id: str = "call-1") -> ToolCall:

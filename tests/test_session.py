@@ -27,6 +27,7 @@ from typing import Any, cast
 
 import pytest
 
+from session_support import rejects
 from support import Impostor
 from tether import (
     AssistantMessage,
@@ -144,13 +145,6 @@ def leftovers(folder: Path) -> list[str]:
 
 def ids(entries: tuple[SessionEntry, ...]) -> list[str]:
     return [entry.id for entry in entries]
-
-
-async def rejects(code: str, awaitable: Any) -> SessionStoreError:
-    with pytest.raises(SessionStoreError) as caught:
-        await awaitable
-    assert caught.value.code == code, caught.value
-    return caught.value
 
 
 @pytest.fixture

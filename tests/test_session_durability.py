@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import pytest
 
-from test_session import rejects
+from session_support import rejects
 from tether import ScriptedModel, UserMessage, text_reply
 from tether.agent.persistence import SessionRecorder
 from tether.agent.runtime import TetherRuntimeError, create_runtime
