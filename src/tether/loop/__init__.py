@@ -1,6 +1,6 @@
 """Layer 07: the agent loop.
 
-* ``run``: ``run_agent_loop`` and the step state machine;
+* ``run``: ``run_agent_loop`` (``_steps``: the step state machine; ``_model_turn``: one model turn);
 * ``hooks``: ``ToolHooks``, a host's say before a tool call runs and after it returns;
 * ``limits``: ``RunLimits``, every per-run bound (workshop defaults, ``for_real_models()``);
 * ``checks``: the chunk, response and transcript boundary checks and their agreement rules.
