@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from support import run_async
 from tether import AbortController, AbortError
-from tether._race import _ASEND, RacedIterator, Started, _steps_of, race, race_eagerly  # pyright: ignore[reportPrivateUsage]
+from tether._race import _ASEND, Started, _steps_of, race, race_eagerly  # pyright: ignore[reportPrivateUsage]
+from tether._race_iterator import RacedIterator
 from tether._types import await_steps
 
 Action = Literal["return", "raise", "stop", "yield", "wait", "abort", "raw-abort"]

@@ -23,12 +23,12 @@ from tether._errors import TetherError
 from tether._producer import shed_frames
 from tether._race import (
     NotAwaitableError,
-    RacedIterator,
     check_signal,
     neutralize,
     race,
     reraise_task_cancellation,
 )
+from tether._race_iterator import RacedIterator
 from tether._text import code_points, message_of
 from tether._types import instance_of, is_awaitable, type_of
 from tether.abort import AbortSignal

@@ -29,7 +29,8 @@ from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
 from tether._producer import fail_producer, shed_frames, start_producer_eagerly
-from tether._race import RacedIterator, check_signal, neutralize, signal_aborted, signal_reason
+from tether._race import check_signal, neutralize, signal_aborted, signal_reason
+from tether._race_iterator import RacedIterator
 from tether._text import is_non_empty
 from tether._types import exactly, instance_of, type_of
 from tether.abort import AbortSignal, abort_exception
