@@ -56,19 +56,7 @@ from tether.loop.checks import (
     snapshot_transcript,
 )
 from tether.loop.hooks import ToolHooks
-from tether.loop.limits import (
-    MAX_AGENT_STEPS,
-    MAX_INITIAL_MESSAGES,
-    MAX_MODEL_BLOCKS_PER_STEP,
-    MAX_MODEL_CHUNKS_PER_STEP,
-    MAX_MODEL_TEXT_CODE_POINTS,
-    MAX_TOOL_ARGUMENT_DEPTH,
-    MAX_TOOL_ARGUMENT_ENTRIES,
-    MAX_TOOL_ARGUMENT_NODES,
-    MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
-    RunLimits,
-    limits_for,
-)
+from tether.loop.limits import RunLimits, check_max_steps, limits_for
 from tether.loop.output import OutputState
 from tether.loop.retries import RetryBudget, check_tool_retries
 from tether.models.base import Model
@@ -90,18 +78,8 @@ if TYPE_CHECKING:
     from tether.tracing._spans import RunTrace
 
 __all__ = [
-    "MAX_AGENT_STEPS",
-    "MAX_INITIAL_MESSAGES",
-    "MAX_MODEL_BLOCKS_PER_STEP",
-    "MAX_MODEL_CHUNKS_PER_STEP",
-    "MAX_MODEL_TEXT_CODE_POINTS",
-    "MAX_TOOL_ARGUMENT_DEPTH",
-    "MAX_TOOL_ARGUMENT_ENTRIES",
-    "MAX_TOOL_ARGUMENT_NODES",
-    "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
     "NoRunningLoopError",
     "RunFailureCode",
-    "RunLimits",
     "run_agent_loop",
 ]
 
@@ -179,13 +157,7 @@ def run_agent_loop(
     Options that are not what they say raise ``TypeError`` at once.
     """
     limits = limits_for(model, limits)
-    if type_of(max_steps) is not int or not 1 <= max_steps <= MAX_SAFE_INTEGER:
-        raise TypeError("max_steps must be a positive safe integer")
-    if max_steps > limits.max_steps:
-        raise TypeError(
-            f"max_steps must not exceed {limits.max_steps} (raise RunLimits.max_steps, "
-            "e.g. with RunLimits.for_real_models())"
-        )
+    check_max_steps(max_steps, limits)
     start = 0 if request_sequence_start is None else request_sequence_start
     if type_of(start) is not int or not 0 <= start <= MAX_SAFE_INTEGER - max_steps:
         raise TypeError("request_sequence_start must be a non-negative safe integer")
