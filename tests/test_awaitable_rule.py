@@ -37,7 +37,7 @@ _USERS = (
     "tether.evals.runner._job",
     "tether.evals.runner._settle",
     "tether.loop.hooks",
-    "tether.loop.run",
+    "tether.loop._model_turn",
     "tether.models.base",
     "tether.tools.contract",
 )

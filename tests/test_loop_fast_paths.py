@@ -11,7 +11,7 @@ Each shortcut must give what the path it skips gives, on any input it accepts:
   ``EventStream.take_finished``) gives the events and the result of the run that iterates
   the same streams (wrapped so they are not ``EventStream``s);
 * ``_measure_frozen`` (one pass over flat arguments) measures what the container walk
-  ``_measure_frozen_walk`` measures.
+  ``_walk_frozen`` measures.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from tether import (
 from tether.jsonvalue import JsonObject, freeze_json
 from tether.loop.checks._bounds import (
     _measure_frozen,  # pyright: ignore[reportPrivateUsage]
-    _measure_frozen_walk,  # pyright: ignore[reportPrivateUsage]
+    _walk_frozen,  # pyright: ignore[reportPrivateUsage]
 )
 from tether.models.scripted import ResponseFactory, stream_reply
 from tether.stream import EventStream
@@ -112,7 +112,7 @@ JSON = st.recursive(
 def test_the_flat_measure_equals_the_walk(value: dict[str, object]) -> None:
     frozen = freeze_json(value)
     assert type(frozen) is JsonObject
-    assert _measure_frozen(frozen) == _measure_frozen_walk(frozen)
+    assert _measure_frozen(frozen) == _walk_frozen(frozen)
 
 
 @tool

@@ -57,7 +57,7 @@ from tether.loop import (
     MAX_TOOL_ARGUMENT_NODES,
     MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
 )
-from tether.loop import run as loop_run
+from tether.loop import _model_turn as model_turn_module
 from tether.protocol import (
     AssistantBlock,
     StopReason,
@@ -827,7 +827,7 @@ async def test_a_turn_that_breaks_a_limit_returns_after_its_model_stream_settled
 async def test_a_model_stream_that_never_settles_holds_the_turn_only_briefly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(loop_run, "ABANDONED_STREAM_GRACE", 0.05)
+    monkeypatch.setattr(model_turn_module, "ABANDONED_STREAM_GRACE", 0.05)
     model = ClosingModel(settles=False)
     async with asyncio.timeout(5):
         result = await limit_breaking_run(model).result

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from support import run_async
 from tether import AbortController, AbortError
-from tether._race import _ASEND, RacedIterator, Started, _steps_of, race, race_eagerly  # pyright: ignore[reportPrivateUsage]
+from tether._race import _ASEND, Started, _steps_of, race, race_eagerly  # pyright: ignore[reportPrivateUsage]
+from tether._race_iterator import RacedIterator
 from tether._types import await_steps
 
 Action = Literal["return", "raise", "stop", "yield", "wait", "abort", "raw-abort"]
@@ -148,9 +149,30 @@ async def generator(actions: list[Action], controller: AbortController) -> Async
             yield await scripted([action, "return"], controller, index)
 
 
-async def drain(ready: bool, actions: list[Action]) -> tuple[list[object], object]:
+class Wrapped:
+    """An async iterator that is not an async generator: ``ready()`` takes its general path."""
+
+    def __init__(self, inner: AsyncIterator[int]) -> None:
+        self.inner = inner
+
+    def __aiter__(self) -> Wrapped:
+        return self
+
+    def __anext__(self) -> Any:
+        return self.inner.__anext__()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+
+async def drain(
+    ready: bool, actions: list[Action], *, wrapped: bool = False
+) -> tuple[list[object], object]:
     controller = AbortController()
-    source: RacedIterator[int] = RacedIterator(generator(actions, controller), controller.signal)
+    iterator: AsyncIterator[int] = generator(actions, controller)
+    if wrapped:
+        iterator = Wrapped(iterator)
+    source: RacedIterator[int] = RacedIterator(iterator, controller.signal)
     items: list[object] = []
     end: object = None
     pending = object()
@@ -175,6 +197,17 @@ async def drain(ready: bool, actions: list[Action]) -> tuple[list[object], objec
 def test_ready_then_next_matches_next_alone(actions: list[Action]) -> None:
     async def both() -> None:
         assert await drain(True, actions) == await drain(False, actions)
+
+    run_async(both)
+
+
+@given(actions=st.lists(ACTIONS, max_size=6))
+def test_ready_on_an_async_generator_matches_the_general_path(actions: list[Action]) -> None:
+    """``ready()`` steps an async generator itself (its fast path); any other iterator goes
+    through ``race_eagerly``: the same items, the same end."""
+
+    async def both() -> None:
+        assert await drain(True, actions) == await drain(True, actions, wrapped=True)
 
     run_async(both)
 

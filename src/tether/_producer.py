@@ -23,7 +23,8 @@ from types import CodeType
 from typing import Any, Final
 
 from tether._errors import TetherError
-from tether._race import RacedIterator, Started, drive_steps, race, race_eagerly, resume
+from tether._race import Started, drive_steps, race, race_eagerly, resume
+from tether._race_iterator import RacedIterator
 from tether.stream import EventStream, EventStreamIterator
 
 __all__ = [

@@ -26,7 +26,6 @@ __all__ = [
     "MAX_TOOL_ARGUMENT_NODES",
     "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
     "RunLimits",
-    "limits_for",
 ]
 
 MAX_AGENT_STEPS: Final = 64
@@ -133,3 +132,16 @@ def limits_for(model: object, limits: RunLimits | None) -> RunLimits:
     if type(declared) is not RunLimits:
         raise TypeError("model.run_limits must be a RunLimits")
     return declared
+
+
+def check_max_steps(steps: object, limits: RunLimits, name: str = "max_steps") -> int:
+    """``steps`` when it is a positive safe integer within ``limits.max_steps``, else
+    ``TypeError`` naming the option ``name`` (``run_agent_loop``'s and the ``Agent``'s)."""
+    if type(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:
+        raise TypeError(f"{name} must be a positive safe integer")
+    if steps > limits.max_steps:
+        raise TypeError(
+            f"{name} must not exceed {limits.max_steps} (raise RunLimits.max_steps, "
+            "e.g. with RunLimits.for_real_models())"
+        )
+    return steps

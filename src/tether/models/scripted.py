@@ -19,6 +19,7 @@ common factories, so a test needs no hand-written generator::
 from __future__ import annotations
 
 import json
+import types
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import field
@@ -28,7 +29,8 @@ from tether._dataclass import dataclass
 from tether._errors import TetherError
 from tether._ownership import claim_iterator_once
 from tether._producer import fail_producer, shed_frames, start_producer_eagerly
-from tether._race import RacedIterator, check_signal, neutralize, signal_aborted, signal_reason
+from tether._race import check_signal, neutralize, signal_aborted, signal_reason
+from tether._race_iterator import RacedIterator
 from tether._text import is_non_empty
 from tether._types import exactly, instance_of, type_of
 from tether.abort import AbortSignal, abort_exception
@@ -49,6 +51,9 @@ from tether.protocol import (
 from tether.protocol import _trusted as trusted
 from tether.protocol.model import is_model_chunk
 from tether.stream import EventStream
+
+_ASYNC_GENERATOR: Final[type[Any]] = types.AsyncGeneratorType
+"""An async generator's class: it has ``__anext__`` (the factory check need not look)."""
 
 __all__ = [
     "ResponseFactory",
@@ -167,7 +172,9 @@ class ScriptedModel:
                 stream_reply(factory, request, stream)
                 return
             iterator: Any = factory(request, signal)
-            if not callable(getattr(type_of(iterator), "__anext__", None)):
+            if type_of(iterator) is not _ASYNC_GENERATOR and not callable(
+                getattr(type_of(iterator), "__anext__", None)
+            ):
                 neutralize(iterator)
                 raise TypeError("A scripted response factory must return an async iterator")
             if not claim_iterator_once(iterator):

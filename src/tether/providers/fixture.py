@@ -42,12 +42,12 @@ from tether._errors import TetherError
 from tether._ownership import claim_iterator_once, release_claim, trusted_errors
 from tether._producer import fail_producer, start_producer_eagerly
 from tether._race import (
-    RacedIterator,
     check_signal,
     close_quietly,
     signal_aborted,
     signal_reason,
 )
+from tether._race_iterator import RacedIterator
 from tether._text import is_non_empty
 from tether._types import exactly, instance_of, is_dict, is_list, type_of
 from tether.abort import AbortSignal, abort_exception

@@ -192,7 +192,7 @@ def _check_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
         and depth <= limits.max_argument_depth
     ):
         return
-    _walk_frozen_argument_bounds(arguments, limits)
+    _walk_frozen(arguments, limits)
     raise AssertionError("unreachable: the walk reports the exceeded budget")  # pragma: no cover
 
 
@@ -201,7 +201,7 @@ def _measure_frozen(arguments: Any) -> tuple[int, int, int]:
 
     Flat arguments (no nested object or array: the common call) are measured in one pass
     over their items, with no stack; the first nested container hands the whole measure to
-    ``_measure_frozen_walk``. Why: a model that builds fresh arguments every turn (a real
+    ``_walk_frozen``. Why: a model that builds fresh arguments every turn (a real
     one, a scripted factory) pays this once per call, and the walk's set-up cost more than
     the measure. ``tests/test_loop_fast_paths.py`` checks both on any JSON object.
     """
@@ -214,12 +214,15 @@ def _measure_frozen(arguments: Any) -> tuple[int, int, int]:
             text: str = value
             strings += len(text) if text.isascii() else code_points(text)[0]
         elif value_type is JsonObject or value_type is tuple:
-            return _measure_frozen_walk(arguments)
+            return _walk_frozen(arguments)
     return len(items), strings, 0
 
 
-def _measure_frozen_walk(arguments: Any) -> tuple[int, int, int]:
-    """``_measure_frozen`` for any frozen arguments, one container at a time."""
+def _walk_frozen(arguments: Any, limits: RunLimits | None = None) -> tuple[int, int, int]:
+    """``(entries, string code points, deepest container depth)`` of any frozen arguments,
+    one container at a time. With ``limits``, the first budget exceeded raises as it is
+    reached (keys are ``str``, numbers finite and nothing can be cyclic, so only sizes are
+    counted; a container and its entries are the values, ``entries + 1`` nodes)."""
     entries = 0
     strings = 0
     deepest = 0
@@ -228,6 +231,17 @@ def _measure_frozen_walk(arguments: Any) -> tuple[int, int, int]:
         container, depth = stack.pop()
         deepest = max(deepest, depth)
         entries += len(container)
+        if limits is not None:
+            if entries > limits.max_argument_entries:
+                raise ModelProtocolError(
+                    f"Tool-call arguments exceed {limits.max_argument_entries} entries",
+                    limit_hint("max_argument_entries"),
+                )
+            if entries + 1 > limits.max_argument_nodes:
+                raise ModelProtocolError(
+                    f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values",
+                    limit_hint("max_argument_nodes"),
+                )
         if type_of(container) is JsonObject:
             for key in container:
                 strings += len(key) if key.isascii() else code_points(key)[0]
@@ -239,51 +253,16 @@ def _measure_frozen_walk(arguments: Any) -> tuple[int, int, int]:
             if value_type is str:
                 strings += len(value) if value.isascii() else code_points(value)[0]
             elif value_type is JsonObject or value_type is tuple:
-                stack.append((value, depth + 1))
-    return entries, strings, deepest
-
-
-def _walk_frozen_argument_bounds(arguments: Any, limits: RunLimits) -> None:
-    """The budgets for frozen arguments, walked one container at a time: keys are ``str``,
-    numbers finite and nothing can be cyclic, so only sizes are counted."""
-    nodes = 1
-    entries = 0
-    strings = 0
-    stack: list[tuple[Any, int]] = [(arguments, 0)]
-    while stack:
-        container, depth = stack.pop()
-        entries += len(container)
-        nodes += len(container)
-        if entries > limits.max_argument_entries:
-            raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_entries} entries",
-                limit_hint("max_argument_entries"),
-            )
-        if nodes > limits.max_argument_nodes:
-            raise ModelProtocolError(
-                f"Tool-call arguments exceed {limits.max_argument_nodes} JSON values",
-                limit_hint("max_argument_nodes"),
-            )
-        if type_of(container) is JsonObject:
-            for key in container:
-                strings += len(key) if key.isascii() else code_points(key)[0]
-            values = container.values()
-        else:
-            values = container
-        for value in values:
-            value_type = type_of(value)
-            if value_type is str:
-                strings += len(value) if value.isascii() else code_points(value)[0]
-            elif value_type is JsonObject or value_type is tuple:
-                if depth >= limits.max_argument_depth:
+                if limits is not None and depth >= limits.max_argument_depth:
                     raise ModelProtocolError(
                         f"Tool-call arguments nest deeper than {limits.max_argument_depth}",
                         limit_hint("max_argument_depth"),
                     )
                 stack.append((value, depth + 1))
-        if strings > limits.max_argument_string_code_points:
+        if limits is not None and strings > limits.max_argument_string_code_points:
             raise ModelProtocolError(
                 "Tool-call arguments exceed "
                 f"{limits.max_argument_string_code_points} string code points",
                 limit_hint("max_argument_string_code_points"),
             )
+    return entries, strings, deepest
