@@ -531,6 +531,7 @@ class _Run:
     async def outcome(self) -> RunResult:
         """Run the steps and map whatever stopped them to a result. Raises only what must
         not become a result: task cancellation and other base exceptions."""
+        listening = listen_for_retries(self.report_retry)
         try:
             return await self.steps()
         except Exception as error:
@@ -539,6 +540,8 @@ class _Run:
             if is_raw_abort_reason(self.signal, error):  # caller code raised the raw reason
                 return self.terminal(None)
             raise
+        finally:
+            stop_listening(listening)
 
     def terminal(self, error: BaseException | None, *, cancelled: bool = False) -> RunResult:
         """Map whatever stopped the run to its result (the first matching rule wins)."""
@@ -634,11 +637,11 @@ class _Run:
                         result = invalid_call_result(block)
                     elif hooks is None:
                         result = await execute_tool_call(
-                            registry, block, signal, deps, progress=reporter.report
+                            registry, block, signal, deps, progress=reporter
                         )
                     else:
                         result = await run_hooked_tool_call(
-                            hooks, registry, block, self.transcript, signal, deps, reporter.report
+                            hooks, registry, block, self.transcript, signal, deps, reporter
                         )
                 except asyncio.CancelledError as error:
                     reraise_task_cancellation(error)
@@ -705,11 +708,6 @@ class _Run:
         notices.request_id = request.id
         notices.count = 0
         notices.open = True
-        # The retry listener is in the caller's context only while ``stream()`` runs, where
-        # a model reads it (``retry_listener``). Why not for the whole run: the context
-        # variable's token, its mapping and node and the bound listener were four more
-        # objects per run in flight for the cycle collector's full passes (``bench_scale``).
-        listening = listen_for_retries(self.report_retry)
         try:
             opened = self.open_stream(request, signal)
         except Exception as error:
@@ -718,8 +716,6 @@ class _Run:
             raise ModelStreamFailure(
                 message_of(error, "Model stream could not be opened")
             ) from error
-        finally:
-            stop_listening(listening)
         stream = _model_stream(opened)
         finished = _finished_events(stream)  # taken at once: no iterator, nothing to race
         source: RacedIterator[object] | None = None

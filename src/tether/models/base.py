@@ -46,9 +46,9 @@ def listen_for_retries(listener: RetryListener) -> Token[RetryListener | None]:
     the model streams opened meanwhile (``model.stream(request, signal)``) report their
     retries to it. Pair it with ``stop_listening`` in a ``finally``.
 
-    A token rather than a context manager: the loop listens around each ``stream()`` call
-    of every step, and the manager's generator, its wrapper and its bound ``__exit__`` were
-    three more objects per step (``bench_scale``)."""
+    A token rather than a context manager: a run listens for as long as it lives, and the
+    manager's generator, its wrapper and its bound ``__exit__`` were three more objects per
+    run in flight for the cycle collector to walk (``bench_scale``)."""
     return _LISTENER.set(listener)
 
 
