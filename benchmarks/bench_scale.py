@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import resource
 import statistics
@@ -68,19 +69,42 @@ async def _runs(count: int) -> dict[str, Any]:
         return (await stream.result).status
 
     await one()  # warm up
+    collector = _CollectorClock()
     before = _peak_rss_kib()
+    gc.callbacks.append(collector)
     started = time.perf_counter()
     statuses = await asyncio.gather(*(one() for _ in range(count)))
     wall = time.perf_counter() - started
+    gc.callbacks.remove(collector)
     if set(statuses) != {"completed"}:
         raise SystemExit(f"unexpected statuses: {set(statuses)}")
     peak = _peak_rss_kib()
     return {
         "runs": count,
         "wall_s": wall,
+        "collector_s": collector.seconds,
+        "full_passes": collector.full_passes,
         "peak_rss_mib": peak / 1024,
         "added_rss_mib": (peak - before) / 1024,
     }
+
+
+class _CollectorClock:
+    """A ``gc.callbacks`` entry that times the cycle collector's passes (and counts the full
+    ones) while the runs are in flight: for insight only, the collector's settings are the
+    process's defaults."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full_passes = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._started
+        self.full_passes += info["generation"] == 2
 
 
 def _child(count: int) -> None:
@@ -108,7 +132,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {}
     small_size, large_size = SIZES[0], SIZES[-1]
     print(f"scale: concurrent {TOOL_TURNS + 1}-step runs on one event loop (one process per size)")
-    print(f"  {'runs':>7} {'wall s':>8} {'us/run':>8} {'peak RSS MiB':>13} {'added MiB':>10}")
+    print(
+        f"  {'runs':>7} {'wall s':>8} {'us/run':>8} {'collector s':>12} {'full passes':>12} "
+        f"{'peak RSS MiB':>13} {'added MiB':>10}"
+    )
     rows: list[dict[str, Any]] = []
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     middle = () if options.quick else SIZES[1:-1]
@@ -123,21 +150,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         size = row["runs"]
         print(
             f"  {size:>7,} {row['wall_s']:>8.2f} {row['wall_s'] / size * 1e6:>8.0f} "
+            f"{row['collector_s']:>12.2f} {row['full_passes']:>12} "
             f"{row['peak_rss_mib']:>13.1f} {row['added_rss_mib']:>10.1f}"
         )
     factor = large_size / small_size
     walls = [large["wall_s"] / small["wall_s"] for small, large in pairs]
     memory = [large["added_rss_mib"] / max(small["added_rss_mib"], 1e-9) for small, large in pairs]
+    outside = [
+        (large["wall_s"] - large["collector_s"]) / (small["wall_s"] - small["collector_s"])
+        for small, large in pairs
+    ]
     growth = {
         "size_factor": factor,
         "wall_factor": statistics.median(walls),
         "added_rss_factor": statistics.median(memory),
         "wall_factors": walls,
+        "wall_outside_collector_factor": statistics.median(outside),
     }
     print(
         f"  {small_size:,} -> {large_size:,} runs ({factor:.0f}x): wall "
         f"{growth['wall_factor']:.1f}x, added RSS {growth['added_rss_factor']:.1f}x "
         f"(medians of {len(pairs)} pairs)"
+    )
+    print(
+        f"  insight: wall outside the cycle collector's passes "
+        f"{growth['wall_outside_collector_factor']:.1f}x; the collector's full passes each walk "
+        "every object in flight, and one comes per ~70,000 objects the heap grows by, so their "
+        "total grows with the square of the objects in flight (benchmarks/README.md)"
     )
     found = [
         goals.at_most(

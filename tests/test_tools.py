@@ -496,6 +496,19 @@ def test_snapshot_is_independent_in_both_directions() -> None:
     assert "only-original" not in copy_
 
 
+def test_snapshots_share_the_specs_their_source_builds_once() -> None:
+    """Every run snapshots the caller's registry: the snapshots share one specs tuple (built
+    on the source), and a registration on either side gives that side its own again."""
+    original = ToolRegistry([definition("shared")])
+    first, second = original.snapshot(), original.snapshot()
+    assert first.specs() is original.specs()
+    assert second.specs() is original.specs()
+    first.register(definition("only-first"))
+    assert [spec.name for spec in first.specs()] == ["shared", "only-first"]
+    assert [spec.name for spec in original.specs()] == ["shared"]
+    assert second.specs() is original.specs()
+
+
 def _generator_batch() -> Generator[dict[str, object], None, None]:
     yield definition("g")
 

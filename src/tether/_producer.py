@@ -18,6 +18,7 @@ replace the stream's outcome.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Coroutine, Iterable
 from types import CodeType
 from typing import Any, Final
@@ -60,13 +61,20 @@ def require_running_loop(api: str) -> None:
 
 
 _RUNNING: set[asyncio.Task[None]] = set()
+_FORGET: Final = _RUNNING.discard
+"""The producers' done callback, bound once: ``_RUNNING.discard`` written at each call made
+a bound method per producer in flight (one more object per run for the cycle collector)."""
+_FORGET_CONTEXT: Final = contextvars.Context()
+"""The context ``_FORGET`` runs in (it reads no context variable): without one,
+``add_done_callback`` copies the caller's context for each producer, another object per
+run in flight."""
 
 
 def start_producer(work: Coroutine[Any, Any, None]) -> None:
     """Run ``work`` on the running loop, holding a strong reference until it ends."""
     task = asyncio.get_running_loop().create_task(work)
     _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
+    task.add_done_callback(_FORGET, context=_FORGET_CONTEXT)
 
 
 def start_producer_eagerly(work: Coroutine[Any, Any, None]) -> None:

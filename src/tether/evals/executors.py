@@ -34,6 +34,7 @@ __all__ = [
     "ItemOutcome",
     "LocalExecutor",
     "OnSettled",
+    "SettledItems",
     "cancelled_error",
     "infrastructure_error",
 ]
@@ -94,6 +95,45 @@ def infrastructure_error() -> EvaluationInfrastructureError:
     )
 
 
+class SettledItems:
+    """What an executor records as its items settle, the one rule both executors follow
+    (``LocalExecutor``, ``tether.evals.ray_executor.RayExecutor``).
+
+    ``settle`` first calls ``on_settled`` (a failure there becomes the item's
+    ``EVALUATION_RUNTIME_FAILED``), keeps the outcome and, for an infrastructure failure,
+    records its place in ``failure_order`` and aborts ``controller``, the items' shared
+    signal, with ``EVALUATION_CANCELLED``. ``result()`` is the ``ExecutionResult``.
+    """
+
+    __slots__ = ("_failure_order", "_on_settled", "_outcomes", "controller")
+
+    def __init__(self, count: int, on_settled: OnSettled | None) -> None:
+        self.controller = AbortController()
+        self._on_settled = on_settled
+        self._outcomes: list[ItemOutcome | None] = [None] * count
+        self._failure_order: list[int] = []
+
+    def settle(self, position: int, item: EvaluationWorkItem, outcome: ItemOutcome) -> None:
+        """Record how ``item`` (at ``position`` of the items) settled."""
+        if self._on_settled is not None:
+            try:
+                self._on_settled(item, outcome)
+            except Exception as error:
+                failure = infrastructure_error()
+                failure.__cause__ = error
+                outcome = failure
+        self._outcomes[position] = outcome
+        if isinstance(outcome, EvaluationInfrastructureError):
+            self._failure_order.append(item.index)
+            self.controller.abort(cancelled_error())
+
+    def result(self) -> ExecutionResult:
+        """The outcomes so far (``None``: never started) and the order failures came in."""
+        return ExecutionResult(
+            outcomes=tuple(self._outcomes), failure_order=tuple(self._failure_order)
+        )
+
+
 class LocalExecutor:
     """Runs work items as asyncio tasks on the running loop, at most ``concurrency`` at once."""
 
@@ -110,27 +150,13 @@ class LocalExecutor:
     ) -> ExecutionResult:
         """Run ``items`` (see ``EvaluationExecutor``); cancelling this call aborts the shared
         signal, waits for the started items to settle, then re-raises the cancellation."""
-        outcomes: list[ItemOutcome | None] = [None] * len(items)
-        failure_order: list[int] = []
-        controller = AbortController()
+        settled = SettledItems(len(items), on_settled)
+        controller = settled.controller
         shared = controller.signal
         unfollow = follow_signal(signal, controller)
         if unfollow is None:
             raise TypeError("signal must be an AbortSignal")
         cursor = 0
-
-        def settle(position: int, item: EvaluationWorkItem, outcome: ItemOutcome) -> None:
-            if on_settled is not None:
-                try:
-                    on_settled(item, outcome)
-                except Exception as error:
-                    failure = infrastructure_error()
-                    failure.__cause__ = error
-                    outcome = failure
-            outcomes[position] = outcome
-            if isinstance(outcome, EvaluationInfrastructureError):
-                failure_order.append(item.index)
-                controller.abort(cancelled_error())
 
         async def worker() -> None:
             nonlocal cursor
@@ -152,7 +178,7 @@ class LocalExecutor:
                 except Exception as error:
                     outcome = infrastructure_error()
                     outcome.__cause__ = error
-                settle(position, item, outcome)
+                settled.settle(position, item, outcome)
 
         loop = asyncio.get_running_loop()
         workers = [loop.create_task(worker()) for _ in range(min(concurrency, len(items)))]
@@ -175,4 +201,4 @@ class LocalExecutor:
                     raise error
         finally:
             unfollow()
-        return ExecutionResult(outcomes=tuple(outcomes), failure_order=tuple(failure_order))
+        return settled.result()

@@ -56,6 +56,7 @@ from tether.evals.executors import (
     ExecutionResult,
     ItemOutcome,
     OnSettled,
+    SettledItems,
     cancelled_error,
     infrastructure_error,
 )
@@ -202,10 +203,8 @@ class _Execution:
         self.items = items
         self.concurrency = concurrency
         self.signal = signal
-        self.on_settled = on_settled
-        self.outcomes: list[ItemOutcome | None] = [None] * len(items)
-        self.failure_order: list[int] = []
-        self.controller = AbortController()
+        self.settled = SettledItems(len(items), on_settled)
+        self.controller = self.settled.controller
         self.in_flight: dict[asyncio.Future[Any], tuple[int, Any]] = {}
         self.cancelled = False
 
@@ -217,9 +216,7 @@ class _Execution:
         finally:
             if unfollow is not None:
                 unfollow()
-        return ExecutionResult(
-            outcomes=tuple(self.outcomes), failure_order=tuple(self.failure_order)
-        )
+        return self.settled.result()
 
     async def _drive(self) -> None:
         ray = _ray()
@@ -277,21 +274,7 @@ class _Execution:
         )
         for position, future in done:
             del self.in_flight[future]
-            self._settle(position, _outcome_of(future))
-
-    def _settle(self, position: int, outcome: ItemOutcome) -> None:
-        item = self.items[position]
-        if self.on_settled is not None:
-            try:
-                self.on_settled(item, outcome)
-            except Exception as error:
-                failure = infrastructure_error()
-                failure.__cause__ = error
-                outcome = failure
-        self.outcomes[position] = outcome
-        if isinstance(outcome, EvaluationInfrastructureError):
-            self.failure_order.append(item.index)
-            self.controller.abort(cancelled_error())
+            self.settled.settle(position, self.items[position], _outcome_of(future))
 
     async def _after_cancellation(self) -> None:
         """The caller cancelled ``execute``: cancel the tasks, then wait for them to settle

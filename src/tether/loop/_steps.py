@@ -290,11 +290,11 @@ class Run:
                         result = invalid_call_result(block)
                     elif hooks is None:
                         result = await execute_tool_call(
-                            registry, block, signal, deps, progress=reporter.report
+                            registry, block, signal, deps, progress=reporter
                         )
                     else:
                         result = await run_hooked_tool_call(
-                            hooks, registry, block, self.transcript, signal, deps, reporter.report
+                            hooks, registry, block, self.transcript, signal, deps, reporter
                         )
                 except asyncio.CancelledError as error:
                     reraise_task_cancellation(error)

@@ -123,6 +123,11 @@ class ProgressReporter:
         except Exception:  # never raise into the tool (no running loop, ...): drop the report
             return
 
+    __call__ = report
+    """The reporter is its own ``progress`` function: the loop hands the tool the reporter
+    itself, not a bound ``report`` made per call (one object fewer per tool call in flight,
+    ``bench_scale``)."""
+
     def _schedule(self) -> None:
         if self._handle is not None and self._buffered < TOOL_PROGRESS_FLUSH_BYTES:
             return

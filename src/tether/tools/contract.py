@@ -419,10 +419,16 @@ class ToolRegistry:
         return specs
 
     def snapshot(self) -> ToolRegistry:
-        """An independent registry with the same tools; later registrations stay apart."""
+        """An independent registry with the same tools; later registrations stay apart.
+
+        The specs are built on this registry first and the snapshot shares them (an
+        immutable tuple, shared until either side registers). Why: a run snapshots the
+        caller's registry, and a registry that never built its own specs gave every run its
+        own ``ToolSpec`` values and tuple, two more objects per run in flight for the cycle
+        collector to walk (``bench_scale``)."""
         copy = ToolRegistry.__new__(ToolRegistry)
         copy._tools = dict(self._tools)
-        copy._specs = self._specs  # an immutable tuple: shared until either side registers
+        copy._specs = self.specs()
         return copy
 
     def register(self, definition: object) -> ToolDefinition[Any, Any]:
