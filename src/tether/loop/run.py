@@ -97,7 +97,6 @@ from tether.loop.limits import (
 from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget, check_tool_retries
-from tether.messages import text_from_assistant, validate_transcript
 from tether.models.base import Model, ModelStream, listen_for_retries, stop_listening
 from tether.protocol import (
     MAX_SAFE_INTEGER,
@@ -119,6 +118,7 @@ from tether.protocol import (
     assert_never,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.transcript import text_from_assistant, validate_transcript
 from tether.providers.errors import ProviderError
 from tether.stream import EventStream, is_event_stream
 from tether.tools import ToolRegistry, execute_tool_call

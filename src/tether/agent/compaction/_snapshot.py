@@ -18,7 +18,6 @@ from tether.agent.compaction._records import (
 )
 from tether.agent.compaction._units import cp, message_units, requirements_units
 from tether.jsonvalue import JsonObject, freeze_json_object, is_json_object
-from tether.messages import validate_transcript
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
@@ -32,6 +31,7 @@ from tether.protocol import (
 )
 from tether.protocol._decoder import Layer, Problem, Rest
 from tether.protocol.codec import problem_text
+from tether.protocol.transcript import validate_transcript
 
 
 class Budget:
