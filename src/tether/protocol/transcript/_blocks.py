@@ -24,13 +24,7 @@ from tether.protocol import (
     ToolCall,
     from_json,
 )
-from tether.protocol.transcript._reading import (
-    MISSING,
-    is_array,
-    is_mapping,
-    read_field,
-    with_rest,
-)
+from tether.protocol.transcript._reading import MISSING, is_array, is_mapping, read_field, with_rest
 
 __all__ = [
     "assistant_block",

@@ -23,13 +23,7 @@ from tether.protocol import (
     UserMessage,
 )
 from tether.protocol.transcript._blocks import assistant_block, snapshot_images
-from tether.protocol.transcript._reading import (
-    MISSING,
-    is_array,
-    is_mapping,
-    read_field,
-    with_rest,
-)
+from tether.protocol.transcript._reading import MISSING, is_array, is_mapping, read_field, with_rest
 
 __all__ = [
     "assistant_message",

@@ -12,7 +12,12 @@ from typing import Literal, TypeAlias
 
 from tether._dataclass import dataclass
 
-__all__ = ["TranscriptDiagnostic", "TranscriptDiagnosticCode", "TranscriptLinks", "diagnostic"]
+__all__ = [
+    "TranscriptDiagnostic",
+    "TranscriptDiagnosticCode",
+    "TranscriptLinks",
+    "diagnostic",
+]
 
 TranscriptDiagnosticCode: TypeAlias = Literal[
     "INVALID_TRANSCRIPT",

@@ -14,16 +14,10 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeGuard, TypeVar
 
 from tether._types import is_dict, type_of
-from tether.protocol import (
-    AssistantMessage,
-    TextBlock,
-    ThinkingBlock,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
 from tether.protocol._decoder import Layer, Problem, Rest
 from tether.protocol.codec import problem_text
+from tether.protocol.content import TextBlock, ThinkingBlock, ToolCall
+from tether.protocol.messages import AssistantMessage, ToolResultMessage, UserMessage
 
 __all__ = ["MISSING", "is_array", "is_mapping", "read_field", "rest_of", "with_rest"]
 
