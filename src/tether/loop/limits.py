@@ -133,3 +133,16 @@ def limits_for(model: object, limits: RunLimits | None) -> RunLimits:
     if type(declared) is not RunLimits:
         raise TypeError("model.run_limits must be a RunLimits")
     return declared
+
+
+def check_max_steps(steps: object, limits: RunLimits, name: str) -> int:
+    """``steps`` as a run's step budget: a positive safe integer at most ``limits.max_steps``
+    (``TypeError`` naming ``name`` otherwise). The loop and the Agent check it alike."""
+    if type(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:
+        raise TypeError(f"{name} must be a positive safe integer")
+    if steps > limits.max_steps:
+        raise TypeError(
+            f"{name} must not exceed {limits.max_steps} (raise RunLimits.max_steps, "
+            "e.g. with RunLimits.for_real_models())"
+        )
+    return steps

@@ -92,6 +92,7 @@ from tether.loop.limits import (
     MAX_TOOL_ARGUMENT_NODES,
     MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
     RunLimits,
+    check_max_steps,
     limits_for,
 )
 from tether.loop.output import NO_OUTPUT, OutputState
@@ -218,13 +219,7 @@ def run_agent_loop(
     Options that are not what they say raise ``TypeError`` at once.
     """
     limits = limits_for(model, limits)
-    if type_of(max_steps) is not int or not 1 <= max_steps <= MAX_SAFE_INTEGER:
-        raise TypeError("max_steps must be a positive safe integer")
-    if max_steps > limits.max_steps:
-        raise TypeError(
-            f"max_steps must not exceed {limits.max_steps} (raise RunLimits.max_steps, "
-            "e.g. with RunLimits.for_real_models())"
-        )
+    check_max_steps(max_steps, limits, "max_steps")
     start = 0 if request_sequence_start is None else request_sequence_start
     if type_of(start) is not int or not 0 <= start <= MAX_SAFE_INTEGER - max_steps:
         raise TypeError("request_sequence_start must be a non-negative safe integer")

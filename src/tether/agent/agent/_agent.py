@@ -24,12 +24,11 @@ from tether.agent.compaction import (
     ContextSummary,
 )
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
-from tether.loop.limits import MAX_AGENT_STEPS, RunLimits, limits_for
+from tether.loop.limits import MAX_AGENT_STEPS, RunLimits, check_max_steps, limits_for
 from tether.loop.output import OutputState
 from tether.loop.retries import check_tool_retries
 from tether.models.base import Model
 from tether.protocol import (
-    MAX_SAFE_INTEGER,
     AgentEvent,
     ImageBlock,
     Message,
@@ -115,13 +114,7 @@ class Agent:
             raise TypeError("Agent limits must be a RunLimits")
         limits = limits_for(model, limits)
         steps = min(MAX_AGENT_STEPS, limits.max_steps) if max_steps is None else max_steps
-        if type_of(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:
-            raise TypeError("Agent max_steps must be a positive safe integer")
-        if steps > limits.max_steps:
-            raise TypeError(
-                f"Agent max_steps must not exceed {limits.max_steps} (raise RunLimits.max_steps, "
-                "e.g. with RunLimits.for_real_models())"
-            )
+        steps = check_max_steps(steps, limits, "Agent max_steps")
         if system is not None and type_of(system) is not str:
             raise TypeError("Agent system must be a string or None")
         hooks = (
