@@ -39,7 +39,7 @@ from tether import (
     tool_call_reply,
 )
 from tether.agent import Agent
-from tether.messages import user_message
+from tether.protocol.transcript import user_message
 
 TURNS = 32
 PROMPTS = 40

@@ -98,7 +98,7 @@ def tether_runner() -> Runner:
         tool,
         tool_call_reply,
     )
-    from tether.messages import user_message
+    from tether.protocol.transcript import user_message
 
     @tool
     async def add(left: int, right: int) -> int:

@@ -43,7 +43,7 @@ async def _runs(count: int) -> dict[str, Any]:
         tool,
         tool_call_reply,
     )
-    from tether.messages import user_message
+    from tether.protocol.transcript import user_message
 
     @tool
     async def add(left: int, right: int) -> int:

@@ -25,7 +25,7 @@ MODULES = (
     "tether.jsonvalue",
     "tether.protocol",
     "tether.stream",
-    "tether.messages",
+    "tether.protocol.transcript",
     "tether.models.base",
     "tether.models.scripted",
     "tether.providers.fixture",

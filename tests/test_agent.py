@@ -42,9 +42,9 @@ from tether.agent import (
 )
 from tether.agent.agent import _drive as drive_module
 from tether.jsonvalue import JsonObject
-from tether.messages import validate_transcript
 from tether.models.scripted import ScriptedReply, ScriptedToolCall
 from tether.protocol import AgentEventType
+from tether.protocol.transcript import validate_transcript
 
 LIMIT = 5.0  # seconds: only a bound on waits that a regression could turn into hangs
 

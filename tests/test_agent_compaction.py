@@ -34,7 +34,7 @@ from tether.agent.compaction import (
     group_tool_rounds,
     message_units,
 )
-from tether.messages import validate_transcript
+from tether.protocol.transcript import validate_transcript
 
 LIMIT = 10.0
 

@@ -41,9 +41,9 @@ from tether.agent import (
 from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.session import SessionStore, SessionTree
 from tether.jsonvalue import JsonObject
-from tether.messages import validate_transcript
 from tether.models.scripted import ScriptedReply, ScriptedToolCall
 from tether.protocol import TextDeltaChunk, ToolCallChunk
+from tether.protocol.transcript import validate_transcript
 from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.openai_wire import OpenAIChatCompat, build_chat_request
 

@@ -28,8 +28,8 @@ from tether.agent.compaction import ContextCompactionRecord, ContextSummary, Con
 from tether.agent.persistence import SessionRecorder, resume_agent
 from tether.agent.session import CompactionEntry, SessionStore, SessionTree
 from tether.jsonvalue import JsonObject
-from tether.messages import validate_transcript
 from tether.models.scripted import ScriptedReply, ScriptedToolCall
+from tether.protocol.transcript import validate_transcript
 
 LIMIT = 30.0
 

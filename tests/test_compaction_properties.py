@@ -37,7 +37,6 @@ from tether.agent.compaction import (
     select_compaction_boundary,
 )
 from tether.jsonvalue import JsonObject
-from tether.messages import validate_transcript
 from tether.protocol import (
     AssistantBlock,
     AssistantMessage,
@@ -49,6 +48,7 @@ from tether.protocol import (
     UserMessage,
     to_json,
 )
+from tether.protocol.transcript import validate_transcript
 
 # --- strategies -------------------------------------------------------------------------------
 

@@ -30,8 +30,8 @@ import pytest
 from tether import AbortSignal, ToolRegistry, run_agent_loop
 from tether.agent.extensions import ExtensionDefinition, ExtensionError, ExtensionHost
 from tether.agent.resources import ResourceLoader
-from tether.messages import user_message
 from tether.models.scripted import ScriptedModel, text_reply
+from tether.protocol.transcript import user_message
 
 GUARD = 10.0
 """The most any wait here lasts before the test fails (a hang would otherwise hang CI)."""

@@ -28,7 +28,6 @@ from tether.agent import session as session_module
 from tether.agent.compaction import ContextCompactionError, estimate_context_units
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
 from tether.loop.limits import RunLimits
-from tether.messages import parse_message, tool_result_message, user_message, validate_transcript
 from tether.protocol import (
     MAX_IMAGE_BYTES,
     MAX_IMAGE_SIDE,
@@ -43,6 +42,12 @@ from tether.protocol import (
     to_json,
 )
 from tether.protocol.image_header import ImageHeader, read_image_header
+from tether.protocol.transcript import (
+    parse_message,
+    tool_result_message,
+    user_message,
+    validate_transcript,
+)
 
 session_message_from_json: Callable[[object], Message] = vars(session_module)["_message_from_json"]
 

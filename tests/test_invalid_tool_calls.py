@@ -34,7 +34,6 @@ from tether import (
 from tether.agent import session as session_module
 from tether.loop import RunLimits, ToolCallContext, ToolHooks
 from tether.loop.invalid_calls import describe_raw_arguments, invalid_call_result
-from tether.messages import assistant_message, validate_transcript
 from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     RunResult,
@@ -43,6 +42,7 @@ from tether.protocol import (
     from_json,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.transcript import assistant_message, validate_transcript
 
 BOUND = 10.0
 session_message_from_json = session_module._message_from_json  # pyright: ignore[reportPrivateUsage]

@@ -42,8 +42,8 @@ from tether import (
     tool,
 )
 from tether.agent import Agent
-from tether.messages import user_message
 from tether.protocol import ToolValidation
+from tether.protocol.transcript import user_message
 from tether.providers.openai_chat import OpenAIChatModel
 from tether.tools import ToolSignatureError
 from tether.tools.output import output_spec
@@ -545,7 +545,7 @@ _OUTSIDE_A_LOOP = """
 import warnings
 warnings.simplefilter("error")
 from tether import AbortController, ScriptedModel, ToolRegistry, run_agent_loop, text_reply
-from tether.messages import user_message
+from tether.protocol.transcript import user_message
 try:
     run_agent_loop(messages=[user_message(content="hi")], model=ScriptedModel([text_reply("x")]),
                    tools=ToolRegistry([]), max_steps=2, signal=AbortController().signal)

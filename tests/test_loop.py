@@ -58,12 +58,12 @@ from tether import (
     tool,
     tool_call_reply,
 )
-from tether.messages import validate_transcript
 from tether.protocol import (
     AssistantBlock,
     StopReason,
     ToolCallChunk,
 )
+from tether.protocol.transcript import validate_transcript
 from tether.tools import NonRecoverableToolError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "provider-tool-roundtrip.json"

@@ -42,9 +42,9 @@ from tether import (
     text_reply,
     tool_call_reply,
 )
-from tether.messages import validate_transcript
 from tether.models.scripted import ResponseFactory
 from tether.protocol import TextDeltaChunk, ToolCallChunk, ToolValidation
+from tether.protocol.transcript import validate_transcript
 from tether.tools import NonRecoverableToolError
 
 USER = UserMessage(id="user-1", content="Add some numbers.")

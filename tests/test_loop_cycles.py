@@ -25,8 +25,8 @@ from tether import (
     tool,
     tool_call_reply,
 )
-from tether.messages import user_message
 from tether.protocol import ModelChunk
+from tether.protocol.transcript import user_message
 
 
 @tool

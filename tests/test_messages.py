@@ -17,7 +17,7 @@ import pytest
 
 import tether
 from tether import AssistantMessage, JsonObject, TextBlock, ToolCall, ToolResultMessage, UserMessage
-from tether.messages import (
+from tether.protocol.transcript import (
     TranscriptDiagnostic,
     assistant_message,
     parse_message,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tether
 from tether import AssistantMessage, JsonObject, TextBlock, ToolCall, ToolResultMessage, UserMessage
-from tether.messages import (
+from tether.protocol.transcript import (
     TranscriptDiagnostic,
     TranscriptDiagnosticCode,
     assistant_message,

@@ -26,7 +26,6 @@ from tether.agent.session import decoder as session_decoder
 from tether.jsonvalue import JsonObject
 from tether.loop.checks import snapshot_transcript
 from tether.loop.limits import RunLimits
-from tether.messages import parse_message
 from tether.protocol import (
     AgentEvent,
     AssistantBlock,
@@ -47,6 +46,7 @@ from tether.protocol import (
 )
 from tether.protocol._decoder import Layer, Problem, Rest, decoder
 from tether.protocol._fields import NonEmpty, v2
+from tether.protocol.transcript import parse_message
 
 session_message_from_json = session_decoder._message_from_json  # pyright: ignore[reportPrivateUsage]
 

@@ -32,6 +32,7 @@ from tether.agent.extensions import ExtensionContext, ExtensionDefinition, Exten
 from tether.agent.resources import ResourceLoader
 from tether.agent.runtime import (
     RUNTIME_DISPOSE_REASON,
+    RUNTIME_MAX_ADOPTION_DEPTH,
     Runtime,
     RuntimeAgentOptions,
     RuntimeAggregateError,
@@ -537,6 +538,30 @@ async def test_awaitables_are_adopted_once_and_bounded(tmp_path: Path) -> None:
         create_runtime(
             options(tmp_path, mode="resume", factories={"create_tools": returning(Forever())})
         ),
+        "RUNTIME_CONSTRUCTION_FAILED",
+    )
+    assert str(error.__cause__) == "Tools factory returned an invalid product"
+
+
+async def test_a_product_is_adopted_through_at_most_the_adoption_depth(tmp_path: Path) -> None:
+    def nested(levels: int) -> Callable[[Any, Any], object]:
+        async def level(depth: int, fallback: Any, spec: Any) -> Any:
+            if depth == 1:
+                return await fallback(spec)
+            return level(depth - 1, fallback, spec)
+
+        def factory(spec: Any, fallback: Any) -> object:
+            return level(levels, fallback, spec)
+
+        return factory
+
+    deepest = nested(RUNTIME_MAX_ADOPTION_DEPTH)
+    runtime = await bounded(create_runtime(options(tmp_path, factories={"create_tools": deepest})))
+    assert runtime.tools.names == CODING
+    await bounded(runtime.dispose())
+    too_deep = nested(RUNTIME_MAX_ADOPTION_DEPTH + 1)
+    error = await expect_error(
+        create_runtime(options(tmp_path, mode="resume", factories={"create_tools": too_deep})),
         "RUNTIME_CONSTRUCTION_FAILED",
     )
     assert str(error.__cause__) == "Tools factory returned an invalid product"

@@ -46,8 +46,8 @@ from tether.agent.session import (
     SessionTree,
     parse_session,
 )
-from tether.messages import validate_transcript
 from tether.protocol import ProtocolJsonError
+from tether.protocol.transcript import validate_transcript
 
 incomplete_prefix = session_module._is_incomplete_object_prefix  # pyright: ignore[reportPrivateUsage]
 message_from_json = session_module._message_from_json  # pyright: ignore[reportPrivateUsage]

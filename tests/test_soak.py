@@ -39,8 +39,8 @@ from tether import (
     tool,
     tool_call_reply,
 )
-from tether.messages import user_message
 from tether.protocol import TextDeltaChunk
+from tether.protocol.transcript import user_message
 
 pytestmark = pytest.mark.soak
 

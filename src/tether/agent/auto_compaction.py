@@ -32,6 +32,7 @@ from tether.agent.compaction import (
     group_tool_rounds,
     message_units,
 )
+from tether.loop.limits import check_positive
 from tether.protocol import MAX_SAFE_INTEGER, Message, ModelUsage, UserMessage
 
 __all__ = ["SUMMARY_PREFIX", "AutoCompaction", "forced_options", "summary_message"]
@@ -67,9 +68,7 @@ class AutoCompaction:
         if self.reserve_tokens is None and type_of(self.context_window) is int:
             object.__setattr__(self, "reserve_tokens", min(16_384, self.context_window // 4) or 1)
         for name in ("context_window", "reserve_tokens", "summary_max_tokens"):
-            value = getattr(self, name)
-            if type_of(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
-                raise TypeError(f"AutoCompaction.{name} must be a positive safe integer")
+            check_positive(getattr(self, name), f"AutoCompaction.{name}")
         keep = self.keep_recent_messages
         if type_of(keep) is not int or not 0 <= keep <= MAX_SAFE_INTEGER:
             raise TypeError("AutoCompaction.keep_recent_messages must be a non-negative integer")

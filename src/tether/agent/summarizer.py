@@ -27,7 +27,7 @@ import json
 from typing import Final
 
 from tether._text import code_points
-from tether._types import exactly, type_of
+from tether._types import type_of
 from tether.abort import AbortSignal
 from tether.agent.compaction import (
     ContextCompactionError,
@@ -36,8 +36,9 @@ from tether.agent.compaction import (
 )
 from tether.jsonvalue import thaw_json
 from tether.loop import RunLimits, run_agent_loop
+from tether.loop.limits import check_positive
 from tether.models.base import Model
-from tether.protocol import MAX_SAFE_INTEGER, Message, UserMessage, assert_never
+from tether.protocol import Message, UserMessage, assert_never
 from tether.tools import ToolRegistry
 
 __all__ = [
@@ -92,8 +93,8 @@ def model_summarizer(
         )
     if system is not None and type_of(system) is not str:
         raise TypeError("system must be a string or None")
-    _check_positive("max_prompt_units", max_prompt_units)
-    _check_positive("max_item_code_points", max_item_code_points)
+    check_positive(max_prompt_units, "max_prompt_units")
+    check_positive(max_item_code_points, "max_item_code_points")
     chosen = RunLimits.for_real_models() if limits is None else limits
     if type_of(chosen) is not RunLimits:
         raise TypeError("limits must be a RunLimits or None")
@@ -148,8 +149,8 @@ def render_summary_prompt(
 ) -> str:
     """The user prompt ``model_summarizer`` sends for ``request``, at most
     ``max_prompt_units`` code points long (see the module docstring for the rendering)."""
-    _check_positive("max_prompt_units", max_prompt_units)
-    _check_positive("max_item_code_points", max_item_code_points)
+    check_positive(max_prompt_units, "max_prompt_units")
+    check_positive(max_item_code_points, "max_item_code_points")
     item = max_item_code_points
     head = [
         "Summarize the conversation excerpt below. Your summary replaces these messages in "
@@ -181,11 +182,6 @@ def render_summary_prompt(
     body = _fit_lines(lines, room)
     prompt = "\n\n".join([*head, opening]) + "\n" + body + ("\n" if body else "") + closing
     return prompt if len(prompt) <= max_prompt_units else prompt[:max_prompt_units]
-
-
-def _check_positive(name: str, value: object) -> None:
-    if not exactly(value, int) or not 1 <= value <= MAX_SAFE_INTEGER:
-        raise TypeError(f"{name} must be a positive safe integer")
 
 
 def _cut(text: str, limit: int) -> str:

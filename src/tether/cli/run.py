@@ -74,7 +74,7 @@ from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_STATUS, EXIT_USAGE
 from tether.cli.interrupts import INTERRUPT_REASON, Interrupts, sigint_blocked
 from tether.cli.render import HumanView, Output, event_json, json_line, warn
 from tether.coding.meter import UsageMeter
-from tether.messages import user_message
+from tether.protocol.transcript import user_message
 from tether.providers.fixture import FixtureProviderError
 
 if TYPE_CHECKING:

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_TOOL_ARGUMENT_NODES",
     "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
     "RunLimits",
+    "limits_for",
 ]
 
 MAX_AGENT_STEPS: Final = 64
@@ -46,6 +47,15 @@ MAX_TOOL_ARGUMENT_ENTRIES: Final = 256
 """Workshop cap on object fields plus array slots in one call's arguments."""
 MAX_TOOL_ARGUMENT_STRING_CODE_POINTS: Final = 4096
 """Workshop cap on code points of keys and string values in one call's arguments."""
+
+
+def check_positive(value: object, name: str) -> int:
+    """``value`` when it is exactly an ``int`` from 1 to ``MAX_SAFE_INTEGER``, else
+    ``TypeError("<name> must be a positive safe integer")``: the check of every limit and
+    budget (``RunLimits``, ``ContextLimits``, ``AutoCompaction``, the summarizer's bounds)."""
+    if type(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
+        raise TypeError(f"{name} must be a positive safe integer")
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,9 +84,7 @@ class RunLimits:
 
     def __post_init__(self) -> None:
         for field in fields(self):
-            value = getattr(self, field.name)
-            if type(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
-                raise TypeError(f"RunLimits.{field.name} must be a positive safe integer")
+            check_positive(getattr(self, field.name), f"RunLimits.{field.name}")
 
     @classmethod
     def for_real_models(cls) -> RunLimits:
@@ -134,14 +142,13 @@ def limits_for(model: object, limits: RunLimits | None) -> RunLimits:
     return declared
 
 
-def check_max_steps(steps: object, limits: RunLimits, name: str = "max_steps") -> int:
-    """``steps`` when it is a positive safe integer within ``limits.max_steps``, else
-    ``TypeError`` naming the option ``name`` (``run_agent_loop``'s and the ``Agent``'s)."""
-    if type(steps) is not int or not 1 <= steps <= MAX_SAFE_INTEGER:
-        raise TypeError(f"{name} must be a positive safe integer")
-    if steps > limits.max_steps:
+def check_max_steps(steps: object, limits: RunLimits, name: str) -> int:
+    """``steps`` as a run's step budget: a positive safe integer at most ``limits.max_steps``
+    (``TypeError`` naming ``name`` otherwise). The loop and the Agent check it alike."""
+    checked = check_positive(steps, name)
+    if checked > limits.max_steps:
         raise TypeError(
             f"{name} must not exceed {limits.max_steps} (raise RunLimits.max_steps, "
             "e.g. with RunLimits.for_real_models())"
         )
-    return steps
+    return checked

@@ -157,7 +157,7 @@ def run_agent_loop(
     Options that are not what they say raise ``TypeError`` at once.
     """
     limits = limits_for(model, limits)
-    check_max_steps(max_steps, limits)
+    check_max_steps(max_steps, limits, "max_steps")
     start = 0 if request_sequence_start is None else request_sequence_start
     if type_of(start) is not int or not 0 <= start <= MAX_SAFE_INTEGER - max_steps:
         raise TypeError("request_sequence_start must be a non-negative safe integer")

@@ -35,7 +35,6 @@ from tether._text import is_non_empty
 from tether._types import exactly, instance_of, type_of
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
-from tether.messages import snapshot_arguments
 from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     ZERO_USAGE,
@@ -50,6 +49,7 @@ from tether.protocol import (
 )
 from tether.protocol import _trusted as trusted
 from tether.protocol.model import is_model_chunk
+from tether.protocol.transcript._blocks import snapshot_arguments
 from tether.stream import EventStream
 
 _ASYNC_GENERATOR: Final[type[Any]] = types.AsyncGeneratorType

@@ -9,7 +9,9 @@
 * ``tools``: the two-stage tool contract (``Valid``, ``Invalid``, ``ToolExecutionContext``);
 * ``results``: the four run results; ``events``: the agent events;
 * ``codec``: ``to_json`` / ``from_json``, the workshop's camelCase JSON form; ``_decoder``:
-  the one decoder of that form, which every layer configures (``Layer``).
+  the one decoder of that form, which every layer configures (``Layer``);
+* ``transcript`` (checkpoint 03, imported from there, not re-exported here): the snapshotting
+  constructors (``user_message``...), ``parse_message`` and ``validate_transcript``.
 
 Every value is a frozen, slotted, keyword-only dataclass with a ``Literal`` discriminant that
 defaults to its one legal value. Construction checks and snapshots its fields (lists become

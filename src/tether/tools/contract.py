@@ -39,12 +39,6 @@ from tether._text import is_non_empty, message_of
 from tether._types import exactly, instance_of, is_awaitable, type_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
-from tether.messages import (
-    MISSING,
-    is_mapping,
-    read_field,
-    snapshot_arguments,
-)
 from tether.protocol import (
     Invalid,
     ToolCall,
@@ -55,6 +49,8 @@ from tether.protocol import (
     Valid,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.transcript._blocks import snapshot_arguments
+from tether.protocol.transcript._reading import MISSING, is_mapping, read_field
 from tether.tools.effects import TOOL_EFFECTS, ToolEffect
 from tether.tools.returns import split_tool_output
 from tether.tools.serialize import (

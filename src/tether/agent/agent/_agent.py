@@ -114,7 +114,7 @@ class Agent:
             raise TypeError("Agent limits must be a RunLimits")
         limits = limits_for(model, limits)
         steps = min(MAX_AGENT_STEPS, limits.max_steps) if max_steps is None else max_steps
-        check_max_steps(steps, limits, "Agent max_steps")
+        steps = check_max_steps(steps, limits, "Agent max_steps")
         if system is not None and type_of(system) is not str:
             raise TypeError("Agent system must be a string or None")
         hooks = (

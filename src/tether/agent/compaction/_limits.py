@@ -9,7 +9,7 @@ from typing import Final
 from tether._dataclass import dataclass
 from tether._types import exactly
 from tether.agent.compaction._errors import fail
-from tether.protocol import MAX_SAFE_INTEGER
+from tether.loop.limits import check_positive
 
 MAX_CONTEXT_MESSAGES: Final = 4_096
 """Workshop cap on messages one context may hold (also on ``retain_recent_messages``):
@@ -67,9 +67,7 @@ class ContextLimits:
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if type(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
-                raise TypeError(f"ContextLimits.{field.name} must be a positive safe integer")
+            check_positive(getattr(self, field.name), f"ContextLimits.{field.name}")
 
     @classmethod
     def for_coding(cls) -> ContextLimits:

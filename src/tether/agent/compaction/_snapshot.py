@@ -18,7 +18,6 @@ from tether.agent.compaction._records import (
 )
 from tether.agent.compaction._units import cp, message_units, requirements_units
 from tether.jsonvalue import JsonObject, freeze_json_object, is_json_object
-from tether.messages import validate_transcript
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantBlock,
@@ -32,6 +31,7 @@ from tether.protocol import (
 )
 from tether.protocol._decoder import Layer, Problem, Rest
 from tether.protocol.codec import problem_text
+from tether.protocol.transcript import validate_transcript
 
 
 class Budget:
@@ -175,6 +175,21 @@ def snapshot_context(
         raise _uninspectable() from error
 
 
+_Text = TypeVar("_Text", ContextRequirement, ContextSummary)
+
+
+def _id_and_content(
+    value: object, cls: type[_Text], path: str
+) -> tuple[_Text | None, object, object]:
+    """A requirement's or a summary's ``id`` and ``content`` (not yet checked), and the value
+    itself when it is exactly a ``cls`` (kept as it is), else ``None`` (read as a record)."""
+    given = _exact(value, cls)
+    if given is not None:
+        return given, given.id, given.content
+    record = record_fields(value, path)
+    return None, _required(record, "id", path), _required(record, "content", path)
+
+
 def _snapshot_requirements(value: object, budget: Budget) -> tuple[ContextRequirement, ...]:
     entries = _array(value, "Context requirements", budget.limits.max_requirements)
     budget.add_items(len(entries))
@@ -182,12 +197,7 @@ def _snapshot_requirements(value: object, budget: Budget) -> tuple[ContextRequir
     requirements: list[ContextRequirement] = []
     for index, entry in enumerate(entries):
         path = f"Context requirements[{index}]"
-        given = _exact(entry, ContextRequirement)
-        if given is not None:
-            raw_id, raw_content = given.id, given.content
-        else:
-            record = record_fields(entry, path)
-            raw_id, raw_content = _required(record, "id", path), _required(record, "content", path)
+        given, raw_id, raw_content = _id_and_content(entry, ContextRequirement, path)
         requirement_id = budget.name(raw_id, f"{path}.id")
         content = budget.name(raw_content, f"{path}.content")
         if requirement_id in seen:
@@ -205,12 +215,7 @@ def _snapshot_summary(value: object, budget: Budget) -> ContextSummary | None:
     if value is None:
         return None
     path = "Context summary"
-    given = _exact(value, ContextSummary)
-    if given is not None:
-        raw_id, raw_content = given.id, given.content
-    else:
-        record = record_fields(value, path)
-        raw_id, raw_content = _required(record, "id", path), _required(record, "content", path)
+    given, raw_id, raw_content = _id_and_content(value, ContextSummary, path)
     summary_id = budget.name(raw_id, f"{path}.id")
     content = budget.text(raw_content, f"{path}.content")
     if not is_non_empty(content):

@@ -9,6 +9,7 @@ import types
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Final, NoReturn, TypeAlias, TypeGuard
 
+from tether._adoption import adopt_nested
 from tether._dataclass import dataclass
 from tether._race import (
     is_raw_abort_reason,
@@ -20,7 +21,7 @@ from tether._race import (
     signal_reason,
 )
 from tether._text import message_of
-from tether._types import await_steps, exactly, is_awaitable, type_of
+from tether._types import await_steps, exactly, type_of
 from tether.abort import AbortSignal
 from tether.agent.compaction._errors import ContextCompactionError, fail
 from tether.agent.compaction._records import ContextRequirement, ContextSummary
@@ -106,21 +107,27 @@ async def summarize(
         if is_raw_abort_reason(signal, error):
             _raise(_cancelled(signal))
         raise
-    seen: list[object] = []  # strong references, so identities stay unique while compared
-    depth = 0
-    while is_awaitable(value):
-        if depth >= max_depth:
-            _discard(value)
-            fail(
-                "CONTEXT_SUMMARIZER_FAILED",
-                f"Context summarizer nested more than {max_depth} awaitables",
-            )
-        if any(earlier is value for earlier in seen):
-            fail("CONTEXT_SUMMARIZER_FAILED", "Context summarizer returned an awaitable cycle")
-        seen.append(value)
-        depth += 1
-        value = await _adopt(value, signal)
-    return value
+
+    def too_deep(awaitable: object) -> ContextCompactionError:
+        _discard(awaitable)
+        return ContextCompactionError(
+            "CONTEXT_SUMMARIZER_FAILED",
+            f"Context summarizer nested more than {max_depth} awaitables",
+        )
+
+    return await adopt_nested(
+        value,
+        max_depth=max_depth,
+        too_deep=too_deep,
+        cycle=_cycle,
+        await_level=lambda awaitable, _level: _adopt(awaitable, signal),
+    )
+
+
+def _cycle() -> ContextCompactionError:
+    return ContextCompactionError(
+        "CONTEXT_SUMMARIZER_FAILED", "Context summarizer returned an awaitable cycle"
+    )
 
 
 def _discard(value: object) -> None:

@@ -231,12 +231,11 @@ class Activation:
                 f'Extension "{name}" activation failed: {failure_message(error)}',
             )
             normalized.__cause__ = error
-        failures, escaping = await self.cleanup.clean_up(
-            name, (*reversed(stage.disposers), *instance_dispose)
-        )
+        release = await self.cleanup.clean_up(name, (*reversed(stage.disposers), *instance_dispose))
         record.status = "failed"
-        if escaping is not None:
-            raise escaping
+        if release.escaping is not None:
+            raise release.escaping
+        failures = release.failures
         if not failures:
             raise normalized
         primary = (

@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from tether._release import Release
 from tether.abort import AbortController, AbortSignal
 from tether.agent.extensions._instance import ACCESSOR, MISSING, read_function
 from tether.agent.extensions._records import extension_error, nothing, timed_out
@@ -52,27 +53,27 @@ class Cleanup:
         return controller.signal, loop.call_later(seconds, controller.abort, reason).cancel
 
     async def clean_up(
-        self, name: str, cleanups: Sequence[Callable[[], object]]
-    ) -> tuple[list[Exception], BaseException | None]:
-        """Run every cleanup of ``name`` in order, in a callback scope, each bounded: the
-        failures, and the first bare ``BaseException`` (never swallowed: the caller raises it
-        once everything ran). A cancellation of this task cuts the rest short."""
-        failures: list[Exception] = []
-        escaping: BaseException | None = None
+        self, name: str, cleanups: Sequence[Callable[[], object]], release: Release | None = None
+    ) -> Release:
+        """Run every cleanup of ``name`` in order, in a callback scope, each bounded, into
+        ``release`` (a new one holding bare ``BaseException``\\ s when omitted): its failures,
+        and the first bare ``BaseException`` (never swallowed: the caller raises it once
+        everything ran). A cancellation of this task cuts the rest short."""
+        if release is None:
+            release = Release(hold=True)
         for cleanup in cleanups:
             signal, disarm = self.bound(name)
             try:
-                await invoke(self.owner, cleanup, signal=signal, abandoned=self.abandoned)
-            except Exception as error:
-                failures.append(error)
-            except BaseException as error:
-                if isinstance(error, asyncio.CancelledError):
-                    self.cut_short = True
-                if escaping is None:
-                    escaping = error
+                escaped = await release.attempt(
+                    lambda cleanup=cleanup, signal=signal: invoke(
+                        self.owner, cleanup, signal=signal, abandoned=self.abandoned
+                    )
+                )
             finally:
                 disarm()
-        return failures, escaping
+            if isinstance(escaped, asyncio.CancelledError):
+                self.cut_short = True
+        return release
 
     def dispose_late(self, name: str, product: object) -> None:
         """A factory's product arrived after activation stopped waiting for it: dispose it

@@ -30,6 +30,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any, Final, cast
 
+from tether._adoption import adopt_nested
 from tether._race import neutralize, race, reraise_task_cancellation
 from tether._types import instance_of, is_awaitable
 from tether.abort import AbortSignal
@@ -175,28 +176,34 @@ async def _unwind(task: asyncio.Task[Any], abandoned: set[asyncio.Future[Any]] |
 async def _adopt(
     value: Any, scope: Scope, on_selected: Callable[[], None], late: _Late | None
 ) -> Any:
-    seen: list[object] = []
+    async def await_level(awaitable: Any, level: int) -> object:
+        try:
+            if late is not None and level == 1 and instance_of(awaitable, asyncio.Future):
+                return await _shielded(cast("asyncio.Future[Any]", awaitable), late)
+            return await awaitable
+        finally:
+            if level == 1:
+                on_selected()
+
     try:
-        while is_awaitable(value):
-            if len(seen) == MAX_ADOPTION_DEPTH:
-                neutralize(value)
-                raise TypeError(
-                    f"Extension callback result nests more than {MAX_ADOPTION_DEPTH} awaitables"
-                )
-            if any(earlier is value for earlier in seen):
-                raise TypeError("Extension callback result is an awaitable that awaits itself")
-            seen.append(value)
-            try:
-                if late is not None and len(seen) == 1 and instance_of(value, asyncio.Future):
-                    value = await _shielded(cast("asyncio.Future[Any]", value), late)
-                else:
-                    value = await value
-            finally:
-                if len(seen) == 1:
-                    on_selected()
-        return value
+        return await adopt_nested(
+            value,
+            max_depth=MAX_ADOPTION_DEPTH,
+            too_deep=_too_deep,
+            cycle=_cycle,
+            await_level=await_level,
+        )
     finally:
         scope.active = False
+
+
+def _too_deep(value: object) -> TypeError:
+    neutralize(value)
+    return TypeError(f"Extension callback result nests more than {MAX_ADOPTION_DEPTH} awaitables")
+
+
+def _cycle() -> TypeError:
+    return TypeError("Extension callback result is an awaitable that awaits itself")
 
 
 async def _shielded(future: asyncio.Future[Any], late: _Late) -> Any:

@@ -66,6 +66,7 @@ from collections.abc import Sequence
 from typing import Final, cast, get_args
 
 from tether._race import signal_aborted
+from tether._release import Release
 from tether._types import exactly, instance_of, is_array, type_of
 from tether.abort import AbortError, AbortSignal
 from tether.agent.extensions._activation import Activation
@@ -351,16 +352,13 @@ class ExtensionHost:
         return disposal
 
     async def _dispose(self) -> None:
-        failures: list[Exception] = []
-        escaping: BaseException | None = None
+        release = Release(hold=True)
         for extension_id in reversed(self._state.order):
             record = self._state.records[extension_id]
             cleanups = [*reversed(record.disposers)]
             if record.dispose is not None:
                 cleanups.append(record.dispose)
-            failed, escaped = await self._cleanup.clean_up(extension_id, cleanups)
-            failures.extend(failed)
-            escaping = escaping or escaped
+            await self._cleanup.clean_up(extension_id, cleanups, release)
             record.status = "disposed"
             record.hooks = record.disposers = ()
             record.dispose = None
@@ -371,13 +369,14 @@ class ExtensionHost:
         except asyncio.CancelledError as error:
             self._cleanup.cut_short = True
             running = 0
-            escaping = escaping or error
+            release.hold(error)
+        failures = release.failures
         failures.extend(
             extension_error("EXTENSION_DISPOSAL_FAILED", _STUBBORN) for _ in range(running)
         )
         self._state.status = "disposed"
-        if escaping is not None:
-            raise escaping
+        if release.escaping is not None:
+            raise release.escaping
         if failures:
             aggregate = ExtensionAggregateError(
                 "EXTENSION_DISPOSAL_FAILED", "ExtensionHost disposal failed", failures

@@ -32,8 +32,9 @@ cleanup failure). The session claim is taken before step 1 and released on failu
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from tether._text import message_of
 from tether._types import instance_of
@@ -57,6 +58,7 @@ from tether.agent.runtime.ledger import Ledger, LedgerRecord, invoke_factory, re
 from tether.agent.runtime.options import (
     RUNTIME_WORKSPACE_ROOT_ID,
     CapturedWorkspaceOptions,
+    RuntimeAgentOptions,
     SharedLayer,
 )
 from tether.agent.runtime.owned import (
@@ -83,6 +85,10 @@ from tether.tools import ToolRegistry
 from tether.tools.coding import coding_tools
 
 __all__ = ["build_runtime"]
+
+_AGENT_OPTIONS: Final = tuple(field.name for field in dataclasses.fields(RuntimeAgentOptions))
+"""The ``RuntimeAgentOptions`` fields, each the ``Agent`` keyword argument of its name: the
+default agent factory passes them all through (a new option is one field)."""
 
 
 def _definitions(registry: ToolRegistry) -> list[object]:
@@ -211,24 +217,12 @@ class _Construction:
         return self.ledger.add("ExtensionHost", host, cleanup=dispose)
 
     async def agent(self, spec: RuntimeAgentInput) -> Agent:
-        options = spec.options
-        extra: dict[str, Any] = {}
+        options: dict[str, Any] = {name: getattr(spec.options, name) for name in _AGENT_OPTIONS}
         if spec.max_steps is not None:
-            extra["max_steps"] = spec.max_steps
+            options["max_steps"] = spec.max_steps
         recorder = SessionRecorder(spec.session) if self.hold else None
         agent = await resume_agent(
-            spec.session,
-            recorder=recorder,
-            model=spec.model,
-            tools=spec.tools,
-            system=options.system,
-            limits=options.limits,
-            before_tool_call=options.before_tool_call,
-            after_tool_call=options.after_tool_call,
-            compaction=options.compaction,
-            interrupted_turns=options.interrupted_turns,
-            tracing=options.tracing,
-            **extra,
+            spec.session, recorder=recorder, model=spec.model, tools=spec.tools, **options
         )
         if recorder is not None:
             self.holders.append((agent, recorder))

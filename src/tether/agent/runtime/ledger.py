@@ -33,9 +33,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Literal, TypeVar, cast
 
-from tether._race import observe, reraise_task_cancellation
+from tether._adoption import adopt_nested
+from tether._race import neutralize, observe, reraise_task_cancellation
+from tether._release import Release
 from tether._text import message_of
-from tether._types import is_awaitable
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError
 from tether.agent.runtime.workspace import Identity, WorkspaceState, identity_of, sync_directory
 
@@ -104,21 +105,21 @@ class Ledger:
     ) -> list[Exception]:
         """Clean every record since ``mark`` except ``selected`` and records of the same
         session file as ``selected_key``; returns the failures."""
-        failures: list[Exception] = []
+        release = _release()
         for record in reversed(self.records[mark:]):
             if record.value is selected:
                 continue
             if selected_key is not None and record.resource_key == selected_key:
                 continue
-            await _collect(self.clean(record), failures)
-        return failures
+            await release.attempt(lambda record=record: self.clean(record))
+        return release.failures
 
     async def rollback(self) -> list[Exception]:
         """Clean every still-owned record in reverse order; returns the failures."""
-        failures: list[Exception] = []
+        release = _release()
         for record in reversed(self.records):
-            await _collect(self.clean(record), failures)
-        return failures
+            await release.attempt(lambda record=record: self.clean(record))
+        return release.failures
 
     def commit(self) -> None:
         """The construction succeeded: nothing is undone any more."""
@@ -127,23 +128,21 @@ class Ledger:
                 record.state = "committed"
 
 
-async def _collect(work: Coroutine[Any, Any, None], failures: list[Exception]) -> None:
-    try:
-        await work
-    except asyncio.CancelledError as error:  # pragma: no cover - a cleanup cancelling itself
-        reraise_task_cancellation(error)
-        failures.append(RuntimeError("Runtime cleanup was cancelled"))
-    except Exception as error:
-        failures.append(error)
+def _release() -> Release:
+    """A rollback's release: a cleanup that cancelled itself is a failure."""
+    return Release(cancelled=lambda: RuntimeError("Runtime cleanup was cancelled"))
 
 
 async def adopt(value: object, label: str) -> object:
-    """Await ``value`` and what it resolves to, while awaitable (bounded)."""
-    for _ in range(RUNTIME_MAX_ADOPTION_DEPTH):
-        if not is_awaitable(value):
-            return value
-        value = await cast("Awaitable[object]", value)
-    raise TypeError(f"{label} factory returned an invalid product")
+    """Await ``value`` and what it resolves to, while awaitable (at most
+    ``RUNTIME_MAX_ADOPTION_DEPTH`` levels; deeper is an invalid product, and the awaitable
+    left over is disposed of without a "never awaited" warning)."""
+
+    def too_deep(awaitable: object) -> TypeError:
+        neutralize(awaitable)
+        return TypeError(f"{label} factory returned an invalid product")
+
+    return await adopt_nested(value, max_depth=RUNTIME_MAX_ADOPTION_DEPTH, too_deep=too_deep)
 
 
 class _Fallback(Generic[I, T]):

@@ -45,6 +45,7 @@ from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from tether._race import observe
+from tether._release import Release
 from tether.abort import AbortSignal
 from tether.agent.agent import Agent
 from tether.agent.auto_compaction import summary_message
@@ -456,7 +457,8 @@ class Runtime:
     async def _dispose(self) -> None:
         core = self._core
         agent = self._agent
-        failures: list[Exception] = []
+        release = Release()
+        failures = release.failures
         try:
             while agent.is_running or not _settled(core.tail):
                 if agent.is_running:
@@ -470,24 +472,15 @@ class Runtime:
             verdict = None if core.poison is not None else self._coherence_now()
             if verdict is not None:
                 failures.append(verdict)
-            try:
-                await self._session.store.flush()
-            except Exception as error:
-                failures.append(error)
+            await release.attempt(lambda: self._session.store.flush())
             with operation_scope(self):
-                try:
-                    await self._extensions.dispose()
-                except Exception as error:
-                    failures.append(error)
+                await release.attempt(lambda: self._extensions.dispose())
         finally:
             self._detach()
             if core.mcp is not None:
                 await core.mcp.stop()  # never raises: each server's process group is killed
             if not core.claim.shared:  # a same-file replacement keeps using the store
-                try:
-                    await self._session.store.close()
-                except Exception as error:  # pragma: no cover - closing a descriptor
-                    failures.append(error)
+                await release.attempt(lambda: self._session.store.close())
             core.claim.release()
             core.state = "disposed"
         if failures:

@@ -18,8 +18,8 @@ from tether.agent.session.records import (
     SessionStoreErrorCode,
     _fail,
 )
-from tether.messages import validate_transcript
 from tether.protocol import AssistantMessage, Message, ToolCall, ToolResultMessage
+from tether.protocol.transcript import validate_transcript
 
 __all__: list[str] = []
 

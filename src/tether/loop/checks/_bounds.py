@@ -11,15 +11,12 @@ from tether._types import exactly, is_array, type_of
 from tether.jsonvalue import JsonObject, cached_size, entries, store_size
 from tether.loop.checks._failures import ModelProtocolError, limit_hint
 from tether.loop.limits import RunLimits
-from tether.messages import (
-    is_mapping,
-    read_field,
-)
 from tether.protocol import (
     TextBlock,
     ThinkingBlock,
     ToolCall,
 )
+from tether.protocol.transcript._reading import is_mapping, read_field
 
 # --- bounds ---------------------------------------------------------------------------------
 

@@ -12,11 +12,6 @@ from tether.loop.checks._bounds import check_argument_bounds, check_raw_argument
 from tether.loop.checks._failures import ModelProtocolError
 from tether.loop.checks._rest import with_rest
 from tether.loop.limits import RunLimits
-from tether.messages import (
-    assistant_message,
-    is_mapping,
-    read_field,
-)
 from tether.protocol import (
     ModelChunk,
     TextDeltaChunk,
@@ -26,6 +21,8 @@ from tether.protocol import (
 )
 from tether.protocol.codec import ProtocolJsonError
 from tether.protocol.model import is_model_chunk
+from tether.protocol.transcript import assistant_message
+from tether.protocol.transcript._reading import is_mapping, read_field
 
 # --- chunks ---------------------------------------------------------------------------------
 

@@ -11,12 +11,6 @@ from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import ModelProtocolError
 from tether.loop.checks._rest import with_rest
 from tether.loop.limits import RunLimits
-from tether.messages import (
-    MISSING,
-    assistant_message,
-    is_mapping,
-    read_field,
-)
 from tether.protocol import (
     AssistantMessage,
     ModelResponse,
@@ -24,6 +18,8 @@ from tether.protocol import (
     ToolCall,
 )
 from tether.protocol.codec import camel_case
+from tether.protocol.transcript import assistant_message
+from tether.protocol.transcript._reading import MISSING, is_mapping, read_field
 
 # --- the response ---------------------------------------------------------------------------
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, Final, TypeVar
 
 from tether.loop.checks._failures import ModelProtocolError
-from tether.messages import MISSING, read_field
 from tether.protocol._decoder import Layer, Problem, Rest
 from tether.protocol.codec import problem_text
+from tether.protocol.transcript._reading import MISSING, read_field
 
 _Value = TypeVar("_Value")
 

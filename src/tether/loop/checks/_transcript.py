@@ -10,19 +10,15 @@ from tether._types import is_array, real_items, type_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import InvalidTranscript, ModelProtocolError, limit_hint
 from tether.loop.limits import RunLimits
-from tether.messages import (
-    TranscriptLinks,
-    assistant_message,
-    is_mapping,
-    parse_message,
-    read_field,
-)
 from tether.protocol import (
     AssistantMessage,
     Message,
     ToolResultMessage,
     UserMessage,
 )
+from tether.protocol.transcript import assistant_message, parse_message
+from tether.protocol.transcript._diagnostics import TranscriptLinks
+from tether.protocol.transcript._reading import is_mapping, read_field
 
 # --- the starting transcript ----------------------------------------------------------------
 
