@@ -45,7 +45,6 @@ from tether.loop.limits import RunLimits
 from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget
-from tether.protocol.transcript import text_from_assistant, validate_transcript
 from tether.models.base import listen_for_retries, stop_listening
 from tether.protocol import (
     ZERO_USAGE,
@@ -64,6 +63,7 @@ from tether.protocol import (
     assert_never,
 )
 from tether.protocol import _trusted as trusted
+from tether.protocol.transcript import text_from_assistant, validate_transcript
 from tether.tools import ToolRegistry, execute_tool_call
 
 
