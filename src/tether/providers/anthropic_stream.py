@@ -48,11 +48,11 @@ from tether.providers._anthropic_blocks import (
 )
 from tether.providers._streaming import transcript_call_ids
 from tether.providers._wire import BadArguments as _BadArguments
+from tether.providers._wire import CallIds, raise_again, reserved_ids
 from tether.providers._wire import field_error as _field_error
 from tether.providers._wire import kind as _kind
 from tether.providers._wire import parse_arguments as _parse_arguments
 from tether.providers._wire import protocol as _protocol
-from tether.providers._wire import raise_again, reserved_ids, unique_call_id
 from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 
@@ -125,15 +125,14 @@ class AnthropicStreamParser:
         "_calls",
         "_failure",
         "_held",
+        "_ids",
         "_model",
         "_request_id",
-        "_reserved",
         "_response_id",
         "_state",
         "_stop",
         "_stopped",
         "_usage",
-        "_used_ids",
     )
 
     def __init__(self, request_id: str, *, reserved_call_ids: frozenset[str] = frozenset()) -> None:
@@ -141,14 +140,13 @@ class AnthropicStreamParser:
         ``reserved_call_ids`` are the tool-call IDs the transcript already uses."""
         reserved = reserved_ids(request_id, reserved_call_ids)
         self._request_id = request_id
-        self._reserved = reserved
+        self._ids = CallIds(reserved)
         self._response_id: str | None = None
         self._model: str | None = None
         self._stop: str | None = None
         self._usage = [0, 0, 0, 0]
         self._blocks: list[Block] = []
         self._calls = 0
-        self._used_ids: set[str] = set()
         self._held: ToolCall | None = None  # an invalid call awaiting the stop reason
         self._failure: ProviderError | None = None
         self._state: _State = "new"
@@ -398,20 +396,12 @@ class AnthropicStreamParser:
         block.position = self._calls
         self._calls += 1
         block.name = name
-        if (
-            is_non_empty(vendor_id)
-            and vendor_id not in self._reserved
-            and vendor_id not in self._used_ids
-        ):
-            block.call_id = vendor_id
-            self._used_ids.add(vendor_id)
-        if not block.call_id:
-            block.call_id = self._derive_id(block.position)
+        block.call_id = self._ids.keep(vendor_id) or self._derive_id(block.position)
         out.append(_tool_call_delta(self._request_id, block.position, block.call_id, name, ""))
         return block
 
     def _derive_id(self, position: int) -> str:
-        return unique_call_id(str(self._response_id), position, self._reserved, self._used_ids)
+        return self._ids.derive(str(self._response_id), position)
 
     def _block_stop(self, block: Block) -> list[ModelChunk]:
         block.open = False

@@ -42,10 +42,10 @@ from tether.providers._openai_chat_values import usage_of as _usage
 from tether.providers._streaming import transcript_call_ids
 from tether.providers._wire import EMPTY_ARGUMENTS as _EMPTY_ARGUMENTS
 from tether.providers._wire import BadArguments as _BadArguments
+from tether.providers._wire import CallIds, raise_again, reserved_ids
 from tether.providers._wire import field_error as _field_error
 from tether.providers._wire import parse_arguments as _parse_arguments
 from tether.providers._wire import protocol as _protocol
-from tether.providers._wire import raise_again, reserved_ids, unique_call_id
 from tether.providers._wire import shown as _shown
 from tether.providers.errors import ProviderError
 from tether.providers.openai_compat import OpenAIChatCompat
@@ -160,6 +160,7 @@ class OpenAIChatStreamParser:
         "_failure",
         "_finish",
         "_finish_optional",
+        "_ids",
         "_model",
         "_order",
         "_pending",
@@ -167,14 +168,12 @@ class OpenAIChatStreamParser:
         "_refused",
         "_request_id",
         "_requires_done",
-        "_reserved",
         "_response_id",
         "_run",
         "_run_kind",
         "_state",
         "_touched",
         "_usage",
-        "_used_ids",
     )
 
     def __init__(
@@ -194,7 +193,7 @@ class OpenAIChatStreamParser:
         self._reasoning = compat.reasoning_fields
         self._finish_optional = compat.finish_reason_optional
         self._requires_done = compat.requires_done
-        self._reserved = reserved
+        self._ids = CallIds(reserved)
         self._response_id: str | None = None
         self._model: str | None = None
         self._finish: str | None = None
@@ -204,7 +203,6 @@ class OpenAIChatStreamParser:
         self._order: list[_Call] = []
         self._pending: dict[int, _Call] = {}  # by position: not emitted yet, in order
         self._touched: list[_Call] = []  # pending calls that changed since _complete_ready
-        self._used_ids: set[str] = set()
         self._content: list[AssistantBlock] = []
         self._run: list[str] = []
         self._run_kind: Literal["text", "thinking"] | None = None
@@ -419,18 +417,11 @@ class OpenAIChatStreamParser:
 
     def _assign_id(self, call: _Call, vendor_id: str) -> str:
         """The ID the call will have: the vendor's, unless it is taken (then derived)."""
-        if vendor_id in self._reserved or vendor_id in self._used_ids:
-            call_id = self._derive_id(call.position)
-        else:
-            call_id = vendor_id
-            self._used_ids.add(call_id)
-        call.call_id = call_id
+        call_id = call.call_id = self._ids.keep(vendor_id) or self._derive_id(call.position)
         return call_id
 
     def _derive_id(self, position: int) -> str:
-        return unique_call_id(
-            self._resolved_response_id(), position, self._reserved, self._used_ids
-        )
+        return self._ids.derive(self._resolved_response_id(), position)
 
     def _resolved_response_id(self) -> str:
         response_id = self._response_id
