@@ -43,18 +43,23 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import goals
 import recorded
 
 try:
     from tether.providers._sse import SSEDecoder
-    from tether.providers.anthropic_wire import AnthropicStreamParser
 except ImportError:  # running from a checkout without an installed tether
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from tether.providers._sse import SSEDecoder
-    from tether.providers.anthropic_wire import AnthropicStreamParser
+if TYPE_CHECKING:
+    from tether.providers.anthropic_stream import AnthropicStreamParser
+else:
+    try:
+        from tether.providers.anthropic_stream import AnthropicStreamParser
+    except ImportError:  # a tree from before the parser had its own module
+        from tether.providers.anthropic_wire import AnthropicStreamParser
 
 REQUEST_ID: Final = "request-001"
 NETWORK_CHUNK: Final = 64 * 1024

@@ -58,16 +58,23 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import goals
 import recorded
 
 try:
-    from tether.providers.openai_wire import OpenAIChatCompat, OpenAIChatStreamParser
+    from tether.providers.openai_compat import OpenAIChatCompat
 except ImportError:  # running from a checkout without an installed tether
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from tether.providers.openai_wire import OpenAIChatCompat, OpenAIChatStreamParser
+    from tether.providers.openai_compat import OpenAIChatCompat
+if TYPE_CHECKING:
+    from tether.providers.openai_chat_stream import OpenAIChatStreamParser
+else:
+    try:
+        from tether.providers.openai_chat_stream import OpenAIChatStreamParser
+    except ImportError:  # a tree from before the parser had its own module
+        from tether.providers.openai_wire import OpenAIChatStreamParser
 
 REQUEST_ID: Final = "request-001"
 NETWORK_CHUNK: Final = 64 * 1024

@@ -80,7 +80,8 @@ except ImportError:  # running from a checkout without an installed tether
 from bench_providers import _chunk  # the same recorded OpenAI chunk shape
 from tether.providers._http import RetryPolicy
 from tether.providers._sse import SSEDecoder
-from tether.providers.openai_wire import OpenAIChatCompat, OpenAIChatStreamParser
+from tether.providers.openai_chat_stream import OpenAIChatStreamParser
+from tether.providers.openai_compat import OpenAIChatCompat
 
 PACE_SECONDS: Final = 0.0005
 MODES: Final = ("paced", "burst")

@@ -1,5 +1,5 @@
-"""``tether.providers.anthropic_wire``: the Anthropic Messages request body and the stream
-normalization (``spec/providers.md`` §3, §9.11).
+"""``tether.providers.anthropic_wire`` and ``anthropic_stream``: the Anthropic Messages request
+body and the stream normalization (``spec/providers.md`` §3, §9.11).
 
 Stream bodies are SSE text: the ones in ``anthropic_bodies`` are written for these tests from
 the documented shapes; the real recorded vendor streams are replayed from the shared folder's
@@ -43,11 +43,8 @@ from tether.protocol import (
     ToolSpec,
     UserMessage,
 )
-from tether.providers.anthropic_wire import (
-    AnthropicStreamParser,
-    build_messages_request,
-    transcript_call_ids,
-)
+from tether.providers.anthropic_stream import AnthropicStreamParser, transcript_call_ids
+from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.errors import ProviderError
 from tether.providers.responses_wire import reasoning_signature
 from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome

@@ -1,5 +1,6 @@
-"""``tether.providers.openai_wire`` and ``catalog``: the OpenAI Chat Completions request body,
-the stream normalization (``spec/providers.md`` §2.4, §2.9, §9) and the provider presets.
+"""``tether.providers.openai_wire``, ``openai_chat_stream``, ``openai_chat_body`` and
+``catalog``: the OpenAI Chat Completions request body, the stream normalization
+(``spec/providers.md`` §2.4, §2.9, §9) and the provider presets.
 
 Stream bodies are SSE text: the ones in ``openai_bodies`` are written for these tests from the
 documented shapes; the real recorded vendor streams are replayed from the shared folder's
@@ -51,14 +52,9 @@ from tether.protocol import (
 )
 from tether.providers.catalog import PRESETS, ProviderPreset, parse_model_spec
 from tether.providers.errors import ProviderError
-from tether.providers.openai_wire import (
-    OpenAIChatCompat,
-    OpenAIChatStreamParser,
-    arguments_text,
-    build_chat_request,
-    parse_chat_completion,
-    transcript_call_ids,
-)
+from tether.providers.openai_chat_body import parse_chat_completion
+from tether.providers.openai_chat_stream import OpenAIChatStreamParser, transcript_call_ids
+from tether.providers.openai_wire import OpenAIChatCompat, arguments_text, build_chat_request
 
 REQUEST_ID: Final = "request-001"
 DEFAULT: Final = OpenAIChatCompat()
@@ -741,7 +737,7 @@ def test_calls_that_never_parse_are_not_read_again_at_every_new_call(
     server): each new call used to join and parse every such call still pending, so the work
     grew with the square of the calls. A pending call is read again only after a fragment of
     its own arrived, so the parses stay linear in the calls (counted, not timed)."""
-    module: Any = importlib.import_module("tether.providers.openai_wire")
+    module: Any = importlib.import_module("tether.providers.openai_chat_stream")
     real = module._parse_arguments
     parsed: list[str] = []
 

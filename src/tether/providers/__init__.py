@@ -5,8 +5,11 @@
 * ``_http`` / ``_watch`` / ``_decoding`` / ``_sse`` / ``_streaming``: the shared HTTP client,
   retries, deadlines and abort enforced in the request's task, ``Content-Encoding`` decoding,
   the SSE decoder, and the ``Model`` base every HTTP provider builds on;
-* ``openai_wire`` / ``openai_chat``: OpenAI Chat Completions (``OpenAIChatModel``);
-* ``anthropic_wire`` / ``anthropic``: Anthropic Messages (``AnthropicModel``);
+* ``openai_wire`` / ``openai_chat_stream`` / ``openai_chat_body`` / ``openai_chat``: OpenAI
+  Chat Completions: the request body, the streamed answer, a whole JSON answer, the model
+  (``OpenAIChatModel``);
+* ``anthropic_wire`` / ``anthropic_stream`` / ``anthropic``: Anthropic Messages: the request
+  body, the streamed answer, the model (``AnthropicModel``);
 * ``responses_wire`` / ``openai_responses``: the OpenAI Responses API
   (``OpenAIResponsesModel``);
 * ``gemini_wire`` / ``gemini``: Google's native Gemini API (``GeminiModel``);

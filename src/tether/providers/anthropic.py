@@ -7,7 +7,7 @@ SSE decoding; the gzip streams Anthropic's API sends decoded; redirects refused 
 ``PROVIDER_REDIRECTED``). ``anthropic_wire.build_messages_request`` converts the request
 (``system`` top-level, ``max_tokens`` always sent, consecutive tool results merged into one
 user turn, signed thinking blocks replayed unchanged) and
-``anthropic_wire.AnthropicStreamParser`` normalizes the events, keyed on each payload's
+``anthropic_stream.AnthropicStreamParser`` normalizes the events, keyed on each payload's
 ``type``.
 
 The stream closes its HTTP response when its consumer goes away (an abort, ``aclose()`` of its
@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Final
 from tether.protocol import ModelRequest
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import HttpStreamModel, StreamParser, checked_key
-from tether.providers.anthropic_wire import AnthropicStreamParser, build_messages_request
+from tether.providers.anthropic_stream import AnthropicStreamParser
+from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.thinking import (
     LevelledThinking,
     ThinkingChoice,

@@ -5,8 +5,9 @@ One ``stream(request, signal)`` call is one HTTP request, handled by the shared
 ``_streaming.HttpStreamModel`` (retries before anything streamed, SSE decoding, gzip/deflate
 bodies decoded, redirects refused as ``PROVIDER_REDIRECTED``, the idle timeout measured between
 events): the request is converted by ``openai_wire.build_chat_request`` and the events are
-normalized by ``openai_wire.OpenAIChatStreamParser``; a JSON body answered to the streaming
-request (some servers do this with tools) is parsed whole. Every failure is a
+normalized by ``openai_chat_stream.OpenAIChatStreamParser``; a JSON body answered to the
+streaming request (some servers do this with tools) is parsed whole
+(``openai_chat_body.parse_chat_completion``). Every failure is a
 ``ProviderError``.
 
 The stream closes its HTTP response when its consumer goes away: an abort, ``aclose()`` of its
@@ -35,12 +36,9 @@ from tether.providers._streaming import (
     bearer_headers,
     checked_key,
 )
-from tether.providers.openai_wire import (
-    OpenAIChatCompat,
-    OpenAIChatStreamParser,
-    build_chat_request,
-    parse_chat_completion,
-)
+from tether.providers.openai_chat_body import parse_chat_completion
+from tether.providers.openai_chat_stream import OpenAIChatStreamParser
+from tether.providers.openai_wire import OpenAIChatCompat, build_chat_request
 from tether.providers.thinking import (
     LevelledThinking,
     ThinkingChoice,

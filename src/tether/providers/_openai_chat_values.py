@@ -1,0 +1,96 @@
+"""What the objects inside an OpenAI Chat chunk mean: its ``error`` (a
+``PROVIDER_ERROR_EVENT``), its ``usage`` (a ``ModelUsage``), arguments sent as an object.
+
+Shared by the stream parser (``openai_chat_stream``) and the whole-body reader
+(``openai_chat_body``), so the two read a server's values the same way. Vendor values are
+untrusted: a field of the wrong JSON type is a ``PROVIDER_PROTOCOL_ERROR`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tether._text import is_non_empty
+from tether._types import exactly, is_dict, type_of
+from tether.protocol import MAX_SAFE_INTEGER, ModelUsage
+from tether.protocol import _trusted as trusted
+from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import field_error as _field_error
+from tether.providers._wire import kind as _kind
+from tether.providers._wire import protocol as _protocol
+from tether.providers.errors import ProviderError
+
+__all__ = ["dumps_whole", "error_event", "usage_of"]
+
+
+def error_event(error: object) -> ProviderError:
+    """``PROVIDER_ERROR_EVENT`` for a vendor error object (``{"message", "type", "code"}``, a
+    bare string, or anything else truthy). ``provider_code`` is ``code``, else ``type``."""
+    message: object = None
+    code: str | None = None
+    if is_dict(error):
+        fields_: dict[str, Any] = error
+        message = fields_.get("message")
+        code = _code(fields_.get("code")) or _code(fields_.get("type"))
+    elif type_of(error) is str:
+        message = error
+    if is_non_empty(message):
+        text = f"The provider reported an error in the stream: {message}"
+    else:
+        text = "The provider reported an error in the stream"
+    return ProviderError("PROVIDER_ERROR_EVENT", text, provider_code=code)
+
+
+def _code(value: object) -> str | None:
+    if exactly(value, int) and -(10**18) < value < 10**18:
+        return str(value)
+    if is_non_empty(value):
+        return value[:_MAX_SHOWN]
+    return None
+
+
+def _count(fields_: dict[str, Any], name: str) -> int:
+    value = fields_.get(name)
+    if value is None:
+        return 0
+    if type_of(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise _protocol(f"usage.{name} must be a non-negative safe integer (got {_kind(value)})")
+    count: int = value
+    return count
+
+
+def usage_of(value: object) -> ModelUsage:
+    """``usage`` as a ``ModelUsage``: ``cached_tokens`` (``prompt_tokens_details``, else
+    DeepSeek's ``prompt_cache_hit_tokens``) and ``cache_write_tokens`` are parts of
+    ``prompt_tokens`` (OpenAI's convention), so the uncached input is what remains."""
+    if not is_dict(value):
+        raise _field_error("usage", "an object", value)
+    usage: dict[str, Any] = value
+    prompt = _count(usage, "prompt_tokens")
+    completion = _count(usage, "completion_tokens")
+    cached: int | None = None
+    written = 0
+    details = usage.get("prompt_tokens_details")
+    if details:
+        if type_of(details) is not dict:
+            raise _field_error("usage.prompt_tokens_details", "an object", details)
+        detail_fields: dict[str, Any] = details
+        if detail_fields.get("cached_tokens") is not None:
+            cached = _count(detail_fields, "cached_tokens")
+        written = _count(detail_fields, "cache_write_tokens")
+    if cached is None:
+        cached = _count(usage, "prompt_cache_hit_tokens")
+    if cached + written > prompt:
+        raise _protocol(
+            f"usage counts {cached + written} cached prompt tokens of only {prompt} prompt tokens"
+        )
+    return trusted.model_usage(prompt - cached - written, completion, cached, written)
+
+
+def dumps_whole(arguments: dict[str, Any]) -> str:
+    """Arguments a server sent as a JSON object instead of text, as their JSON text."""
+    try:
+        return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError) as error:
+        raise _protocol("Tool-call arguments sent as an object could not be read") from error
