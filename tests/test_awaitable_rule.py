@@ -39,7 +39,7 @@ _USERS = (
     "tether.loop.hooks",
     "tether.loop.run",
     "tether.models.base",
-    "tether.tools.contract",
+    "tether.tools.execution",
 )
 
 

@@ -50,7 +50,8 @@ from tether.tools.coding import (
 )
 from tether.tools.coding import files as files_module
 from tether.tools.coding.worker import workers_settled
-from tether.tools.contract import define_tool, execute_tool_call
+from tether.tools.contract import define_tool
+from tether.tools.execution import execute_tool_call
 
 _ids = iter(range(1_000_000))
 
@@ -607,7 +608,7 @@ def test_hostile_globs_finish_promptly(root: Path) -> None:
         "import asyncio, json, sys\n"
         "from tether import AbortController, JsonObject, ToolCall\n"
         "from tether.tools.coding import coding_tools\n"
-        "from tether.tools.contract import execute_tool_call\n"
+        "from tether.tools.execution import execute_tool_call\n"
         "async def main():\n"
         "    tools = coding_tools(sys.argv[1])\n"
         "    calls = [('list_files', {'pattern': p}) for p in sys.argv[2:]]\n"
@@ -765,7 +766,7 @@ _EDITOR = """
 import asyncio, sys
 from tether import AbortController, JsonObject, ToolCall
 from tether.tools.coding import coding_tools
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 # what a model does: read again and retry (a read that saw the file renamed under it, too)
 RETRY = ("EDIT_CONFLICT", "PATH_CHANGED_DURING_READ")

@@ -45,7 +45,7 @@ from tether.mcp import (
     mcp_tool_name,
     parse_mcp_servers,
 )
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 TOY = str(Path(__file__).parent / "servers" / "mcp_toy.py")
 BIN = Path(sys.executable).parent  # the servers' scripts, installed from the lock files
