@@ -23,7 +23,7 @@ from tether._dataclass import dataclass
 from tether._race import check_signal
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
-from tether.tools.coding.catalog import coding_tool_effects
+from tether.tools.coding._definition import coding_tool
 from tether.tools.coding.environment import ProcessEnvironment, process_environment
 from tether.tools.coding.process import (
     PROCESS_OUTPUT_LIMIT,
@@ -41,8 +41,9 @@ from tether.tools.coding.workspace import (
     invalid,
     record_of,
     require_workspace,
+    utf8_size,
 )
-from tether.tools.contract import ToolDefinition, define_tool
+from tether.tools.contract import ToolDefinition
 
 __all__ = [
     "PROCESS_ARGUMENTS_TOTAL_MAX_BYTES",
@@ -69,13 +70,6 @@ class PythonInput:
     arguments: tuple[str, ...]
 
 
-def _utf8_size(text: str) -> int | None:
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        return None
-
-
 def _validate_python(value: object) -> ToolValidation[PythonInput]:
     shape = "expected {source: string, arguments: [string, ...]}"
     record = record_of(value, ("source", "arguments"))
@@ -84,7 +78,7 @@ def _validate_python(value: object) -> ToolValidation[PythonInput]:
     source = record["source"]
     if type(source) is not str:
         return invalid("INVALID_PROCESS_INPUT", shape)
-    size = _utf8_size(source)
+    size = utf8_size(source)
     if size is None:
         return invalid("INVALID_PROCESS_INPUT", "source contains a lone surrogate")
     if size > PROCESS_SOURCE_MAX_BYTES:
@@ -105,7 +99,7 @@ def _validate_python(value: object) -> ToolValidation[PythonInput]:
         )
     total = 0
     for index, item in enumerate(strings):
-        item_size = _utf8_size(item)
+        item_size = utf8_size(item)
         if item_size is None or "\0" in item:
             return invalid("INVALID_PROCESS_INPUT", f"argument {index} is not valid text")
         if item_size > PROCESS_ARGUMENT_MAX_BYTES:
@@ -211,9 +205,8 @@ def python_process_tool(
             await run_python(ws, value, context.signal, env, sandbox, context.progress)
         )
 
-    return define_tool(
-        name="python_process",
-        effects=coding_tool_effects("python_process"),
+    return coding_tool(
+        "python_process",
         description=(
             "Run Python `source` with this interpreter (isolated mode, `sys.argv[1:]` == "
             f"`arguments`) in the workspace directory; never a shell. Wall-clock limit "
@@ -222,18 +215,14 @@ def python_process_tool(
         ),
         validate=_validate_python,
         execute=execute,
-        parameters={
-            "type": "object",
-            "properties": {
-                "source": {"type": "string", "description": "Python source code"},
-                "arguments": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "maxItems": PROCESS_ARGUMENT_COUNT_MAX,
-                },
+        properties={
+            "source": {"type": "string", "description": "Python source code"},
+            "arguments": {
+                "type": "array",
+                "items": {"type": "string"},
+                "maxItems": PROCESS_ARGUMENT_COUNT_MAX,
             },
-            "required": ["source", "arguments"],
-            "additionalProperties": False,
         },
+        required=("source", "arguments"),
         output_limit=PROCESS_OUTPUT_LIMIT,
     )
