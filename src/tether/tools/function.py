@@ -48,7 +48,7 @@ import asyncio
 import types
 import typing
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, ParamSpec, Protocol, TypeVar, Union, overload
+from typing import Any, ParamSpec, Protocol, TypeAlias, TypeVar, Union, overload
 
 from tether.jsonvalue import entries
 from tether.protocol import Invalid, RunContext, ToolExecutionContext, ToolValidation
@@ -137,14 +137,31 @@ def tool(
     """
 
     def decorate(target: Callable[..., Any]) -> FunctionTool[Any, Any, Any]:
-        return _build(
-            target,
-            name=name,
-            description=description,
+        label, summary, parameters, validate, execute = _derive(target, name, description)
+        checked = define_tool(
+            name=label,
+            description=summary,
+            validate=validate,
+            execute=execute,
+            parameters=parameters,
             output_limit=output_limit,
             retries=retries,
             expose_errors=expose_errors,
             effects=effects,
+        )
+        frozen = checked.parameters
+        assert frozen is not None  # define_tool froze the schema _derive built
+        return FunctionTool(
+            name=checked.name,
+            description=checked.description,
+            validate=checked.validate,
+            execute=checked.execute,
+            parameters=frozen,
+            output_limit=checked.output_limit,
+            retries=checked.retries,
+            expose_errors=checked.expose_errors,
+            effects=checked.effects,
+            fn=target,
         )
 
     if function is None:
@@ -152,16 +169,17 @@ def tool(
     return decorate(function)
 
 
-def _build(
-    function: Callable[..., Any],
-    *,
-    name: str | None,
-    description: str | None,
-    output_limit: int,
-    retries: int | None = None,
-    expose_errors: bool = True,
-    effects: Iterable[ToolEffect] | None = None,
-) -> FunctionTool[Any, Any, Any]:
+_Validate: TypeAlias = Callable[[object], ToolValidation[dict[str, Any]]]
+_Execute: TypeAlias = Callable[[dict[str, Any], ToolExecutionContext], Coroutine[Any, Any, Any]]
+
+
+def _derive(
+    function: Callable[..., Any], name: str | None, description: str | None
+) -> tuple[str, str, dict[str, Any], _Validate, _Execute]:
+    """What ``function``'s signature and docstring give its tool, read once: the name, the
+    description (``name`` and ``description`` replace what it says when given), the JSON
+    Schema of the arguments, their ``validate`` and the ``execute`` that calls it.
+    ``TypeError`` (``ToolSignatureError``) for a function ``@tool`` cannot describe."""
     import inspect
 
     if not callable(function):
@@ -265,31 +283,7 @@ def _build(
                 return asyncio.to_thread(function, **arguments)
             return asyncio.to_thread(function, **arguments, **{context_name: context})
 
-    checked = define_tool(
-        name=label,
-        description=description or summary,
-        validate=validate,
-        execute=execute,
-        parameters=parameters,
-        output_limit=output_limit,
-        retries=retries,
-        expose_errors=expose_errors,
-        effects=effects,
-    )
-    derived = checked.parameters
-    assert derived is not None  # define_tool froze the schema built above
-    return FunctionTool(
-        name=checked.name,
-        description=checked.description,
-        validate=checked.validate,
-        execute=checked.execute,
-        parameters=derived,
-        output_limit=checked.output_limit,
-        retries=checked.retries,
-        expose_errors=checked.expose_errors,
-        effects=checked.effects,
-        fn=function,
-    )
+    return label, description or summary, parameters, validate, execute
 
 
 def _is_context(annotation: Any) -> bool:

@@ -11,12 +11,11 @@ from typing import Final
 from tether._dataclass import dataclass
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding._definition import coding_tool
-from tether.tools.coding.environment import process_environment
 from tether.tools.coding.process import (
     PROCESS_OUTPUT_LIMIT,
     PROCESS_OUTPUT_MAX_BYTES,
-    checked_sandbox,
     describe_processes,
+    process_tool_setup,
     render_outcome,
     run_process,
 )
@@ -25,7 +24,6 @@ from tether.tools.coding.workspace import (
     Workspace,
     invalid,
     record_of,
-    require_workspace,
     utf8_size,
 )
 from tether.tools.contract import ToolDefinition
@@ -87,9 +85,7 @@ def bash_tool(
     The command's environment lacks every catalog key variable and ``hide_env``, except the
     names in ``pass_env`` (see the module docstring).
     """
-    require_workspace(ws, "bash_tool")
-    env = process_environment(hide_env, pass_env, "bash_tool")
-    sandbox = checked_sandbox(sandbox, "bash_tool")
+    env, sandbox = process_tool_setup(ws, hide_env, pass_env, sandbox, "bash_tool")
 
     async def execute(value: BashInput, context: ToolExecutionContext) -> str:
         outcome = await run_process(

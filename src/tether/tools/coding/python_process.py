@@ -24,12 +24,12 @@ from tether._race import check_signal
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding._definition import coding_tool
-from tether.tools.coding.environment import ProcessEnvironment, process_environment
+from tether.tools.coding.environment import ProcessEnvironment
 from tether.tools.coding.process import (
     PROCESS_OUTPUT_LIMIT,
     ProcessOutcome,
-    checked_sandbox,
     describe_processes,
+    process_tool_setup,
     render_outcome,
     run_process,
     sandboxed,
@@ -40,7 +40,6 @@ from tether.tools.coding.workspace import (
     Workspace,
     invalid,
     record_of,
-    require_workspace,
     utf8_size,
 )
 from tether.tools.contract import ToolDefinition
@@ -196,9 +195,7 @@ def python_process_tool(
 ) -> ToolDefinition[PythonInput, str]:
     """The ``python_process`` tool of ``ws``: ``sys.executable`` on given source, in the
     environment and the ``sandbox`` that ``bash_tool`` describes."""
-    require_workspace(ws, "python_process_tool")
-    env = process_environment(hide_env, pass_env, "python_process_tool")
-    sandbox = checked_sandbox(sandbox, "python_process_tool")
+    env, sandbox = process_tool_setup(ws, hide_env, pass_env, sandbox, "python_process_tool")
 
     async def execute(value: PythonInput, context: ToolExecutionContext) -> str:
         return render_outcome(
