@@ -39,7 +39,7 @@ _USERS = (
     "tether.loop.hooks",
     "tether.loop._model_turn",
     "tether.models.base",
-    "tether.tools.contract",
+    "tether.tools.execution",
 )
 
 

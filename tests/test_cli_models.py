@@ -647,7 +647,7 @@ async def test_run_and_rpc_tools_hide_the_key_variables(
     from tether import AbortController, JsonObject, ScriptedModel, ToolCall
     from tether.cli.run import PrintOptions, print_config
     from tether.coding import CodingSession
-    from tether.tools.contract import execute_tool_call
+    from tether.tools.execution import execute_tool_call
 
     monkeypatch.setenv("GPU_BOX_TOKEN", FAKE_KEY)
     monkeypatch.setenv("MY_VAR", "passed")

@@ -48,9 +48,10 @@ from tether.tools.coding import (
     search,
     write_file_tool,
 )
-from tether.tools.coding import files as files_module
+from tether.tools.coding._write_locks import DirectoryLock
 from tether.tools.coding.worker import workers_settled
-from tether.tools.contract import define_tool, execute_tool_call
+from tether.tools.contract import define_tool
+from tether.tools.execution import execute_tool_call
 
 _ids = iter(range(1_000_000))
 
@@ -607,7 +608,7 @@ def test_hostile_globs_finish_promptly(root: Path) -> None:
         "import asyncio, json, sys\n"
         "from tether import AbortController, JsonObject, ToolCall\n"
         "from tether.tools.coding import coding_tools\n"
-        "from tether.tools.contract import execute_tool_call\n"
+        "from tether.tools.execution import execute_tool_call\n"
         "async def main():\n"
         "    tools = coding_tools(sys.argv[1])\n"
         "    calls = [('list_files', {'pattern': p}) for p in sys.argv[2:]]\n"
@@ -743,7 +744,7 @@ def test_a_write_that_lands_right_after_ours_is_kept(
     released must neither fail our acknowledged edit nor be removed (it holds our line too)."""
     target = root / "log.txt"
     target.write_text("END\n")
-    release = files_module._DirectoryLock.release  # pyright: ignore[reportPrivateUsage]
+    release = DirectoryLock.release
     theirs: list[str] = []
 
     def release_then_theirs(lock: object) -> None:
@@ -753,7 +754,7 @@ def test_a_write_that_lands_right_after_ours_is_kept(
             (root / "other-temp").write_text(theirs[0])
             os.replace(root / "other-temp", target)
 
-    monkeypatch.setattr(files_module._DirectoryLock, "release", release_then_theirs)  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(DirectoryLock, "release", release_then_theirs)
     tools = coding_tools(root)
     result = asyncio.run(call(tools, "edit_file", path="log.txt", old="END\n", new="mine\nEND\n"))
     assert result.content.startswith("Edited log.txt:"), result.content
@@ -765,7 +766,7 @@ _EDITOR = """
 import asyncio, sys
 from tether import AbortController, JsonObject, ToolCall
 from tether.tools.coding import coding_tools
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 # what a model does: read again and retry (a read that saw the file renamed under it, too)
 RETRY = ("EDIT_CONFLICT", "PATH_CHANGED_DURING_READ")

@@ -37,7 +37,7 @@ from tether.tools.coding import (
 )
 from tether.tools.coding.environment import catalog_key_variables
 from tether.tools.coding.process import processes_settled, run_process
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 
 async def call_with(
@@ -342,7 +342,7 @@ _AT_EXIT = """
 import asyncio, sys
 from tether import AbortController, JsonObject, ToolCall
 from tether.tools.coding import coding_tools
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 async def main():
     tools = coding_tools(sys.argv[1])

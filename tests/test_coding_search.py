@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support import examples
 from tether import AbortController, JsonObject, ToolCall
 from tether.tools.coding import coding_tools
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 # Letters the patterns use, regex syntax, and every separator str.splitlines knows.
 ALPHABET = "ab #:-\t" + ".^$*+?()[]\\|{}" + "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"

@@ -46,7 +46,7 @@ from tether.mcp import (
     mcp_tool_name,
     parse_mcp_servers,
 )
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 # -- config ----------------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from tether.agent.skills import (
     skills_system_prompt,
     split_arguments,
 )
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 
 def write(path: Path, data: str | bytes) -> Path:

@@ -26,7 +26,8 @@ from tether import (
 )
 from tether.protocol import ToolValidation
 from tether.tools.coding import coding_tools
-from tether.tools.contract import define_tool, execute_tool_call
+from tether.tools.contract import define_tool
+from tether.tools.execution import execute_tool_call
 
 
 async def _call(registry: ToolRegistry, name: str, **arguments: object) -> ToolResultMessage:

@@ -44,7 +44,7 @@ from tether.protocol import RunContext, ToolProgressEvent, ToolStartedEvent
 from tether.tools import tool
 from tether.tools.coding import Workspace, coding_tools
 from tether.tools.coding.process import processes_settled
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 
 def aborted() -> AbortSignal:

@@ -25,6 +25,7 @@ import pytest
 
 from support import turns
 from tether._text import code_points
+from tether._types import is_awaitable
 from tether.abort import AbortController, AbortSignal
 from tether.jsonvalue import JsonObject, freeze_json, thaw_json
 from tether.protocol import (
@@ -38,6 +39,7 @@ from tether.protocol import (
 from tether.tools import (
     TOOL_OUTPUT_CAP_CHARACTERS,
     TOOL_TRUNCATION_MARKER,
+    FunctionTool,
     NonRecoverableToolError,
     ToolContractError,
     ToolDefinition,
@@ -45,12 +47,12 @@ from tether.tools import (
     contract,
     define_tool,
     execute_tool_call,
+    execution,
     function,
     serialize,
     tool,
 )
-from tether.tools.contract import TOOL_OUTPUT_LIMIT_MIN, is_awaitable
-from tether.tools.function import FunctionTool
+from tether.tools.contract import TOOL_OUTPUT_LIMIT_MIN
 from tether.tools.serialize import cap_text, encodable_text, serialize_output
 
 MARKER = TOOL_TRUNCATION_MARKER
@@ -1193,7 +1195,7 @@ def test_is_awaitable_is_the_one_rule_of_tether_types() -> None:
     finally:
         coroutine.close()  # pyright: ignore[reportUnknownMemberType, reportAttributeAccessIssue]
     assert not is_awaitable(42)
-    for module in (contract, function, serialize):
+    for module in (contract, execution, function, serialize):
         assert not hasattr(module, "_is_awaitable")
     assert function.__dict__.get("is_awaitable", is_awaitable) is is_awaitable
 

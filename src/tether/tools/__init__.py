@@ -1,5 +1,6 @@
-"""Layer 06: the tool contract (``contract``), the bounded output serializer (``serialize``)
-and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``.
+"""Layer 06: the tool contract (``contract``: definitions and what a tool may raise), the
+registry (``registry``), running one call (``execution``), the bounded output serializer
+(``serialize``) and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``.
 
 Each name loads its module on first use, so a light module of this package (``effects``)
 can be read without loading the contract.
@@ -18,15 +19,15 @@ if TYPE_CHECKING:
         ToolContractError,
         ToolContractErrorCode,
         ToolDefinition,
-        ToolRegistry,
-        ToolResultErrorCode,
+        ToolSignatureError,
         define_tool,
+    )
+    from tether.tools.execution import (
+        ToolResultErrorCode,
         execute_tool_call,
     )
-    from tether.tools.function import (
-        ToolSignatureError,
-        tool,
-    )
+    from tether.tools.function import tool
+    from tether.tools.registry import ToolRegistry
     from tether.tools.returns import ToolReturn
     from tether.tools.serialize import (
         TOOL_OUTPUT_CAP_CHARACTERS,
@@ -48,15 +49,15 @@ _MODULES = {
         "ToolContractError",
         "ToolContractErrorCode",
         "ToolDefinition",
-        "ToolRegistry",
-        "ToolResultErrorCode",
+        "ToolSignatureError",
         "define_tool",
+    ),
+    "execution": (
+        "ToolResultErrorCode",
         "execute_tool_call",
     ),
-    "function": (
-        "ToolSignatureError",
-        "tool",
-    ),
+    "function": ("tool",),
+    "registry": ("ToolRegistry",),
     "returns": ("ToolReturn",),
     "serialize": (
         "TOOL_OUTPUT_CAP_CHARACTERS",

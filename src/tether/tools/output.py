@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Generic
 
 from tether._dataclass import dataclass
-from tether.jsonvalue import JsonObject, JsonValueError, freeze_json, thaw_json
+from tether.jsonvalue import JsonObject, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolSpec, ToolValidation, Valid
 
 __all__ = ["FINAL_RESULT_TOOL", "OutputSpec", "OutputT", "output_spec"]
@@ -62,7 +62,7 @@ def output_spec(
     pydantic_model = _pydantic_model(output_type)
     if pydantic_model is not None:
         return _pydantic_spec(output_type, pydantic_model, name)
-    from tether.tools.function import describe_annotation
+    from tether.tools._annotations import describe_annotation, json_object_of
 
     schema, check = describe_annotation(output_type, "output")
     wrapped = schema.get("type") != "object" or "properties" not in schema
@@ -75,13 +75,9 @@ def output_spec(
         }
 
     def validate(arguments: object) -> ToolValidation[OutputT]:
-        try:
-            frozen = arguments if type(arguments) is JsonObject else freeze_json(arguments)
-        except JsonValueError as error:
-            return Invalid(error=str(error))
-        if type(frozen) is not JsonObject:
-            return Invalid(error="the final result must be a JSON object")
-        values: JsonObject = frozen
+        values = json_object_of(arguments, "the final result must be a JSON object")
+        if isinstance(values, Invalid):
+            return values
         if wrapped:
             if set(values) != {"response"}:
                 return Invalid(error='the final result must be {"response": ...}')

@@ -17,7 +17,7 @@ from tether.agent.extensions.values import (
     ExtensionStatus,
 )
 from tether.agent.resources import ResourceLoader
-from tether.tools.contract import ToolRegistry
+from tether.tools.registry import ToolRegistry
 
 __all__ = [
     "REENTRANT",

@@ -93,7 +93,8 @@ from tether.agent.extensions.values import (
 from tether.agent.resources import ResourceLoader
 from tether.protocol import AgentEvent
 from tether.protocol._fields import MAX_SAFE_INTEGER
-from tether.tools.contract import ToolContractError, ToolRegistry
+from tether.tools.contract import ToolContractError
+from tether.tools.registry import ToolRegistry
 
 __all__ = ["ABANDONED_TASK_GRACE", "EXTENSION_TIMEOUT", "ExtensionHost"]
 

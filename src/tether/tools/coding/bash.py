@@ -10,19 +10,23 @@ from typing import Final
 
 from tether._dataclass import dataclass
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
-from tether.tools.coding.catalog import coding_tool_effects
-from tether.tools.coding.environment import process_environment
+from tether.tools.coding._definition import coding_tool
 from tether.tools.coding.process import (
     PROCESS_OUTPUT_LIMIT,
     PROCESS_OUTPUT_MAX_BYTES,
-    checked_sandbox,
     describe_processes,
+    process_tool_setup,
     render_outcome,
     run_process,
 )
 from tether.tools.coding.sandbox import Sandbox
-from tether.tools.coding.workspace import Workspace, invalid, record_of, require_workspace
-from tether.tools.contract import ToolDefinition, define_tool
+from tether.tools.coding.workspace import (
+    Workspace,
+    invalid,
+    record_of,
+    utf8_size,
+)
+from tether.tools.contract import ToolDefinition
 
 __all__ = [
     "BASH_COMMAND_MAX_BYTES",
@@ -52,9 +56,8 @@ def _validate_bash(value: object) -> ToolValidation[BashInput]:
     command = record["command"]
     if type(command) is not str or not command.strip() or "\0" in command:
         return invalid("INVALID_BASH_INPUT", "command must be a non-empty string")
-    try:
-        size = len(command.encode("utf-8"))
-    except UnicodeEncodeError:
+    size = utf8_size(command)
+    if size is None:
         return invalid("INVALID_BASH_INPUT", "command contains a lone surrogate")
     if size > BASH_COMMAND_MAX_BYTES:
         return invalid("INVALID_BASH_INPUT", f"command over {BASH_COMMAND_MAX_BYTES} bytes")
@@ -82,9 +85,7 @@ def bash_tool(
     The command's environment lacks every catalog key variable and ``hide_env``, except the
     names in ``pass_env`` (see the module docstring).
     """
-    require_workspace(ws, "bash_tool")
-    env = process_environment(hide_env, pass_env, "bash_tool")
-    sandbox = checked_sandbox(sandbox, "bash_tool")
+    env, sandbox = process_tool_setup(ws, hide_env, pass_env, sandbox, "bash_tool")
 
     async def execute(value: BashInput, context: ToolExecutionContext) -> str:
         outcome = await run_process(
@@ -98,9 +99,8 @@ def bash_tool(
         )
         return render_outcome(outcome)
 
-    return define_tool(
-        name="bash",
-        effects=coding_tool_effects("bash"),
+    return coding_tool(
+        "bash",
         description=(
             f"Run a command with /bin/bash -c in the workspace directory "
             f"({describe_processes(sandbox)}). stdin is empty. Timeout "
@@ -111,19 +111,15 @@ def bash_tool(
         ),
         validate=_validate_bash,
         execute=execute,
-        parameters={
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "bash command line"},
-                "timeout_seconds": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": BASH_MAX_TIMEOUT_SECONDS,
-                    "description": f"default {BASH_DEFAULT_TIMEOUT_SECONDS:g}",
-                },
+        properties={
+            "command": {"type": "string", "description": "bash command line"},
+            "timeout_seconds": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": BASH_MAX_TIMEOUT_SECONDS,
+                "description": f"default {BASH_DEFAULT_TIMEOUT_SECONDS:g}",
             },
-            "required": ["command"],
-            "additionalProperties": False,
         },
+        required=("command",),
         output_limit=PROCESS_OUTPUT_LIMIT,
     )

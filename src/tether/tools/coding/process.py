@@ -54,12 +54,13 @@ from typing import Final
 from tether._dataclass import dataclass
 from tether._race import check_signal, race
 from tether.abort import AbortSignal
-from tether.tools.coding.environment import ProcessEnvironment
+from tether.tools.coding.environment import ProcessEnvironment, process_environment
 from tether.tools.coding.sandbox import Sandbox, sandbox_status
 from tether.tools.coding.worker import Unsettled
 from tether.tools.coding.workspace import (
     CodingToolError,
     Workspace,
+    require_workspace,
 )
 
 __all__ = [
@@ -69,8 +70,8 @@ __all__ = [
     "PROCESS_OUTPUT_MAX_BYTES",
     "SUPERVISOR_GRACE_SECONDS",
     "ProcessOutcome",
-    "checked_sandbox",
     "describe_processes",
+    "process_tool_setup",
     "processes_settled",
     "render_outcome",
     "run_process",
@@ -516,9 +517,15 @@ def render_outcome(outcome: ProcessOutcome) -> str:
     )
 
 
-def checked_sandbox(sandbox: object, factory: str) -> Sandbox | None:
-    """``sandbox`` as the tool ``factory`` was given it (``TypeError`` unless a ``Sandbox``
-    or ``None``)."""
+def process_tool_setup(
+    ws: object, hide_env: object, pass_env: object, sandbox: object, factory: str
+) -> tuple[ProcessEnvironment, Sandbox | None]:
+    """What a process tool's ``factory`` checks before it builds the tool: ``ws`` is a
+    ``Workspace``, ``hide_env``/``pass_env`` name variables (``process_environment``) and
+    ``sandbox`` is a ``Sandbox`` or ``None`` (``TypeError`` naming the parameter otherwise).
+    Returns the environment its processes get and the sandbox they run in."""
+    require_workspace(ws, factory)
+    env = process_environment(hide_env, pass_env, factory)
     if sandbox is not None and type(sandbox) is not Sandbox:
         raise TypeError(f"{factory}(sandbox=...) must be a Sandbox or None")
-    return sandbox
+    return env, sandbox

@@ -23,13 +23,13 @@ from tether._dataclass import dataclass
 from tether._race import check_signal
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
-from tether.tools.coding.catalog import coding_tool_effects
-from tether.tools.coding.environment import ProcessEnvironment, process_environment
+from tether.tools.coding._definition import coding_tool
+from tether.tools.coding.environment import ProcessEnvironment
 from tether.tools.coding.process import (
     PROCESS_OUTPUT_LIMIT,
     ProcessOutcome,
-    checked_sandbox,
     describe_processes,
+    process_tool_setup,
     render_outcome,
     run_process,
     sandboxed,
@@ -40,9 +40,9 @@ from tether.tools.coding.workspace import (
     Workspace,
     invalid,
     record_of,
-    require_workspace,
+    utf8_size,
 )
-from tether.tools.contract import ToolDefinition, define_tool
+from tether.tools.contract import ToolDefinition
 
 __all__ = [
     "PROCESS_ARGUMENTS_TOTAL_MAX_BYTES",
@@ -69,13 +69,6 @@ class PythonInput:
     arguments: tuple[str, ...]
 
 
-def _utf8_size(text: str) -> int | None:
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        return None
-
-
 def _validate_python(value: object) -> ToolValidation[PythonInput]:
     shape = "expected {source: string, arguments: [string, ...]}"
     record = record_of(value, ("source", "arguments"))
@@ -84,7 +77,7 @@ def _validate_python(value: object) -> ToolValidation[PythonInput]:
     source = record["source"]
     if type(source) is not str:
         return invalid("INVALID_PROCESS_INPUT", shape)
-    size = _utf8_size(source)
+    size = utf8_size(source)
     if size is None:
         return invalid("INVALID_PROCESS_INPUT", "source contains a lone surrogate")
     if size > PROCESS_SOURCE_MAX_BYTES:
@@ -105,7 +98,7 @@ def _validate_python(value: object) -> ToolValidation[PythonInput]:
         )
     total = 0
     for index, item in enumerate(strings):
-        item_size = _utf8_size(item)
+        item_size = utf8_size(item)
         if item_size is None or "\0" in item:
             return invalid("INVALID_PROCESS_INPUT", f"argument {index} is not valid text")
         if item_size > PROCESS_ARGUMENT_MAX_BYTES:
@@ -202,18 +195,15 @@ def python_process_tool(
 ) -> ToolDefinition[PythonInput, str]:
     """The ``python_process`` tool of ``ws``: ``sys.executable`` on given source, in the
     environment and the ``sandbox`` that ``bash_tool`` describes."""
-    require_workspace(ws, "python_process_tool")
-    env = process_environment(hide_env, pass_env, "python_process_tool")
-    sandbox = checked_sandbox(sandbox, "python_process_tool")
+    env, sandbox = process_tool_setup(ws, hide_env, pass_env, sandbox, "python_process_tool")
 
     async def execute(value: PythonInput, context: ToolExecutionContext) -> str:
         return render_outcome(
             await run_python(ws, value, context.signal, env, sandbox, context.progress)
         )
 
-    return define_tool(
-        name="python_process",
-        effects=coding_tool_effects("python_process"),
+    return coding_tool(
+        "python_process",
         description=(
             "Run Python `source` with this interpreter (isolated mode, `sys.argv[1:]` == "
             f"`arguments`) in the workspace directory; never a shell. Wall-clock limit "
@@ -222,18 +212,14 @@ def python_process_tool(
         ),
         validate=_validate_python,
         execute=execute,
-        parameters={
-            "type": "object",
-            "properties": {
-                "source": {"type": "string", "description": "Python source code"},
-                "arguments": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "maxItems": PROCESS_ARGUMENT_COUNT_MAX,
-                },
+        properties={
+            "source": {"type": "string", "description": "Python source code"},
+            "arguments": {
+                "type": "array",
+                "items": {"type": "string"},
+                "maxItems": PROCESS_ARGUMENT_COUNT_MAX,
             },
-            "required": ["source", "arguments"],
-            "additionalProperties": False,
         },
+        required=("source", "arguments"),
         output_limit=PROCESS_OUTPUT_LIMIT,
     )

@@ -39,7 +39,7 @@ from typing import Final
 from tether._dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
-from tether.tools.coding.catalog import coding_tool_effects
+from tether.tools.coding._definition import coding_tool
 from tether.tools.coding.globmatch import Glob, compile_glob
 from tether.tools.coding.walk import IGNORED_DIRECTORIES, SearchBudget, walk
 from tether.tools.coding.worker import run_in_worker
@@ -54,7 +54,7 @@ from tether.tools.coding.workspace import (
     require_workspace,
     shown,
 )
-from tether.tools.contract import ToolDefinition, define_tool
+from tether.tools.contract import ToolDefinition
 
 __all__ = [
     "GREP_DEFAULT_LIMIT",
@@ -200,9 +200,8 @@ def list_files_tool(ws: Workspace) -> ToolDefinition[ListInput, str]:
             context.signal, "list_files", lambda budget: list_files(ws, value, budget)
         )
 
-    return define_tool(
-        name="list_files",
-        effects=coding_tool_effects("list_files"),
+    return coding_tool(
+        "list_files",
         description=(
             "List workspace files whose relative path matches a glob `pattern` (default "
             "'**/*'; '*.py' matches at any depth), sorted, at most `limit` "
@@ -211,14 +210,10 @@ def list_files_tool(ws: Workspace) -> ToolDefinition[ListInput, str]:
         ),
         validate=_validate_list,
         execute=execute,
-        parameters={
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "glob, e.g. 'src/**/*.py'"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": LIST_MAX_LIMIT},
-                "include_ignored": {"type": "boolean"},
-            },
-            "additionalProperties": False,
+        properties={
+            "pattern": {"type": "string", "description": "glob, e.g. 'src/**/*.py'"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": LIST_MAX_LIMIT},
+            "include_ignored": {"type": "boolean"},
         },
         output_limit=65_536,
     )
@@ -360,9 +355,8 @@ def grep_tool(ws: Workspace) -> ToolDefinition[GrepInput, str]:
     async def execute(value: GrepInput, context: ToolExecutionContext) -> str:
         return await _search(context.signal, "grep", lambda budget: grep(ws, value, budget))
 
-    return define_tool(
-        name="grep",
-        effects=coding_tool_effects("grep"),
+    return coding_tool(
+        "grep",
         description=(
             "Search workspace text files for a Python regular expression `pattern` (matched per "
             "line). Optional `path` (a directory to search, default '.'), `glob` (only files "
@@ -372,17 +366,13 @@ def grep_tool(ws: Workspace) -> ToolDefinition[GrepInput, str]:
         ),
         validate=_validate_grep,
         execute=execute,
-        parameters={
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Python regex"},
-                "path": {"type": "string", "description": "directory, workspace-relative"},
-                "glob": {"type": "string", "description": "file filter, e.g. '*.py'"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": GREP_MAX_LIMIT},
-                "ignore_case": {"type": "boolean"},
-            },
-            "required": ["pattern"],
-            "additionalProperties": False,
+        properties={
+            "pattern": {"type": "string", "description": "Python regex"},
+            "path": {"type": "string", "description": "directory, workspace-relative"},
+            "glob": {"type": "string", "description": "file filter, e.g. '*.py'"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": GREP_MAX_LIMIT},
+            "ignore_case": {"type": "boolean"},
         },
+        required=("pattern",),
         output_limit=65_536,
     )

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, cast
 from tether.tools.coding.catalog import CODING_TOOLS, CodingToolEntry
 from tether.tools.coding.environment import process_environment
 from tether.tools.coding.workspace import Workspace
-from tether.tools.contract import ToolDefinition, ToolRegistry
+from tether.tools.contract import ToolDefinition
+from tether.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from tether.tools.coding.sandbox import Sandbox

@@ -64,6 +64,7 @@ __all__ = [
     "record_of",
     "require_workspace",
     "shown",
+    "utf8_size",
 ]
 
 CODING_FILE_MAX_BYTES: Final = 65_536
@@ -194,6 +195,15 @@ def record_of(
     if not set(required) <= keys or not keys <= set(required) | set(optional):
         return None
     return record
+
+
+def utf8_size(text: str) -> int | None:
+    """How many bytes ``text`` takes in UTF-8, or ``None`` when it has no UTF-8 form (a lone
+    surrogate): what the tools' size limits on their arguments count."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
 
 
 def shown(name: str) -> str:
