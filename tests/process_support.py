@@ -10,7 +10,7 @@ import os
 
 from tether import AbortController, JsonObject, ToolCall, ToolRegistry, ToolResultMessage
 from tether.abort import AbortSignal
-from tether.tools.contract import execute_tool_call
+from tether.tools.execution import execute_tool_call
 
 CALL_IDS = iter(range(1_000_000))
 
