@@ -13,7 +13,7 @@ import itertools
 import json
 import shutil
 import tempfile
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -348,6 +348,64 @@ def test_the_compiled_decoder_agrees_with_from_json(data: dict[str, Any]) -> Non
     if decoded is not None:
         assert type(decoded) is type(reference)
         assert to_json(decoded) == to_json(reference)
+
+
+# --- the usual line's shorter route against the plain record parser -------------------------
+
+parse_record = vars(session_module.parse)["_parse_record"]
+quick_entry = vars(session_module.parse)["_quick_entry"]
+message_decoder = vars(session_module.decoder)["_message_decoder"]
+IMAGE_REF: dict[str, object] = {
+    "type": "imageRef",
+    "sha256": "0" * 64,
+    "mediaType": "image/png",
+    "width": 1,
+    "height": 1,
+    "size": 1,
+}
+envelope_values: st.SearchStrategy[object] = st.sampled_from(
+    ["e1", " e", "\u00a0e", "\ufeff", "", " ", "\t", 1, 1.0, 2, True, None, [], {}, "entry"]
+)
+
+
+@st.composite
+def entry_records(draw: st.DrawFn) -> object:
+    """An entry record around a (mutated) message, one envelope field often mutated."""
+    record: dict[str, Any] = {
+        "type": "entry",
+        "version": 1,
+        "id": "e1",
+        "parentId": draw(st.sampled_from([None, "p"])),
+        "timestamp": "t",
+        "message": draw(message_json()),
+    }
+    if draw(st.booleans()):
+        key = draw(st.sampled_from([*sorted(record), "extra"]))
+        if draw(st.integers(0, 4)):
+            record[key] = draw(envelope_values)
+        else:
+            record.pop(key, None)
+    if not draw(st.integers(0, 4)) and isinstance(record.get("message"), dict):
+        record["message"]["images"] = draw(st.sampled_from([[], None, "x", [IMAGE_REF]]))
+    return draw(st.sampled_from([record, record, record, [record], None]))
+
+
+def outcome_of(parse: Callable[[object], object], value: object) -> object:
+    try:
+        return parse(value)
+    except SessionStoreError as error:
+        return (error.code, str(error))
+
+
+@settings(max_examples=examples(300))
+@given(entry_records())
+def test_the_quick_entry_route_agrees_with_the_plain_parser(value: object) -> None:
+    loader = vars(session_module.blobs)["_ImageLoader"](None)
+    plain = outcome_of(lambda data: parse_record(data, False, loader), value)
+    quick = outcome_of(lambda data: quick_entry(data, message_decoder()), value)
+    if quick is not None:  # it took the value: the same record, or the same error
+        assert quick == plain
+        assert type(quick) is type(plain)
 
 
 # --- incremental linkage against validate_transcript -----------------------------------------

@@ -274,8 +274,8 @@ class _Compiler:
         if len(members) > 1:
             rest = [member for member in members if member is not type(None)]
             inner = self.compile(rest[0]) if len(rest) == 1 else self.union(rest, hint)
-            if len(rest) == len(members):
-                return inner
+            if len(rest) == len(members) or inner is _pass:
+                return inner  # no None member, or one whose decoder passes None through
             return lambda value: None if value is None else inner(value)
         origin = get_origin(hint)
         if origin is tuple or origin is list:  # tuple[X, ...] (the protocol's) or list[X]
@@ -512,7 +512,9 @@ def _class_decoder(cls: type, compiler: _Compiler) -> Decode:
         "    if type(value) is not dict_:",
         "        reject(problem(kind='not_object', value=value, cls=cls))",
         "    keys = value.keys()",
-        "    if not (keys <= known and keys >= required):",
+        # The usual value has exactly the required keys: one comparison says it is fine
+        # (``required`` is a subset of ``known``), two otherwise.
+        "    if keys != required and not (keys <= known and keys >= required):",
         "        explain(layer, cls, value, fields, required)",
         "    made = new(cls)",
         *body,

@@ -74,11 +74,16 @@ _MESSAGE_TYPES: Final = frozenset({UserMessage, AssistantMessage, ToolResultMess
 _MESSAGE_DECODER: list[Decode] = []  # compiled on first use
 
 
-def _message_from_json(data: object) -> Message:
-    """A message from its JSON form (exact ``dict``/``list``/``str``... as ``json`` builds)."""
+def _message_decoder() -> Decode:
+    """The session layer's compiled decoder of a ``Message`` (compiled on first use)."""
     if not _MESSAGE_DECODER:
         _MESSAGE_DECODER.append(decoder(Message, _LAYER))
-    message: Message = _MESSAGE_DECODER[0](data)
+    return _MESSAGE_DECODER[0]
+
+
+def _message_from_json(data: object) -> Message:
+    """A message from its JSON form (exact ``dict``/``list``/``str``... as ``json`` builds)."""
+    message: Message = _message_decoder()(data)
     return message
 
 
