@@ -12,7 +12,12 @@ from typing import Final
 
 from tether._dataclass import dataclass
 from tether._text import LazyPattern, is_non_empty
-from tether.agent.session.blobs import UnavailableImage, _ImageLoader, blob_directory_of
+from tether.agent.session.blobs import (
+    UnavailableImage,
+    _ImageLoader,
+    _remove_temporaries,
+    blob_directory_of,
+)
 from tether.agent.session.files import _capture_root, _Root
 from tether.agent.session.format import _check_line, _describe, _header_line
 from tether.agent.session.journal import (
@@ -110,6 +115,7 @@ def _load_file(path: str, limits: SessionLimits) -> _Opened:
             recovered = SessionRecovery(dropped_bytes=torn)
         journal.ends_line = data[journal.size - 1 : journal.size] == b"\n"
         _remove_leftovers(path)
+        _remove_temporaries(blob_directory_of(path))
     except BaseException:
         journal.close()
         raise
