@@ -302,10 +302,10 @@ class _Compiler:
         limit = self.layer.max_items
         as_tuple = origin is tuple
 
-        def decode_array(value: object) -> object:
-            if type(value) is not list:
+        def decode_array(value: Any) -> object:
+            parts: list[object] = value  # declared, not cast(): no call a value
+            if type(parts) is not list:
                 _reject(Problem(kind="not_array", value=value))
-            parts = cast("list[object]", value)
             if limit is not None and len(parts) > limit:
                 _reject(Problem(kind="too_many_items", limit=limit))
             if item is _pass:
@@ -358,16 +358,17 @@ class _Compiler:
         if len(tables) == 1:
             ((only, table),) = tables.items()
 
-            def decode_one_key(value: object) -> object:
-                if type(value) is not dict:
+            def decode_one_key(value: Any) -> object:
+                source: dict[object, object] = value  # declared, not cast(): no call a value
+                if type(source) is not dict:
                     if type(value) in classes:
                         return value
                     _reject(Problem(kind="not_object", value=value))
-                tag = cast("dict[object, object]", value).get(only)
+                tag = source.get(only)
                 chosen = table.get(tag) if type(tag) in tag_types else None
                 if chosen is None:
                     _reject(Problem(kind="unknown_tag", value=tag, key=only, keys=options))
-                return chosen(cast(object, value))
+                return chosen(source)
 
             return decode_one_key
         pairs = tuple(tables.items())
