@@ -175,6 +175,21 @@ def snapshot_context(
         raise _uninspectable() from error
 
 
+_IdAndContent = TypeVar("_IdAndContent", ContextRequirement, ContextSummary)
+
+
+def _id_and_content(
+    value: object, cls: type[_IdAndContent], path: str
+) -> tuple[_IdAndContent | None, object, object]:
+    """An exact ``cls`` value (then its fields), or the ``id`` and ``content`` of a record
+    (unchecked: the caller budgets and checks them)."""
+    given = _exact(value, cls)
+    if given is not None:
+        return given, given.id, given.content
+    record = record_fields(value, path)
+    return None, _required(record, "id", path), _required(record, "content", path)
+
+
 def _snapshot_requirements(value: object, budget: Budget) -> tuple[ContextRequirement, ...]:
     entries = _array(value, "Context requirements", budget.limits.max_requirements)
     budget.add_items(len(entries))
@@ -182,12 +197,7 @@ def _snapshot_requirements(value: object, budget: Budget) -> tuple[ContextRequir
     requirements: list[ContextRequirement] = []
     for index, entry in enumerate(entries):
         path = f"Context requirements[{index}]"
-        given = _exact(entry, ContextRequirement)
-        if given is not None:
-            raw_id, raw_content = given.id, given.content
-        else:
-            record = record_fields(entry, path)
-            raw_id, raw_content = _required(record, "id", path), _required(record, "content", path)
+        given, raw_id, raw_content = _id_and_content(entry, ContextRequirement, path)
         requirement_id = budget.name(raw_id, f"{path}.id")
         content = budget.name(raw_content, f"{path}.content")
         if requirement_id in seen:
@@ -205,12 +215,7 @@ def _snapshot_summary(value: object, budget: Budget) -> ContextSummary | None:
     if value is None:
         return None
     path = "Context summary"
-    given = _exact(value, ContextSummary)
-    if given is not None:
-        raw_id, raw_content = given.id, given.content
-    else:
-        record = record_fields(value, path)
-        raw_id, raw_content = _required(record, "id", path), _required(record, "content", path)
+    given, raw_id, raw_content = _id_and_content(value, ContextSummary, path)
     summary_id = budget.name(raw_id, f"{path}.id")
     content = budget.text(raw_content, f"{path}.content")
     if not is_non_empty(content):
