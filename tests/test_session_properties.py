@@ -354,7 +354,7 @@ def test_the_compiled_decoder_agrees_with_from_json(data: dict[str, Any]) -> Non
 
 parse_record = vars(session_module.parse)["_parse_record"]
 quick_entry = vars(session_module.parse)["_quick_entry"]
-message_decoder = vars(session_module.decoder)["_message_decoder"]
+role_decoders = vars(session_module.decoder)["_role_decoders"]
 IMAGE_REF: dict[str, object] = {
     "type": "imageRef",
     "sha256": "0" * 64,
@@ -402,7 +402,7 @@ def outcome_of(parse: Callable[[object], object], value: object) -> object:
 def test_the_quick_entry_route_agrees_with_the_plain_parser(value: object) -> None:
     loader = vars(session_module.blobs)["_ImageLoader"](None)
     plain = outcome_of(lambda data: parse_record(data, False, loader), value)
-    quick = outcome_of(lambda data: quick_entry(data, message_decoder()), value)
+    quick = outcome_of(lambda data: quick_entry(data, role_decoders()), value)
     if quick is not None:  # it took the value: the same record, or the same error
         assert quick == plain
         assert type(quick) is type(plain)

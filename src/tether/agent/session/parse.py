@@ -7,13 +7,12 @@ header and checked records (see the package docstring)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any, Final, TypeGuard, cast
 
 from tether._text import JS_WHITESPACE, is_non_empty
 from tether._types import type_of
 from tether.agent.session.blobs import _ImageLoader
-from tether.agent.session.decoder import _entry_message, _message_decoder
+from tether.agent.session.decoder import _entry_message, _role_decoders
 from tether.agent.session.format import (
     _COMPACTION_KEYS,
     _ENTRY_KEYS,
@@ -40,7 +39,8 @@ from tether.agent.session.records import (
     _message_entry,
     _short,
 )
-from tether.protocol import MAX_SAFE_INTEGER, Message
+from tether.protocol import MAX_SAFE_INTEGER
+from tether.protocol._decoder import Decode
 
 __all__ = ["parse_session"]
 
@@ -159,22 +159,24 @@ def _parse_record(value: Any, surrogates: bool, images: _ImageLoader) -> Session
 _LEADING_SPACE: Final = frozenset(JS_WHITESPACE)
 
 
-def _quick_entry(value: Any, decode: Callable[[object], Message]) -> MessageEntry | None:
+def _quick_entry(value: Any, decoders: dict[str, Decode]) -> MessageEntry | None:
     """The usual line's record, by a shorter route than ``_parse_record``; ``None`` for any
     other value, which ``_parse_record`` then judges (its checks and errors, unchanged).
 
     The usual line is what the store writes: an ``entry`` record with exactly its keys,
     ``version`` the integer 1, an ID and a timestamp that are strings not starting with
     white space (so not blank), a parent that is ``null`` or such a string, and a message
-    object without ``images`` (no image references to resolve). Those are the checks
-    ``_parse_record`` makes, written out once with no call per field; the message is
-    decoded by the same compiled decoder, so its errors are the plain path's. The caller
-    takes it only when the file has no escape that could stand for a lone surrogate (the
-    plain path's extra scan). Loading a 1,000-entry session spends a sixth of its time on
-    the record around the message without it (``benchmarks/bench_session.py``); the
-    property tests check it against ``_parse_record`` on mutated records.
+    object without ``images`` (no image references to resolve) whose ``role`` names a
+    message class. Those are the checks ``_parse_record`` makes, written out once with no
+    call per field, and the message goes straight to its class's compiled decoder
+    (``decoders``: ``decoder._role_decoders()``), the one the ``Message`` decoder would
+    choose by that role, so its errors are the plain path's. The caller takes it only when
+    the file has no escape that could stand for a lone surrogate (the plain path's extra
+    scan). It makes loading a 1,000-entry session about a tenth faster
+    (``benchmarks/bench_session.py``); the property tests check it against
+    ``_parse_record`` on mutated records.
     """
-    record: dict[str, object] = value  # declared, not cast(): no call a line
+    record: dict[str, Any] = value  # declared, not cast(): no call a line
     if type(record) is not dict:
         return None
     if record.keys() != _ENTRY_KEYS or record["type"] != "entry":
@@ -183,7 +185,7 @@ def _quick_entry(value: Any, decode: Callable[[object], Message]) -> MessageEntr
     entry_id = record["id"]
     parent_id = record["parentId"]
     timestamp = record["timestamp"]
-    message = record["message"]
+    message: dict[str, object] = record["message"]
     if type(version) is not int or version != 1:
         return None
     if type(entry_id) is not str or not entry_id or entry_id[0] in _LEADING_SPACE:
@@ -196,7 +198,11 @@ def _quick_entry(value: Any, decode: Callable[[object], Message]) -> MessageEntr
         return None
     if type(message) is not dict or "images" in message:
         return None
-    return _message_entry(entry_id, parent_id, timestamp, decode(record["message"]))
+    role = message.get("role")
+    decode = decoders.get(role) if type(role) is str else None
+    if decode is None:
+        return None
+    return _message_entry(entry_id, parent_id, timestamp, decode(message))
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -330,12 +336,12 @@ def _parse(
     index = _Index()
     by_id = index.by_id
     max_records = limits.max_records
-    decode = _message_decoder()
+    decoders = _role_decoders()
     for position in range(1, len(values)):
         if len(index.entries) >= max_records:
             raise _fail("SESSION_RECORD_LIMIT", "Session record limit exceeded")
         value = values[position]
-        entry = None if escapes else _quick_entry(value, decode)
+        entry = None if escapes else _quick_entry(value, decoders)
         if entry is None:
             entry = _parse_record(value, escapes, loader)
         values[position] = None  # its JSON is garbage now: fewer live objects, less GC work
