@@ -408,6 +408,17 @@ def test_the_quick_entry_route_agrees_with_the_plain_parser(value: object) -> No
         assert type(quick) is type(plain)
 
 
+@given(messages, message_json())
+def test_the_role_decoders_agree_with_the_message_decoder(
+    message: Message, data: dict[str, Any]
+) -> None:
+    decoders = role_decoders()
+    assert decoders[to_json(message)["role"]](to_json(message)) == message
+    role = data.get("role")
+    if type(role) is str and role in decoders:
+        assert outcome_of(decoders[role], data) == outcome_of(message_from_json, data)
+
+
 # --- incremental linkage against validate_transcript -----------------------------------------
 
 call_ids = st.sampled_from(["c1", "c2", "c3"])
