@@ -456,6 +456,64 @@ def test_incremental_linkage_agrees_with_validate_transcript(sequence: list[Mess
             assert problem in expected
 
 
+# --- the index's one-pass route against check and add --------------------------------------
+
+Index = vars(session_module.linkage)["_Index"]
+
+
+@st.composite
+def record_trees(draw: st.DrawFn) -> list[MessageEntry | CompactionEntry]:
+    """Records in file order, each under no parent, the previous one or an earlier one
+    (forks, so tips fall out of the cache), some of them compactions."""
+    records: list[MessageEntry | CompactionEntry] = []
+    for number in range(draw(st.integers(0, 40))):
+        earlier = [record.id for record in records]
+        parent = draw(st.sampled_from([None, *earlier[-1:], *earlier])) if earlier else None
+        if earlier and not draw(st.integers(0, 7)):
+            records.append(
+                CompactionEntry(
+                    id=f"e{number}",
+                    parent_id=parent,
+                    timestamp="t",
+                    summary=CompactionSummary(id="s", content="x"),
+                    first_kept_entry_id=draw(st.sampled_from([None, *earlier])),
+                    units_before=1,
+                    units_after=1,
+                )
+            )
+        else:
+            message = draw(linkage_messages)
+            records.append(
+                MessageEntry(id=f"e{number}", parent_id=parent, timestamp="t", message=message)
+            )
+    return records
+
+
+def index_state(index: Any) -> object:
+    """What an index holds: the records, the IDs, and each cached tip's links in order."""
+    tips = [(tip, dict(links.calls), set(links.answered)) for tip, links in index.tips.items()]
+    return [record.id for record in index.entries], sorted(index.by_id), tips
+
+
+@given(record_trees())
+def test_the_index_extend_route_agrees_with_check_then_add(
+    records: list[MessageEntry | CompactionEntry],
+) -> None:
+    plain, quick = Index(), Index()
+
+    def by_check_and_add(entry: object) -> object:
+        return plain.add(entry, plain.check(entry, "SESSION_INVALID_RECORD"))
+
+    def by_extend(entry: object) -> object:
+        return quick.extend(entry, "SESSION_INVALID_RECORD")
+
+    for record in records:
+        if record.parent_id is not None and record.parent_id not in plain.by_id:
+            continue  # under a refused record: the parser refuses it before the index
+        assert outcome_of(by_extend, record) == outcome_of(by_check_and_add, record)
+        assert index_state(quick) == index_state(plain)
+
+
 # --- the stateful model ------------------------------------------------------------------------
 
 

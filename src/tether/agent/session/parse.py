@@ -352,7 +352,7 @@ def _parse(
                 "SESSION_PARENT_NOT_FOUND",
                 f'Parent entry "{_short(entry.parent_id)}" must precede its child',
             )
-        index.add(entry, index.check(entry, "SESSION_INVALID_RECORD"))
+        index.extend(entry, "SESSION_INVALID_RECORD")
     return header, index, torn
 
 
