@@ -117,6 +117,24 @@ async def test_tool_results_keep_their_images_and_one_image_is_one_blob(tmp_path
         assert [cast(MessageEntry, entry).message for entry in again.entries] == messages
 
 
+async def test_load_removes_the_temporary_blobs_a_crash_left_and_read_does_not(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    async with await new_store(tmp_path) as store:
+        await store.append(None, UserMessage(id="u1", content="look", images=(SHOT,)))
+    blobs = Path(blob_directory_of(path))
+    (blobs / ".tmp-0123456789abcdef").write_bytes(SHOT.data[:100])  # a write a crash cut
+    (blobs / ".tmp-dir").mkdir()  # not a regular file: left alone
+    (blobs / "notes").write_bytes(b"not a temporary")
+    snapshot = await SessionStore.read(path)  # no lock: a writer may be writing a blob
+    assert message_of(snapshot.entries[0]).images == (SHOT,)
+    assert ".tmp-0123456789abcdef" in os.listdir(blobs)
+    async with await SessionStore.load(path) as again:  # the one writer: every temp is stale
+        assert message_of(again.entries[0]).images == (SHOT,)
+    assert sorted(os.listdir(blobs)) == sorted([".tmp-dir", digest(SHOT), "notes"])
+
+
 async def test_a_missing_or_corrupt_blob_leaves_a_marker_and_the_session_loads(
     tmp_path: Path,
 ) -> None:

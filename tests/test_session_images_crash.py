@@ -114,3 +114,5 @@ async def test_a_killed_writer_leaves_a_session_whose_images_all_load(
             (image,) = message.images
             assert (image.width, image.height) == (number, 7)
         await store.append(store.entries[-1].id, UserMessage(id="after", content="goes on"))
+    names = os.listdir(f"{path}.blobs")
+    assert [name for name in names if name.startswith(".tmp-")] == []  # load removed them

@@ -13,7 +13,7 @@ import itertools
 import json
 import shutil
 import tempfile
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -350,6 +350,75 @@ def test_the_compiled_decoder_agrees_with_from_json(data: dict[str, Any]) -> Non
         assert to_json(decoded) == to_json(reference)
 
 
+# --- the usual line's shorter route against the plain record parser -------------------------
+
+parse_record = vars(session_module.parse)["_parse_record"]
+quick_entry = vars(session_module.parse)["_quick_entry"]
+role_decoders = vars(session_module.decoder)["_role_decoders"]
+IMAGE_REF: dict[str, object] = {
+    "type": "imageRef",
+    "sha256": "0" * 64,
+    "mediaType": "image/png",
+    "width": 1,
+    "height": 1,
+    "size": 1,
+}
+envelope_values: st.SearchStrategy[object] = st.sampled_from(
+    ["e1", " e", "\u00a0e", "\ufeff", "", " ", "\t", 1, 1.0, 2, True, None, [], {}, "entry"]
+)
+
+
+@st.composite
+def entry_records(draw: st.DrawFn) -> object:
+    """An entry record around a (mutated) message, one envelope field often mutated."""
+    record: dict[str, Any] = {
+        "type": "entry",
+        "version": 1,
+        "id": "e1",
+        "parentId": draw(st.sampled_from([None, "p"])),
+        "timestamp": "t",
+        "message": draw(message_json()),
+    }
+    if draw(st.booleans()):
+        key = draw(st.sampled_from([*sorted(record), "extra"]))
+        if draw(st.integers(0, 4)):
+            record[key] = draw(envelope_values)
+        else:
+            record.pop(key, None)
+    if not draw(st.integers(0, 4)) and isinstance(record.get("message"), dict):
+        record["message"]["images"] = draw(st.sampled_from([[], None, "x", [IMAGE_REF]]))
+    return draw(st.sampled_from([record, record, record, [record], None]))
+
+
+def outcome_of(parse: Callable[[object], object], value: object) -> object:
+    try:
+        return parse(value)
+    except SessionStoreError as error:
+        return (error.code, str(error))
+
+
+@settings(max_examples=examples(300))
+@given(entry_records())
+def test_the_quick_entry_route_agrees_with_the_plain_parser(value: object) -> None:
+    loader = vars(session_module.blobs)["_ImageLoader"](None)
+    plain = outcome_of(lambda data: parse_record(data, False, loader), value)
+    quick = outcome_of(lambda data: quick_entry(data, role_decoders()), value)
+    if quick is not None:  # it took the value: the same record, or the same error
+        assert quick == plain
+        assert type(quick) is type(plain)
+
+
+@given(messages, message_json())
+def test_the_role_decoders_agree_with_the_message_decoder(
+    message: Message, data: dict[str, Any]
+) -> None:
+    decoders = role_decoders()
+    assert decoders[to_json(message)["role"]](to_json(message)) == message
+    role = data.get("role")
+    if type(role) is str and role in decoders:
+        assert outcome_of(decoders[role], data) == outcome_of(message_from_json, data)
+
+
 # --- incremental linkage against validate_transcript -----------------------------------------
 
 call_ids = st.sampled_from(["c1", "c2", "c3"])
@@ -385,6 +454,64 @@ def test_incremental_linkage_agrees_with_validate_transcript(sequence: list[Mess
             accepted.append(message)
         else:
             assert problem in expected
+
+
+# --- the index's one-pass route against check and add --------------------------------------
+
+Index = vars(session_module.linkage)["_Index"]
+
+
+@st.composite
+def record_trees(draw: st.DrawFn) -> list[MessageEntry | CompactionEntry]:
+    """Records in file order, each under no parent, the previous one or an earlier one
+    (forks, so tips fall out of the cache), some of them compactions."""
+    records: list[MessageEntry | CompactionEntry] = []
+    for number in range(draw(st.integers(0, 40))):
+        earlier = [record.id for record in records]
+        parent = draw(st.sampled_from([None, *earlier[-1:], *earlier])) if earlier else None
+        if earlier and not draw(st.integers(0, 7)):
+            records.append(
+                CompactionEntry(
+                    id=f"e{number}",
+                    parent_id=parent,
+                    timestamp="t",
+                    summary=CompactionSummary(id="s", content="x"),
+                    first_kept_entry_id=draw(st.sampled_from([None, *earlier])),
+                    units_before=1,
+                    units_after=1,
+                )
+            )
+        else:
+            message = draw(linkage_messages)
+            records.append(
+                MessageEntry(id=f"e{number}", parent_id=parent, timestamp="t", message=message)
+            )
+    return records
+
+
+def index_state(index: Any) -> object:
+    """What an index holds: the records, the IDs, and each cached tip's links in order."""
+    tips = [(tip, dict(links.calls), set(links.answered)) for tip, links in index.tips.items()]
+    return [record.id for record in index.entries], sorted(index.by_id), tips
+
+
+@given(record_trees())
+def test_the_index_extend_route_agrees_with_check_then_add(
+    records: list[MessageEntry | CompactionEntry],
+) -> None:
+    plain, quick = Index(), Index()
+
+    def by_check_and_add(entry: object) -> object:
+        return plain.add(entry, plain.check(entry, "SESSION_INVALID_RECORD"))
+
+    def by_extend(entry: object) -> object:
+        return quick.extend(entry, "SESSION_INVALID_RECORD")
+
+    for record in records:
+        if record.parent_id is not None and record.parent_id not in plain.by_id:
+            continue  # under a refused record: the parser refuses it before the index
+        assert outcome_of(by_extend, record) == outcome_of(by_check_and_add, record)
+        assert index_state(quick) == index_state(plain)
 
 
 # --- the stateful model ------------------------------------------------------------------------

@@ -274,8 +274,8 @@ class _Compiler:
         if len(members) > 1:
             rest = [member for member in members if member is not type(None)]
             inner = self.compile(rest[0]) if len(rest) == 1 else self.union(rest, hint)
-            if len(rest) == len(members):
-                return inner
+            if len(rest) == len(members) or inner is _pass:
+                return inner  # no None member, or one whose decoder passes None through
             return lambda value: None if value is None else inner(value)
         origin = get_origin(hint)
         if origin is tuple or origin is list:  # tuple[X, ...] (the protocol's) or list[X]
@@ -302,10 +302,10 @@ class _Compiler:
         limit = self.layer.max_items
         as_tuple = origin is tuple
 
-        def decode_array(value: object) -> object:
-            if type(value) is not list:
+        def decode_array(value: Any) -> object:
+            parts: list[object] = value  # declared, not cast(): no call a value
+            if type(parts) is not list:
                 _reject(Problem(kind="not_array", value=value))
-            parts = cast("list[object]", value)
             if limit is not None and len(parts) > limit:
                 _reject(Problem(kind="too_many_items", limit=limit))
             if item is _pass:
@@ -358,16 +358,17 @@ class _Compiler:
         if len(tables) == 1:
             ((only, table),) = tables.items()
 
-            def decode_one_key(value: object) -> object:
-                if type(value) is not dict:
+            def decode_one_key(value: Any) -> object:
+                source: dict[object, object] = value  # declared, not cast(): no call a value
+                if type(source) is not dict:
                     if type(value) in classes:
                         return value
                     _reject(Problem(kind="not_object", value=value))
-                tag = cast("dict[object, object]", value).get(only)
+                tag = source.get(only)
                 chosen = table.get(tag) if type(tag) in tag_types else None
                 if chosen is None:
                     _reject(Problem(kind="unknown_tag", value=tag, key=only, keys=options))
-                return chosen(cast(object, value))
+                return chosen(source)
 
             return decode_one_key
         pairs = tuple(tables.items())
@@ -512,7 +513,9 @@ def _class_decoder(cls: type, compiler: _Compiler) -> Decode:
         "    if type(value) is not dict_:",
         "        reject(problem(kind='not_object', value=value, cls=cls))",
         "    keys = value.keys()",
-        "    if not (keys <= known and keys >= required):",
+        # The usual value has exactly the required keys: one comparison says it is fine
+        # (``required`` is a subset of ``known``), two otherwise.
+        "    if keys != required and not (keys <= known and keys >= required):",
         "        explain(layer, cls, value, fields, required)",
         "    made = new(cls)",
         *body,

@@ -140,6 +140,19 @@ def _array(value: object, path: str, limit: int) -> tuple[object, ...]:
     return items
 
 
+def _counted_array(value: object, path: str, limit: int, budget: Budget) -> tuple[object, ...]:
+    """``_array``, its items counted in ``budget``."""
+    items = _array(value, path, limit)
+    budget.add_items(len(items))
+    return items
+
+
+def _each(value: object, what: str, limit: int, budget: Budget) -> list[tuple[str, object]]:
+    """The items of the array ``value`` (``_counted_array``), each with its path."""
+    items = _counted_array(value, what, limit, budget)
+    return [(f"{what}[{index}]", item) for index, item in enumerate(items)]
+
+
 def snapshot_context(
     requirements: object,
     summary: object,
@@ -175,14 +188,14 @@ def snapshot_context(
         raise _uninspectable() from error
 
 
-_Text = TypeVar("_Text", ContextRequirement, ContextSummary)
+_IdAndContent = TypeVar("_IdAndContent", ContextRequirement, ContextSummary)
 
 
 def _id_and_content(
-    value: object, cls: type[_Text], path: str
-) -> tuple[_Text | None, object, object]:
-    """A requirement's or a summary's ``id`` and ``content`` (not yet checked), and the value
-    itself when it is exactly a ``cls`` (kept as it is), else ``None`` (read as a record)."""
+    value: object, cls: type[_IdAndContent], path: str
+) -> tuple[_IdAndContent | None, object, object]:
+    """An exact ``cls`` value (then its fields), or the ``id`` and ``content`` of a record
+    (unchecked: the caller budgets and checks them)."""
     given = _exact(value, cls)
     if given is not None:
         return given, given.id, given.content
@@ -191,12 +204,10 @@ def _id_and_content(
 
 
 def _snapshot_requirements(value: object, budget: Budget) -> tuple[ContextRequirement, ...]:
-    entries = _array(value, "Context requirements", budget.limits.max_requirements)
-    budget.add_items(len(entries))
+    limit = budget.limits.max_requirements
     seen: set[str] = set()
     requirements: list[ContextRequirement] = []
-    for index, entry in enumerate(entries):
-        path = f"Context requirements[{index}]"
+    for path, entry in _each(value, "Context requirements", limit, budget):
         given, raw_id, raw_content = _id_and_content(entry, ContextRequirement, path)
         requirement_id = budget.name(raw_id, f"{path}.id")
         content = budget.name(raw_content, f"{path}.content")
@@ -224,12 +235,9 @@ def _snapshot_summary(value: object, budget: Budget) -> ContextSummary | None:
 
 
 def _snapshot_records(value: object, budget: Budget) -> tuple[ContextCompactionRecord, ...]:
-    entries = _array(value, "Context compactions", budget.limits.max_records)
-    budget.add_items(len(entries))
     seen: set[str] = set()
     records: list[ContextCompactionRecord] = []
-    for index, entry in enumerate(entries):
-        path = f"Context compactions[{index}]"
+    for path, entry in _each(value, "Context compactions", budget.limits.max_records, budget):
         given = _exact(entry, ContextCompactionRecord)
         if given is not None:
             raw = (
@@ -247,8 +255,7 @@ def _snapshot_records(value: object, budget: Budget) -> tuple[ContextCompactionR
         summary_id = budget.name(raw[1], f"{path}.summaryId")
         boundary = _record_integer(raw[2], f"{path}.boundary", 1)
         ids_path = f"{path}.compactedMessageIds"
-        id_values = _array(raw[3], ids_path, budget.limits.max_messages)
-        budget.add_items(len(id_values))
+        id_values = _counted_array(raw[3], ids_path, budget.limits.max_messages, budget)
         if not id_values or len(id_values) != boundary:
             fail("CONTEXT_INVALID_INPUT", f"{ids_path} must hold exactly boundary message IDs")
         message_ids = tuple(
@@ -292,8 +299,7 @@ def snapshot_messages(value: object, budget: Budget) -> tuple[Message, ...]:
     """Snapshot and validate a transcript; every problem is ``CONTEXT_INVALID_TRANSCRIPT``
     except ``CONTEXT_LIMIT_EXCEEDED``."""
     try:
-        entries = _array(value, "Context messages", budget.limits.max_messages)
-        budget.add_items(len(entries))
+        entries = _counted_array(value, "Context messages", budget.limits.max_messages, budget)
         messages = tuple(
             _snapshot_message(entry, index, budget) for index, entry in enumerate(entries)
         )
@@ -373,8 +379,7 @@ def _snapshot_message(value: object, index: int, budget: Budget) -> Message:
     if exactly(value, AssistantMessage):
         assistant = value
         budget.name(assistant.id, f"{path}.id")
-        blocks = _array(assistant.content, f"{path}.content", budget.max_items)
-        budget.add_items(len(blocks))
+        blocks = _counted_array(assistant.content, f"{path}.content", budget.max_items, budget)
         for position, block in enumerate(blocks):
             _snapshot_block(block, f"{path}.content[{position}]", budget)
         return assistant
@@ -394,8 +399,8 @@ def _snapshot_message(value: object, index: int, budget: Budget) -> Message:
         content = budget.text(_required(record, "content", path), f"{path}.content")
         return _with_rest(UserMessage(id=message_id, content=content), record, path, budget)
     if type_of(role) is str and role == "assistant":
-        raw_blocks = _array(_required(record, "content", path), f"{path}.content", budget.max_items)
-        budget.add_items(len(raw_blocks))
+        raw_content = _required(record, "content", path)
+        raw_blocks = _counted_array(raw_content, f"{path}.content", budget.max_items, budget)
         assistant = AssistantMessage(
             id=message_id,
             content=tuple(

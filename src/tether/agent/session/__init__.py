@@ -123,7 +123,10 @@ The package, one job a module, each depending only on those listed before it:
 * ``listing``: ``default_sessions_dir`` and ``list_sessions``;
 * ``store_options``: ``SessionStoreOptions`` and the snapshot of a caller's options;
 * ``off_loop``: disk work on a worker thread, waited out when the caller is cancelled;
-* ``store``: ``SessionStore``: the writer, its lock, appends and recovery;
+* ``_opening``: the disk work of ``create``, ``load`` (the repair of a torn last line
+  included) and ``read``;
+* ``_staging``: an append's checks, fresh IDs and lines, before anything is written;
+* ``store``: ``SessionStore``: the writer, its lock, its reads and appends;
 * ``tree``: ``SessionTree``.
 """
 

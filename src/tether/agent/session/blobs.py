@@ -13,7 +13,8 @@ and the line's ``images`` array holds a reference per image::
 Writing is crash-safe and ordered: every blob is written to a temporary name in the blob
 directory (``O_EXCL``, ``0600``), fsynced, renamed to its digest and the directory fsynced,
 *before* the line that references it is appended. A crash in between leaves at most an
-unreferenced blob (harmless; the next append of the same image reuses it). A blob that already
+unreferenced blob (harmless; the next append of the same image reuses it) or a temporary
+(``.tmp-*``, removed by the next ``load``, which holds the session's lock). A blob that already
 exists with the right digest is not written again (same bytes, same name).
 
 Reading verifies each blob: its size (at most ``IMAGE_MAX_BYTES``) and its SHA-256 must match
@@ -233,10 +234,13 @@ def _has_blob(directory: str, digest: str, data: bytes) -> bool:
     return found is not None and found == data
 
 
+_TEMPORARY_PREFIX: Final = ".tmp-"
+
+
 def _write_blob(directory: str, digest: str, data: bytes) -> None:
     """Write one blob: temp (``O_EXCL``, ``0600``), fsync, rename to the digest. The temp
     is removed when the rename did not happen."""
-    temp = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")
+    temp = os.path.join(directory, f"{_TEMPORARY_PREFIX}{os.urandom(8).hex()}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW
     fd = session_io.open(temp, flags, 0o600)
     renamed = False
@@ -268,6 +272,34 @@ def _write_blobs(directory: str, blobs: Sequence[tuple[str, bytes]]) -> None:
         wrote = True
     if wrote:
         _sync_directory(directory)
+
+
+def _remove_temporaries(directory: str) -> None:
+    """Remove the temporary blobs a crash left in ``directory`` (regular files named
+    ``.tmp-*``: a write that never reached its rename). Only the session's one writer
+    calls it, holding the file's lock, so no temporary there is still being written.
+    Best effort: a missing directory, or one that is not a real directory, is left alone,
+    and a temporary that cannot be removed stays (harmless)."""
+    try:
+        if not stat.S_ISDIR(session_io.lstat(directory).st_mode):
+            return
+        names = session_io.listdir(directory)
+    except OSError:
+        return
+    removed = False
+    for name in names:
+        if not name.startswith(_TEMPORARY_PREFIX):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            if stat.S_ISREG(session_io.lstat(path).st_mode):
+                session_io.remove(path)
+                removed = True
+        except OSError:
+            continue
+    if removed:
+        with contextlib.suppress(OSError):
+            _sync_directory(directory)
 
 
 class _ImageLoader:

@@ -9,7 +9,7 @@ appended."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Final, assert_never, cast
+from typing import Final, assert_never, cast, get_args
 
 from tether.agent.session.blobs import _ImageLoader, _unavailable_note, decode_image_ref
 from tether.agent.session.format import _describe, _message_body
@@ -23,6 +23,7 @@ from tether.protocol import (
     UserMessage,
 )
 from tether.protocol._decoder import Decode, Layer, Problem, decoder, limit_text
+from tether.protocol._fields import discriminant_of
 
 __all__: list[str] = []
 
@@ -74,11 +75,32 @@ _MESSAGE_TYPES: Final = frozenset({UserMessage, AssistantMessage, ToolResultMess
 _MESSAGE_DECODER: list[Decode] = []  # compiled on first use
 
 
-def _message_from_json(data: object) -> Message:
-    """A message from its JSON form (exact ``dict``/``list``/``str``... as ``json`` builds)."""
+def _message_decoder() -> Decode:
+    """The session layer's compiled decoder of a ``Message`` (compiled on first use)."""
     if not _MESSAGE_DECODER:
         _MESSAGE_DECODER.append(decoder(Message, _LAYER))
-    message: Message = _MESSAGE_DECODER[0](data)
+    return _MESSAGE_DECODER[0]
+
+
+_ROLE_DECODERS: dict[str, Decode] = {}  # compiled on first use
+
+
+def _role_decoders() -> dict[str, Decode]:
+    """The session layer's decoder of each message class by its ``role`` (the union's
+    members, by their discriminant): what the ``Message`` decoder calls once it has read
+    the role, for a caller that has read it already (``parse._quick_entry``)."""
+    if not _ROLE_DECODERS:
+        for cls in get_args(Message):
+            found = discriminant_of(cls)
+            if found is None:  # pragma: no cover - every message class has its role
+                raise TypeError(f"{cls.__name__} has no discriminant")
+            _ROLE_DECODERS[found[1]] = decoder(cls, _LAYER)
+    return _ROLE_DECODERS
+
+
+def _message_from_json(data: object) -> Message:
+    """A message from its JSON form (exact ``dict``/``list``/``str``... as ``json`` builds)."""
+    message: Message = _message_decoder()(data)
     return message
 
 

@@ -15,6 +15,7 @@ from typing import Final
 from tether.agent.session.blobs import ImageRef, image_digest
 from tether.agent.session.records import (
     CompactionEntry,
+    CompactionSummary,
     MessageEntry,
     SessionEntry,
     SessionHeader,
@@ -25,6 +26,7 @@ from tether.agent.session.records import (
 )
 from tether.jsonvalue import STRICT_DECODER
 from tether.protocol import ImageBlock, Message, assert_never, to_json
+from tether.protocol._decoder import camel_case
 
 __all__: list[str] = []
 
@@ -57,22 +59,18 @@ def _decode_json(text: str) -> object:
 
 
 _LONE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
-_HEADER_KEYS: Final = frozenset({"type", "version", "id", "createdAt"})
-_ENTRY_KEYS: Final = frozenset({"type", "version", "id", "parentId", "timestamp", "message"})
-_COMPACTION_KEYS: Final = frozenset(
-    {
-        "type",
-        "version",
-        "id",
-        "parentId",
-        "timestamp",
-        "summary",
-        "firstKeptEntryId",
-        "unitsBefore",
-        "unitsAfter",
-    }
-)
-_SUMMARY_KEYS: Final = frozenset({"id", "content"})
+
+
+def _json_keys(cls: type) -> frozenset[str]:
+    """The keys of a record kind's JSON object: its fields, camelCased (as the protocol's
+    codec names them), so a field added to the dataclass is a key the parser expects."""
+    return frozenset(camel_case(field.name) for field in dataclasses.fields(cls))
+
+
+_HEADER_KEYS: Final = _json_keys(SessionHeader)
+_ENTRY_KEYS: Final = _json_keys(MessageEntry)
+_COMPACTION_KEYS: Final = _json_keys(CompactionEntry)
+_SUMMARY_KEYS: Final = _json_keys(CompactionSummary)
 
 
 def _encode(text: str, code: SessionStoreErrorCode, what: str) -> bytes:

@@ -10,8 +10,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tether.agent.session.journal import _Journal
-
 __all__: list[str] = []
 
 _T = TypeVar("_T")
@@ -38,7 +36,3 @@ async def _off_loop(work: Callable[[], _T], orphan: Callable[[_T], None]) -> _T:
             orphan(future.result())
         raise asyncio.CancelledError
     return future.result()
-
-
-def _release(journal: _Journal) -> None:
-    journal.close()

@@ -91,22 +91,24 @@ def _scan_number(text: str, index: int) -> tuple[int, int]:
     else:
         return _INVALID, index
     if index < end and text[index] == ".":
-        index += 1
-        if index >= end:
-            return _INCOMPLETE, index
-        if text[index] not in _DIGITS:
-            return _INVALID, index
-        index = _run_end(_DIGIT_RUN, text, index)
+        state, index = _scan_digits(text, index + 1)
+        if state != _COMPLETE:
+            return state, index
     if index < end and text[index] in "eE":
         index += 1
         if index < end and text[index] in "+-":
             index += 1
-        if index >= end:
-            return _INCOMPLETE, index
-        if text[index] not in _DIGITS:
-            return _INVALID, index
-        index = _run_end(_DIGIT_RUN, text, index)
+        return _scan_digits(text, index)
     return _COMPLETE, index
+
+
+def _scan_digits(text: str, index: int) -> tuple[int, int]:
+    """The one or more digits a fraction or an exponent needs, from ``index``."""
+    if index >= len(text):
+        return _INCOMPLETE, index
+    if text[index] not in _DIGITS:
+        return _INVALID, index
+    return _COMPLETE, _run_end(_DIGIT_RUN, text, index)
 
 
 def _scan_key(text: str, index: int) -> tuple[int, int]:

@@ -1,6 +1,7 @@
-"""``SessionStore``: one session file, the options it is built with, and its writer: the
-exclusive lock held for the store's lifetime, appends of whole lines made durable on a worker
-thread, and the repair of a torn last line on load (see the package docstring)."""
+"""``SessionStore``: one session file's state, its reads, and its write path: the exclusive
+lock held for the store's lifetime, and appends of whole lines made durable on a worker
+thread, one at a time (see the package docstring). Opening a file (``_opening``) and staging
+an append (``_staging``) live beside it."""
 
 # The package's modules share their underscore helpers with one another.
 # pyright: reportPrivateUsage=false
@@ -13,44 +14,32 @@ import os
 import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Final, TypeVar, cast
+from typing import Any, cast
 
-from tether._text import LazyPattern, is_non_empty
-from tether.agent.session.blobs import (
-    UnavailableImage,
-    _ImageLoader,
-    _write_blobs,
-    blob_directory_of,
+from tether.agent.session._opening import (
+    _create_file,
+    _file_session_id,
+    _load_file,
+    _new_header,
+    _Opened,
+    _read_file,
+    _release,
 )
+from tether.agent.session._staging import (
+    _check_parent,
+    _compaction_summary,
+    _stage_compaction,
+    _stage_messages,
+    _Staged,
+)
+from tether.agent.session.blobs import UnavailableImage, _write_blobs, blob_directory_of
 from tether.agent.session.decoder import _snapshot_message
-from tether.agent.session.files import (
-    _canonical_key,
-    _capture_root,
-    _close_quietly,
-    _Root,
-    _session_path,
-)
-from tether.agent.session.format import (
-    _check_line,
-    _describe,
-    _dumps,
-    _encode,
-    _entry_line,
-    _header_line,
-)
-from tether.agent.session.journal import (
-    _create_journal,
-    _Journal,
-    _open_journal,
-    _read_snapshot,
-)
-from tether.agent.session.legacy import _is_regular, _marker_of, _remove_leftovers, _restore_marker
-from tether.agent.session.linkage import _context_of, _Index, _Links
-from tether.agent.session.off_loop import _off_loop, _release, _wait_out
-from tether.agent.session.parse import _is_count, _parse
+from tether.agent.session.files import _canonical_key, _close_quietly, _session_path
+from tether.agent.session.journal import _Journal
+from tether.agent.session.linkage import _context_of, _Index
+from tether.agent.session.off_loop import _off_loop, _wait_out
 from tether.agent.session.records import (
     CompactionEntry,
-    CompactionSummary,
     MessageEntry,
     SessionContext,
     SessionEntry,
@@ -61,20 +50,10 @@ from tether.agent.session.records import (
     _fail,
     _short,
 )
-from tether.agent.session.store_options import SessionStoreOptions, _default_id, _snapshot_options
+from tether.agent.session.store_options import SessionStoreOptions, _snapshot_options
 from tether.protocol import Message
 
 __all__ = ["SessionStore", "SessionStoreOptions"]
-
-_T = TypeVar("_T")
-
-# --- the store ---------------------------------------------------------------------------------
-
-_SAFE_SESSION_ID: Final = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-_Staged = tuple[list[SessionEntry], bytes, _Links, list[tuple[str, bytes]]]
-"""Records ready to append: the records, their lines, the linkage after them, and the image
-blobs the lines reference (written first)."""
 
 
 class SessionStore:
@@ -94,14 +73,12 @@ class SessionStore:
 
     __slots__ = (
         "__weakref__",
-        "_clock",
         "_finalizer",
         "_header",
-        "_id_factory",
         "_index",
         "_journal",
         "_key",
-        "_limits",
+        "_options",
         "_path",
         "_queue",
         "_recovered",
@@ -115,9 +92,7 @@ class SessionStore:
     _finalizer: weakref.finalize[..., Any] | None
     _header: SessionHeader
     _index: _Index
-    _clock: Callable[[], str]
-    _id_factory: Callable[[], str]
-    _limits: SessionLimits
+    _options: SessionStoreOptions
     _recovered: SessionRecovery | None
     _unavailable: tuple[UnavailableImage, ...]
     _unusable: SessionStoreError | None
@@ -127,33 +102,21 @@ class SessionStore:
         raise TypeError("use SessionStore.create(), SessionStore.create_in(), load() or read()")
 
     @classmethod
-    def _new(
-        cls,
-        *,
-        path: str,
-        root: _Root,
-        journal: _Journal | None,
-        header: SessionHeader,
-        index: _Index,
-        options: SessionStoreOptions,
-        recovered: SessionRecovery | None = None,
-        unavailable: tuple[UnavailableImage, ...] = (),
-    ) -> SessionStore:
+    def _new(cls, path: str, opened: _Opened, options: SessionStoreOptions) -> SessionStore:
         store = object.__new__(cls)
+        journal = opened.journal
         store._path = path
-        store._key = _canonical_key(path, root)
+        store._key = _canonical_key(path, opened.root)
         store._journal = journal
         # A store dropped without close() still lets the file go when it is collected.
         store._finalizer = (
             None if journal is None else weakref.finalize(store, _close_quietly, journal.fd)
         )
-        store._header = header
-        store._index = index
-        store._clock = options.clock
-        store._id_factory = options.id_factory
-        store._limits = options.limits
-        store._recovered = recovered
-        store._unavailable = unavailable
+        store._header = opened.header
+        store._index = opened.index
+        store._options = options
+        store._recovered = opened.recovered
+        store._unavailable = opened.unavailable
         store._unusable = None
         store._queue = asyncio.Lock()
         return store
@@ -177,37 +140,9 @@ class SessionStore:
         """
         absolute = _session_path(path)
         settings = _snapshot_options(options)
-        session_id = _default_id() if settings.session_id is None else settings.session_id
-        if not is_non_empty(session_id):
-            raise _fail("SESSION_INVALID_HEADER", "Session ID must be a non-empty string")
-        created_at = settings.clock()
-        if not is_non_empty(created_at):
-            raise _fail(
-                "SESSION_INVALID_HEADER", "Session creation timestamp must be a non-empty string"
-            )
-        header = SessionHeader(id=session_id, created_at=created_at)
-        data = _check_line(_header_line(header), settings.limits)
-        if len(data) > settings.limits.max_file_bytes:
-            raise _fail("SESSION_FILE_TOO_LARGE", "Serialized session exceeds the file limit")
-
-        def work() -> tuple[_Root, _Journal]:
-            root = _capture_root(os.path.dirname(absolute))
-            if _is_regular(_marker_of(absolute)):
-                raise _fail(
-                    "SESSION_ALREADY_EXISTS",
-                    "An old recovery marker of this session file exists (load puts it back)",
-                )
-            return root, _create_journal(absolute, data, root)
-
-        root, journal = await _off_loop(work, lambda made: _release(made[1]))
-        return cls._new(
-            path=absolute,
-            root=root,
-            journal=journal,
-            header=header,
-            index=_Index(),
-            options=settings,
-        )
+        header, data = _new_header(settings)
+        opened = await _off_loop(lambda: _create_file(absolute, header, data), _release)
+        return cls._new(absolute, opened, settings)
 
     @classmethod
     async def create_in(
@@ -221,12 +156,7 @@ class SessionStore:
         name: 1-128 characters of ``A-Z a-z 0-9 . _ -`` starting with a letter or digit
         (``SESSION_INVALID_HEADER`` otherwise)."""
         settings = _snapshot_options(options)
-        session_id = _default_id() if settings.session_id is None else settings.session_id
-        if type(session_id) is not str or _SAFE_SESSION_ID.fullmatch(session_id) is None:
-            raise _fail(
-                "SESSION_INVALID_HEADER",
-                f"Session ID {_describe(session_id)} cannot name a session file",
-            )
+        session_id = _file_session_id(settings)
         # Here, not at import: a store that is only loaded or created at a path never needs
         # the listing (nor ``pathlib``) (issue 30: importing the usable API).
         from pathlib import Path
@@ -257,40 +187,8 @@ class SessionStore:
         """
         absolute = _session_path(path)
         settings = _snapshot_options(options)
-        limits = settings.limits
-
-        images = _ImageLoader(blob_directory_of(absolute))
-
-        def work() -> tuple[_Root, _Journal, SessionHeader, _Index, SessionRecovery | None]:
-            _restore_marker(absolute)
-            root = _capture_root(os.path.dirname(absolute))
-            journal, data = _open_journal(absolute, root, limits)
-            try:
-                header, index, torn = _parse(data, limits, images)
-                recovered = None
-                if torn:
-                    journal.cut(len(data) - torn)
-                    recovered = SessionRecovery(dropped_bytes=torn)
-                journal.ends_line = data[journal.size - 1 : journal.size] == b"\n"
-                _remove_leftovers(absolute)
-            except BaseException:
-                journal.close()
-                raise
-            return root, journal, header, index, recovered
-
-        root, journal, header, index, recovered = await _off_loop(
-            work, lambda made: _release(made[1])
-        )
-        return cls._new(
-            path=absolute,
-            root=root,
-            journal=journal,
-            header=header,
-            index=index,
-            options=settings,
-            recovered=recovered,
-            unavailable=tuple(images.unavailable),
-        )
+        opened = await _off_loop(lambda: _load_file(absolute, settings.limits), _release)
+        return cls._new(absolute, opened, settings)
 
     @classmethod
     async def read(
@@ -304,25 +202,8 @@ class SessionStore:
         rules and codes are ``load``'s."""
         absolute = _session_path(path)
         settings = _snapshot_options(options)
-        limits = settings.limits
-
-        images = _ImageLoader(blob_directory_of(absolute))
-
-        def work() -> tuple[_Root, SessionHeader, _Index]:
-            root = _capture_root(os.path.dirname(absolute))
-            header, index, _ = _parse(_read_snapshot(absolute, limits), limits, images)
-            return root, header, index
-
-        root, header, index = await asyncio.to_thread(work)
-        return cls._new(
-            path=absolute,
-            root=root,
-            journal=None,
-            header=header,
-            index=index,
-            options=settings,
-            unavailable=tuple(images.unavailable),
-        )
+        opened = await asyncio.to_thread(_read_file, absolute, settings.limits)
+        return cls._new(absolute, opened, settings)
 
     @staticmethod
     def canonical_path_of(store: SessionStore) -> str:
@@ -373,7 +254,7 @@ class SessionStore:
     @property
     def limits(self) -> SessionLimits:
         """The limits this store enforces."""
-        return self._limits
+        return self._options.limits
 
     @property
     def recovered(self) -> SessionRecovery | None:
@@ -457,30 +338,13 @@ class SessionStore:
         cancellation is raised afterwards), so a caller keeping its own view of the tree
         (``SessionTree``'s leaf) never misses an entry.
         """
-        if parent_id is not None and not is_non_empty(parent_id):
-            raise _fail("SESSION_PARENT_NOT_FOUND", "Parent ID must be a non-empty string")
+        _check_parent(parent_id)
         snapshots = [_snapshot_message(message) for message in messages]
         if not snapshots:
             return ()
 
         def stage() -> _Staged:
-            self._check_room(parent_id, len(snapshots))
-            chain: list[MessageEntry] = []
-            lines: list[bytes] = []
-            blobs: list[tuple[str, bytes]] = []
-            previous = parent_id
-            fresh: set[str] = set()
-            for snapshot, body, images in snapshots:
-                blobs.extend(images)
-                entry_id, timestamp = self._fresh_id_and_time(fresh)
-                entry = MessageEntry(
-                    id=entry_id, parent_id=previous, timestamp=timestamp, message=snapshot
-                )
-                lines.append(_check_line(_entry_line(entry, body), self._limits))
-                chain.append(entry)
-                previous = entry_id
-            links = self._index.check_chain(parent_id, chain)
-            return cast("list[SessionEntry]", chain), b"".join(lines), links, blobs
+            return _stage_messages(self._index, self._options, parent_id, snapshots)
 
         def committed(records: tuple[SessionEntry, ...]) -> None:
             if on_commit is not None:
@@ -507,36 +371,16 @@ class SessionStore:
         the new record's branch (``SESSION_ENTRY_NOT_FOUND``) or be ``None``, and the kept
         messages must have valid tool linkage on their own.
         """
-        if parent_id is not None and not is_non_empty(parent_id):
-            raise _fail("SESSION_PARENT_NOT_FOUND", "Parent ID must be a non-empty string")
-        if not is_non_empty(summary_id) or type(summary) is not str:
-            raise _fail(
-                "SESSION_INVALID_RECORD",
-                "Compaction summary needs a non-empty summary_id and a string summary",
-            )
-        if first_kept_entry_id is not None and not is_non_empty(first_kept_entry_id):
-            raise _fail(
-                "SESSION_ENTRY_NOT_FOUND", "first_kept_entry_id must be None or a non-empty string"
-            )
-        if not _is_count(units_before) or not _is_count(units_after):
-            raise _fail("SESSION_INVALID_RECORD", "Compaction units must be non-negative integers")
-        content = CompactionSummary(id=summary_id, content=summary)
-        _encode(_dumps([summary_id, summary]), "SESSION_INVALID_RECORD", "Compaction summary")
+        _check_parent(parent_id)
+        content = _compaction_summary(
+            summary_id, summary, first_kept_entry_id, units_before, units_after
+        )
+        units = (units_before, units_after)
 
         def stage() -> _Staged:
-            self._check_room(parent_id, 1)
-            entry_id, timestamp = self._fresh_id_and_time(set())
-            entry = CompactionEntry(
-                id=entry_id,
-                parent_id=parent_id,
-                timestamp=timestamp,
-                summary=content,
-                first_kept_entry_id=first_kept_entry_id,
-                units_before=units_before,
-                units_after=units_after,
+            return _stage_compaction(
+                self._index, self._options, parent_id, content, first_kept_entry_id, units
             )
-            line = _check_line(_entry_line(entry), self._limits)
-            return [entry], line, self._index.check(entry, "SESSION_ENTRY_NOT_FOUND"), []
 
         def committed(records: tuple[SessionEntry, ...]) -> None:
             if on_commit is not None:
@@ -567,29 +411,6 @@ class SessionStore:
             raise _fail("SESSION_CLOSED", f"Session store of {self._path} is closed (read-only)")
         return journal
 
-    def _check_room(self, parent_id: str | None, count: int) -> None:
-        index = self._index
-        if len(index.entries) + count > self._limits.max_records:
-            raise _fail("SESSION_RECORD_LIMIT", "Session record limit reached")
-        if parent_id is not None and parent_id not in index.by_id:
-            raise _fail(
-                "SESSION_PARENT_NOT_FOUND", f'Parent entry "{_short(parent_id)}" does not exist'
-            )
-
-    def _fresh_id_and_time(self, fresh: set[str]) -> tuple[str, str]:
-        entry_id = self._id_factory()
-        if not is_non_empty(entry_id):
-            raise _fail("SESSION_INVALID_RECORD", "Entry ID must be a non-empty string")
-        if entry_id in self._index.by_id or entry_id in fresh:
-            raise _fail(
-                "SESSION_DUPLICATE_ENTRY_ID", f'Entry ID "{_short(entry_id)}" already exists'
-            )
-        fresh.add(entry_id)
-        timestamp = self._clock()
-        if not is_non_empty(timestamp):
-            raise _fail("SESSION_INVALID_RECORD", "Entry timestamp must be a non-empty string")
-        return entry_id, timestamp
-
     async def _commit(
         self,
         stage: Callable[[], _Staged],
@@ -601,7 +422,7 @@ class SessionStore:
             journal = self._writable()
             records, data, links, blobs = stage()
             newline = 0 if journal.ends_line else 1
-            if journal.size + newline + len(data) > self._limits.max_file_bytes:
+            if journal.size + newline + len(data) > self._options.limits.max_file_bytes:
                 raise _fail("SESSION_FILE_TOO_LARGE", "Serialized session exceeds the file limit")
 
             def write() -> None:
