@@ -49,7 +49,7 @@ from tether.providers.anthropic_wire import (
     transcript_call_ids,
 )
 from tether.providers.errors import ProviderError
-from tether.providers.responses_wire import reasoning_signature
+from tether.providers.responses_request import reasoning_signature
 from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome
 
 

@@ -60,7 +60,7 @@ from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.openai_compat import OpenAIChatCompat
 from tether.providers.openai_responses import OpenAIResponsesModel
 from tether.providers.openai_wire import build_chat_request
-from tether.providers.responses_wire import build_responses_request
+from tether.providers.responses_request import build_responses_request
 
 SECRET: Final = "sk-images-test"
 FAST_RETRY: Final = RetryPolicy(attempts=1, initial_backoff=0.0, max_backoff=0.0)

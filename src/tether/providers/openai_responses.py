@@ -6,7 +6,7 @@ One ``stream(request, signal)`` call is one HTTP request, handled by the shared
 ``server_is_overloaded`` or ``rate_limit_exceeded`` error event before anything reached the
 consumer is retried like its status; SSE decoding; gzip/deflate bodies decoded; redirects
 refused as ``PROVIDER_REDIRECTED``; the idle timeout measured between events).
-``responses_wire.build_responses_request`` converts the request (``instructions`` from the
+``responses_request.build_responses_request`` converts the request (``instructions`` from the
 system prompt, flat function tools, ``store: false`` and
 ``include: ["reasoning.encrypted_content"]``, the reasoning items of earlier turns sent back
 with their encrypted content) and ``responses_wire.ResponsesStreamParser`` normalizes the
@@ -37,12 +37,8 @@ from tether.providers._streaming import (
     bearer_headers,
     checked_key,
 )
-from tether.providers.responses_wire import (
-    REASONING_SUMMARIES,
-    ResponsesStreamParser,
-    build_responses_request,
-    parse_response_body,
-)
+from tether.providers.responses_request import REASONING_SUMMARIES, build_responses_request
+from tether.providers.responses_wire import ResponsesStreamParser, parse_response_body
 from tether.providers.thinking import (
     LevelledThinking,
     ThinkingChoice,
