@@ -55,7 +55,7 @@ from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.catalog import PRESETS
 from tether.providers.errors import ProviderError
 from tether.providers.gemini import GeminiModel
-from tether.providers.gemini_wire import build_gemini_request, nests_tool_images
+from tether.providers.gemini_request import build_gemini_request, nests_tool_images
 from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.openai_compat import OpenAIChatCompat
 from tether.providers.openai_responses import OpenAIResponsesModel
