@@ -1,9 +1,10 @@
-"""What every wire module (``openai_wire``, ``anthropic_wire``, ``responses_wire``,
-``gemini_wire``) shares: protocol errors that quote vendor values safely, the parsing of a
-complete tool call's argument text, typed reads of a payload's fields (``string_field``,
-``token_count``), what an error object in a stream says (``vendor_code``, ``error_text``), the
-checks of the sampling options every request builder takes, a parser's constructor checks, its
-sticky failure, and how it names tool calls (``CallIds``).
+"""What every wire module (``openai_wire``, ``anthropic_wire``, ``responses_request`` /
+``responses_wire``, ``gemini_request`` / ``gemini_wire``) shares: protocol errors that quote
+vendor values safely, the parsing of a complete tool call's argument text, typed reads of a
+payload's fields (``string_field``, ``token_count``), what an error object in a stream says
+(``vendor_code``, ``error_text``), the checks of the sampling options every request builder
+takes, a parser's constructor checks, its sticky failure, and how it names tool calls
+(``CallIds``).
 
 Pure data work, no I/O. Vendor values quoted in an error message are bounded
 (``MAX_SHOWN`` characters) and only their JSON kind is named when they are not strings, so
