@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from tether._types import instance_of
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
+from tether.providers._openai_model import OpenAIReasoning
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
@@ -41,13 +42,7 @@ from tether.providers.openai_wire import (
     build_chat_request,
     parse_chat_completion,
 )
-from tether.providers.thinking import (
-    LevelledThinking,
-    ThinkingChoice,
-    ThinkingLevel,
-    openai_chat_effort,
-    openai_levels,
-)
+from tether.providers.thinking import ThinkingLevel
 
 if TYPE_CHECKING:
     import httpx2
@@ -59,7 +54,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class OpenAIChatModel(LevelledThinking, HttpStreamModel):
+class OpenAIChatModel(OpenAIReasoning, HttpStreamModel):
     """A ``Model`` speaking OpenAI Chat Completions over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable (none is sent when
@@ -113,8 +108,6 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
             raise TypeError("max_output_tokens must be a positive int or None")
         if not instance_of(compat, OpenAIChatCompat):
             raise TypeError("compat must be an OpenAIChatCompat")
-        if thinking is not None and reasoning_effort is not None:
-            raise TypeError("pass thinking (a level) or reasoning_effort, not both")
         if prompt_cache_key is not None and (
             type(prompt_cache_key) is not str or not prompt_cache_key.strip()
         ):
@@ -130,15 +123,10 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
         )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
-        self._reasoning_effort = reasoning_effort
         self._compat = compat
         self._prompt_cache_key = prompt_cache_key
         self._extra_headers = dict(headers or {})
-        self._thinking: ThinkingChoice | None = None
-        self._choose_thinking(thinking)
-
-    def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
-        return openai_levels(self._model)
+        self._choose_reasoning(thinking, reasoning_effort)
 
     @classmethod
     def from_spec(cls, spec: str, **options: Any) -> OpenAIChatModel:
@@ -174,9 +162,7 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
             compat=self._compat,
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
-            reasoning_effort=self._reasoning_effort
-            if self._thinking is None
-            else openai_chat_effort(self._thinking.level, model=self._model),
+            reasoning_effort=self._effort(),
             prompt_cache_key=self._prompt_cache_key,
         )
 
