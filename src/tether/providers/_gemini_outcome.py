@@ -47,9 +47,9 @@ def error_event(error: object) -> ProviderError:
     elif type_of(error) is str:
         message = error
     text = error_text("reported an error in the stream", message)
-    if status == "UNAVAILABLE" or (type_of(code) is int and code == 503):
-        return ProviderError("PROVIDER_OVERLOADED", text, provider_code=status)
-    return ProviderError("PROVIDER_ERROR_EVENT", text, provider_code=status)
+    overloaded = status == "UNAVAILABLE" or (type_of(code) is int and code == 503)
+    mapped = "PROVIDER_OVERLOADED" if overloaded else "PROVIDER_ERROR_EVENT"
+    return ProviderError(mapped, text, provider_code=status)
 
 
 _STOPS: Final[dict[str, StopReason]] = {

@@ -1,5 +1,6 @@
-"""What the two OpenAI models (``OpenAIChatModel``, ``OpenAIResponsesModel``) share about
-reasoning: the levels an OpenAI model takes and the ``reasoning_effort`` a request sends.
+"""What the two OpenAI models (``OpenAIChatModel``, ``OpenAIResponsesModel``) share besides
+``HttpStreamModel``: their headers (the key as ``Authorization: Bearer``), the levels an
+OpenAI model takes and the ``reasoning_effort`` a request sends.
 
 Both take ``thinking`` (a ``ThinkingLevel``) or ``reasoning_effort`` (the API's own string,
 sent as given), never both; a level is sent as the effort ``openai_chat_effort`` names for
@@ -8,6 +9,9 @@ it on the model, clamped to ``openai_levels``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from tether.providers._streaming import bearer_headers
 from tether.providers.thinking import (
     LevelledThinking,
     ThinkingLevel,
@@ -15,16 +19,22 @@ from tether.providers.thinking import (
     openai_levels,
 )
 
-__all__ = ["OpenAIReasoning"]
+__all__ = ["OpenAIModel"]
 
 
-class OpenAIReasoning(LevelledThinking):
-    """The reasoning options of an OpenAI model (see the module docstring). A model sets
-    ``_reasoning_effort`` (declared in its ``__slots__``) and calls ``_choose_reasoning``
-    in its constructor; its request builder sends ``_effort()``."""
+class OpenAIModel(LevelledThinking):
+    """The headers and reasoning options of an OpenAI model (see the module docstring),
+    mixed into an ``HttpStreamModel``. A model declares ``_extra_headers`` and
+    ``_reasoning_effort`` in its ``__slots__`` and calls ``_choose_reasoning`` in its
+    constructor; its request builder sends ``_effort()``."""
 
     __slots__ = ()
     _reasoning_effort: str | None
+    _api_key: str | None
+    _extra_headers: dict[str, str]
+
+    def _headers(self) -> Mapping[str, str]:
+        return bearer_headers(self._api_key, self._extra_headers)
 
     def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
         return openai_levels(self._model)

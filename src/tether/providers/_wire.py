@@ -21,7 +21,7 @@ from typing import Any, Final, NoReturn, cast
 from tether._text import is_non_empty
 from tether._types import exactly, is_number, type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json_object
-from tether.protocol import MAX_SAFE_INTEGER
+from tether.protocol import MAX_SAFE_INTEGER, ToolSpec
 from tether.providers.errors import ProviderError
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "check_sampling",
     "error_text",
     "field_error",
+    "function_declaration",
     "is_responses_reasoning",
     "kind",
     "parse_arguments",
@@ -147,6 +148,17 @@ def check_sampling(max_output_tokens: object, temperature: object) -> None:
         not is_number(temperature) or not math.isfinite(temperature) or not 0 <= temperature <= 2
     ):
         raise ValueError("temperature must be a number from 0 to 2, or None")
+
+
+def function_declaration(spec: ToolSpec, parameters: object) -> dict[str, object]:
+    """A tool as the vendors declare a function: ``{"name", "description", "parameters"}``
+    (``description`` left out when empty; ``parameters`` the schema as the vendor takes
+    it)."""
+    declaration: dict[str, object] = {"name": spec.name}
+    if spec.description:
+        declaration["description"] = spec.description
+    declaration["parameters"] = parameters
+    return declaration
 
 
 class BadArguments(Exception):

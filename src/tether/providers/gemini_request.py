@@ -19,7 +19,7 @@ from tether._types import exactly, type_of
 from tether.jsonvalue import thaw_json
 from tether.protocol import AssistantBlock, ImageBlock, ModelRequest
 from tether.providers._images import base64_text, tool_images_note
-from tether.providers._wire import check_sampling
+from tether.providers._wire import check_sampling, function_declaration
 from tether.providers.gemini_schema import gemini_schema
 
 __all__ = [
@@ -134,13 +134,10 @@ def build_gemini_request(
             _in_call_order(previous[1], parts)
     body["contents"] = [{"role": role, "parts": parts} for role, parts in turns]
     if request.tools:
-        declarations: list[dict[str, object]] = []
-        for spec in request.tools:
-            entry: dict[str, object] = {"name": spec.name}
-            if spec.description:
-                entry["description"] = spec.description
-            entry["parameters"] = gemini_schema(thaw_json(spec.parameters), tool=spec.name)
-            declarations.append(entry)
+        declarations = [
+            function_declaration(spec, gemini_schema(thaw_json(spec.parameters), tool=spec.name))
+            for spec in request.tools
+        ]
         body["tools"] = [{"functionDeclarations": declarations}]
     config: dict[str, object] = {}
     if max_output_tokens is not None:

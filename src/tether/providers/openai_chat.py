@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any, Final
 from tether._types import instance_of
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._openai_model import OpenAIReasoning
+from tether.providers._openai_model import OpenAIModel
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
-    bearer_headers,
     checked_key,
 )
 from tether.providers.openai_wire import (
@@ -54,7 +53,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class OpenAIChatModel(OpenAIReasoning, HttpStreamModel):
+class OpenAIChatModel(OpenAIModel, HttpStreamModel):
     """A ``Model`` speaking OpenAI Chat Completions over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable (none is sent when
@@ -151,9 +150,6 @@ class OpenAIChatModel(OpenAIReasoning, HttpStreamModel):
 
     def _url(self) -> str:
         return f"{self._base_url}/chat/completions"
-
-    def _headers(self) -> Mapping[str, str]:
-        return bearer_headers(self._api_key, self._extra_headers)
 
     def _body(self, request: ModelRequest) -> object:
         return build_chat_request(

@@ -31,11 +31,10 @@ from typing import TYPE_CHECKING, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._openai_model import OpenAIReasoning
+from tether.providers._openai_model import OpenAIModel
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
-    bearer_headers,
     checked_key,
 )
 from tether.providers.responses_request import REASONING_SUMMARIES, build_responses_request
@@ -51,7 +50,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class OpenAIResponsesModel(OpenAIReasoning, HttpStreamModel):
+class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
     """A ``Model`` speaking the OpenAI Responses API over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable (none is sent when
@@ -123,9 +122,6 @@ class OpenAIResponsesModel(OpenAIReasoning, HttpStreamModel):
 
     def _url(self) -> str:
         return f"{self._base_url}/responses"
-
-    def _headers(self) -> Mapping[str, str]:
-        return bearer_headers(self._api_key, self._extra_headers)
 
     def _body(self, request: ModelRequest) -> object:
         return build_responses_request(

@@ -23,7 +23,7 @@ from tether._types import is_dict, type_of
 from tether.jsonvalue import thaw_json
 from tether.protocol import AssistantMessage, ImageBlock, ModelRequest, ThinkingBlock
 from tether.providers._images import data_url
-from tether.providers._wire import check_sampling, is_responses_reasoning
+from tether.providers._wire import check_sampling, function_declaration, is_responses_reasoning
 from tether.providers.openai_wire import arguments_text
 
 __all__ = [
@@ -130,21 +130,10 @@ def build_responses_request(
     items: list[dict[str, object]] = []
     for message in request.messages:
         if message.role == "user":
-            content: object = message.content
-            if message.images:
-                parts = [_input_image(image) for image in message.images]
-                if message.content:
-                    parts.append({"type": "input_text", "text": message.content})
-                content = parts
+            content = _with_images(message.content, message.images, images_first=True)
             items.append({"role": "user", "content": content})
         elif message.role == "toolResult":
-            output: object = message.content
-            if message.images:
-                outputs: list[dict[str, object]] = (
-                    [{"type": "input_text", "text": message.content}] if message.content else []
-                )
-                outputs.extend(_input_image(image) for image in message.images)
-                output = outputs
+            output = _with_images(message.content, message.images, images_first=False)
             items.append(
                 {
                     "type": "function_call_output",
@@ -159,15 +148,14 @@ def build_responses_request(
         body["instructions"] = request.system
     body["input"] = items
     if request.tools:
-        tools: list[dict[str, object]] = []
-        for spec in request.tools:
-            entry: dict[str, object] = {"type": "function", "name": spec.name}
-            if spec.description:
-                entry["description"] = spec.description
-            entry["parameters"] = thaw_json(spec.parameters)
-            entry["strict"] = False
-            tools.append(entry)
-        body["tools"] = tools
+        body["tools"] = [
+            {
+                "type": "function",
+                **function_declaration(spec, thaw_json(spec.parameters)),
+                "strict": False,
+            }
+            for spec in request.tools
+        ]
     body["store"] = False
     body["include"] = ["reasoning.encrypted_content"]
     body["stream"] = stream
@@ -185,8 +173,19 @@ def build_responses_request(
     return body
 
 
-def _input_image(image: ImageBlock) -> dict[str, object]:
-    return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
+def _with_images(
+    text: str, images: tuple[ImageBlock, ...], *, images_first: bool
+) -> str | list[dict[str, object]]:
+    """A message's content: its text alone, or with images content parts (the text an
+    ``input_text`` part when not empty), the images before the text or after it."""
+    if not images:
+        return text
+    parts: list[dict[str, object]] = [
+        {"type": "input_image", "image_url": data_url(image), "detail": "auto"} for image in images
+    ]
+    if text:
+        parts.insert(len(parts) if images_first else 0, {"type": "input_text", "text": text})
+    return parts
 
 
 def _assistant_items(message: AssistantMessage, items: list[dict[str, object]]) -> None:
