@@ -173,11 +173,10 @@ class GeminiStreamParser:
         if self._response_id is None:
             self._response_id = string_field(data, "responseId", "responseId") or None
         model = data.get("modelVersion")  # on every chunk: checked inline, not by a call
-        if model is not None:
-            if type_of(model) is not str:
-                raise field_error("modelVersion", "a string", model)
-            if model:
-                self._model = model
+        if model is not None and type_of(model) is not str:
+            raise field_error("modelVersion", "a string", model)
+        if model:
+            self._model = model
         usage = data.get("usageMetadata")
         if usage is not None:
             read_usage(usage, self._usage)
