@@ -46,7 +46,7 @@ from tether.protocol import (
 from tether.providers.anthropic_stream import AnthropicStreamParser, transcript_call_ids
 from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.errors import ProviderError
-from tether.providers.responses_wire import reasoning_signature
+from tether.providers.responses_request import reasoning_signature
 from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome
 
 

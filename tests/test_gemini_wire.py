@@ -1,6 +1,6 @@
-"""``tether.providers.gemini_wire``: the Gemini request body (schema conversion, thought
-signatures sent back) and the stream normalization (``spec/providers-responses-gemini.md``
-§3-§5).
+"""``tether.providers.gemini_request``, ``gemini_schema`` and ``gemini_wire``: the Gemini
+request body (schema conversion, thought signatures sent back) and the stream normalization
+(``spec/providers-responses-gemini.md`` §3-§5).
 
 The real recorded Gemini streams are replayed from the shared folder's ``recorded/`` (never
 copied here; a missing folder is a skip, and a failure under CI), whole and in small pieces,
@@ -49,12 +49,9 @@ from tether.protocol import (
 )
 from tether.providers._sse import SSEDecoder
 from tether.providers.errors import ProviderError
-from tether.providers.gemini_wire import (
-    SKIP_SIGNATURE,
-    GeminiStreamParser,
-    build_gemini_request,
-    gemini_schema,
-)
+from tether.providers.gemini_request import SKIP_SIGNATURE, build_gemini_request
+from tether.providers.gemini_schema import gemini_schema
+from tether.providers.gemini_wire import GeminiStreamParser
 
 REQUEST_ID: Final = "request-001"
 LIMITS: Final = RunLimits.for_real_models()

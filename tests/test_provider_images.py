@@ -55,12 +55,12 @@ from tether.providers.anthropic_wire import build_messages_request
 from tether.providers.catalog import PRESETS
 from tether.providers.errors import ProviderError
 from tether.providers.gemini import GeminiModel
-from tether.providers.gemini_wire import build_gemini_request, nests_tool_images
+from tether.providers.gemini_request import build_gemini_request, nests_tool_images
 from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.openai_compat import OpenAIChatCompat
 from tether.providers.openai_responses import OpenAIResponsesModel
 from tether.providers.openai_wire import build_chat_request
-from tether.providers.responses_wire import build_responses_request
+from tether.providers.responses_request import build_responses_request
 
 SECRET: Final = "sk-images-test"
 FAST_RETRY: Final = RetryPolicy(attempts=1, initial_backoff=0.0, max_backoff=0.0)

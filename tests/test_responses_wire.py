@@ -1,5 +1,5 @@
-"""``tether.providers.responses_wire``: the OpenAI Responses request body and the stream
-normalization (``spec/providers-responses-gemini.md`` §1, §2, §5.1).
+"""``tether.providers.responses_request`` and ``responses_wire``: the OpenAI Responses
+request body and the stream normalization (``spec/providers-responses-gemini.md`` §1, §2, §5.1).
 
 Stream bodies are SSE: the ones in ``responses_bodies`` are written for these tests from the
 documented shapes; the real recorded vendor streams are replayed from the shared folder's
@@ -44,12 +44,14 @@ from tether.protocol import (
     UserMessage,
 )
 from tether.providers.errors import ProviderError
-from tether.providers.responses_wire import (
-    ResponsesStreamParser,
+from tether.providers.responses_request import (
     build_responses_request,
-    parse_response_body,
     reasoning_item,
     reasoning_signature,
+)
+from tether.providers.responses_wire import (
+    ResponsesStreamParser,
+    parse_response_body,
     transcript_call_ids,
 )
 from wire_support import REQUEST_ID, Event, Outcome, decode, loop_accepts, parse_outcome

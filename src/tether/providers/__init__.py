@@ -10,9 +10,10 @@
   (``OpenAIChatModel``);
 * ``anthropic_wire`` / ``anthropic_stream`` / ``anthropic``: Anthropic Messages: the request
   body, the streamed answer, the model (``AnthropicModel``);
-* ``responses_wire`` / ``openai_responses``: the OpenAI Responses API
-  (``OpenAIResponsesModel``);
-* ``gemini_wire`` / ``gemini``: Google's native Gemini API (``GeminiModel``);
+* ``responses_request`` / ``responses_wire`` / ``openai_responses``: the OpenAI Responses
+  API, its request body (and reasoning replay), its stream (``OpenAIResponsesModel``);
+* ``gemini_request`` / ``gemini_schema`` / ``gemini_wire`` / ``gemini``: Google's native
+  Gemini API, its request body, tool schemas and stream (``GeminiModel``);
 * ``_wire``: what every wire module shares (errors about a payload, arguments, call IDs);
 * ``registry``: one ``ApiSpec`` per wire API (``openai_chat_api``, ``anthropic_api``,
   ``openai_responses_api``, ``gemini_api``: its model class, loaded on first use, and its

@@ -115,16 +115,7 @@ class HttpStreamModel:
         ``http(s)://`` ``base_url``, an ``api_key`` that is non-empty or ``None`` (then read
         from the ``api_key_env`` environment variable, when one is named), a ``RetryPolicy``
         and ``Timeouts``."""
-        if type(model) is not str or not model.strip():
-            raise TypeError(f"model must be a non-empty model name, e.g. {self._MODEL_EXAMPLE!r}")
-        if type(base_url) is not str or not base_url.startswith(("http://", "https://")):
-            raise TypeError("base_url must be an http:// or https:// URL")
-        if api_key is not None and (type(api_key) is not str or not api_key):
-            raise TypeError("api_key must be a non-empty string or None")
-        if api_key is None and api_key_env:
-            import os
-
-            api_key = os.environ.get(api_key_env) or None
+        api_key = checked_key(model, base_url, api_key, api_key_env, self._MODEL_EXAMPLE)
         if not instance_of(retry, RetryPolicy):
             raise TypeError("retry must be a RetryPolicy")
         if not instance_of(timeouts, Timeouts):

@@ -1,7 +1,10 @@
-"""What every wire module (``openai_wire``, ``anthropic_wire``, ``responses_wire``,
-``gemini_wire``) shares: protocol errors that quote vendor values safely, the parsing of a
-complete tool call's argument text, a parser's constructor checks, its sticky failure, and how
-it names tool calls (``CallIds``).
+"""What every wire module (``openai_wire``, ``anthropic_wire``, ``responses_request`` /
+``responses_wire``, ``gemini_request`` / ``gemini_wire``) shares: protocol errors that quote
+vendor values safely, the parsing of a complete tool call's argument text, typed reads of a
+payload's fields (``string_field``, ``token_count``), what an error object in a stream says
+(``vendor_code``, ``error_text``), the checks of the sampling options every request builder
+takes, a parser's constructor checks, its sticky failure, and how it names tool calls
+(``CallIds``).
 
 Pure data work, no I/O. Vendor values quoted in an error message are bounded
 (``MAX_SHOWN`` characters) and only their JSON kind is named when they are not strings, so
@@ -11,12 +14,14 @@ an error never carries a whole vendor payload.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Set
-from typing import Final, NoReturn, cast
+import math
+from collections.abc import Iterable, Mapping, Set
+from typing import Any, Final, NoReturn, cast
 
 from tether._text import is_non_empty
-from tether._types import exactly, type_of
+from tether._types import exactly, is_number, type_of
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json_object
+from tether.protocol import MAX_SAFE_INTEGER, ToolSpec
 from tether.providers.errors import ProviderError
 
 __all__ = [
@@ -25,7 +30,10 @@ __all__ = [
     "RESPONSES_REASONING_PREFIX",
     "BadArguments",
     "CallIds",
+    "check_sampling",
+    "error_text",
     "field_error",
+    "function_declaration",
     "is_responses_reasoning",
     "kind",
     "parse_arguments",
@@ -34,7 +42,10 @@ __all__ = [
     "repeated",
     "reserved_ids",
     "shown",
+    "string_field",
+    "token_count",
     "unique_call_id",
+    "vendor_code",
 ]
 
 MAX_SHOWN: Final = 100
@@ -45,7 +56,7 @@ EMPTY_ARGUMENTS: Final = JsonObject()
 
 RESPONSES_REASONING_PREFIX: Final = '{"type":"reasoning"'
 """How every ``ThinkingBlock.signature`` the OpenAI Responses parser writes begins (its
-reasoning item as JSON text, ``responses_wire.reasoning_signature``)."""
+reasoning item as JSON text, ``responses_request.reasoning_signature``)."""
 
 _JSON_KINDS: Final[dict[type, str]] = {
     dict: "an object",
@@ -88,6 +99,66 @@ def shown(value: object) -> str:
 def field_error(where: str, expected: str, value: object) -> ProviderError:
     """``PROVIDER_PROTOCOL_ERROR``: the field ``where`` is not ``expected`` (its kind named)."""
     return protocol(f"{where} must be {expected} (got {kind(value)})")
+
+
+def string_field(fields: Mapping[str, Any], name: str, where: str) -> str | None:
+    """The string at ``fields[name]``, ``None`` when it is missing or ``null``; any other JSON
+    type is a protocol error naming the field ``where``."""
+    value = fields.get(name)
+    if value is None or exactly(value, str):
+        return value
+    raise field_error(where, "a string", value)
+
+
+def token_count(value: object, where: str) -> int:
+    """A usage count as the vendor sent it: a non-negative safe integer, else a protocol error
+    naming the field ``where``."""
+    if not exactly(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise protocol(f"{where} must be a non-negative safe integer (got {kind(value)})")
+    return value
+
+
+def vendor_code(value: object) -> str | None:
+    """A vendor error's ``code`` (or ``type``) as a ``provider_code``: an integer's digits or
+    a non-empty string (bounded to ``MAX_SHOWN``); ``None`` for anything else."""
+    if exactly(value, int) and -(10**18) < value < 10**18:
+        return str(value)
+    if is_non_empty(value):
+        return value[:MAX_SHOWN]
+    return None
+
+
+def error_text(what: str, message: object) -> str:
+    """The message of an error the vendor reported: ``"The provider <what>"``, followed by
+    ``": <message>"`` when the vendor gave a non-empty one."""
+    text = f"The provider {what}"
+    if is_non_empty(message):
+        return f"{text}: {message}"
+    return text
+
+
+def check_sampling(max_output_tokens: object, temperature: object) -> None:
+    """The sampling options of a request builder checked (``ValueError`` otherwise): a
+    positive int or ``None``, a number from 0 to 2 or ``None``."""
+    if max_output_tokens is not None and (
+        not exactly(max_output_tokens, int) or max_output_tokens < 1
+    ):
+        raise ValueError("max_output_tokens must be a positive int or None")
+    if temperature is not None and (
+        not is_number(temperature) or not math.isfinite(temperature) or not 0 <= temperature <= 2
+    ):
+        raise ValueError("temperature must be a number from 0 to 2, or None")
+
+
+def function_declaration(spec: ToolSpec, parameters: object) -> dict[str, object]:
+    """A tool as the vendors declare a function: ``{"name", "description", "parameters"}``
+    (``description`` left out when empty; ``parameters`` the schema as the vendor takes
+    it)."""
+    declaration: dict[str, object] = {"name": spec.name}
+    if spec.description:
+        declaration["description"] = spec.description
+    declaration["parameters"] = parameters
+    return declaration
 
 
 class BadArguments(Exception):
@@ -134,11 +205,7 @@ def raise_again(failure: ProviderError | None, parser: str) -> NoReturn:
     """What a stream parser raises when it is used after it failed (a copy of ``failure``:
     failures are sticky) or after ``finish`` (``RuntimeError`` naming ``parser``)."""
     if failure is not None:
-        raise ProviderError(
-            failure.code,
-            failure.message,
-            provider_code=failure.provider_code,
-        )
+        raise repeated(failure)
     raise RuntimeError(f"{parser}.finish() was already called")
 
 
@@ -183,12 +250,5 @@ class CallIds:
         return vendor_id
 
     def derive(self, response_id: str, position: int) -> str:
-        """A new unique ID for the call at ``position``, now used."""
-        base = f"{response_id}-call-{position}"
-        call_id = base
-        suffix = 1
-        while call_id in self._reserved or call_id in self._used:
-            suffix += 1
-            call_id = f"{base}-{suffix}"
-        self._used.add(call_id)
-        return call_id
+        """A new unique ID for the call at ``position``, now used (``unique_call_id``)."""
+        return unique_call_id(response_id, position, self._reserved, self._used)

@@ -5,7 +5,7 @@ One ``stream(request, signal)`` call is one HTTP request to
 shared ``_streaming.HttpStreamModel`` (retries before anything streamed, an ``UNAVAILABLE``
 error payload before anything reached the consumer retried like a 503; SSE decoding;
 gzip/deflate bodies decoded; redirects refused as ``PROVIDER_REDIRECTED``; the idle timeout
-measured between events). ``gemini_wire.build_gemini_request`` converts the request
+measured between events). ``gemini_request.build_gemini_request`` converts the request
 (``systemInstruction``, ``user``/``model`` turns, tool results as ``functionResponse`` parts,
 each ``thoughtSignature`` sent back on the part it came with, tool schemas converted to the
 subset Gemini accepts) and ``gemini_wire.GeminiStreamParser`` normalizes the chunks. Gemini
@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Final, cast
 from tether.protocol import ModelRequest
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._streaming import HttpStreamModel, StreamParser
-from tether.providers.gemini_wire import (
-    GeminiStreamParser,
+from tether.providers.gemini_request import (
     ThinkingLevel,
     build_gemini_request,
     check_generation_options,
     nests_tool_images,
 )
+from tether.providers.gemini_wire import GeminiStreamParser
 from tether.providers.thinking import (
     LevelledThinking,
     ThinkingChoice,

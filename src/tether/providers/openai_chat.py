@@ -30,22 +30,16 @@ from typing import TYPE_CHECKING, Any, Final
 from tether._types import instance_of
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
+from tether.providers._openai_model import OpenAIModel
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
-    bearer_headers,
     checked_key,
 )
 from tether.providers.openai_chat_body import parse_chat_completion
 from tether.providers.openai_chat_stream import OpenAIChatStreamParser
 from tether.providers.openai_wire import OpenAIChatCompat, build_chat_request
-from tether.providers.thinking import (
-    LevelledThinking,
-    ThinkingChoice,
-    ThinkingLevel,
-    openai_chat_effort,
-    openai_levels,
-)
+from tether.providers.thinking import ThinkingLevel
 
 if TYPE_CHECKING:
     import httpx2
@@ -57,7 +51,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class OpenAIChatModel(LevelledThinking, HttpStreamModel):
+class OpenAIChatModel(OpenAIModel, HttpStreamModel):
     """A ``Model`` speaking OpenAI Chat Completions over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable (none is sent when
@@ -111,8 +105,6 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
             raise TypeError("max_output_tokens must be a positive int or None")
         if not instance_of(compat, OpenAIChatCompat):
             raise TypeError("compat must be an OpenAIChatCompat")
-        if thinking is not None and reasoning_effort is not None:
-            raise TypeError("pass thinking (a level) or reasoning_effort, not both")
         if prompt_cache_key is not None and (
             type(prompt_cache_key) is not str or not prompt_cache_key.strip()
         ):
@@ -128,15 +120,10 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
         )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
-        self._reasoning_effort = reasoning_effort
         self._compat = compat
         self._prompt_cache_key = prompt_cache_key
         self._extra_headers = dict(headers or {})
-        self._thinking: ThinkingChoice | None = None
-        self._choose_thinking(thinking)
-
-    def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
-        return openai_levels(self._model)
+        self._choose_reasoning(thinking, reasoning_effort)
 
     @classmethod
     def from_spec(cls, spec: str, **options: Any) -> OpenAIChatModel:
@@ -162,9 +149,6 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
     def _url(self) -> str:
         return f"{self._base_url}/chat/completions"
 
-    def _headers(self) -> Mapping[str, str]:
-        return bearer_headers(self._api_key, self._extra_headers)
-
     def _body(self, request: ModelRequest) -> object:
         return build_chat_request(
             request,
@@ -172,9 +156,7 @@ class OpenAIChatModel(LevelledThinking, HttpStreamModel):
             compat=self._compat,
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
-            reasoning_effort=self._reasoning_effort
-            if self._thinking is None
-            else openai_chat_effort(self._thinking.level, model=self._model),
+            reasoning_effort=self._effort(),
             prompt_cache_key=self._prompt_cache_key,
         )
 

@@ -6,7 +6,7 @@ One ``stream(request, signal)`` call is one HTTP request, handled by the shared
 ``server_is_overloaded`` or ``rate_limit_exceeded`` error event before anything reached the
 consumer is retried like its status; SSE decoding; gzip/deflate bodies decoded; redirects
 refused as ``PROVIDER_REDIRECTED``; the idle timeout measured between events).
-``responses_wire.build_responses_request`` converts the request (``instructions`` from the
+``responses_request.build_responses_request`` converts the request (``instructions`` from the
 system prompt, flat function tools, ``store: false`` and
 ``include: ["reasoning.encrypted_content"]``, the reasoning items of earlier turns sent back
 with their encrypted content) and ``responses_wire.ResponsesStreamParser`` normalizes the
@@ -31,25 +31,15 @@ from typing import TYPE_CHECKING, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
+from tether.providers._openai_model import OpenAIModel
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
-    bearer_headers,
     checked_key,
 )
-from tether.providers.responses_wire import (
-    REASONING_SUMMARIES,
-    ResponsesStreamParser,
-    build_responses_request,
-    parse_response_body,
-)
-from tether.providers.thinking import (
-    LevelledThinking,
-    ThinkingChoice,
-    ThinkingLevel,
-    openai_chat_effort,
-    openai_levels,
-)
+from tether.providers.responses_request import REASONING_SUMMARIES, build_responses_request
+from tether.providers.responses_wire import ResponsesStreamParser, parse_response_body
+from tether.providers.thinking import ThinkingLevel
 
 if TYPE_CHECKING:
     import httpx2
@@ -60,7 +50,7 @@ _DEFAULT_RETRY: Final = RetryPolicy()
 _DEFAULT_TIMEOUTS: Final = Timeouts()
 
 
-class OpenAIResponsesModel(LevelledThinking, HttpStreamModel):
+class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
     """A ``Model`` speaking the OpenAI Responses API over HTTP (see the module docstring).
 
     ``api_key`` defaults to the ``api_key_env`` environment variable (none is sent when
@@ -126,22 +116,12 @@ class OpenAIResponsesModel(LevelledThinking, HttpStreamModel):
         )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
-        self._reasoning_effort = reasoning_effort
-        if thinking is not None and reasoning_effort is not None:
-            raise TypeError("pass thinking (a level) or reasoning_effort, not both")
-        self._thinking: ThinkingChoice | None = None
-        self._choose_thinking(thinking)
+        self._choose_reasoning(thinking, reasoning_effort)
         self._reasoning_summary = reasoning_summary
         self._extra_headers = dict(headers or {})
 
-    def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
-        return openai_levels(self._model)
-
     def _url(self) -> str:
         return f"{self._base_url}/responses"
-
-    def _headers(self) -> Mapping[str, str]:
-        return bearer_headers(self._api_key, self._extra_headers)
 
     def _body(self, request: ModelRequest) -> object:
         return build_responses_request(
@@ -149,9 +129,7 @@ class OpenAIResponsesModel(LevelledThinking, HttpStreamModel):
             model=self._model,
             max_output_tokens=self._max_output_tokens,
             temperature=self._temperature,
-            reasoning_effort=self._reasoning_effort
-            if self._thinking is None
-            else openai_chat_effort(self._thinking.level, model=self._model),
+            reasoning_effort=self._effort(),
             reasoning_summary=self._reasoning_summary,
         )
 
