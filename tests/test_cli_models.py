@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from tether import CancelledRunResult, FailedRunResult, RunError, UserMessage
 from tether.cli import config as config_module
-from tether.cli import main as main_module
+from tether.cli import parser as parser_module
 from tether.cli.config import (
     APPROVABLE_TOOLS,
     DEFAULT_APPROVE,
@@ -600,12 +600,12 @@ def test_the_cli_lists_match_the_runtime(tmp_path: Path) -> None:
 
     assert coding_tools(tmp_path).names == APPROVABLE_TOOLS
     assert set(DEFAULT_APPROVE) <= set(APPROVABLE_TOOLS)
-    assert main_module.FIXTURE_MAX_STEPS == MAX_AGENT_STEPS
-    assert RunLimits.for_real_models().max_steps == main_module.MODEL_MAX_STEPS
-    assert "tether models" in main_module.MODEL_HELP  # which lists the presets
+    assert parser_module.FIXTURE_MAX_STEPS == MAX_AGENT_STEPS
+    assert RunLimits.for_real_models().max_steps == parser_module.MODEL_MAX_STEPS
+    assert "tether models" in parser_module.MODEL_HELP  # which lists the presets
     for name in ("openai", "anthropic", "ollama"):  # the examples it names
         assert name in PRESETS
-        assert f"{name}/" in main_module.MODEL_HELP
+        assert f"{name}/" in parser_module.MODEL_HELP
 
 
 def test_importing_the_cli_entry_point_stays_light() -> None:

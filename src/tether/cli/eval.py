@@ -52,7 +52,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from tether.cli.arguments import bounded_integer, non_empty_path, non_empty_text, url
+from tether.cli.arguments import bounded_integer, needs_model, non_empty_path, non_empty_text, url
 from tether.cli.eval_files import (
     EvalProblem,
     check_alignment,
@@ -242,14 +242,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.model is None:
-        for option, value in (
-            ("--base-url", args.base_url),
-            ("--system", args.system),
-            ("--tools", args.tools),
-            ("--max-steps", args.max_steps),
-        ):
-            if value is not None:
-                parser.error(f"{option} needs --model (without it, the fixture candidate runs)")
+        fixture = "without it, the fixture candidate runs"
+        needs_model(parser, args, ("--base-url", "--system", "--tools", "--max-steps"), fixture)
     if args.ray_address is not None and args.executor != "ray":
         parser.error("--ray-address needs --executor ray")
     if args.judge_model is not None and args.judge != "model":

@@ -8,7 +8,7 @@ session every mode drives (``tether.coding.CodingSession``, built by
 skills and extensions; with ``RunLimits.for_real_models()``; with ``--tools coding``, the
 coding tools confined to the current directory, never asked about) on the chosen HTTP model
 (``tether.cli.models``). The prompt is ``-p TEXT``, or standard input (``-p -``, or no
-``-p`` while stdin is not a terminal; ``tether.cli.main``). Both kinds of run write the same
+``-p`` while stdin is not a terminal; ``tether.cli.print_prompt``). Both kinds of run write the same
 events the same way: the human view, or one camelCase JSON event per line (``--json``: the
 events ``tether rpc`` sends too). A
 model run that failed in a way a person can fix (``tether.cli.models.run_problem``: server
