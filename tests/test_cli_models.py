@@ -645,7 +645,8 @@ async def test_run_and_rpc_tools_hide_the_key_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tether import AbortController, JsonObject, ScriptedModel, ToolCall
-    from tether.cli.run import PrintOptions, print_config
+    from tether.cli.run import PrintOptions
+    from tether.cli.session_config import mode_config
     from tether.coding import CodingSession
     from tether.tools.contract import execute_tool_call
 
@@ -654,7 +655,7 @@ async def test_run_and_rpc_tools_hide_the_key_variables(
     config = load_config(write(tmp_path, CONFIG + 'pass_env = ["MY_VAR"]\n'))
     choice = choose_model(None, base_url=None, config=config, environ={"GPU_BOX_TOKEN": FAKE_KEY})
     options = PrintOptions(prompt="hi", tools="coding", max_steps=4)
-    coding = print_config(options, choice, config, cwd=tmp_path, config_dir=None)
+    coding = mode_config(options, choice, config, where=(tmp_path, None))
 
     def scripted(_: object) -> ScriptedModel:
         return ScriptedModel([])

@@ -134,10 +134,10 @@ from tether.cli.chat_commands import parse_command
 from tether.cli.chat_completion import prompt_completer
 from tether.cli.chat_session import Chat
 from tether.cli.chat_view import ChatView
-from tether.cli.config import CliConfig, CliError
-from tether.cli.exit_codes import EXIT_INTERRUPTED
-from tether.cli.render import Output, warn
-from tether.cli.session_config import configured_extensions
+from tether.cli.command_setup import extensions_or_warn
+from tether.cli.config import CliConfig
+from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
+from tether.cli.render import Output
 from tether.cli.session_index import chat_data_dir, last_session
 
 if TYPE_CHECKING:
@@ -207,11 +207,9 @@ async def chat_command(options: ChatOptions, choice: ModelChoice, config: CliCon
 
     cwd = Path.cwd()
     data_dir = chat_data_dir()
-    try:
-        extensions = configured_extensions(config)
-    except CliError as error:
-        warn(f"tether chat: [{error.code}] {error}")
-        return 2
+    extensions = extensions_or_warn(config, "chat")
+    if extensions is None:
+        return EXIT_USAGE
     out = Output.for_people(sys.stdout)
     from tether.cli.ui.markdown import theme_from_environment
 

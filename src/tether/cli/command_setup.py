@@ -2,7 +2,8 @@
 
 ``tether run --model``, ``tether chat`` and ``tether rpc`` read the config file once, apply
 ``--sandbox`` (checked against this machine) and ``--thinking`` to it, and choose the model
-with it (``choose_with_config``); ``tether models`` and ``tether mcp`` only read it
+with it (``choose_with_config``), then load the extensions it names
+(``extensions_or_warn``); ``tether models`` and ``tether mcp`` only read it
 (``config_or_warn``). A problem is one line on stderr, ``tether COMMAND: [CODE] message``, and
 the command exits with status 2.
 """
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING
 from tether.cli.render import warn
 
 if TYPE_CHECKING:
+    from tether.agent.extensions import ExtensionDefinition
     from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
 
-__all__ = ["choose_with_config", "config_or_warn"]
+__all__ = ["choose_with_config", "config_or_warn", "extensions_or_warn"]
 
 
 def config_or_warn(command: str) -> CliConfig | None:
@@ -28,6 +30,19 @@ def config_or_warn(command: str) -> CliConfig | None:
 
     try:
         return load_config()
+    except CliError as error:
+        warn(f"tether {command}: [{error.code}] {error}")
+        return None
+
+
+def extensions_or_warn(config: CliConfig, command: str) -> tuple[ExtensionDefinition, ...] | None:
+    """The extensions ``config`` names (``tether.cli.session_config.configured_extensions``);
+    ``None`` after one line on stderr when one cannot be loaded."""
+    from tether.cli.config import CliError
+    from tether.cli.session_config import configured_extensions
+
+    try:
+        return configured_extensions(config)
     except CliError as error:
         warn(f"tether {command}: [{error.code}] {error}")
         return None
