@@ -27,29 +27,25 @@ from tether.agent.session import default_sessions_dir
 from tether.cli import chat as chat_module
 from tether.cli import chat_commands
 from tether.cli import chat_view as chat_view_module
-from tether.cli.chat import (
-    APPROVE_PROMPT,
-    DECLINED,
-    HELP,
-    Approvals,
-    Chat,
-    chat_data_dir,
-    last_session,
-    message_text,
-    parse_answer,
-    remember_session,
-    session_directories,
-)
+from tether.cli.chat import APPROVE_PROMPT, message_text
 from tether.cli.chat_approval import Escaped
 from tether.cli.chat_commands import Command, parse_command
 from tether.cli.chat_completion import chat_completions
+from tether.cli.chat_session import Chat
 from tether.cli.chat_view import ChatView
 from tether.cli.config import CliConfig, load_config
 from tether.cli.main import main
 from tether.cli.models import ModelChoice, choose_model
 from tether.cli.render import Output
+from tether.cli.session_index import (
+    chat_data_dir,
+    last_session,
+    remember_session,
+    session_directories,
+)
 from tether.cli.slash_commands import (
     COMMANDS_HELP,
+    HELP,
     SLASH_COMMANDS,
     Handler,
     SlashCommand,
@@ -57,6 +53,7 @@ from tether.cli.slash_commands import (
     rpc_commands,
 )
 from tether.cli.ui.picker import More, PickItem
+from tether.coding.approval import DECLINED, Approvals, parse_answer
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
 from tether.models.base import Model

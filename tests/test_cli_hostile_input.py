@@ -26,12 +26,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.cli.chat import INDEX_NAME, last_session, remember_session
 from tether.cli.config import DEFAULT_EXTENSION_TIMEOUT, CliConfigError, load_config
 from tether.cli.eval import add_parser
 from tether.cli.eval import main as eval_main
 from tether.cli.main import main
 from tether.cli.models import choose_model, display_url, run_problem
+from tether.cli.session_index import INDEX_NAME, last_session, remember_session
 from tether.cli.urls import http_url_problem
 from tether.protocol import FailedRunResult, RunError, UserMessage
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from tether import CancelledRunResult, FailedRunResult, RunError, UserMessage
 from tether.cli import config as config_module
-from tether.cli import main as main_module
+from tether.cli import parser as parser_module
 from tether.cli.config import (
     APPROVABLE_TOOLS,
     DEFAULT_APPROVE,
@@ -600,12 +600,12 @@ def test_the_cli_lists_match_the_runtime(tmp_path: Path) -> None:
 
     assert coding_tools(tmp_path).names == APPROVABLE_TOOLS
     assert set(DEFAULT_APPROVE) <= set(APPROVABLE_TOOLS)
-    assert main_module.FIXTURE_MAX_STEPS == MAX_AGENT_STEPS
-    assert RunLimits.for_real_models().max_steps == main_module.MODEL_MAX_STEPS
-    assert "tether models" in main_module.MODEL_HELP  # which lists the presets
+    assert parser_module.FIXTURE_MAX_STEPS == MAX_AGENT_STEPS
+    assert RunLimits.for_real_models().max_steps == parser_module.MODEL_MAX_STEPS
+    assert "tether models" in parser_module.MODEL_HELP  # which lists the presets
     for name in ("openai", "anthropic", "ollama"):  # the examples it names
         assert name in PRESETS
-        assert f"{name}/" in main_module.MODEL_HELP
+        assert f"{name}/" in parser_module.MODEL_HELP
 
 
 def test_importing_the_cli_entry_point_stays_light() -> None:
@@ -645,7 +645,8 @@ async def test_run_and_rpc_tools_hide_the_key_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tether import AbortController, JsonObject, ScriptedModel, ToolCall
-    from tether.cli.run import PrintOptions, print_config
+    from tether.cli.run import PrintOptions
+    from tether.cli.session_config import mode_config
     from tether.coding import CodingSession
     from tether.tools.execution import execute_tool_call
 
@@ -654,7 +655,7 @@ async def test_run_and_rpc_tools_hide_the_key_variables(
     config = load_config(write(tmp_path, CONFIG + 'pass_env = ["MY_VAR"]\n'))
     choice = choose_model(None, base_url=None, config=config, environ={"GPU_BOX_TOKEN": FAKE_KEY})
     options = PrintOptions(prompt="hi", tools="coding", max_steps=4)
-    coding = print_config(options, choice, config, cwd=tmp_path, config_dir=None)
+    coding = mode_config(options, choice, config, where=(tmp_path, None))
 
     def scripted(_: object) -> ScriptedModel:
         return ScriptedModel([])

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tether.cli.config import CliConfigError, load_config, with_thinking_flag
-from tether.cli.main import _parser  # pyright: ignore[reportPrivateUsage]
 from tether.cli.models import choose_model
+from tether.cli.parser import build_parser
 from tether.providers.anthropic import AnthropicModel
 from tether.providers.openai_chat import OpenAIChatModel
 from tether.providers.thinking import THINKING_LEVELS
@@ -82,7 +82,7 @@ def test_every_level_is_accepted(level: str) -> None:
 def test_the_flag_is_on_every_model_command_and_beats_the_config(
     command: str, tmp_path: Path
 ) -> None:
-    parser, _ = _parser()
+    parser, _ = build_parser()
     extra = ["-p", "hi"] if command == "run" else []
     args = parser.parse_args([command, "--thinking", "minimal", *extra])
     assert args.thinking == "minimal"

@@ -67,7 +67,7 @@ def test_every_command_with_its_fields_is_accepted() -> None:
 
 @given(st.binary(max_size=200) | st.text(max_size=40).map(lambda t: (t + "\n").encode()))
 def test_a_stdin_prompt_is_text_or_nothing(data: bytes) -> None:
-    from tether.cli.main import stdin_prompt
+    from tether.cli.print_prompt import stdin_prompt
 
     decoded = data.decode("utf-8", "replace")
     text = stdin_prompt(data)
@@ -79,7 +79,7 @@ def test_a_stdin_prompt_is_text_or_nothing(data: bytes) -> None:
 
 
 def test_one_final_newline_is_dropped() -> None:
-    from tether.cli.main import stdin_prompt
+    from tether.cli.print_prompt import stdin_prompt
 
     assert stdin_prompt(b"two\nlines\r\n") == "two\nlines"
     assert stdin_prompt(b"\xffx\n") == "\ufffdx"

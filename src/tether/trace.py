@@ -8,6 +8,7 @@ single settled result. Nothing runs: no model, no tool, no network.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._dataclass import dataclass
@@ -33,34 +34,50 @@ PROLOGUE_TOOL_CALL_ID: Final = "call-add-001"
 PROLOGUE_FINAL_TEXT: Final = "The sum is 42."
 
 
+class _WorkshopJson:
+    """``to_json`` for the trace's dataclasses: the workshop's field names and values."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field in order, named in camelCase (``tool_call_id``: ``toolCallId``), a
+        JSON object thawed into plain ``dict`` and ``list`` values."""
+        values: Any = self  # every subclass is a dataclass
+        return {
+            _camel_case(field.name): _plain(getattr(self, field.name))
+            for field in dataclasses.fields(values)
+        }
+
+
+def _camel_case(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _plain(value: object) -> object:
+    return thaw_json(value) if type(value) is JsonObject else value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UserMessageAcceptedRecord:
+class UserMessageAcceptedRecord(_WorkshopJson):
     """The user's input entered the run."""
 
     type: Literal["user_message_accepted"] = "user_message_accepted"
     sequence: int
     text: str
 
-    def to_json(self) -> dict[str, Any]:
-        """The record with the workshop's field names."""
-        return {"type": self.type, "sequence": self.sequence, "text": self.text}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModelStreamOpenedRecord:
+class ModelStreamOpenedRecord(_WorkshopJson):
     """A model stream opened."""
 
     type: Literal["model_stream_opened"] = "model_stream_opened"
     sequence: int
     stream_id: str
 
-    def to_json(self) -> dict[str, Any]:
-        """The record with the workshop's field names."""
-        return {"type": self.type, "sequence": self.sequence, "streamId": self.stream_id}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallCompletedRecord:
+class ToolCallCompletedRecord(_WorkshopJson):
     """The model finished describing one tool call."""
 
     type: Literal["tool_call_completed"] = "tool_call_completed"
@@ -69,19 +86,9 @@ class ToolCallCompletedRecord:
     tool_name: str
     arguments: JsonObject
 
-    def to_json(self) -> dict[str, Any]:
-        """The record with the workshop's field names."""
-        return {
-            "type": self.type,
-            "sequence": self.sequence,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "arguments": thaw_json(self.arguments),
-        }
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolExecutionStartedRecord:
+class ToolExecutionStartedRecord(_WorkshopJson):
     """The tool began executing."""
 
     type: Literal["tool_execution_started"] = "tool_execution_started"
@@ -89,18 +96,9 @@ class ToolExecutionStartedRecord:
     tool_call_id: str
     tool_name: str
 
-    def to_json(self) -> dict[str, Any]:
-        """The record with the workshop's field names."""
-        return {
-            "type": self.type,
-            "sequence": self.sequence,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-        }
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolResultAppendedRecord:
+class ToolResultAppendedRecord(_WorkshopJson):
     """The tool's result joined the transcript under the same call ID."""
 
     type: Literal["tool_result_appended"] = "tool_result_appended"
@@ -108,40 +106,23 @@ class ToolResultAppendedRecord:
     tool_call_id: str
     result: int
 
-    def to_json(self) -> dict[str, Any]:
-        """The record with the workshop's field names."""
-        return {
-            "type": self.type,
-            "sequence": self.sequence,
-            "toolCallId": self.tool_call_id,
-            "result": self.result,
-        }
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FinalTextCompletedRecord:
+class FinalTextCompletedRecord(_WorkshopJson):
     """The continuation stream produced the final answer."""
 
     type: Literal["final_text_completed"] = "final_text_completed"
     sequence: int
     text: str
 
-    def to_json(self) -> dict[str, Any]:
-        """The record with the workshop's field names."""
-        return {"type": self.type, "sequence": self.sequence, "text": self.text}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentEndedRecord:
+class AgentEndedRecord(_WorkshopJson):
     """The terminal progress record."""
 
     type: Literal["agent_ended"] = "agent_ended"
     sequence: int
     status: Literal["completed"] = "completed"
-
-    def to_json(self) -> dict[str, Any]:
-        """The record with the workshop's field names."""
-        return {"type": self.type, "sequence": self.sequence, "status": self.status}
 
 
 PrologueRecord: TypeAlias = (
@@ -156,15 +137,11 @@ PrologueRecord: TypeAlias = (
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PrologueResult:
+class PrologueResult(_WorkshopJson):
     """The single settled value a caller receives."""
 
     status: Literal["completed"] = "completed"
     final_text: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The result with the workshop's field names."""
-        return {"status": self.status, "finalText": self.final_text}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,15 +2,16 @@
 
 Each is a ``type=`` callable: it returns the parsed value or raises
 ``argparse.ArgumentTypeError`` with the message ``argparse`` prints after the option's name.
+``needs_model`` checks what only goes with ``--model`` once the arguments are parsed.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["bounded_integer", "non_empty_path", "non_empty_text", "url"]
+__all__ = ["bounded_integer", "needs_model", "non_empty_path", "non_empty_text", "url"]
 
 
 def bounded_integer(low: int, high: int, name: str | None = None) -> Callable[[str], int]:
@@ -52,3 +53,17 @@ def non_empty_text(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("must not be empty")
     return text
+
+
+def needs_model(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    options: Iterable[str],
+    without: str,
+) -> None:
+    """Refuse (``parser.error``, exit status 2) the first of ``options`` (``--base-url``:
+    read as ``args.base_url``; ``None`` is not given) that only works with ``--model``;
+    ``without`` says what runs without ``--model``."""
+    for option in options:
+        if getattr(args, option.removeprefix("--").replace("-", "_")) is not None:
+            parser.error(f"{option} needs --model ({without})")

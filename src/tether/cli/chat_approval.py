@@ -32,7 +32,7 @@ Ask: TypeAlias = Callable[[str], Awaitable[str]]
 
 
 class ChatApproval(ChatOperations):
-    """The approval question of ``tether.cli.chat.Chat`` (``_approve``, the coding session's
+    """The approval question of ``tether.cli.chat_session.Chat`` (``_approve``, the coding session's
     approver) and the workspace its previews read."""
 
     ask: Ask

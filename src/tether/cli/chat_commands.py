@@ -54,7 +54,7 @@ def parse_command(line: str) -> Command | None:
 
 
 class ChatCommands(ChatOperations):
-    """The slash commands of ``tether.cli.chat.Chat``: ``command`` runs one, and the methods
+    """The slash commands of ``tether.cli.chat_session.Chat``: ``command`` runs one, and the methods
     below are what the table's handlers call (``tether.cli.slash_commands.ChatHost``)."""
 
     config: CliConfig
@@ -67,7 +67,7 @@ class ChatCommands(ChatOperations):
     if TYPE_CHECKING:
 
         async def turn(self, text: str) -> RunResult | None:
-            """Send ``text`` (``tether.cli.chat.Chat.turn``)."""
+            """Send ``text`` (``tether.cli.chat_session.Chat.turn``)."""
             ...
 
     def model_names(self) -> list[str]:

@@ -45,7 +45,7 @@ def chat_completions(
 
 
 class CompletionSource(Protocol):
-    """What completion reads from the chat (``tether.cli.chat.Chat``)."""
+    """What completion reads from the chat (``tether.cli.chat_session.Chat``)."""
 
     def workspace_view(self) -> Workspace | None:
         """The workspace ``@path`` mentions complete in (``None``: none)."""

@@ -44,9 +44,9 @@ class OperationCancelled(Exception):
 
 
 class ChatOperations:
-    """What ``tether.cli.chat.Chat`` is made of (its ``coding`` session, its ``view``) and the
-    operations it waits for: ``interrupt`` (Ctrl-C) cancels the running turn, else the
-    operation waited for. ``Chat`` sets every attribute declared here."""
+    """What ``tether.cli.chat_session.Chat`` is made of (its ``coding`` session, its
+    ``view``) and the operations it waits for: ``interrupt`` (Ctrl-C) cancels the running
+    turn, else the operation waited for. ``Chat`` sets every attribute declared here."""
 
     view: ChatView
     coding: CodingSession[ModelChoice]

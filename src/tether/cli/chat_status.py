@@ -21,7 +21,7 @@ _STALL_SECONDS: Final = 2.0
 
 
 class ChatStatus(ChatOperations):
-    """The status line of ``tether.cli.chat.Chat``: ``_note_activity`` reads each event,
+    """The status line of ``tether.cli.chat_session.Chat``: ``_note_activity`` reads each event,
     ``_tick`` redraws the line while a turn runs (not while the approval question is up)."""
 
     typed: str

@@ -52,7 +52,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from tether.cli.arguments import bounded_integer, non_empty_path, non_empty_text, url
+from tether.cli.arguments import bounded_integer, needs_model, non_empty_path, non_empty_text, url
 from tether.cli.eval_files import (
     EvalProblem,
     check_alignment,
@@ -61,6 +61,7 @@ from tether.cli.eval_files import (
     load_tasks,
     write_report,
 )
+from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_FAILED, EXIT_USAGE
 from tether.cli.render import Output, OutputError, warn
 
 if TYPE_CHECKING:
@@ -89,9 +90,6 @@ EXIT_EVAL_OK: Final = 0
 """The evaluation ran (whatever its verdicts)."""
 EXIT_EVAL_REGRESSED: Final = 1
 """``--compare`` found a regressed run."""
-_EXIT_USAGE: Final = 2
-_EXIT_OUTPUT_FAILED: Final = 4
-_EXIT_INTERRUPTED: Final = 130
 _COMMAND: Final = "tether eval"
 _BAR: Final = 20
 # tether.evals.types.MAX_REPETITIONS and MAX_CONCURRENCY, spelled out so that building the
@@ -100,7 +98,7 @@ _MAX_REPETITIONS: Final = 64
 _MAX_CONCURRENCY: Final = 8
 _MAX_STEPS: Final = 1024
 _DEFAULT_STEPS: Final = 16
-"""The largest tasks or baseline file read (64 MiB; a larger one is refused unread)."""
+"""Model turns per task when ``--max-steps`` is not given."""
 _ID_CHARACTERS: Final = re.compile(r"[^a-z0-9._-]+")
 
 EXIT_HELP: Final = """\
@@ -177,20 +175,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--candidate-id", type=_candidate_id, metavar="ID", help="the candidate's ID in reports"
     )
-    parser.add_argument(
-        "--repetitions",
-        type=bounded_integer(1, _MAX_REPETITIONS, "--repetitions"),
-        default=1,
-        metavar="N",
-        help=f"runs per task (1-{_MAX_REPETITIONS}, default 1)",
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=bounded_integer(1, _MAX_CONCURRENCY, "--concurrency"),
-        default=1,
-        metavar="N",
-        help=f"runs at once (1-{_MAX_CONCURRENCY}, default 1)",
-    )
+    for option, most, what in (
+        ("--repetitions", _MAX_REPETITIONS, "runs per task"),
+        ("--concurrency", _MAX_CONCURRENCY, "runs at once"),
+    ):
+        parser.add_argument(
+            option,
+            type=bounded_integer(1, most, option),
+            default=1,
+            metavar="N",
+            help=f"{what} (1-{most}, default 1)",
+        )
     parser.add_argument(
         "--executor", choices=["local", "ray"], default="local", help="where runs execute"
     )
@@ -237,19 +232,13 @@ def main(args: argparse.Namespace) -> int:
         return _evaluate(args)
     except EvalProblem as problem:
         warn(f"{_COMMAND}: [{problem.code}] {problem}")
-        return _EXIT_USAGE
+        return EXIT_USAGE
 
 
 def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.model is None:
-        for option, value in (
-            ("--base-url", args.base_url),
-            ("--system", args.system),
-            ("--tools", args.tools),
-            ("--max-steps", args.max_steps),
-        ):
-            if value is not None:
-                parser.error(f"{option} needs --model (without it, the fixture candidate runs)")
+        fixture = "without it, the fixture candidate runs"
+        needs_model(parser, args, ("--base-url", "--system", "--tools", "--max-steps"), fixture)
     if args.ray_address is not None and args.executor != "ray":
         parser.error("--ray-address needs --executor ray")
     if args.judge_model is not None and args.judge != "model":
@@ -275,7 +264,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     progress = Progress(total, sys.stderr)
     report = asyncio.run(_run(args, source, candidate, judge, executor, progress))
     if report is None:
-        return _EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     if args.out is not None:
         from tether.evals.report import serialize_evaluation_report
 
@@ -286,7 +275,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except OutputError as error:
         if not error.reader_gone:
             warn(f"{_COMMAND}: cannot write output: {error}")
-        return _EXIT_OUTPUT_FAILED
+        return EXIT_OUTPUT_FAILED
     if args.html is not None:
         from tether.evals.html import render_html
 

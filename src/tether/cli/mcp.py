@@ -19,7 +19,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 from tether.cli.exit_codes import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from tether.cli.render import Output, json_line, warn
+from tether.cli.render import Output, json_line
 
 if TYPE_CHECKING:
     from tether.cli.config import CliConfig
@@ -59,12 +59,10 @@ def main(args: argparse.Namespace) -> int:
     """Run ``tether mcp ...`` (only ``list`` for now)."""
     import asyncio  # here, not at the top: every ``tether`` command builds this parser
 
-    from tether.cli.config import CliError, load_config
+    from tether.cli.command_setup import config_or_warn
 
-    try:
-        config = load_config()
-    except CliError as error:
-        warn(f"tether mcp: [{error.code}] {error}")
+    config = config_or_warn("mcp")
+    if config is None:
         return EXIT_USAGE
     make = Output.for_json if args.json else Output.for_people
     out = make(sys.stdout)

@@ -49,7 +49,6 @@ from tether.cli.rpc_requests import COMMANDS, PROTOCOL_VERSION, Refused, Request
 from tether.protocol import to_json
 
 if TYPE_CHECKING:
-    from tether.agent.extensions import ExtensionDefinition
     from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
     from tether.coding import (
@@ -57,7 +56,7 @@ if TYPE_CHECKING:
         ApprovalRequest,
         CodingEvent,
         CodingSession,
-        CodingSessionConfig,
+        SessionPlace,
         ToolSet,
     )
     from tether.providers.thinking import ThinkingLevel
@@ -68,7 +67,6 @@ __all__ = [
     "PROTOCOL_VERSION",
     "RpcOptions",
     "rpc_command",
-    "rpc_config",
 ]
 
 MAX_LINE_BYTES: Final = 1 << 20
@@ -85,26 +83,16 @@ async def rpc_command(
     (130); 2 when the session cannot be opened (one line on stderr). A failed write raises
     ``OutputError`` after cleanup."""
     from tether.agent.runtime import TetherRuntimeError
-    from tether.cli.config import CliError
-    from tether.cli.session_config import configured_extensions
+    from tether.cli.command_setup import extensions_or_warn
+    from tether.cli.session_config import mode_config
     from tether.coding import CodingSession, CodingSessionError
-    from tether.coding.context_files import user_config_dir
 
-    try:
-        extensions = configured_extensions(config)
-    except CliError as error:
-        warn(f"tether rpc: [{error.code}] {error}")
+    extensions = extensions_or_warn(config, "rpc")
+    if extensions is None:
         return EXIT_USAGE
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller, _NOTICE):
-        made = rpc_config(
-            options,
-            choice,
-            config,
-            cwd=Path.cwd(),
-            config_dir=user_config_dir(),
-            extensions=extensions,
-        )
+        made = mode_config(options, choice, config, extensions)
         server: _Session | None = None
 
         async def approve(request: ApprovalRequest) -> Answer:
@@ -144,34 +132,11 @@ class RpcOptions:
     resume: str | None = None
     thinking: ThinkingLevel | None = None
 
+    def sessions(self) -> SessionPlace:
+        """The sessions directory, where ``tether chat`` keeps its sessions by default."""
+        from tether.coding import SessionPlace
 
-def rpc_config(
-    options: RpcOptions,
-    choice: ModelChoice,
-    config: CliConfig,
-    *,
-    cwd: Path,
-    config_dir: Path | None,
-    extensions: tuple[ExtensionDefinition, ...] = (),
-) -> CodingSessionConfig[ModelChoice]:
-    """The coding session ``tether rpc`` drives (``tether.cli.session_config``): chat's
-    system prompt, extensions and sessions, its approvals asked of the client
-    (``approval_request``) unless ``auto_approve``."""
-    from tether.cli.session_config import coding_config
-    from tether.coding import SessionPlace
-
-    return coding_config(
-        choice,
-        config,
-        cwd=cwd,
-        tools=options.tools,
-        introduction=options.introduction,
-        sessions=SessionPlace(directory=options.sessions_dir),
-        config_dir=config_dir,
-        extensions=extensions,
-        max_steps=options.max_steps,
-        auto_approve=options.auto_approve,
-    )
+        return SessionPlace(directory=self.sessions_dir)
 
 
 class _Session(RpcHandlers):

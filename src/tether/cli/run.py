@@ -8,7 +8,7 @@ session every mode drives (``tether.coding.CodingSession``, built by
 skills and extensions; with ``RunLimits.for_real_models()``; with ``--tools coding``, the
 coding tools confined to the current directory, never asked about) on the chosen HTTP model
 (``tether.cli.models``). The prompt is ``-p TEXT``, or standard input (``-p -``, or no
-``-p`` while stdin is not a terminal; ``tether.cli.main``). Both kinds of run write the same
+``-p`` while stdin is not a terminal; ``tether.cli.print_prompt``). Both kinds of run write the same
 events the same way: the human view, or one camelCase JSON event per line (``--json``: the
 events ``tether rpc`` sends too). A
 model run that failed in a way a person can fix (``tether.cli.models.run_problem``: server
@@ -80,11 +80,10 @@ from tether.providers.fixture import FixtureProviderError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tether.agent.extensions import ExtensionDefinition
     from tether.agent.runtime import TetherRuntimeError
     from tether.cli.config import CliConfig
     from tether.cli.models import ModelChoice
-    from tether.coding import CodingEvent, CodingSession, CodingSessionConfig, ToolSet
+    from tether.coding import CodingEvent, CodingSession, SessionPlace, ToolSet
     from tether.protocol import ModelUsage
 
 __all__ = [
@@ -98,7 +97,6 @@ __all__ = [
     "PrintOptions",
     "UsageMeter",
     "add",
-    "print_config",
     "run_command",
     "run_model_command",
     "show_run",
@@ -185,34 +183,16 @@ class PrintOptions:
     max_steps: int = 64
     session: Path | None = None
 
+    @property
+    def auto_approve(self) -> bool:
+        """Always: a print run's tool calls are never asked about (there is nobody to ask)."""
+        return True
 
-def print_config(
-    options: PrintOptions,
-    choice: ModelChoice,
-    config: CliConfig,
-    *,
-    cwd: Path,
-    config_dir: Path | None,
-    extensions: tuple[ExtensionDefinition, ...] = (),
-) -> CodingSessionConfig[ModelChoice]:
-    """The coding session of a print run (``tether.cli.session_config``): the same system
-    prompt and extensions as ``tether chat``, its tool calls never asked about (there is
-    nobody to ask)."""
-    from tether.cli.session_config import coding_config
-    from tether.coding import SessionPlace
+    def sessions(self) -> SessionPlace:
+        """The ``session`` file (none: an ephemeral session)."""
+        from tether.coding import SessionPlace
 
-    return coding_config(
-        choice,
-        config,
-        cwd=cwd,
-        tools=options.tools,
-        introduction=options.introduction,
-        sessions=SessionPlace(file=options.session),
-        config_dir=config_dir,
-        extensions=extensions,
-        max_steps=options.max_steps,
-        auto_approve=True,
-    )
+        return SessionPlace(file=self.session)
 
 
 async def run_model_command(
@@ -221,26 +201,16 @@ async def run_model_command(
     """Run ``tether run --model ...``: one prompt to a ``CodingSession`` on ``choice``'s
     model (with ``config``'s extensions), shown on ``out``; returns the exit status. A failed
     write raises ``OutputError`` (after the run was cancelled)."""
-    from tether.cli.config import CliError
-    from tether.cli.session_config import configured_extensions
+    from tether.cli.command_setup import extensions_or_warn
+    from tether.cli.session_config import mode_config
     from tether.coding import CodingSession
-    from tether.coding.context_files import user_config_dir
 
-    try:
-        extensions = configured_extensions(config)
-    except CliError as error:
-        warn(f"tether run: [{error.code}] {error}")
+    extensions = extensions_or_warn(config, "run")
+    if extensions is None:
         return EXIT_USAGE
     controller = AbortController()
     with Interrupts(asyncio.get_running_loop(), controller):
-        made = print_config(
-            options,
-            choice,
-            config,
-            cwd=Path.cwd(),
-            config_dir=user_config_dir(),
-            extensions=extensions,
-        )
+        made = mode_config(options, choice, config, extensions)
         session = CodingSession(made)
         try:
             return await _print_run(session, options, choice, controller.signal, out)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tether.cli.config import CliConfig, CliError
 from tether.cli.tracing import cli_tracing
@@ -20,7 +20,14 @@ if TYPE_CHECKING:
     from tether.coding import CodingSessionConfig, SessionPlace, ToolSet
     from tether.tools.coding.sandbox import Sandbox
 
-__all__ = ["SANDBOXED_TOOLS", "coding_config", "configured_extensions", "sandbox_of"]
+__all__ = [
+    "SANDBOXED_TOOLS",
+    "ModeOptions",
+    "coding_config",
+    "configured_extensions",
+    "mode_config",
+    "sandbox_of",
+]
 
 SANDBOXED_TOOLS: frozenset[str] = sandbox_contained_tools()
 """The tools the sandbox contains: a sandboxed session does not ask before they run (they
@@ -110,4 +117,63 @@ def coding_config(
         max_steps=max_steps,
         mcp_servers=config.mcp_servers,
         tracing=cli_tracing(config, os.environ),
+    )
+
+
+class ModeOptions(Protocol):
+    """What the options of ``tether run -p`` (``PrintOptions``) and ``tether rpc``
+    (``RpcOptions``) say about their session."""
+
+    @property
+    def tools(self) -> ToolSet:
+        """The tools (``none`` or ``coding``)."""
+        ...
+
+    @property
+    def introduction(self) -> str | None:
+        """What replaces the system prompt's first paragraph (``--system``)."""
+        ...
+
+    @property
+    def max_steps(self) -> int:
+        """Model steps per prompt."""
+        ...
+
+    @property
+    def auto_approve(self) -> bool:
+        """Whether tool calls run without being asked about."""
+        ...
+
+    def sessions(self) -> SessionPlace:
+        """Where the session is kept."""
+        ...
+
+
+def mode_config(
+    options: ModeOptions,
+    choice: ModelChoice,
+    config: CliConfig,
+    extensions: tuple[ExtensionDefinition, ...] = (),
+    *,
+    where: tuple[Path, Path | None] | None = None,
+) -> CodingSessionConfig[ModelChoice]:
+    """The session of ``tether run -p`` or ``tether rpc`` (``coding_config`` with what
+    ``options`` say) in the workspace and config directory ``where`` names (default: the
+    current directory and ``tether.coding.context_files.user_config_dir()``)."""
+    if where is None:
+        from tether.coding.context_files import user_config_dir
+
+        where = (Path.cwd(), user_config_dir())
+    cwd, config_dir = where
+    return coding_config(
+        choice,
+        config,
+        cwd=cwd,
+        tools=options.tools,
+        introduction=options.introduction,
+        sessions=options.sessions(),
+        config_dir=config_dir,
+        extensions=extensions,
+        max_steps=options.max_steps,
+        auto_approve=options.auto_approve,
     )
