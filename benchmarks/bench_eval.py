@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.evals.executors import EvaluationExecutor, LocalExecutor
-from tether.evals.fixture import fixture_candidate
+from tether.evals.fixture_candidate import fixture_candidate
 from tether.evals.runner import run_evaluation
 from tether.evals.types import (
     EvaluationCompleted,

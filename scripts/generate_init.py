@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 MODULES = (
-    "tether._errors",
+    "tether._base.tether_error",
     "tether.abort",
     "tether.jsonvalue",
     "tether.protocol",
@@ -51,7 +51,7 @@ MODULES = (
     "tether.evals",
     "tether.evals.candidates",
     "tether.evals.ray_executor",
-    "tether.trace",
+    "tether.cli.prologue",
 )
 """The public modules (each with its ``__all__``), lowest layer first: where the root's names
 are looked up, and what the public-interface tests check."""

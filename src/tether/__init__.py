@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing would co
 if TYPE_CHECKING:
     from typing import Any
 
-    from tether._errors import (
+    from tether._base.tether_error import (
         TetherError,
     )
     from tether.abort import (
@@ -145,7 +145,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _MODULE_EXPORTS: dict[str, tuple[str, ...]] = {
-    "tether._errors": ("TetherError",),
+    "tether._base.tether_error": ("TetherError",),
     "tether.abort": (
         "AbortController",
         "AbortError",

@@ -20,8 +20,8 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
-from tether._errors import TetherError
-from tether._types import instance_of
+from tether._base.exact_types import instance_of
+from tether._base.tether_error import TetherError
 
 if TYPE_CHECKING:
     import asyncio

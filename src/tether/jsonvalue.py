@@ -22,8 +22,8 @@ import math
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, final
 
-from tether._errors import TetherError
-from tether._types import is_dict, type_of
+from tether._base.exact_types import is_dict, type_of
+from tether._base.tether_error import TetherError
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs

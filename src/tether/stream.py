@@ -44,8 +44,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, Final, Generic, TypeGuard, TypeVar
 
-from tether._errors import TetherError
-from tether._types import instance_of, type_of
+from tether._base.exact_types import instance_of, type_of
+from tether._base.tether_error import TetherError
 
 __all__ = ["EventStream", "EventStreamIterator", "EventStreamStateError"]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from tether._dataclass import dataclass
-from tether._types import type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import type_of
 from tether.agent.compaction import (
     CODE_POINTS_PER_TOKEN,
     ActiveContext,
@@ -32,7 +32,7 @@ from tether.agent.compaction import (
     group_tool_rounds,
     message_units,
 )
-from tether.loop.limits import check_positive
+from tether.models.limits import check_positive
 from tether.protocol import MAX_SAFE_INTEGER, Message, ModelUsage, UserMessage
 
 __all__ = ["SUMMARY_PREFIX", "AutoCompaction", "forced_options", "summary_message"]

@@ -26,7 +26,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from tether._types import instance_of
+from tether._base.exact_types import instance_of
 from tether.agent.agent import Agent, unanswered_call_results
 from tether.agent.compaction import ContextCompactionRecord, ContextSummary
 from tether.agent.session import MessageEntry, SessionContext, SessionStoreError, SessionTree

@@ -11,7 +11,7 @@ import stat
 from collections.abc import Callable
 from typing import Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.agent.resource_paths import outside, valid_name
 from tether.agent.resource_values import (
     MAX_DIRECTORY_ENTRIES,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import Final, Literal, TypeAlias, get_args
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
+from tether._base.dataclass import dataclass
+from tether._base.tether_error import TetherError
 
 __all__ = [
     "MAX_DIRECTORY_ENTRIES",

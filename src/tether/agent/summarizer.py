@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from tether._text import code_points
-from tether._types import type_of
+from tether._base.exact_types import type_of
+from tether._base.text import code_points
 from tether.abort import AbortSignal
 from tether.agent.compaction import (
     ContextCompactionError,
@@ -36,8 +36,8 @@ from tether.agent.compaction import (
 )
 from tether.jsonvalue import thaw_json
 from tether.loop import RunLimits, run_agent_loop
-from tether.loop.limits import check_positive
 from tether.models.base import Model
+from tether.models.limits import check_positive
 from tether.protocol import Message, UserMessage, assert_never
 from tether.tools import ToolRegistry
 

@@ -171,7 +171,7 @@ _WARM_MODULES: Final = (
     "tether.agent.persistence",
     "tether.agent.session",
     "tether.cli.models",
-    "tether.cli.run",
+    "tether.cli.run_command",
     "tether.providers.openai_chat",
     "tether.tools.coding",
 )

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeAlias
 
-from tether._errors import TetherError
+from tether._base.tether_error import TetherError
 from tether.cli.chat_operations import ChatOperations
 from tether.coding.approval import Answer, ApprovalRequest, Decline
 

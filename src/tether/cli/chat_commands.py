@@ -10,7 +10,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from tether._errors import TetherError
+from tether._base.tether_error import TetherError
 from tether.cli.chat_approval import Ask
 from tether.cli.chat_operations import ChatOperations, OperationCancelled
 from tether.cli.config import CliConfig, CliError

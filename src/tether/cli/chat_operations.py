@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
-from tether._errors import TetherError
-from tether._types import instance_of
+from tether._base.exact_types import instance_of
+from tether._base.tether_error import TetherError
 
 if TYPE_CHECKING:
     from pathlib import Path

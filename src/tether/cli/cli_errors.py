@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-from tether._errors import TetherError
+from tether._base.tether_error import TetherError
 
 __all__ = ["CliError", "CliErrorCode"]
 CliErrorCode: TypeAlias = Literal[

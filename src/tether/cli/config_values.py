@@ -10,7 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.cli.cli_errors import CliError
 from tether.providers.registry import ProviderApi
 from tether.tools.coding.catalog import coding_tool_names, default_approvals

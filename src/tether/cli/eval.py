@@ -298,7 +298,7 @@ def _choose(spec: str | None, base_url: str | None) -> ModelChoice:
 
 def _candidate(args: argparse.Namespace, tasks: tuple[EvaluationTask, ...]) -> EvaluationCandidate:
     if args.model is None:
-        from tether.evals.fixture import fixture_candidate
+        from tether.evals.fixture_candidate import fixture_candidate
 
         if args.candidate_id is None:
             return fixture_candidate(tasks)

@@ -1,7 +1,7 @@
 """Ctrl-C during a CLI command: the first aborts the command's work, the second exits at once.
 
 Why a Python-level handler (``signal.signal``) and not the loop's ``add_signal_handler`` is
-explained in ``tether.cli.run``.
+explained in ``tether.cli.run_command``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ and its result, the final status and token usage. With no options it replays the
 round-trip fixture ("What is 20 + 22?") with a built-in ``add`` tool: no key, no network.
 ``--model PROVIDER/MODEL`` (with ``-p/--prompt``) runs a real model instead, ``--tools
 coding`` gives it the coding tools confined to the current directory (see
-``tether.cli.run``). ``--json`` prints one camelCase JSON event per line instead, always as
+``tether.cli.run_command``). ``--json`` prints one camelCase JSON event per line instead, always as
 valid UTF-8. Ctrl-C cancels the run; a second Ctrl-C quits at once. How output is written,
 and why it never fails on text it cannot encode, is in ``tether.cli.render``.
 
@@ -68,7 +68,7 @@ __all__ = ["main"]
 
 
 def _print_trace(out: Output) -> int:
-    from tether.trace import run_prologue
+    from tether.cli.prologue import run_prologue
 
     prologue = run_prologue()
     for record in prologue.events:
@@ -123,7 +123,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             )
         if args.prompt is None:
             args.prompt = DEFAULT_PROMPT
-        from tether.cli.run import FixtureOptions, run_command
+        from tether.cli.run_command import FixtureOptions, run_command
 
         fixture = FixtureOptions(
             fixture=args.fixture, prompt=args.prompt, max_steps=args.max_steps, json=args.json
@@ -138,7 +138,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if chosen is None:
         return EXIT_USAGE
     choice, config = chosen
-    from tether.cli.run import PrintOptions, run_model_command
+    from tether.cli.run_command import PrintOptions, run_model_command
 
     options = PrintOptions(
         prompt=prompt,

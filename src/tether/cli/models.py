@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import TYPE_CHECKING, Final, Literal, cast
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.cli.config import CliConfig, CliError, ModelSettings
 from tether.cli.render import Output, json_line, warn
 from tether.cli.urls import display_url

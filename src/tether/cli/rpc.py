@@ -37,8 +37,8 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
+from tether._base.dataclass import dataclass
+from tether._base.tether_error import TetherError
 from tether.abort import AbortController, AbortSignal
 from tether.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from tether.cli.interrupts import INTERRUPT_REASON, Interrupts

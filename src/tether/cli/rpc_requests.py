@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
-from tether._errors import TetherError
+from tether._base.tether_error import TetherError
 from tether.jsonvalue import loads_strict
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.agent.agent import Agent

@@ -9,7 +9,7 @@ system prompt, approvals, usage totals and the event stream; ``tether chat`` (in
 
 from typing import TYPE_CHECKING
 
-from tether._lazy import lazy_exports
+from tether._base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tether.coding.approval import (

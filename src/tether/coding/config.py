@@ -14,14 +14,14 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Generic, Literal, Protocol, TypeAlias, TypeVar
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.tools.coding.catalog import default_approvals
 
 if TYPE_CHECKING:
     from tether.agent.extensions import ExtensionDefinition
-    from tether.loop.limits import RunLimits
     from tether.mcp.config import McpServerConfig
     from tether.models.base import Model
+    from tether.models.limits import RunLimits
     from tether.protocol import ModelUsage
     from tether.tools.coding.sandbox import Sandbox
     from tether.tracing._config import Tracing

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.coding.reading import UnreadableFile, read_file_head
 
 __all__ = [

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.agent.resources import ResourceLoader

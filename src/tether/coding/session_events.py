@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
+from tether._base.dataclass import dataclass
+from tether._base.tether_error import TetherError
 
 if TYPE_CHECKING:
     from tether.protocol import AgentEvent

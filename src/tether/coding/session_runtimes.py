@@ -283,7 +283,7 @@ class SessionRuntimes(Generic[M]):
             RuntimeManager,
             RuntimeOptions,
         )
-        from tether.loop.limits import RunLimits
+        from tether.models.limits import RunLimits
 
         config = self.config
         manager = await RuntimeManager.create(

@@ -25,7 +25,7 @@ from tether.evals.executors import (
     LocalExecutor,
     OnSettled,
 )
-from tether.evals.fixture import (
+from tether.evals.fixture_candidate import (
     FIXTURE_CANDIDATE_ID,
     FixtureCandidate,
     FixtureRuntime,

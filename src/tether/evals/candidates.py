@@ -45,11 +45,11 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
-from tether._race import follow_signal
-from tether._text import JS_WHITESPACE, is_non_empty
-from tether._types import type_of
+from tether._async.race import follow_signal
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import type_of
+from tether._base.tether_error import TetherError
+from tether._base.text import JS_WHITESPACE, is_non_empty
 from tether.abort import AbortController, AbortSignal
 from tether.evals.types import (
     ID_PATTERN,
@@ -263,7 +263,7 @@ class AgentRuntime:
     async def run(self, input: EvaluationRuntimeInput, /) -> EvaluationRuntimeOutput:
         """Prompt an ``Agent`` with ``input.prompt``; the outcome as public data."""
         from tether.agent.agent import Agent
-        from tether.loop.limits import RunLimits
+        from tether.models.limits import RunLimits
 
         candidate = self._candidate
         tools = None

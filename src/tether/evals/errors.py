@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, Literal, TypeAlias, get_args
 
-from tether._aggregate import TetherAggregateError
-from tether._errors import TetherError
+from tether._async.aggregate import TetherAggregateError
+from tether._base.tether_error import TetherError
 
 __all__ = [
     "EVALUATION_ERROR_CODES",

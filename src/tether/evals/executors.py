@@ -18,8 +18,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from tether._dataclass import dataclass
-from tether._race import follow_signal
+from tether._async.race import follow_signal
+from tether._base.dataclass import dataclass
 from tether.abort import AbortController, AbortSignal
 from tether.evals.errors import EvaluationInfrastructureError
 from tether.evals.types import EvaluationRunReport, EvaluationWorkTask

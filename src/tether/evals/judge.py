@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from tether._dataclass import dataclass
-from tether._race import check_signal
+from tether._async.race import check_signal
+from tether._base.dataclass import dataclass
 from tether.evals.types import JudgeInput, JudgeOutput, PublicMetrics
 
 __all__ = ["DeterministicEvaluationJudge", "deterministic_judge"]

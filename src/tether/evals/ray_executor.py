@@ -47,8 +47,8 @@ from collections.abc import Callable, Generator
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
-from tether._race import follow_signal
-from tether._types import type_of
+from tether._async.race import follow_signal
+from tether._base.exact_types import type_of
 from tether.abort import AbortController, AbortSignal
 from tether.evals.errors import EvaluationInfrastructureError
 from tether.evals.executors import (

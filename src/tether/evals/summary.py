@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import field
 from typing import Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.evals.types import (
     EvaluationComparison,
     EvaluationReport,

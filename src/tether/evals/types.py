@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import field
 from typing import Any, Final, Literal, Protocol, TypeAlias, cast
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.abort import AbortSignal
 
 __all__ = [

@@ -1,17 +1,18 @@
 """Layer 07: the agent loop.
 
-* ``run``: ``run_agent_loop`` (``_steps``: the step state machine; ``_model_turn``: one model turn);
+* ``agent_loop``: ``run_agent_loop`` (``_steps``: the step state machine; ``_model_turn``: one
+  model turn);
 * ``hooks``: ``ToolHooks``, a host's say before a tool call runs and after it returns;
-* ``limits``: ``RunLimits``, every per-run bound (workshop defaults, ``for_real_models()``);
+* ``RunLimits`` and the limit constants, re-exported from ``tether.models.limits``;
 * ``checks``: the chunk, response and transcript boundary checks and their agreement rules.
 """
 
+from tether.loop import agent_loop as _run
 from tether.loop import hooks as _hooks
-from tether.loop import limits as _limits
-from tether.loop import run as _run
+from tether.loop.agent_loop import *  # noqa: F403
 from tether.loop.hooks import *  # noqa: F403
-from tether.loop.limits import *  # noqa: F403
-from tether.loop.run import *  # noqa: F403
+from tether.models import limits as _limits
+from tether.models.limits import *  # noqa: F403
 
 
 def _isort_key(name: str) -> tuple[int, str]:

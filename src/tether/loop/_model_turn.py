@@ -19,18 +19,18 @@ import contextlib
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, TypeGuard, cast
 
-from tether._errors import TetherError
-from tether._producer import shed_frames
-from tether._race import (
+from tether._async.producer import shed_frames
+from tether._async.race import (
     NotAwaitableError,
     check_signal,
     neutralize,
     race,
     reraise_task_cancellation,
 )
-from tether._race_iterator import RacedIterator
-from tether._text import code_points, message_of
-from tether._types import instance_of, is_awaitable, type_of
+from tether._async.race_iterator import RacedIterator
+from tether._base.exact_types import instance_of, is_awaitable, type_of
+from tether._base.tether_error import TetherError
+from tether._base.text import code_points, message_of
 from tether.abort import AbortSignal
 from tether.loop.checks import (
     ModelProtocolError,
@@ -245,7 +245,7 @@ async def _abandoned_stream_settled(stream: ModelStream) -> None:
 def _finished_events(stream: ModelStream) -> deque[object] | None:
     """The events of a model stream that is tether's ``EventStream`` and already finished,
     taken at once (``EventStream.take_finished``), else ``None``: the turn then iterates the
-    stream. ``tests/test_loop_fast_paths.py`` checks a run over such streams against the run
+    stream. ``tests/loop/test_fast_paths.py`` checks a run over such streams against the run
     over the same items iterated."""
     if type_of(stream) is not EventStream:
         return None

@@ -7,7 +7,7 @@ invalid call is answered, never run; a structured answer is read by ``OutputStat
 ``outcome`` maps whatever stopped the steps to the ``RunResult`` (``terminal``): a result,
 a cancellation or a failure with its stable code.
 
-Both entry points in ``tether.loop.run`` (``run_agent_loop`` and ``run_owned_turns``) drive
+Both entry points in ``tether.loop.agent_loop`` (``run_agent_loop`` and ``run_owned_turns``) drive
 a ``Run``; this module is what they share.
 """
 
@@ -18,15 +18,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from tether._race import (
+from tether._async.race import (
     check_signal,
     is_raw_abort_reason,
     reraise_task_cancellation,
     signal_aborted,
     signal_reason,
 )
-from tether._text import is_non_empty, message_of
-from tether._types import type_of
+from tether._base.exact_types import type_of
+from tether._base.text import is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.loop._model_turn import MAX_RETRY_NOTICES_PER_TURN, RetryNotices, model_turn
 from tether.loop.checks import (
@@ -41,11 +41,11 @@ from tether.loop.checks import (
 )
 from tether.loop.hooks import ToolHooks, run_hooked_tool_call
 from tether.loop.invalid_calls import invalid_call_result
-from tether.loop.limits import RunLimits
 from tether.loop.output import NO_OUTPUT, OutputState
 from tether.loop.progress import ProgressReporter
 from tether.loop.retries import RetryBudget
 from tether.models.base import listen_for_retries, stop_listening
+from tether.models.limits import RunLimits
 from tether.protocol import (
     ZERO_USAGE,
     AgentEvent,

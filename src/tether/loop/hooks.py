@@ -28,10 +28,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
-from tether._race import check_signal, race, reraise_task_cancellation
-from tether._text import is_non_empty, message_of
-from tether._types import exactly, is_awaitable, type_of
+from tether._async.race import check_signal, race, reraise_task_cancellation
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import exactly, is_awaitable, type_of
+from tether._base.text import is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.protocol import Message, ToolCall, ToolResultMessage
 from tether.protocol import _trusted as trusted

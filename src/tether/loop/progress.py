@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from tether._race import signal_aborted
+from tether._async.race import signal_aborted
 from tether.abort import AbortSignal
 from tether.protocol import ToolCall
 from tether.tools.serialize import encodable_text

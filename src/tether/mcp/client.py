@@ -38,7 +38,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.mcp.config import McpServerConfig, mcp_tool_name
 from tether.mcp.errors import McpError, McpErrorCode
@@ -296,6 +296,7 @@ class McpServer:
         self, ready: asyncio.Future[tuple[McpToolInfo, ...]], closing: asyncio.Event, stderr: Any
     ) -> None:
         import anyio
+
         from mcp import ClientSession
 
         async with contextlib.AsyncExitStack() as stack:
@@ -414,8 +415,9 @@ class McpServer:
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> str:
         session = await self._usable()
-        from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
+
+        from mcp import MCPError
 
         try:
             result = await session.call_tool(

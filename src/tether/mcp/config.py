@@ -42,7 +42,7 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias, TypeGuard, cast
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.mcp.errors import McpError
 
 __all__ = [

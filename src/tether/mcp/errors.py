@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias, get_args
 
-from tether._errors import TetherError
+from tether._base.tether_error import TetherError
 
 __all__ = ["MCP_ERROR_CODES", "MCP_HINTS", "McpError", "McpErrorCode"]
 

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar, Token
 from typing import Protocol, TypeAlias, runtime_checkable
 
-from tether._types import is_awaitable
+from tether._base.exact_types import is_awaitable
 from tether.abort import AbortSignal
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse, ModelRetryPayload
 

@@ -25,14 +25,14 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import field
 from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
-from tether._ownership import claim_iterator_once
-from tether._producer import fail_producer, shed_frames, start_producer_eagerly
-from tether._race import check_signal, neutralize, signal_aborted, signal_reason
-from tether._race_iterator import RacedIterator
-from tether._text import is_non_empty
-from tether._types import exactly, instance_of, type_of
+from tether._async.ownership import claim_iterator_once
+from tether._async.producer import fail_producer, shed_frames, start_producer_eagerly
+from tether._async.race import check_signal, neutralize, signal_aborted, signal_reason
+from tether._async.race_iterator import RacedIterator
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import exactly, instance_of, type_of
+from tether._base.tether_error import TetherError
+from tether._base.text import is_non_empty
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
 from tether.protocol import (
@@ -441,7 +441,7 @@ def stream_reply(
     Why: a scripted step of a run is mostly this function, and the list, its unpacking and
     the generator expressions cost as much as the values. Without tool-call deltas the
     items are the thinking deltas, the text deltas, the tool-call chunks, then the
-    response; a reply with deltas takes ``_chunks`` itself. ``tests/test_scripted_model.py``
+    response; a reply with deltas takes ``_chunks`` itself. ``tests/models/test_scripted.py``
     checks both against each other on any reply.
     """
     if reply.tool_call_deltas:

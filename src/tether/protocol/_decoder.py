@@ -36,7 +36,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NoReturn, TypeVar, cast, get_args, get_origin
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.protocol._fields import (
     ProtocolValue,

@@ -35,8 +35,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_args, get_origin
 
-from tether._text import JS_WHITESPACE, is_non_empty
-from tether._types import is_array, is_dict
+from tether._base.exact_types import is_array, is_dict
+from tether._base.text import JS_WHITESPACE, is_non_empty
 from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, JsonValueError, freeze_json
 
 __all__ = [
@@ -144,7 +144,7 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
     one tests the common fields inline (``type(v) is str``, a literal's value, an exact
     class) and calls the closure only when that test fails (to raise its message) or when
     the field may be snapshotted (tuples, JSON objects). It is the same rule, written out;
-    ``tests/test_protocol_v2.py`` checks both paths against each other. A subclass that
+    ``tests/protocol/test_codec.py`` checks both paths against each other. A subclass that
     inherits it falls back to the generic path.
     """
     namespace: dict[str, Any] = {

@@ -8,7 +8,7 @@ costs more than the rest of a step. The builders here fill the slots directly.
 They are generated from ``dataclasses.fields`` (``builder``): a builder names the fields it
 takes, every other field gets its declared default, and a required field that a builder does
 not take is an error at import time. So adding a field can never leave a slot unset, and
-``tests/test_protocol_v2.py`` checks every builder against the public constructor.
+``tests/protocol/test_codec.py`` checks every builder against the public constructor.
 
 Private on purpose: every argument must already satisfy the class's checks.
 """

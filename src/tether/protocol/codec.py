@@ -16,8 +16,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Final, TypeVar, assert_never, overload
 
-from tether._errors import TetherError
-from tether._types import is_array
+from tether._base.exact_types import is_array
+from tether._base.tether_error import TetherError
 from tether.jsonvalue import is_json_object, thaw_json
 from tether.protocol._decoder import Layer, Problem, camel_case, decoder, json_type, limit_text
 from tether.protocol._fields import (

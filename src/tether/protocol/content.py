@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.protocol._fields import NonEmpty, ProtocolValue, v2
 

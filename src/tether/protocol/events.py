@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.protocol._fields import COUNT, NON_NEGATIVE, POSITIVE, NonEmpty, ProtocolValue
 from tether.protocol.content import ToolCall
 from tether.protocol.messages import Message, ToolResultMessage

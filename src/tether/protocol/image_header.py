@@ -5,7 +5,7 @@ decoding of pixels): the PNG ``IHDR`` chunk, the JPEG ``SOFn`` frame header (fou
 the marker segments), the GIF logical screen descriptor, and the WebP ``VP8 `` / ``VP8L`` /
 ``VP8X`` chunk. It returns ``None`` for anything else, including a truncated or malformed
 header and a zero width or height; it never raises on any bytes (a Hypothesis property in
-``tests/test_images.py``). It says nothing about whether the rest of the file decodes: the
+``tests/protocol/test_images.py``). It says nothing about whether the rest of the file decodes: the
 vendor's decoder judges that.
 
 Why a sniffer of our own: ``ImageBlock`` checks that its media type and dimensions are the
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 __all__ = ["ImageHeader", "ImageMediaType", "read_image_header"]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
+from tether._base.dataclass import dataclass
+from tether._base.tether_error import TetherError
 from tether.protocol._fields import POSITIVE, ProtocolValue
 from tether.protocol.image_header import ImageMediaType, read_image_header
 

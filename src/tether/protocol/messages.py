@@ -9,7 +9,7 @@ import os
 from dataclasses import field
 from typing import Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.protocol._fields import NonEmpty, ProtocolValue, v2
 from tether.protocol.content import AssistantBlock
 from tether.protocol.images import ImageBlock

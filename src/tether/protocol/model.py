@@ -12,7 +12,7 @@ from dataclasses import fields
 from operator import add, attrgetter
 from typing import Annotated, Final, Literal, TypeAlias, TypeGuard, get_args
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.protocol._fields import COUNT, NON_NEGATIVE, NonEmpty, ProtocolValue, v2
 from tether.protocol.content import ToolCall

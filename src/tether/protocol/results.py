@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.protocol._fields import POSITIVE, NonEmpty, ProtocolValue, python_only, v2
 from tether.protocol.messages import Message
 from tether.protocol.model import ZERO_USAGE, ModelUsage

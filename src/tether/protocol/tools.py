@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.protocol._fields import NonEmpty, ProtocolValue, python_only, v2
 

@@ -32,7 +32,7 @@ import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Final, Literal
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.models.base import RetryListener
 from tether.protocol import ModelRetryPayload
 from tether.providers._http_body import BodyReader, close_response, read_limited

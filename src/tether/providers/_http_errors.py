@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from tether._text import LazyPattern
-from tether._types import is_dict, is_list
+from tether._base.exact_types import is_dict, is_list
+from tether._base.text import LazyPattern
 from tether.providers.errors import (
     MAX_ERROR_TEXT,
     MAX_PROVIDER_CODE,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from tether._types import is_dict, type_of
+from tether._base.exact_types import is_dict, type_of
 from tether.protocol import ModelUsage
 from tether.protocol import _trusted as trusted
 from tether.providers._wire import error_text, field_error, protocol, token_count, vendor_code

@@ -40,8 +40,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Final, NoReturn, TypeAlias
 
-from tether._dataclass import dataclass
-from tether._types import type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import type_of
 from tether.providers.errors import ProviderError
 
 __all__ = [

@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, Self, TypeAlias, cast
 
-from tether._producer import fail_producer, start_producer
-from tether._race import follow_signal
-from tether._types import instance_of
+from tether._async.producer import fail_producer, start_producer
+from tether._async.race import follow_signal
+from tether._base.exact_types import instance_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.models.base import RetryListener, retry_listener
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
@@ -57,7 +57,7 @@ from tether.stream import EventStream
 if TYPE_CHECKING:
     import httpx2
 
-    from tether.loop.limits import RunLimits
+    from tether.models.limits import RunLimits
 
 __all__ = [
     "HttpStreamModel",
@@ -132,7 +132,7 @@ class HttpStreamModel:
         """The loop limits a run of this model uses unless it is given ``limits``:
         ``RunLimits.for_real_models()``, since a real model streams about one chunk per token
         (the workshop's defaults stay with the offline models)."""
-        from tether.loop.limits import REAL_MODEL_LIMITS
+        from tether.models.limits import REAL_MODEL_LIMITS
 
         return REAL_MODEL_LIMITS
 
@@ -500,7 +500,7 @@ def loads_payload(data: str | bytes) -> object:
     spends on a typical 300-byte chunk: the largest single cost of a stream after the scan
     itself). Anything else (leading whitespace or a BOM, extra data, invalid JSON, bytes) is
     handed to ``json.loads``, which gives its own value or raises its own error.
-    ``tests/test_provider_payload.py`` checks the two paths agree on any text.
+    ``tests/providers/test_payload.py`` checks the two paths agree on any text.
     """
     if type(data) is str:
         try:

@@ -29,7 +29,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Final, Literal, TypeVar
 
-from tether._race import neutralize, signal_aborted, signal_reason
+from tether._async.race import neutralize, signal_aborted, signal_reason
 from tether.abort import AbortSignal, abort_exception
 from tether.providers.errors import ProviderError
 

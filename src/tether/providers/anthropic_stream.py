@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
-from tether._text import is_non_empty
-from tether._types import exactly, is_dict, type_of
+from tether._base.exact_types import exactly, is_dict, type_of
+from tether._base.text import is_non_empty
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantMessage,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias
 
-from tether._errors import TetherError
+from tether._base.tether_error import TetherError
 
 __all__ = ["MAX_ERROR_TEXT", "MAX_PROVIDER_CODE", "ProviderError", "ProviderErrorCode"]
 

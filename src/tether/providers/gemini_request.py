@@ -15,7 +15,7 @@ import itertools
 import re
 from typing import Any, Final, Literal, TypeAlias
 
-from tether._types import exactly, type_of
+from tether._base.exact_types import exactly, type_of
 from tether.jsonvalue import thaw_json
 from tether.protocol import AssistantBlock, ImageBlock, ModelRequest
 from tether.providers._images import base64_text, tool_images_note

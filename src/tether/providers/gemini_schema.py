@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from tether._types import exactly, is_dict, is_list, type_of
+from tether._base.exact_types import exactly, is_dict, is_list, type_of
 from tether.providers._wire import kind as json_kind
 from tether.providers._wire import shown
 from tether.providers.errors import ProviderError

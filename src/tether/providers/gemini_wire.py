@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
-from tether._text import is_non_empty
-from tether._types import is_dict, type_of
+from tether._base.exact_types import is_dict, type_of
+from tether._base.text import is_non_empty
 from tether.jsonvalue import JsonValueError, freeze_json_object
 from tether.protocol import AssistantBlock, AssistantMessage, ModelChunk, ModelResponse, ToolCall
 from tether.protocol import _trusted as trusted

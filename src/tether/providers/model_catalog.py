@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from tether._types import type_of
+from tether._base.exact_types import type_of
 
 if TYPE_CHECKING:
     from tether.protocol import ModelUsage

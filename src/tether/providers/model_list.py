@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final, cast
 
-from tether._types import type_of
+from tether._base.exact_types import type_of
 from tether.providers.errors import ProviderError
 
 __all__ = ["MAX_LISTED_MODELS", "MAX_MODEL_ID_LENGTH", "MAX_MODEL_PAGES", "parse_model_page"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tether._types import is_dict, type_of
+from tether._base.exact_types import is_dict, type_of
 from tether.protocol import ModelChunk, ModelResponse
 from tether.providers._openai_chat_values import error_event as _error_event
 from tether.providers._wire import field_error as _field_error

@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
-from tether._text import is_non_empty
-from tether._types import is_dict, type_of
+from tether._base.exact_types import is_dict, type_of
+from tether._base.text import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
     ZERO_USAGE,

@@ -26,9 +26,9 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
-from tether._dataclass import dataclass
-from tether._text import is_non_empty
-from tether._types import type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import type_of
+from tether._base.text import is_non_empty
 from tether.providers.openai_compat import OpenAIChatCompat
 
 if TYPE_CHECKING:

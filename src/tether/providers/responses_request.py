@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from tether._text import is_non_empty
-from tether._types import is_dict, type_of
+from tether._base.exact_types import is_dict, type_of
+from tether._base.text import is_non_empty
 from tether.jsonvalue import thaw_json
 from tether.protocol import AssistantMessage, ImageBlock, ModelRequest, ThinkingBlock
 from tether.providers._images import data_url

@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
-from tether._text import is_non_empty
-from tether._types import exactly, is_dict, is_list, type_of
+from tether._base.exact_types import exactly, is_dict, is_list, type_of
+from tether._base.text import is_non_empty
 from tether.protocol import (
     ZERO_USAGE,
     AssistantMessage,

@@ -42,8 +42,8 @@ from typing import (
     runtime_checkable,
 )
 
-from tether._dataclass import dataclass
-from tether._text import LazyPattern
+from tether._base.dataclass import dataclass
+from tether._base.text import LazyPattern
 
 if TYPE_CHECKING:
     from typing import Self

@@ -8,7 +8,7 @@ can be read without loading the contract.
 
 from typing import TYPE_CHECKING
 
-from tether._lazy import lazy_exports
+from tether._base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tether.tools.contract import (

@@ -19,7 +19,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeGuard, Union
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject, JsonValue, JsonValueError, freeze_json, thaw_json
 from tether.protocol import Invalid
 from tether.tools.contract import ToolSignatureError

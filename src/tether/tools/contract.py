@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeGuard, TypeVar, cast
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
-from tether._ownership import trusted_errors
-from tether._text import is_non_empty
-from tether._types import type_of
+from tether._async.ownership import trusted_errors
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import type_of
+from tether._base.tether_error import TetherError
+from tether._base.text import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.protocol import ToolExecutionContext, ToolValidation
 from tether.protocol.transcript._blocks import snapshot_arguments

@@ -28,10 +28,10 @@ import types
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, Literal, TypeAlias
 
-from tether._errors import TetherError
-from tether._race import Started, check_signal, neutralize, race_eagerly
-from tether._text import is_non_empty, message_of
-from tether._types import exactly, instance_of, is_awaitable, type_of
+from tether._async.race import Started, check_signal, neutralize, race_eagerly
+from tether._base.exact_types import exactly, instance_of, is_awaitable, type_of
+from tether._base.tether_error import TetherError
+from tether._base.text import is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.protocol import Invalid, ToolCall, ToolResultMessage, Valid

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Generic
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject, freeze_json, thaw_json
 from tether.protocol import Invalid, ToolSpec, ToolValidation, Valid
 

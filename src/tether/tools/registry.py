@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tether._types import type_of
+from tether._base.exact_types import type_of
 from tether.protocol import ToolSpec
 from tether.tools.contract import (
     NO_PARAMETERS,

@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final, cast
 
-from tether._dataclass import dataclass
-from tether._types import type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import type_of
 from tether.protocol import MAX_IMAGES_PER_REQUEST, ImageBlock
 
 __all__ = ["ToolReturn", "split_tool_output"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
+from tether._base.dataclass import dataclass
+from tether._base.tether_error import TetherError
 
 __all__ = ["INSTRUMENTATION_NAME", "Tracing", "TracingUnavailableError"]
 

@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from tether._errors import TetherError
-from tether._types import instance_of
+from tether._base.exact_types import instance_of
+from tether._base.tether_error import TetherError
 from tether.abort import AbortSignal
 from tether.protocol import (
     AgentEvent,

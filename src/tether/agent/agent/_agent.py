@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from tether._race import signal_aborted
-from tether._types import instance_of, type_of
+from tether._async.race import signal_aborted
+from tether._base.exact_types import instance_of, type_of
 from tether.agent.agent._closing import InterruptedTurns
 from tether.agent.agent._compacting import Compaction
 from tether.agent.agent._drive import RunDriver
@@ -24,10 +24,10 @@ from tether.agent.compaction import (
     ContextSummary,
 )
 from tether.loop.hooks import AfterToolCall, BeforeToolCall, ToolHooks
-from tether.loop.limits import MAX_AGENT_STEPS, RunLimits, check_max_steps, limits_for
 from tether.loop.output import OutputState
 from tether.loop.retries import check_tool_retries
 from tether.models.base import Model
+from tether.models.limits import MAX_AGENT_STEPS, RunLimits, check_max_steps, limits_for
 from tether.protocol import (
     AgentEvent,
     ImageBlock,

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any, Final
 
-from tether._producer import start_producer
-from tether._race import signal_aborted, signal_reason
-from tether._text import is_non_empty, message_of
+from tether._async.producer import start_producer
+from tether._async.race import signal_aborted, signal_reason
+from tether._base.text import is_non_empty, message_of
 from tether.abort import AbortError
 from tether.agent.agent._closing import (
     TurnTrace,
@@ -26,9 +26,9 @@ from tether.agent.agent._queue import WorkQueue
 from tether.agent.agent._recording import Recording
 from tether.agent.agent._state import DEFAULT_CANCEL_REASON, ActiveRun, AgentState, LogicalRun
 from tether.agent.agent._subscribers import Subscribers
+from tether.loop.agent_loop import CONSUMER_GONE, run_owned_turns
 from tether.loop.output import OutputState
 from tether.loop.retries import RetryBudget
-from tether.loop.run import CONSUMER_GONE, run_owned_turns
 from tether.protocol import (
     AgentEvent,
     CancelledRunResult,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from tether._producer import require_running_loop
-from tether._types import is_list_or_tuple, type_of
+from tether._async.producer import require_running_loop
+from tether._base.exact_types import is_list_or_tuple, type_of
 from tether.abort import AbortSignal
 from tether.agent.agent._errors import AgentMessageLimitError
 from tether.loop.checks import InvalidTranscript, snapshot_transcript
-from tether.loop.limits import RunLimits
+from tether.models.limits import RunLimits
 from tether.protocol import Message, ModelRequest
 
 __all__ = ["bound_stream", "require_loop", "snapshot_messages"]

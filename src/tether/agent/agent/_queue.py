@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Final, cast
 
-from tether._types import exactly
+from tether._base.exact_types import exactly
 from tether.agent.agent._errors import AgentMessageLimitError, AgentStateError
 from tether.agent.agent._state import MAX_AGENT_QUEUED_MESSAGES, AgentState
 from tether.protocol import ImageBlock, Message, UserMessage

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from tether._race import reraise_task_cancellation
+from tether._async.race import reraise_task_cancellation
 from tether.agent.agent._errors import AgentRecordingError
 from tether.agent.compaction import ContextCompactionRecord, ContextSummary
 from tether.protocol import Message

@@ -12,8 +12,8 @@ from tether.abort import AbortController, AbortSignal
 from tether.agent.agent._closing import InterruptedTurns
 from tether.agent.agent._errors import AgentMessageLimitError
 from tether.loop.hooks import ToolHooks
-from tether.loop.limits import MAX_INITIAL_MESSAGES, RunLimits
 from tether.loop.output import OutputState
+from tether.models.limits import MAX_INITIAL_MESSAGES, RunLimits
 from tether.protocol import ZERO_USAGE, AgentEvent, Message, ModelRequest, ModelUsage, RunResult
 from tether.stream import EventStream
 from tether.tools import ToolRegistry

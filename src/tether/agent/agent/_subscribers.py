@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeAlias, cast
 
-from tether._dataclass import dataclass
-from tether._race import reraise_task_cancellation
-from tether._text import message_of
-from tether._types import is_awaitable
+from tether._async.race import reraise_task_cancellation
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import is_awaitable
+from tether._base.text import message_of
 from tether.abort import AbortSignal
 from tether.protocol import AgentEvent, AgentEventType
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.agent.compaction._context import ActiveContext, ActiveContextInput
 from tether.agent.compaction._errors import fail
 from tether.agent.compaction._limits import WORKSHOP_LIMITS, ContextLimits, limits_of

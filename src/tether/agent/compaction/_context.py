@@ -7,8 +7,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from tether._dataclass import dataclass
-from tether._types import exactly, is_array, type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import exactly, is_array, type_of
 from tether.agent.compaction._errors import fail
 from tether.agent.compaction._limits import WORKSHOP_LIMITS, ContextLimits, limits_of
 from tether.agent.compaction._records import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, NoReturn, TypeAlias
 
-from tether._errors import TetherError
+from tether._base.tether_error import TetherError
 
 ContextCompactionErrorCode: TypeAlias = Literal[
     "CONTEXT_INVALID_INPUT",

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Final
 
-from tether._dataclass import dataclass
-from tether._types import exactly
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import exactly
 from tether.agent.compaction._errors import fail
-from tether.loop.limits import check_positive
+from tether.models.limits import check_positive
 
 MAX_CONTEXT_MESSAGES: Final = 4_096
 """Workshop cap on messages one context may hold (also on ``retain_recent_messages``):

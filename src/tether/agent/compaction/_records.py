@@ -3,7 +3,7 @@ compaction records. They are checked when a context holding them is built (``_sn
 
 from __future__ import annotations
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,9 +9,8 @@ import types
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Final, NoReturn, TypeAlias, TypeGuard
 
-from tether._adoption import adopt_nested
-from tether._dataclass import dataclass
-from tether._race import (
+from tether._async.adoption import adopt_nested
+from tether._async.race import (
     is_raw_abort_reason,
     neutralize,
     observe,
@@ -20,8 +19,9 @@ from tether._race import (
     signal_aborted,
     signal_reason,
 )
-from tether._text import message_of
-from tether._types import await_steps, exactly, type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import await_steps, exactly, type_of
+from tether._base.text import message_of
 from tether.abort import AbortSignal
 from tether.agent.compaction._errors import ContextCompactionError, fail
 from tether.agent.compaction._records import ContextRequirement, ContextSummary

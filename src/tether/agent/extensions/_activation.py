@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Final
 
-from tether._race import follow_signal, signal_aborted, signal_reason
-from tether._types import type_of
+from tether._async.race import follow_signal, signal_aborted, signal_reason
+from tether._base.exact_types import type_of
 from tether.abort import AbortController, AbortSignal
 from tether.agent.extensions._cleanup import Cleanup
 from tether.agent.extensions._instance import ACCESSOR, MISSING, read_function

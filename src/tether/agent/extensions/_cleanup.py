@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from tether._release import Release
+from tether._async.release import Release
 from tether.abort import AbortController, AbortSignal
 from tether.agent.extensions._instance import ACCESSOR, MISSING, read_function
 from tether.agent.extensions._records import extension_error, nothing, timed_out

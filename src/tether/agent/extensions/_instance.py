@@ -15,7 +15,7 @@ import inspect
 import types
 from typing import Any, Final, cast
 
-from tether._types import type_of
+from tether._base.exact_types import type_of
 
 __all__ = ["ACCESSOR", "MISSING", "read_function"]
 

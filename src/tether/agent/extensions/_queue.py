@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from tether._race import observe
+from tether._async.race import observe
 from tether.agent.extensions.errors import ExtensionError
 
 __all__ = ["WorkQueue", "rejected"]

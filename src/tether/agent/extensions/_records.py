@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from tether._text import is_non_empty, message_of
+from tether._base.text import is_non_empty, message_of
 from tether.abort import AbortController
 from tether.agent.extensions.errors import ExtensionError, ExtensionErrorCode
 from tether.agent.extensions.values import (

@@ -30,9 +30,9 @@ import contextvars
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from tether._adoption import adopt_nested
-from tether._race import neutralize, race, reraise_task_cancellation
-from tether._types import instance_of, is_awaitable
+from tether._async.adoption import adopt_nested
+from tether._async.race import neutralize, race, reraise_task_cancellation
+from tether._base.exact_types import instance_of, is_awaitable
 from tether.abort import AbortSignal
 
 __all__ = ["MAX_ADOPTION_DEPTH", "Scope", "in_scope", "invoke"]

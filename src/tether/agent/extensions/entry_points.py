@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
-from tether._types import exactly, is_array, type_of
+from tether._base.exact_types import exactly, is_array, type_of
 from tether.agent.extensions.errors import ExtensionError
 from tether.agent.extensions.values import ExtensionDefinition, untyped_definition
 

@@ -51,7 +51,7 @@ Caller objects are read defensively: by their real class (``type()``, never a fa
 called), and instance functions through ``inspect.getattr_static`` (no ``__getattr__``,
 property or other descriptor code runs; an accessor counts as "not a function"). A signal is
 an ``AbortSignal`` or a subclass of one, the rule ``run_agent_loop`` applies
-(``tether._types.instance_of``); its state is read through the class.
+(``tether._base.exact_types.instance_of``); its state is read through the class.
 
 The host's modules, one job each: ``_records`` (what the host keeps, its errors), ``_queue``
 (the one queue of operations), ``_cleanup`` (bounded cleanups, abandoned callbacks, late
@@ -65,9 +65,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Final, cast, get_args
 
-from tether._race import signal_aborted
-from tether._release import Release
-from tether._types import exactly, instance_of, is_array, type_of
+from tether._async.race import signal_aborted
+from tether._async.release import Release
+from tether._base.exact_types import exactly, instance_of, is_array, type_of
 from tether.abort import AbortError, AbortSignal
 from tether.agent.extensions._activation import Activation
 from tether.agent.extensions._cleanup import ABANDONED_TASK_GRACE, Cleanup

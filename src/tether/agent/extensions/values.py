@@ -15,9 +15,9 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, cast
 
-from tether._dataclass import dataclass
-from tether._text import JS_WHITESPACE, is_non_empty
-from tether._types import type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import type_of
+from tether._base.text import JS_WHITESPACE, is_non_empty
 from tether.abort import AbortSignal
 from tether.agent.extensions.errors import ExtensionError
 

@@ -85,7 +85,7 @@ from tether.agent.runtime.options import (
     check_runtime_session_path,
 )
 from tether.agent.runtime.owned import RUNTIME_DISPOSE_REASON, Runtime, RuntimeState
-from tether.agent.runtime.workspace import RuntimeWorkspace
+from tether.agent.runtime.workspace_root import RuntimeWorkspace
 
 __all__ = [
     "RUNTIME_DISPOSE_REASON",

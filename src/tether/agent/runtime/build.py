@@ -36,8 +36,8 @@ import dataclasses
 import os
 from typing import Any, Final, cast
 
-from tether._text import message_of
-from tether._types import instance_of
+from tether._base.exact_types import instance_of
+from tether._base.text import message_of
 from tether.agent.agent import Agent
 from tether.agent.extensions import ExtensionHost
 from tether.agent.persistence import SessionRecorder, resume_agent
@@ -69,7 +69,7 @@ from tether.agent.runtime.owned import (
     file_mark,
     session_transcript,
 )
-from tether.agent.runtime.workspace import (
+from tether.agent.runtime.workspace_root import (
     CreatedParent,
     Identity,
     SessionClaim,

@@ -7,11 +7,11 @@ tools) but not where.
 
 from __future__ import annotations
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.agent.extensions import ExtensionDefinition
 from tether.agent.resources import ResourceLoader, ResourceRootDefinition
 from tether.agent.runtime.options import RuntimeAgentOptions
-from tether.agent.runtime.workspace import RuntimeWorkspace
+from tether.agent.runtime.workspace_root import RuntimeWorkspace
 from tether.agent.session import SessionStoreOptions, SessionTree
 from tether.models.base import Model
 from tether.protocol import Message

@@ -33,12 +33,17 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Literal, TypeVar, cast
 
-from tether._adoption import adopt_nested
-from tether._race import neutralize, observe, reraise_task_cancellation
-from tether._release import Release
-from tether._text import message_of
+from tether._async.adoption import adopt_nested
+from tether._async.race import neutralize, observe, reraise_task_cancellation
+from tether._async.release import Release
+from tether._base.text import message_of
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError
-from tether.agent.runtime.workspace import Identity, WorkspaceState, identity_of, sync_directory
+from tether.agent.runtime.workspace_root import (
+    Identity,
+    WorkspaceState,
+    identity_of,
+    sync_directory,
+)
 
 __all__ = [
     "RUNTIME_MAX_ADOPTION_DEPTH",

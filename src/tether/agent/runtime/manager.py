@@ -44,7 +44,7 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from tether._race import observe
+from tether._async.race import observe
 from tether.agent.runtime.build import build_runtime
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError
 from tether.agent.runtime.options import (

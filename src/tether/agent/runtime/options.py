@@ -20,9 +20,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias, cast
 
-from tether._dataclass import dataclass
-from tether._text import JS_WHITESPACE, is_non_empty, message_of
-from tether._types import instance_of, real_items, type_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import instance_of, real_items, type_of
+from tether._base.text import JS_WHITESPACE, is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.agent.auto_compaction import AutoCompaction
 from tether.agent.extensions import EXTENSION_TIMEOUT, ExtensionDefinition, ExtensionError
@@ -31,9 +31,9 @@ from tether.agent.resources import ResourceRootDefinition
 from tether.agent.runtime.errors import TetherRuntimeError
 from tether.agent.session import SessionStoreOptions
 from tether.loop.hooks import AfterToolCall, BeforeToolCall
-from tether.loop.limits import DEFAULT_LIMITS, RunLimits
 from tether.mcp.config import McpHttpServer, McpServerConfig, McpStdioServer
 from tether.models.base import ModelStream
+from tether.models.limits import DEFAULT_LIMITS, RunLimits
 from tether.protocol import MAX_SAFE_INTEGER, ModelRequest
 from tether.tools import ToolRegistry
 from tether.tracing._config import Tracing

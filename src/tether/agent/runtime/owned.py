@@ -44,8 +44,8 @@ import os
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
-from tether._race import observe
-from tether._release import Release
+from tether._async.race import observe
+from tether._async.release import Release
 from tether.abort import AbortSignal
 from tether.agent.agent import Agent
 from tether.agent.auto_compaction import summary_message
@@ -54,7 +54,7 @@ from tether.agent.persistence import SessionRecorder, session_summary
 from tether.agent.resources import ResourceLoader
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError, fail
 from tether.agent.runtime.scope import assert_not_reentrant, operation_scope
-from tether.agent.runtime.workspace import RuntimeWorkspace, SessionClaim, WorkspaceState
+from tether.agent.runtime.workspace_root import RuntimeWorkspace, SessionClaim, WorkspaceState
 from tether.agent.session import SessionStore, SessionTree
 from tether.mcp import McpError, McpServer, McpServers
 from tether.protocol import AgentEvent, Message

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from tether._dataclass import dataclass
-from tether._text import LazyPattern, is_non_empty
+from tether._base.dataclass import dataclass
+from tether._base.text import LazyPattern, is_non_empty
 from tether.agent.session.blobs import (
     UnavailableImage,
     _ImageLoader,

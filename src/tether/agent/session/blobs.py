@@ -39,7 +39,7 @@ import stat
 from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias, cast, get_args
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.agent.session.files import (
     _O_CLOEXEC,
     _O_NOFOLLOW,

@@ -13,8 +13,8 @@ import os
 import stat
 from typing import Final, cast
 
-from tether._dataclass import dataclass
-from tether._text import is_non_empty
+from tether._base.dataclass import dataclass
+from tether._base.text import is_non_empty
 from tether.agent.session.records import _fail
 
 try:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.agent.session.files import session_io
 from tether.agent.session.journal import _read_snapshot
 from tether.agent.session.parse import parse_session

@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, cast
 
-from tether._dataclass import dataclass
-from tether._errors import TetherError
+from tether._base.dataclass import dataclass
+from tether._base.tether_error import TetherError
 from tether.protocol import MAX_SAFE_INTEGER, Message
 
 __all__ = [

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.agent.session.files import _check_callable
 from tether.agent.session.records import SessionLimits, _fail
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeGuard
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.cli.ui.text import MIN_WIDTH, Run, cell_width, paint, pretty_json, runs, sgr, wrap
 
 if TYPE_CHECKING:

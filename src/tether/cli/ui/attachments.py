@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.protocol import ImageBlock

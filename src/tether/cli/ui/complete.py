@@ -29,7 +29,7 @@ import stat
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.tools.coding.workspace import Workspace

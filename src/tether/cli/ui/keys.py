@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 __all__ = ["Key", "KeyName", "TurnKeys", "parse_keys"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.cli.ui.text import MIN_WIDTH, clip, clip_runs, paint, runs, sgr, wrap
 
 __all__ = ["EXPAND_KEY", "RESULT_HEAD_LINES", "RESULT_TAIL_LINES", "ResultView", "result_view"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias, assert_never
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.cli.ui.text import cell_width, clip, plain, runs, sgr
 
 __all__ = [

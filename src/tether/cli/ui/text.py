@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, cast
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 __all__ = [
     "MIN_WIDTH",

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.evals.types import WorkspaceFactoryInput
 
 # -- Defaults (module-level classes, so a job pickles) ------------------------------------------

@@ -9,10 +9,10 @@ import os
 from collections.abc import Callable
 from typing import Any, NoReturn, cast
 
-from tether._dataclass import dataclass
-from tether._race import reraise_task_cancellation, signal_aborted, start_cleanup
-from tether._text import is_non_empty
-from tether._types import is_awaitable
+from tether._async.race import reraise_task_cancellation, signal_aborted, start_cleanup
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import is_awaitable
+from tether._base.text import is_non_empty
 from tether.abort import AbortSignal
 from tether.evals.errors import (
     EvaluationCleanupErrors,

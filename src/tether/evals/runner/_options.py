@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeAlias, TypeGuard, TypeVar, cast
 
-from tether._dataclass import dataclass
-from tether._types import instance_of
+from tether._base.dataclass import dataclass
+from tether._base.exact_types import instance_of
 from tether.abort import AbortSignal
 from tether.evals.executors import (
     EvaluationExecutor,

@@ -3,7 +3,7 @@ the evaluation's outcome (report, or the error that explains it)."""
 
 from __future__ import annotations
 
-from tether._race import signal_aborted
+from tether._async.race import signal_aborted
 from tether.abort import AbortSignal
 from tether.evals.errors import (
     EvaluationCleanupErrors,

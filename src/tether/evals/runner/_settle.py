@@ -9,8 +9,8 @@ import types
 from collections.abc import Callable
 from typing import Any, cast
 
-from tether._race import neutralize, signal_aborted, start_cleanup
-from tether._types import is_awaitable
+from tether._async.race import neutralize, signal_aborted, start_cleanup
+from tether._base.exact_types import is_awaitable
 from tether.abort import AbortSignal
 from tether.evals.runner._steps import MISSING, Step
 from tether.evals.types import MAX_OWNERSHIP_DEPTH

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Final, TypeAlias
 
-from tether._types import is_number, type_of
+from tether._base.exact_types import is_number, type_of
 from tether.jsonvalue import JsonValue, is_json_array, is_json_object
 from tether.loop.checks._failures import ModelProtocolError
 from tether.protocol import (

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tether._text import code_points
-from tether._types import exactly, is_array, type_of
+from tether._base.exact_types import exactly, is_array, type_of
+from tether._base.text import code_points
 from tether.jsonvalue import JsonObject, cached_size, entries, store_size
 from tether.loop.checks._failures import ModelProtocolError, limit_hint
-from tether.loop.limits import RunLimits
+from tether.models.limits import RunLimits
 from tether.protocol import (
     TextBlock,
     ThinkingBlock,
@@ -200,7 +200,7 @@ def _measure_frozen(arguments: Any) -> tuple[int, int, int]:
     over their items, with no stack; the first nested container hands the whole measure to
     ``_walk_frozen``. Why: a model that builds fresh arguments every turn (a real
     one, a scripted factory) pays this once per call, and the walk's set-up cost more than
-    the measure. ``tests/test_loop_fast_paths.py`` checks both on any JSON object.
+    the measure. ``tests/loop/test_fast_paths.py`` checks both on any JSON object.
     """
     strings = 0
     items: dict[str, Any] = entries(arguments)  # the object's own dict

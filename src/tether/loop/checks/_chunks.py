@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from tether._text import is_non_empty
-from tether._types import type_of
+from tether._base.exact_types import type_of
+from tether._base.text import is_non_empty
 from tether.loop.checks._bounds import check_argument_bounds, check_raw_argument_bounds
 from tether.loop.checks._failures import ModelProtocolError
 from tether.loop.checks._rest import with_rest
-from tether.loop.limits import RunLimits
+from tether.models.limits import RunLimits
 from tether.protocol import (
     ModelChunk,
     TextDeltaChunk,

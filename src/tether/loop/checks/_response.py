@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Final
 
-from tether._text import message_of
-from tether._types import exactly, type_of
+from tether._base.exact_types import exactly, type_of
+from tether._base.text import message_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import ModelProtocolError
 from tether.loop.checks._rest import with_rest
-from tether.loop.limits import RunLimits
+from tether.models.limits import RunLimits
 from tether.protocol import (
     AssistantMessage,
     ModelResponse,

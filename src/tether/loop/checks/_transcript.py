@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from tether._text import message_of
-from tether._types import is_array, real_items, type_of
+from tether._base.exact_types import is_array, real_items, type_of
+from tether._base.text import message_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import InvalidTranscript, ModelProtocolError, limit_hint
-from tether.loop.limits import RunLimits
+from tether.models.limits import RunLimits
 from tether.protocol import (
     AssistantMessage,
     Message,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tether._text import is_non_empty
-from tether._types import type_of
+from tether._base.exact_types import type_of
+from tether._base.text import is_non_empty
 from tether.protocol import (
     AssistantBlock,
     AssistantMessage,

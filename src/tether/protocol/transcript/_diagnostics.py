@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 __all__ = [
     "TranscriptDiagnostic",

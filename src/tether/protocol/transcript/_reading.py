@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, TypeGuard, TypeVar
 
-from tether._types import is_dict, type_of
+from tether._base.exact_types import is_dict, type_of
 from tether.protocol._decoder import Layer, Problem, Rest
 from tether.protocol.codec import problem_text
 from tether.protocol.content import TextBlock, ThinkingBlock, ToolCall

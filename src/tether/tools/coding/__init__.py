@@ -20,7 +20,7 @@ the command line's config) without loading the tools.
 
 from typing import TYPE_CHECKING
 
-from tether._lazy import lazy_exports
+from tether._base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tether.tools.coding.bash import (

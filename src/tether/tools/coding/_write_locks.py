@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import AsyncGenerator, Callable
 
-from tether._race import race
+from tether._async.race import race
 from tether.abort import AbortSignal
 from tether.tools.coding.worker import run_in_worker
 

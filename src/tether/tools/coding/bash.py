@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding._definition import coding_tool
 from tether.tools.coding.process import (

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.tools.effects import ToolEffect, asks
 
 __all__ = [

@@ -17,8 +17,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Final, cast
 
-from tether._dataclass import dataclass
-from tether._text import LazyPattern
+from tether._base.dataclass import dataclass
+from tether._base.text import LazyPattern
 
 __all__ = ["ProcessEnvironment", "catalog_key_variables", "process_environment"]
 

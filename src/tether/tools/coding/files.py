@@ -16,8 +16,8 @@ import contextlib
 from collections.abc import Generator
 from typing import Final
 
-from tether._dataclass import dataclass
-from tether._race import check_signal
+from tether._async.race import check_signal
+from tether._base.dataclass import dataclass
 from tether.protocol import (
     MAX_IMAGE_BYTES,
     ImageError,

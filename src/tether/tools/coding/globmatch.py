@@ -1,6 +1,6 @@
 """Glob patterns of ``list_files`` and ``grep``'s ``glob``, matched in linear time.
 
-What a pattern means (``tests/test_coding_glob.py`` checks the matcher against a direct
+What a pattern means (``tests/tools/test_globmatch.py`` checks the matcher against a direct
 implementation of exactly this): the pattern and the workspace-relative path are split on
 ``/`` (the pattern's empty and ``.`` segments are dropped). A pattern with one segment matches
 the file name at any depth (``*.py`` is ``**/*.py``). A segment ``**`` matches any number of
@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias, TypeVar
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 __all__ = ["GLOB_STEP_FACTOR", "Glob", "compile_glob"]
 

@@ -51,8 +51,8 @@ import sys
 from collections.abc import Callable
 from typing import Final
 
-from tether._dataclass import dataclass
-from tether._race import check_signal, race
+from tether._async.race import check_signal, race
+from tether._base.dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.tools.coding.environment import ProcessEnvironment, process_environment
 from tether.tools.coding.sandbox import Sandbox, sandbox_status

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Final, cast
 
-from tether._dataclass import dataclass
-from tether._race import check_signal
+from tether._async.race import check_signal
+from tether._base.dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding._definition import coding_tool

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Final, Literal, get_args
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 
 __all__ = [
     "DEFAULT_HIDDEN_PATHS",

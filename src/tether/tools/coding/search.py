@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from tether._dataclass import dataclass
+from tether._base.dataclass import dataclass
 from tether.abort import AbortSignal
 from tether.protocol import ToolExecutionContext, ToolValidation, Valid
 from tether.tools.coding._definition import coding_tool
@@ -310,7 +310,7 @@ def _literal_of(pattern: re.Pattern[str]) -> str | None:
     a file whose whole text does not contain it has no matching line and is never split into
     lines (most searches a model makes are identifiers). Everything else is matched line by
     line, as before: a regex run over a whole file could see across lines (anchors,
-    lookarounds) or backtrack over the whole file. ``tests/test_coding_search.py`` checks
+    lookarounds) or backtrack over the whole file. ``tests/tools/test_search.py`` checks
     both paths give the same lines.
     """
     text = pattern.pattern

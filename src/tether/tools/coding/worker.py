@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tether._race import check_signal, race
+from tether._async.race import check_signal, race
 from tether.abort import AbortSignal
 
 __all__ = ["Unsettled", "run_in_worker", "workers_settled"]

@@ -28,7 +28,7 @@ import os
 import stat
 from typing import Final
 
-from tether._race import check_signal
+from tether._async.race import check_signal
 from tether.abort import AbortSignal
 from tether.tools.coding._write_locks import DirectoryLock, target_lock
 from tether.tools.coding.reading import current_bytes, decode_text, read_bytes, too_large

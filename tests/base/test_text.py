@@ -1,0 +1,80 @@
+"""``tether._base.text.LazyPattern`` (issue 30): a pattern compiled by its first match, not by the
+import of its module, that matches exactly as ``re.compile`` of the same source does."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tether._base.text import LazyPattern
+
+SOURCES = (
+    r"gpt-5(?![.\d])",
+    r"(\d{1,7}(?:\.\d{1,9})?)s",
+    r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$",
+    r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}",
+)
+
+
+def _spans(found: re.Match[str] | None) -> object:
+    return None if found is None else (found.span(), found.groups())
+
+
+@given(
+    source=st.sampled_from(SOURCES),
+    flags=st.sampled_from([0, re.IGNORECASE]),
+    text=st.text(alphabet="gpt-5.0123456789sconCONlpt1.x_ ", max_size=20),
+)
+def test_it_matches_as_the_compiled_pattern_does(source: str, flags: int, text: str) -> None:
+    lazy, compiled = LazyPattern(source, flags), re.compile(source, flags)
+    assert _spans(lazy.match(text)) == _spans(compiled.match(text))
+    assert _spans(lazy.fullmatch(text)) == _spans(compiled.fullmatch(text))
+    assert _spans(lazy.search(text)) == _spans(compiled.search(text))
+    assert lazy.compiled() == compiled
+
+
+def test_it_is_compiled_once_by_its_first_use() -> None:
+    lazy = LazyPattern(r"o\d")
+    first = lazy.compiled()
+    assert lazy.match("o3") is not None
+    assert lazy.compiled() is first
+
+
+def test_a_bad_source_fails_at_its_first_use_with_re_error() -> None:
+    lazy = LazyPattern("(")
+    with pytest.raises(re.error):
+        lazy.match("x")
+
+
+_PROBE = """
+import json, sys
+import tether
+tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools, tether.SessionStore
+from tether._base.text import LazyPattern
+declared, compiled = [], []
+for name, module in list(sys.modules.items()):
+    if name.startswith("tether"):
+        for attribute, value in vars(module).items():
+            if isinstance(value, LazyPattern):
+                declared.append(f"{name}.{attribute}")
+                if value._compiled is not None:
+                    compiled.append(f"{name}.{attribute}")
+print(json.dumps({"declared": len(declared), "compiled": compiled}))
+"""
+
+
+@pytest.mark.slow
+def test_importing_the_usable_api_compiles_none_of_them() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report["declared"] >= 12
+    assert report["compiled"] == []
