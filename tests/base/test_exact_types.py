@@ -29,12 +29,13 @@ from tether import AbortController
 from tether._async.race import race
 from tether._base.exact_types import await_steps, is_awaitable
 
-# The ten modules that decide whether to await caller code: each must use the one rule.
+# The modules that decide whether to await caller code: each must use the one rule (the
+# compaction summarizer and the runtime's ledger adopt through tether._async.adoption).
 _USERS = (
+    "tether._async.adoption",
+    "tether._async.race",
     "tether.agent.agent._subscribers",
-    "tether.agent.compaction._summarizer",
     "tether.agent.extensions._scope",
-    "tether.agent.runtime.ledger",
     "tether.evals.runner._job",
     "tether.evals.runner._settle",
     "tether.loop.hooks",
