@@ -197,6 +197,17 @@ def test_an_event_error_line_is_an_error_even_without_its_type() -> None:
     assert caught.value.code == "PROVIDER_OVERLOADED"
 
 
+def test_a_delta_under_an_event_error_line_is_an_error() -> None:
+    """``event: error`` makes a payload an error event whatever its ``type``: a content
+    delta into an open block too (on the fast path and the general one)."""
+    parser = AnthropicStreamParser(REQUEST_ID)
+    parser.feed(bodies.message_start(), event="message_start")
+    parser.feed(bodies.text_start(0), event="content_block_start")
+    with pytest.raises(ProviderError) as caught:
+        parser.feed(bodies.text(0, "hi"), event="error")
+    assert caught.value.code == "PROVIDER_ERROR_EVENT"
+
+
 def test_vendor_error_text_is_bounded() -> None:
     parser = AnthropicStreamParser(REQUEST_ID)
     with pytest.raises(ProviderError) as caught:

@@ -399,6 +399,20 @@ def test_an_event_error_line_is_an_error_even_without_its_type() -> None:
     assert caught.value.code == "PROVIDER_ERROR_EVENT"
 
 
+@pytest.mark.parametrize("hot", ["text", "arguments"])
+def test_a_hot_path_delta_under_an_event_error_line_is_an_error(hot: str) -> None:
+    """``event: error`` makes a payload an error event whatever its ``type``, on the delta
+    fast path too (hypothesis found the fast path streaming such a delta)."""
+    parser = ResponsesStreamParser(REQUEST_ID)
+    parser.feed(rb.created())
+    parser.feed(rb.message_added(0))
+    parser.feed(rb.call(1, "f")[0])
+    payload = rb.text_delta(0, "hi") if hot == "text" else rb.call(1, "f", "{}")[1]
+    with pytest.raises(ProviderError) as caught:
+        parser.feed(payload, event="error")
+    assert caught.value.code == "PROVIDER_ERROR_EVENT"
+
+
 def test_vendor_error_text_is_bounded() -> None:
     error = fails(
         *START,

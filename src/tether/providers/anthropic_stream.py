@@ -174,7 +174,7 @@ class AnthropicStreamParser:
         try:
             # The hot path, one per token, runs here without a further call (each Python call
             # saved is measurable: benchmarks/bench_anthropic.py): a delta into an open block.
-            if is_dict(payload):
+            if is_dict(payload) and event != "error":  # ``event: error``: never the hot path
                 data: dict[str, Any] = payload
                 if data.get("type") == "content_block_delta" and self._state == "streaming":
                     index: Any = data.get("index")
@@ -194,6 +194,8 @@ class AnthropicStreamParser:
             raise _field_error("A stream event", "a JSON object", payload)
         data: dict[str, Any] = payload
         kind = data.get("type")
+        if event == "error":  # an error event whatever its type (a delta's too)
+            raise error_event(data)
         if kind == "content_block_delta":
             if self._state != "streaming":
                 self._out_of_order(kind)

@@ -180,6 +180,8 @@ class ResponsesStreamParser(OutputItems):
                 raise field_error("A stream event", "a JSON object", payload)
             data: dict[str, Any] = payload
             kind_ = data.get("type")
+            if event == "error":  # an error event whatever its type: never the hot path
+                return self._event(data, kind_, event)
             # The hot path, one per token: a text or reasoning summary delta that continues
             # the part that streamed last in its item, or an argument delta into an open call,
             # without a further call (each Python call saved is measurable:
