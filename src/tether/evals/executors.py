@@ -88,11 +88,15 @@ def cancelled_error() -> EvaluationInfrastructureError:
     return EvaluationInfrastructureError("EVALUATION_CANCELLED", "Evaluation was cancelled")
 
 
-def infrastructure_error() -> EvaluationInfrastructureError:
-    """The error an untyped failure is normalized to (``EVALUATION_RUNTIME_FAILED``)."""
-    return EvaluationInfrastructureError(
+def infrastructure_error(cause: BaseException | None = None) -> EvaluationInfrastructureError:
+    """The error an untyped failure is normalized to (``EVALUATION_RUNTIME_FAILED``), with
+    ``cause`` (the failure, when given) as its ``__cause__``."""
+    error = EvaluationInfrastructureError(
         "EVALUATION_RUNTIME_FAILED", "Evaluation infrastructure failed"
     )
+    if cause is not None:
+        error.__cause__ = cause
+    return error
 
 
 class SettledItems:
@@ -119,9 +123,7 @@ class SettledItems:
             try:
                 self._on_settled(item, outcome)
             except Exception as error:
-                failure = infrastructure_error()
-                failure.__cause__ = error
-                outcome = failure
+                outcome = infrastructure_error(error)
         self._outcomes[position] = outcome
         if isinstance(outcome, EvaluationInfrastructureError):
             self._failure_order.append(item.index)
@@ -173,11 +175,9 @@ class LocalExecutor:
                     task = asyncio.current_task()
                     if task is not None and task.cancelling():
                         raise
-                    outcome = infrastructure_error()
-                    outcome.__cause__ = error
+                    outcome = infrastructure_error(error)
                 except Exception as error:
-                    outcome = infrastructure_error()
-                    outcome.__cause__ = error
+                    outcome = infrastructure_error(error)
                 settled.settle(position, item, outcome)
 
         loop = asyncio.get_running_loop()
