@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from tether._async.race import follow_signal
+from tether._async.race import follow_signal, reraise_task_cancellation
 from tether._base.dataclass import dataclass
 from tether.abort import AbortController, AbortSignal
 from tether.evals.errors import EvaluationInfrastructureError
@@ -172,9 +172,7 @@ class LocalExecutor:
                 except EvaluationInfrastructureError as error:
                     outcome = error
                 except asyncio.CancelledError as error:
-                    task = asyncio.current_task()
-                    if task is not None and task.cancelling():
-                        raise
+                    reraise_task_cancellation(error)
                     outcome = infrastructure_error(error)
                 except Exception as error:
                     outcome = infrastructure_error(error)
