@@ -16,15 +16,15 @@ starts its agent (``problems``) and otherwise ignored; a root that cannot be lis
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from tether._base.dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.agent.resources import ResourceLoader
-    from tether.agent.skills import PromptTemplate, Skill
+    from tether.agent.skills import PromptTemplate, Skill, SkillDiscovery, TemplateDiscovery
     from tether.tools.contract import ToolDefinition
 
 __all__ = ["PROJECT_DIRECTORY", "ChatResources", "load_chat_resources", "resource_directories"]
@@ -103,25 +103,8 @@ async def load_chat_resources(cwd: Path, config_dir: Path | None) -> ChatResourc
     )
 
 
-class _Problem(Protocol):
-    """A file a discovery skipped (``SkillProblem``, ``TemplateProblem``)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def code(self) -> str: ...
-    @property
-    def message(self) -> str: ...
-
-
-class _Discovery(Protocol):
-    """What a discovery found (``SkillDiscovery``, ``TemplateDiscovery``)."""
-
-    @property
-    def problems(self) -> Sequence[_Problem]: ...
-
-
-D = TypeVar("D", bound=_Discovery)
+D = TypeVar("D", "SkillDiscovery", "TemplateDiscovery")
+"""What a discovery finds (skills, or prompt templates)."""
 
 
 async def _discovered(
