@@ -7,6 +7,7 @@ test_runtime_options.py."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 from collections.abc import Callable
@@ -503,7 +504,7 @@ async def test_override_and_fallback_failures_are_both_reported(tmp_path: Path) 
 
 
 def _fields(value: Any) -> dict[str, Any]:
-    return {name: getattr(value, name) for name in value.__slots__}
+    return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
 
 
 async def test_the_fallback_checks_its_input(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from tether.cli.slash_commands import (
 )
 from tether.cli.ui.picker import More, PickItem
 from tether.coding.approval import DECLINED, Approvals, parse_answer
+from tether.coding.resources import PROJECT_DIRECTORY, load_chat_resources
 from tether.jsonvalue import JsonObject
 from tether.loop.hooks import BlockToolCall, ToolCallContext
 from tether.models.base import Model
@@ -684,6 +685,26 @@ async def test_skills_are_announced_and_loaded_and_templates_expand(
     assert text.count("(ignored) skill skills/Bad/SKILL.md") == 1
     assert "/fix       Fix an issue" in text
     assert "unknown command /nope" in text
+
+
+async def test_each_skipped_skill_and_template_is_one_problem_line(tmp_path: Path) -> None:
+    root = tmp_path / PROJECT_DIRECTORY
+    (root / "skills" / "Bad").mkdir(parents=True)
+    (root / "skills" / "Bad" / "SKILL.md").write_text("no front matter", encoding="utf-8")
+    (root / "prompts").mkdir()
+    (root / "prompts" / "Bad Name.md").write_text("hello", encoding="utf-8")
+    (root / "prompts" / "ok.md").write_text("hello there", encoding="utf-8")
+
+    resources = await load_chat_resources(tmp_path, None)
+
+    assert resources.skills == ()
+    assert [template.name for template in resources.templates] == ["ok"]
+    assert [line.split(":")[0] for line in resources.problems] == [
+        "skill skills/Bad/SKILL.md",
+        "template prompts/Bad Name.md",
+    ]
+    assert "[SKILL_MISSING_FRONT_MATTER] skills/Bad/SKILL.md: " in resources.problems[0]
+    assert "[TEMPLATE_INVALID_NAME] prompts/Bad Name.md: " in resources.problems[1]
 
 
 async def test_without_resource_roots_there_are_no_skills(

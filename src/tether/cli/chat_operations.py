@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
+from tether._async.race import reraise_task_cancellation
 from tether._base.exact_types import instance_of
 from tether._base.tether_error import TetherError
 
@@ -161,10 +162,8 @@ class ChatOperations:
         self._busy, self._busy_cancelled = task, False
         try:
             return await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # the chat itself is being cancelled
+        except asyncio.CancelledError as error:
+            reraise_task_cancellation(error)  # the chat itself is being cancelled
             raise OperationCancelled from None
         finally:
             self._busy, self._busy_cancelled = None, False

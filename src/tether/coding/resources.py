@@ -16,15 +16,15 @@ starts its agent (``problems``) and otherwise ignored; a root that cannot be lis
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from tether._base.dataclass import dataclass
 
 if TYPE_CHECKING:
     from tether.agent.resources import ResourceLoader
-    from tether.agent.skills import PromptTemplate, Skill
+    from tether.agent.skills import PromptTemplate, Skill, SkillDiscovery, TemplateDiscovery
     from tether.tools.contract import ToolDefinition
 
 __all__ = ["PROJECT_DIRECTORY", "ChatResources", "load_chat_resources", "resource_directories"]
@@ -90,24 +90,35 @@ async def load_chat_resources(cwd: Path, config_dir: Path | None) -> ChatResourc
     except ResourceError as error:
         return ChatResources(root=cwd, problems=(f"resources: [{error.code}] {error}",))
     problems: list[str] = []
-    skills: Sequence[Skill] = ()
-    templates: Sequence[PromptTemplate] = ()
-    try:
-        found = await discover_skills(loader)
-        skills = found.skills
-        problems += [f"skill {p.path}: [{p.code}] {p.message}" for p in found.problems]
-    except ResourceError as error:
-        problems.append(f"skills: [{error.code}] {error}")
-    try:
-        listed = await discover_prompt_templates(loader)
-        templates = listed.templates
-        problems += [f"template {p.path}: [{p.code}] {p.message}" for p in listed.problems]
-    except ResourceError as error:
-        problems.append(f"prompts: [{error.code}] {error}")
+    skills = await _discovered(discover_skills(loader), "skill", "skills", problems)
+    templates = await _discovered(
+        discover_prompt_templates(loader), "template", "prompts", problems
+    )
     return ChatResources(
         root=cwd,
         loader=loader,
-        skills=tuple(skills),
-        templates=tuple(templates),
+        skills=() if skills is None else skills.skills,
+        templates=() if templates is None else templates.templates,
         problems=tuple(problems),
     )
+
+
+D = TypeVar("D", "SkillDiscovery", "TemplateDiscovery")
+"""What a discovery finds (skills, or prompt templates)."""
+
+
+async def _discovered(
+    discovery: Awaitable[D], each: str, kind: str, problems: list[str]
+) -> D | None:
+    """What ``discovery`` found, with a line in ``problems`` for each file it skipped
+    (``each PATH: [CODE] message``); ``None`` and one line for all of ``kind`` when the
+    resources could not be read (a ``ResourceError``)."""
+    from tether.agent.resources import ResourceError
+
+    try:
+        found = await discovery
+    except ResourceError as error:
+        problems.append(f"{kind}: [{error.code}] {error}")
+        return None
+    problems += [f"{each} {p.path}: [{p.code}] {p.message}" for p in found.problems]
+    return found

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from tether._async.race import follow_signal
+from tether._async.race import follow_signal, reraise_task_cancellation
 from tether._base.dataclass import dataclass
 from tether.abort import AbortController, AbortSignal
 from tether.evals.errors import EvaluationInfrastructureError
@@ -88,11 +88,15 @@ def cancelled_error() -> EvaluationInfrastructureError:
     return EvaluationInfrastructureError("EVALUATION_CANCELLED", "Evaluation was cancelled")
 
 
-def infrastructure_error() -> EvaluationInfrastructureError:
-    """The error an untyped failure is normalized to (``EVALUATION_RUNTIME_FAILED``)."""
-    return EvaluationInfrastructureError(
+def infrastructure_error(cause: BaseException | None = None) -> EvaluationInfrastructureError:
+    """The error an untyped failure is normalized to (``EVALUATION_RUNTIME_FAILED``), with
+    ``cause`` (the failure, when given) as its ``__cause__``."""
+    error = EvaluationInfrastructureError(
         "EVALUATION_RUNTIME_FAILED", "Evaluation infrastructure failed"
     )
+    if cause is not None:
+        error.__cause__ = cause
+    return error
 
 
 class SettledItems:
@@ -119,9 +123,7 @@ class SettledItems:
             try:
                 self._on_settled(item, outcome)
             except Exception as error:
-                failure = infrastructure_error()
-                failure.__cause__ = error
-                outcome = failure
+                outcome = infrastructure_error(error)
         self._outcomes[position] = outcome
         if isinstance(outcome, EvaluationInfrastructureError):
             self._failure_order.append(item.index)
@@ -170,14 +172,10 @@ class LocalExecutor:
                 except EvaluationInfrastructureError as error:
                     outcome = error
                 except asyncio.CancelledError as error:
-                    task = asyncio.current_task()
-                    if task is not None and task.cancelling():
-                        raise
-                    outcome = infrastructure_error()
-                    outcome.__cause__ = error
+                    reraise_task_cancellation(error)
+                    outcome = infrastructure_error(error)
                 except Exception as error:
-                    outcome = infrastructure_error()
-                    outcome.__cause__ = error
+                    outcome = infrastructure_error(error)
                 settled.settle(position, item, outcome)
 
         loop = asyncio.get_running_loop()

@@ -301,9 +301,7 @@ def _outcome_of(future: asyncio.Future[Any]) -> ItemOutcome:
 
     if isinstance(error, TaskCancelledError):
         return cancelled_error()
-    failure = infrastructure_error()
-    failure.__cause__ = error
-    return failure
+    return infrastructure_error(error)
 
 
 async def _in_thread(work: Callable[[], T]) -> T:
@@ -345,9 +343,7 @@ async def _settle(job: EvaluationJob, item: EvaluationWorkItem, signal: AbortSig
     except EvaluationInfrastructureError as error:
         return error
     except Exception as error:
-        failure = infrastructure_error()
-        failure.__cause__ = error
-        return failure
+        return infrastructure_error(error)
 
 
 @contextlib.contextmanager

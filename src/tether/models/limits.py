@@ -10,10 +10,13 @@ that; its reasoning is in its docstring.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from tether._base.dataclass import dataclass
 from tether.protocol import MAX_SAFE_INTEGER
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "MAX_AGENT_STEPS",
@@ -58,6 +61,14 @@ def check_positive(value: object, name: str) -> int:
     return value
 
 
+def check_positive_fields(limits: DataclassInstance, owner: str) -> None:
+    """``check_positive`` on every field of the dataclass ``limits``, each named
+    ``<owner>.<field>``: the ``__post_init__`` of every limits class whose fields are all
+    positive safe integers (``RunLimits``, ``ContextLimits``, ``SessionLimits``)."""
+    for field in fields(limits):
+        check_positive(getattr(limits, field.name), f"{owner}.{field.name}")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunLimits:
     """The bounds one run enforces. Every field is a positive ``int``.
@@ -83,8 +94,7 @@ class RunLimits:
     max_argument_string_code_points: int = MAX_TOOL_ARGUMENT_STRING_CODE_POINTS
 
     def __post_init__(self) -> None:
-        for field in fields(self):
-            check_positive(getattr(self, field.name), f"RunLimits.{field.name}")
+        check_positive_fields(self, "RunLimits")
 
     @classmethod
     def for_real_models(cls) -> RunLimits:

@@ -4,7 +4,8 @@ write left behind."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Generator, Sequence
 from typing import Protocol, runtime_checkable
 
 from tether._async.race import reraise_task_cancellation
@@ -64,13 +65,8 @@ class Recording:
         pending.extend(messages)
         if not pending:
             return
-        try:
+        with _recorder_failures():
             await recorder.record_messages(tuple(pending))
-        except asyncio.CancelledError as error:
-            reraise_task_cancellation(error)  # the run's task itself is being cancelled
-            raise AgentRecordingError(error) from error
-        except Exception as error:
-            raise AgentRecordingError(error) from error
         pending.clear()
 
     async def record_compaction(
@@ -86,11 +82,19 @@ class Recording:
             return
         # The session first: what it holds must always be what the model sees, so the
         # Agent takes the compacted context only once the session recorded it.
-        try:
+        with _recorder_failures():
             await self.persist(())  # messages a failed write left behind come first
             await recorder.record_compaction(summary, kept, record)
-        except asyncio.CancelledError as error:
-            reraise_task_cancellation(error)
-            raise AgentRecordingError(error) from error
-        except Exception as error:
-            raise AgentRecordingError(error) from error
+
+
+@contextlib.contextmanager
+def _recorder_failures() -> Generator[None]:
+    """What the recorder raises in the block, as ``AgentRecordingError`` (from it); a
+    ``CancelledError`` too, unless the run's task itself is being cancelled: that one passes."""
+    try:
+        yield
+    except asyncio.CancelledError as error:
+        reraise_task_cancellation(error)
+        raise AgentRecordingError(error) from error
+    except Exception as error:
+        raise AgentRecordingError(error) from error

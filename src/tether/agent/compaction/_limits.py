@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Final
 
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import exactly
 from tether.agent.compaction._errors import fail
-from tether.models.limits import check_positive
+from tether.models.limits import check_positive_fields
 
 MAX_CONTEXT_MESSAGES: Final = 4_096
 """Workshop cap on messages one context may hold (also on ``retain_recent_messages``):
@@ -66,8 +65,7 @@ class ContextLimits:
     max_async_depth: int = MAX_CONTEXT_ASYNC_DEPTH
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            check_positive(getattr(self, field.name), f"ContextLimits.{field.name}")
+        check_positive_fields(self, "ContextLimits")
 
     @classmethod
     def for_coding(cls) -> ContextLimits:

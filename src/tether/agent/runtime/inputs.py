@@ -27,49 +27,52 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RuntimeToolsInput:
-    """Tools step: the default is ``coding_tools(root)`` followed by ``base_tools`` (a copy)."""
+class _StepInput:
+    """What every step's input holds first: the ``workspace`` the step builds for (a
+    fallback takes only an input for the same one)."""
 
     workspace: RuntimeWorkspace
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeToolsInput(_StepInput):
+    """Tools step: the default is ``coding_tools(root)`` followed by ``base_tools`` (a copy)."""
+
     base_tools: ToolRegistry
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RuntimeResourcesInput:
+class RuntimeResourcesInput(_StepInput):
     """Resources step: the default loader has the ``workspace`` root, then ``roots``."""
 
-    workspace: RuntimeWorkspace
     roots: tuple[ResourceRootDefinition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RuntimeSessionInput:
+class RuntimeSessionInput(_StepInput):
     """Session step: the default loads (``resume``) or creates (``create``) the session file
     at ``workspace.session_path`` with ``options``; the product is a ``SessionStore`` on that
     very file."""
 
-    workspace: RuntimeWorkspace
     options: SessionStoreOptions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RuntimeExtensionsInput:
+class RuntimeExtensionsInput(_StepInput):
     """Extensions step: the default host gets ``resources`` and ``tools`` (the tools step's
     product), discovers ``definitions`` and activates them in order."""
 
-    workspace: RuntimeWorkspace
     resources: ResourceLoader
     tools: ToolRegistry
     definitions: tuple[ExtensionDefinition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RuntimeAgentInput:
+class RuntimeAgentInput(_StepInput):
     """Agent step: the default is ``resume_agent(session, model=..., tools=..., max_steps=...,
     **options)``, an Agent over the session's active context recording into it. ``messages``
     is that context as a transcript (the compaction summary first, if any), for overrides."""
 
-    workspace: RuntimeWorkspace
     model: Model
     tools: ToolRegistry
     session: SessionTree

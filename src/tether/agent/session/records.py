@@ -13,7 +13,8 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 from tether._base.dataclass import dataclass
 from tether._base.tether_error import TetherError
-from tether.protocol import MAX_SAFE_INTEGER, Message
+from tether.models.limits import check_positive_fields
+from tether.protocol import Message
 
 __all__ = [
     "MAX_SESSION_FILE_BYTES",
@@ -246,10 +247,7 @@ class SessionLimits:
     max_records: int = MAX_SESSION_RECORDS
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if type(value) is not int or not 1 <= value <= MAX_SAFE_INTEGER:
-                raise TypeError(f"SessionLimits.{field.name} must be a positive safe integer")
+        check_positive_fields(self, "SessionLimits")
 
     @classmethod
     def for_coding(cls) -> SessionLimits:

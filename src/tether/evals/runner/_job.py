@@ -112,8 +112,7 @@ class EvaluationJob:
             start_cleanup(self._release(owned))
             raise
         except Exception as error:
-            primary = infrastructure_error()
-            primary.__cause__ = error
+            primary = infrastructure_error(error)
         failures = await self._release(owned)
         if failures:
             causes: list[Exception] = [] if primary is None else [primary]
