@@ -3,11 +3,14 @@
 * ``run``: ``run_agent_loop`` and the step state machine;
 * ``hooks``: ``ToolHooks``, a host's say before a tool call runs and after it returns;
 * ``limits``: ``RunLimits``, every per-run bound (workshop defaults, ``for_real_models()``);
-* ``checks``: the chunk, response and transcript boundary checks and their agreement rules.
+* ``checks``: the chunk, response and transcript boundary checks and their agreement rules;
+* ``collector``: ``relaxed_cycle_collector``, an opt-in knob for thousands of runs in flight.
 """
 
+from tether.loop import collector as _collector
 from tether.loop import hooks as _hooks
 from tether.loop import run as _run
+from tether.loop.collector import *  # noqa: F403
 from tether.loop.hooks import *  # noqa: F403
 from tether.loop.run import *  # noqa: F403
 
@@ -16,4 +19,4 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2, name)
 
 
-__all__ = sorted([*_run.__all__, *_hooks.__all__], key=_isort_key)  # pyright: ignore[reportUnsupportedDunderAll] - a computed __all__
+__all__ = sorted([*_run.__all__, *_hooks.__all__, *_collector.__all__], key=_isort_key)  # pyright: ignore[reportUnsupportedDunderAll] - a computed __all__
