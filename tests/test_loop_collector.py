@@ -49,8 +49,8 @@ def known_thresholds() -> Generator[tuple[int, int, int]]:
 
 def test_it_raises_the_first_threshold_while_active_and_restores_all_three() -> None:
     with relaxed_cycle_collector() as inside:
-        assert inside == (1230, 4, 5)
-        assert gc.get_threshold() == (1230, 4, 5)
+        assert inside == (12300, 4, 5)
+        assert gc.get_threshold() == (12300, 4, 5)
     assert gc.get_threshold() == (123, 4, 5)
 
 
@@ -106,7 +106,7 @@ def test_it_works_inside_a_coroutine_around_the_runs() -> None:
         seen.append(gc.get_threshold())
 
     run_async(scenario)
-    assert seen == [(1230, 4, 5), (123, 4, 5)]
+    assert seen == [(12300, 4, 5), (123, 4, 5)]
 
 
 def test_a_run_leaves_the_thresholds_as_it_found_them() -> None:

@@ -5,8 +5,8 @@ wall time of many concurrent runs grows faster than their number: CPython's cycl
 makes a full pass every ~70,000 objects the heap grows by (default thresholds ``(700, 10,
 10)``) and each pass walks every live object, so while the runs pile up the passes' total work
 grows with the square of the objects in flight. ``benchmarks/bench_scale.py`` measured 10,000
-concurrent 8-step runs at ~14x the wall time of 1,000 with the default thresholds, and ~10x
-under ``relaxed_cycle_collector()``.
+concurrent 8-step runs at ~14x the wall time of 1,000 with the default thresholds (11 full
+passes, a third of the wall), and with no full pass under ``relaxed_cycle_collector()``.
 
 tether never changes the collector's settings by itself: importing it or running a run leaves
 ``gc.get_threshold()`` as it was. This module is the documented way for a program to ask.
@@ -21,9 +21,10 @@ from typing import Final
 
 __all__ = ["relaxed_cycle_collector"]
 
-DEFAULT_FACTOR: Final = 10
-"""How many times the first-generation threshold is raised by default: a full pass then comes
-every ~700,000 objects the heap grows by instead of ~70,000, a tenth as many."""
+DEFAULT_FACTOR: Final = 100
+"""How many times the first-generation threshold is raised by default: every collection comes a
+hundredth as often, a full pass every ~7 million objects the heap grows by instead of ~70,000
+(10,000 runs in flight hold ~1 million: a factor of 10 still left one full pass over them)."""
 
 
 @contextlib.contextmanager
@@ -39,7 +40,8 @@ def relaxed_cycle_collector(factor: int = DEFAULT_FACTOR) -> Generator[tuple[int
 
     Why: a full pass walks every object in flight, so with thousands of runs in flight their
     total work grows with the square of the runs (10,000 concurrent 8-step runs cost ~14x the
-    wall of 1,000 with the default thresholds, ~10x with this; ``benchmarks/README.md``).
+    wall of 1,000 with the default thresholds, 11 full passes; none under this, and the wall
+    outside the collector grows ~10x; ``benchmarks/README.md``).
     tether's runs leave no cyclic garbage, so collecting less often costs only the cycles the
     program itself makes, which then wait longer to be freed.
 
