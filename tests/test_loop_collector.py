@@ -19,16 +19,8 @@ from pathlib import Path
 
 import pytest
 
+import tether
 from support import run_async
-from tether import (
-    AbortController,
-    ScriptedModel,
-    ToolRegistry,
-    run_agent_loop,
-    text_reply,
-    tool,
-    tool_call_reply,
-)
 from tether.loop import relaxed_cycle_collector
 from tether.messages import user_message
 
@@ -120,7 +112,7 @@ def test_a_run_leaves_the_thresholds_as_it_found_them() -> None:
     assert gc.isenabled() == enabled
 
 
-@tool
+@tether.tool
 async def add(left: int, right: int) -> int:
     """Add two integers after one turn of the event loop (as I/O would)."""
     await asyncio.sleep(0)
@@ -128,14 +120,15 @@ async def add(left: int, right: int) -> int:
 
 
 async def _one_run() -> str:
-    replies = [tool_call_reply(("add", {"left": n, "right": 1})) for n in range(3)]
-    replies.append(text_reply("done"))
-    stream = run_agent_loop(
+    """One 4-step run (3 tool turns and a text answer) whose tool gives way once per call."""
+    replies = [tether.tool_call_reply(("add", {"left": n, "right": 1})) for n in range(3)]
+    replies.append(tether.text_reply("done"))
+    stream = tether.run_agent_loop(
         messages=[user_message(id="user-001", content="go")],
-        model=ScriptedModel(replies),
-        tools=ToolRegistry([add]),
+        model=tether.ScriptedModel(replies),
+        tools=tether.ToolRegistry([add]),
         max_steps=4,
-        signal=AbortController().signal,
+        signal=tether.AbortController().signal,
     )
     async for _ in stream:
         pass
@@ -194,37 +187,12 @@ def test_importing_tether_and_running_a_run_never_changes_the_collector() -> Non
 
 _COUNT_FULL_PASSES = """
 import asyncio, gc, json, sys
-from tether import (
-    AbortController, ScriptedModel, ToolRegistry, run_agent_loop, text_reply, tool,
-    tool_call_reply,
-)
+sys.path.insert(0, "tests")
+from test_loop_collector import _one_run
 from tether.loop import relaxed_cycle_collector
-from tether.messages import user_message
-
-@tool
-async def add(left: int, right: int) -> int:
-    \"\"\"Add two integers after one turn of the event loop.\"\"\"
-    await asyncio.sleep(0)
-    return left + right
-
-registry = ToolRegistry([add])
-replies = [tool_call_reply(("add", {"left": n, "right": 1})) for n in range(3)]
-replies.append(text_reply("done"))
-
-async def one():
-    stream = run_agent_loop(
-        messages=[user_message(id="user-001", content="go")],
-        model=ScriptedModel(replies),
-        tools=registry,
-        max_steps=4,
-        signal=AbortController().signal,
-    )
-    async for _ in stream:
-        pass
-    return (await stream.result).status
 
 async def main(count):
-    return await asyncio.gather(*(one() for _ in range(count)))
+    return await asyncio.gather(*(_one_run() for _ in range(count)))
 
 full_passes = 0
 
