@@ -30,7 +30,7 @@ def examples() -> list[tuple[str, str]]:
 
 def test_the_page_has_every_example_with_its_output() -> None:
     found = examples()
-    assert len(found) == 13
+    assert len(found) == 14
     assert len(re.findall(r"```python\n", PAGE.read_text(encoding="utf-8"))) == len(found)
 
 
