@@ -69,7 +69,6 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
 
     __slots__ = (
         "_compat",
-        "_extra_headers",
         "_max_output_tokens",
         "_prompt_cache_key",
         "_reasoning_effort",
@@ -110,19 +109,12 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
         ):
             raise TypeError("prompt_cache_key must be a non-empty string or None")
         super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            retry=retry,
-            timeouts=timeouts,
-            http_client=http_client,
+            model, base_url, api_key, api_key_env, retry, timeouts, http_client, headers
         )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._compat = compat
         self._prompt_cache_key = prompt_cache_key
-        self._extra_headers = dict(headers or {})
         self._choose_reasoning(thinking, reasoning_effort)
 
     @classmethod

@@ -68,7 +68,6 @@ class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
     """
 
     __slots__ = (
-        "_extra_headers",
         "_max_output_tokens",
         "_reasoning_effort",
         "_reasoning_summary",
@@ -106,19 +105,11 @@ class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
             raise TypeError("reasoning_effort must be a non-empty string or None")
         if reasoning_summary is not None and reasoning_summary not in REASONING_SUMMARIES:
             raise TypeError("reasoning_summary must be 'auto', 'concise', 'detailed' or None")
-        super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            retry=retry,
-            timeouts=timeouts,
-            http_client=http_client,
-        )
+        super().__init__(model, base_url, api_key, None, retry, timeouts, http_client, headers)
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._choose_reasoning(thinking, reasoning_effort)
         self._reasoning_summary = reasoning_summary
-        self._extra_headers = dict(headers or {})
 
     def _url(self) -> str:
         return f"{self._base_url}/responses"
