@@ -360,26 +360,19 @@ class HttpStreamModel:
         reserved: frozenset[str],
     ) -> tuple[list[ModelChunk], ModelResponse] | ProviderError:
         """The body read to its end: the chunks still to deliver and the response, or an
-        error event to retry (nothing was delivered)."""
+        error event to retry (nothing was delivered). An event stream is decoded and parsed
+        event by event; a JSON body (some servers answer the streaming request with one) is
+        parsed whole."""
         content_type = response.headers.get("content-type")
-        if is_event_stream(content_type):
-            return await self._read_events(response, ref, request, watch, reserved)
-        if content_type is not None and "json" in content_type.lower():
-            data = await read_limited(response, MAX_JSON_BODY_BYTES, watch, self._timeouts.idle)
-            return self._parse_whole(loads_payload(data), request, reserved)
-        raise ProviderError(
-            "PROVIDER_PROTOCOL_ERROR",
-            f"The server answered with content type {content_type!r}, not an event stream or JSON",
-        )
-
-    async def _read_events(
-        self,
-        response: httpx2.Response,
-        ref: StreamRef,
-        request: ModelRequest,
-        watch: RequestWatch,
-        reserved: frozenset[str],
-    ) -> tuple[list[ModelChunk], ModelResponse] | ProviderError:
+        if not is_event_stream(content_type):
+            if content_type is not None and "json" in content_type.lower():
+                data = await read_limited(response, MAX_JSON_BODY_BYTES, watch, self._timeouts.idle)
+                return self._parse_whole(loads_payload(data), request, reserved)
+            raise ProviderError(
+                "PROVIDER_PROTOCOL_ERROR",
+                f"The server answered with content type {content_type!r}, "
+                "not an event stream or JSON",
+            )
         idle = self._timeouts.idle
         decoder = SSEDecoder()
         parser = self._parser(request, reserved)
