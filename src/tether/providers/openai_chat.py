@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from tether._base.exact_types import instance_of
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._openai_model import OpenAIModel
+from tether.providers._openai_model import OpenAIModel, check_max_output_tokens
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
@@ -98,10 +98,7 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
         prompt_cache_key: str | None = None,
     ) -> None:
         api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-4o-mini")
-        if max_output_tokens is not None and (
-            type(max_output_tokens) is not int or max_output_tokens < 1
-        ):
-            raise TypeError("max_output_tokens must be a positive int or None")
+        check_max_output_tokens(max_output_tokens)
         if not instance_of(compat, OpenAIChatCompat):
             raise TypeError("compat must be an OpenAIChatCompat")
         if prompt_cache_key is not None and (

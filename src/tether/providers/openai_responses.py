@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._openai_model import OpenAIModel
+from tether.providers._openai_model import OpenAIModel, check_max_output_tokens
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
@@ -95,10 +95,7 @@ class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-5")
-        if max_output_tokens is not None and (
-            type(max_output_tokens) is not int or max_output_tokens < 1
-        ):
-            raise TypeError("max_output_tokens must be a positive int or None")
+        check_max_output_tokens(max_output_tokens)
         if reasoning_effort is not None and (
             type(reasoning_effort) is not str or not reasoning_effort
         ):
