@@ -389,8 +389,8 @@ def recorded_contenders(found: dict[str, bytes]) -> tuple[Contender, Contender]:
     ]
 
     def run_tether() -> tuple[int, int]:
-        # HttpStreamModel._read_events, minus the socket: decode each network chunk, parse
-        # each event's payload, feed it with its event type, finish
+        # HttpStreamModel._read_body's event-stream path, minus the socket: decode each
+        # network chunk, parse each event's payload, feed it with its event type, finish
         completed = events = 0
         for chunks in streams:
             parser = OpenAIChatStreamParser(REQUEST_ID, compat=COMPAT)

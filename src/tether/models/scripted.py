@@ -30,11 +30,12 @@ from tether._async.producer import fail_producer, shed_frames, start_producer_ea
 from tether._async.race import check_signal, neutralize, signal_aborted, signal_reason
 from tether._async.race_iterator import RacedIterator
 from tether._base.dataclass import dataclass
-from tether._base.exact_types import exactly, instance_of, type_of
+from tether._base.exact_types import exactly, type_of
 from tether._base.tether_error import TetherError
 from tether._base.text import is_non_empty
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
+from tether.models._queued import QueuedReplies
 from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     ZERO_USAGE,
@@ -86,7 +87,7 @@ class ScriptedModelError(TetherError[ScriptedModelErrorCode]):
         super().__init__(code, message)
 
 
-class ScriptedModel:
+class ScriptedModel(QueuedReplies[ResponseFactory]):
     """A model whose every turn is scripted in advance, for tests and examples.
 
     ``ScriptedModel([tool_call_reply(("add", {"left": 1, "right": 2})), text_reply("3")])``
@@ -101,22 +102,11 @@ class ScriptedModel:
     number of factories still queued. A pre-cancelled call does not consume a factory.
     """
 
-    __slots__ = ("_call_count", "_queue", "_requests")
+    __slots__ = ("_requests",)
 
     def __init__(self, responses: Iterable[ResponseFactory] = ()) -> None:
-        self._queue: deque[ResponseFactory] = deque(_checked_factories(responses))
+        super().__init__(_checked_factories(responses))
         self._requests: list[ModelRequest] = []
-        self._call_count = 0
-
-    @property
-    def call_count(self) -> int:
-        """How many times ``stream()`` was called (after its argument checks passed)."""
-        return self._call_count
-
-    @property
-    def pending_response_count(self) -> int:
-        """How many response factories remain queued."""
-        return len(self._queue)
 
     @property
     def requests(self) -> tuple[ModelRequest, ...]:
@@ -137,12 +127,8 @@ class ScriptedModel:
         self, request: ModelRequest, signal: AbortSignal
     ) -> EventStream[ModelChunk, ModelResponse]:
         """Start the next scripted turn for ``request``; its outcome arrives on the stream."""
-        if type(request) is not ModelRequest:
-            raise TypeError("request must be a ModelRequest")
-        if not instance_of(signal, AbortSignal):
-            raise TypeError("signal must be an AbortSignal")
+        self._count_call(request, signal)
         self._requests.append(request)
-        self._call_count += 1
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
         queue = self._queue
         head = queue[0] if queue else None

@@ -40,6 +40,7 @@ from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject
 from tether.protocol._fields import (
     ProtocolValue,
+    bind_default,
     discriminant_of,
     field_hints,
     is_python_only,
@@ -468,12 +469,7 @@ def _class_decoder(cls: type, compiler: _Compiler) -> Decode:
     body: list[str] = []
     for position, field in enumerate(dataclasses.fields(cls)):
         namespace[f"set_{position}"] = _slot_setter(cls, field.name)
-        has_default = field.default is not dataclasses.MISSING
-        has_factory = field.default_factory is not dataclasses.MISSING
-        if has_default:
-            namespace[f"default_{position}"] = field.default
-        if has_factory:
-            namespace[f"factory_{position}"] = field.default_factory
+        has_default, has_factory = bind_default(namespace, field, position)
         fallback = f"default_{position}" if has_default else f"factory_{position}()"
         if is_python_only(field):
             body.append(f"    set_{position}(made, {fallback})")

@@ -47,6 +47,7 @@ __all__ = [
     "POSITIVE",
     "NonEmpty",
     "ProtocolValue",
+    "bind_default",
     "describe",
     "discriminant_of",
     "field_hints",
@@ -111,6 +112,21 @@ def python_only(default: Any) -> Any:
 def is_python_only(field: dataclasses.Field[Any]) -> bool:
     """True for a ``python_only`` field."""
     return bool(field.metadata.get(_PYTHON_ONLY))
+
+
+def bind_default(
+    namespace: dict[str, Any], field: dataclasses.Field[Any], key: object
+) -> tuple[bool, bool]:
+    """For code generated from a dataclass's fields (the decoders of ``_decoder`` and the
+    builders of ``_trusted``): bind ``field``'s default as ``default_KEY`` and its default
+    factory as ``factory_KEY`` in ``namespace``; return whether it has each."""
+    has_default = field.default is not dataclasses.MISSING
+    has_factory = field.default_factory is not dataclasses.MISSING
+    if has_default:
+        namespace[f"default_{key}"] = field.default
+    if has_factory:
+        namespace[f"factory_{key}"] = field.default_factory
+    return has_default, has_factory
 
 
 class ProtocolValue:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from tether.jsonvalue import JsonObject
+from tether.protocol._fields import bind_default
 from tether.protocol.content import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     TextBlock,
@@ -86,12 +87,7 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
         name = field.name
         slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
         namespace[f"set_{name}"] = slot.__set__
-        has_default = field.default is not dataclasses.MISSING
-        has_factory = field.default_factory is not dataclasses.MISSING
-        if has_default:
-            namespace[f"default_{name}"] = field.default
-        if has_factory:
-            namespace[f"factory_{name}"] = field.default_factory
+        has_default, has_factory = bind_default(namespace, field, name)
         if name in params:
             value = name
         elif name in optional:

@@ -19,7 +19,7 @@ from tether.providers.thinking import (
     openai_levels,
 )
 
-__all__ = ["OpenAIModel"]
+__all__ = ["OpenAIModel", "check_max_output_tokens"]
 
 
 class OpenAIModel(LevelledThinking):
@@ -52,3 +52,12 @@ class OpenAIModel(LevelledThinking):
         if self._thinking is None:
             return self._reasoning_effort
         return openai_chat_effort(self._thinking.level, model=self._model)
+
+
+def check_max_output_tokens(max_output_tokens: object) -> None:
+    """The constructors' ``max_output_tokens`` checked (``TypeError`` otherwise): a positive
+    int, or ``None`` (the API's own limit)."""
+    if max_output_tokens is not None and (
+        type(max_output_tokens) is not int or max_output_tokens < 1
+    ):
+        raise TypeError("max_output_tokens must be a positive int or None")

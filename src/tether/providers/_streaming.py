@@ -93,7 +93,15 @@ class StreamParser(Protocol):
 class HttpStreamModel:
     """Base of the HTTP ``Model`` classes (see the module docstring)."""
 
-    __slots__ = ("_api_key", "_base_url", "_model", "_retry", "_timeouts", "_transport")
+    __slots__ = (
+        "_api_key",
+        "_base_url",
+        "_extra_headers",
+        "_model",
+        "_retry",
+        "_timeouts",
+        "_transport",
+    )
 
     _MODEL_EXAMPLE: ClassVar[str] = "model-name"
     """A model name of the vendor's, shown in the error for a missing one."""
@@ -102,19 +110,23 @@ class HttpStreamModel:
 
     def __init__(
         self,
-        *,
         model: str,
         base_url: str,
         api_key: str | None,
-        api_key_env: str | None = None,
+        api_key_env: str | None,
         retry: RetryPolicy,
         timeouts: Timeouts,
         http_client: httpx2.AsyncClient | None,
+        headers: Mapping[str, str] | None,
+        /,
     ) -> None:
         """What every HTTP model checks (``TypeError`` otherwise): a non-empty ``model``, an
         ``http(s)://`` ``base_url``, an ``api_key`` that is non-empty or ``None`` (then read
         from the ``api_key_env`` environment variable, when one is named), a ``RetryPolicy``
-        and ``Timeouts``."""
+        and ``Timeouts``; ``headers`` are the extra request headers (``_extra_headers``).
+
+        The arguments are the constructor arguments every vendor's model takes, forwarded in
+        this order: one call in each subclass instead of the same keyword list four times."""
         api_key = checked_key(model, base_url, api_key, api_key_env, self._MODEL_EXAMPLE)
         if not instance_of(retry, RetryPolicy):
             raise TypeError("retry must be a RetryPolicy")
@@ -125,6 +137,7 @@ class HttpStreamModel:
         self._api_key = api_key
         self._retry = retry
         self._timeouts = timeouts
+        self._extra_headers = dict(headers or {})
         self._transport = HttpTransport(http_client, timeouts)
 
     @property
@@ -347,26 +360,19 @@ class HttpStreamModel:
         reserved: frozenset[str],
     ) -> tuple[list[ModelChunk], ModelResponse] | ProviderError:
         """The body read to its end: the chunks still to deliver and the response, or an
-        error event to retry (nothing was delivered)."""
+        error event to retry (nothing was delivered). An event stream is decoded and parsed
+        event by event; a JSON body (some servers answer the streaming request with one) is
+        parsed whole."""
         content_type = response.headers.get("content-type")
-        if is_event_stream(content_type):
-            return await self._read_events(response, ref, request, watch, reserved)
-        if content_type is not None and "json" in content_type.lower():
-            data = await read_limited(response, MAX_JSON_BODY_BYTES, watch, self._timeouts.idle)
-            return self._parse_whole(loads_payload(data), request, reserved)
-        raise ProviderError(
-            "PROVIDER_PROTOCOL_ERROR",
-            f"The server answered with content type {content_type!r}, not an event stream or JSON",
-        )
-
-    async def _read_events(
-        self,
-        response: httpx2.Response,
-        ref: StreamRef,
-        request: ModelRequest,
-        watch: RequestWatch,
-        reserved: frozenset[str],
-    ) -> tuple[list[ModelChunk], ModelResponse] | ProviderError:
+        if not is_event_stream(content_type):
+            if content_type is not None and "json" in content_type.lower():
+                data = await read_limited(response, MAX_JSON_BODY_BYTES, watch, self._timeouts.idle)
+                return self._parse_whole(loads_payload(data), request, reserved)
+            raise ProviderError(
+                "PROVIDER_PROTOCOL_ERROR",
+                f"The server answered with content type {content_type!r}, "
+                "not an event stream or JSON",
+            )
         idle = self._timeouts.idle
         decoder = SSEDecoder()
         parser = self._parser(request, reserved)

@@ -68,7 +68,6 @@ class AnthropicModel(LevelledThinking, HttpStreamModel):
 
     __slots__ = (
         "_anthropic_version",
-        "_extra_headers",
         "_max_output_tokens",
         "_prompt_caching",
         "_temperature",
@@ -113,13 +112,7 @@ class AnthropicModel(LevelledThinking, HttpStreamModel):
         if type(prompt_caching) is not bool:
             raise TypeError("prompt_caching must be a bool")
         super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            retry=retry,
-            timeouts=timeouts,
-            http_client=http_client,
+            model, base_url, api_key, api_key_env, retry, timeouts, http_client, headers
         )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
@@ -128,7 +121,6 @@ class AnthropicModel(LevelledThinking, HttpStreamModel):
         self._choose_thinking(thinking)
         self._anthropic_version = anthropic_version
         self._prompt_caching = prompt_caching
-        self._extra_headers = dict(headers or {})
 
     def _thinking_levels(self) -> tuple[ThinkingLevel, ...]:
         return anthropic_levels(self._model)

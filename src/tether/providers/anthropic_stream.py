@@ -60,6 +60,19 @@ __all__ = ["AnthropicStreamParser", "transcript_call_ids"]
 
 _tool_call_delta: Final = trusted.tool_call_delta_chunk
 
+_TEXT_FIELD: Final[dict[str, str]] = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "input_json_delta": "partial_json",
+}
+"""The field of each text-carrying delta (every ``DELTA_FOR`` type but ``signature_delta``):
+its text is kept on the block and streamed as that block's delta chunk."""
+
+_IN_MESSAGE: Final = frozenset(
+    {"content_block_start", "content_block_stop", "message_delta", "message_stop"}
+)
+"""The events that only belong between ``message_start`` and ``message_stop``."""
+
 _State: TypeAlias = Literal["new", "streaming", "stopped", "finished"]
 
 
@@ -217,35 +230,24 @@ class AnthropicStreamParser:
             if block.kind == "skip":
                 return []
             raise _protocol(f"A {delta_type} does not fit the {block.kind} block")
+        if delta_type == "signature_delta":
+            signature: Any = fields_.get("signature")
+            if type_of(signature) is not str:
+                raise _field_error("signature_delta.signature", "a string", signature)
+            block.signature = signature
+            return []
+        name = _TEXT_FIELD[delta_type]
+        text = fields_.get(name)
+        if type_of(text) is not str:
+            raise _field_error(f"{delta_type}.{name}", "a string", text)
+        if not text:
+            return []
+        block.parts.append(text)
         if delta_type == "text_delta":
-            text = fields_.get("text")
-            if type_of(text) is not str:
-                raise _field_error("text_delta.text", "a string", text)
-            if text:
-                block.parts.append(text)
-                return [trusted.text_delta_chunk(self._request_id, text)]
-            return []
-        if delta_type == "input_json_delta":
-            fragment = fields_.get("partial_json")
-            if type_of(fragment) is not str:
-                raise _field_error("input_json_delta.partial_json", "a string", fragment)
-            if fragment:
-                block.parts.append(fragment)
-                return [_tool_call_delta(self._request_id, block.position, None, None, fragment)]
-            return []
+            return [trusted.text_delta_chunk(self._request_id, text)]
         if delta_type == "thinking_delta":
-            text = fields_.get("thinking")
-            if type_of(text) is not str:
-                raise _field_error("thinking_delta.thinking", "a string", text)
-            if text:
-                block.parts.append(text)
-                return [trusted.thinking_delta_chunk(self._request_id, text)]
-            return []
-        signature: Any = fields_.get("signature")
-        if type_of(signature) is not str:
-            raise _field_error("signature_delta.signature", "a string", signature)
-        block.signature = signature
-        return []
+            return [trusted.thinking_delta_chunk(self._request_id, text)]
+        return [_tool_call_delta(self._request_id, block.position, None, None, text)]
 
     def _event(self, data: dict[str, Any], kind: Any, event: str) -> list[ModelChunk]:
         """Every event but a content delta."""
@@ -255,32 +257,27 @@ class AnthropicStreamParser:
             raise error_event(data)
         if type_of(kind) is not str:
             raise _field_error("A stream event's type", "a string", kind)
-        if kind == "content_block_start":
-            if self._state != "streaming":
-                self._out_of_order(kind)
-            return self._block_start(data)
-        if kind == "content_block_stop":
-            if self._state != "streaming":
-                self._out_of_order(kind)
-            return self._block_stop(self._open_block(data.get("index"), kind))
-        if kind == "message_delta":
-            if self._state != "streaming":
-                self._out_of_order(kind)
-            return self._message_delta(data)
         if kind == "message_start":
             if self._state != "new":
                 raise _protocol("A second message_start arrived")
             self._message_start(data)
             return []
-        if kind == "message_stop":
-            if self._state != "streaming":
-                self._out_of_order(kind)
-            if any(block.open for block in self._blocks):
-                raise _protocol("message_stop arrived while a content block was still open")
-            self._state = "stopped"
-            self._stopped = True
-            return []
-        return []  # unknown event types are tolerated (Anthropic may add some)
+        if kind not in _IN_MESSAGE:
+            return []  # unknown event types are tolerated (Anthropic may add some)
+        if self._state != "streaming":
+            self._out_of_order(kind)
+        if kind == "content_block_start":
+            return self._block_start(data)
+        if kind == "content_block_stop":
+            return self._block_stop(self._open_block(data.get("index"), kind))
+        if kind == "message_delta":
+            return self._message_delta(data)
+        # message_stop
+        if any(block.open for block in self._blocks):
+            raise _protocol("message_stop arrived while a content block was still open")
+        self._state = "stopped"
+        self._stopped = True
+        return []
 
     def _out_of_order(self, kind: str) -> NoReturn:
         if self._state == "new":

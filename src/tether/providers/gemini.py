@@ -72,7 +72,6 @@ class GeminiModel(LevelledThinking, HttpStreamModel):
 
     __slots__ = (
         "_api_version",
-        "_extra_headers",
         "_max_output_tokens",
         "_temperature",
         "_thinking",
@@ -107,20 +106,13 @@ class GeminiModel(LevelledThinking, HttpStreamModel):
             raise TypeError("api_version must be a non-empty path segment, e.g. 'v1beta'")
         check_generation_options(max_output_tokens, temperature, thinking_budget, thinking_level)
         super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            retry=retry,
-            timeouts=timeouts,
-            http_client=http_client,
+            model, base_url, api_key, api_key_env, retry, timeouts, http_client, headers
         )
         self._api_version = api_version
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._thinking_budget = thinking_budget
         self._thinking_level: ThinkingLevel | None = thinking_level
-        self._extra_headers = dict(headers or {})
         if thinking is not None and (thinking_budget is not None or thinking_level is not None):
             raise TypeError("pass thinking (a level) or thinking_budget/thinking_level, not both")
         self._thinking: ThinkingChoice | None = None

@@ -168,21 +168,42 @@ def cost_of(usage: ModelUsage, prices: ModelPrices | None) -> Cost | None:
     return Cost(input=spent[0], output=spent[1], cache_read=spent[2], cache_write=spent[3])
 
 
+def _reads_images(
+    input_price: float,
+    output_price: float,
+    cache_read: float,
+    cache_write: float,
+    *,
+    context: int,
+    max_output: int,
+    thinking: bool,
+) -> ModelInfo:
+    """A model that reads images, with its limits and its four prices (per million tokens);
+    the vendors' entries below say how they price the cache."""
+    return ModelInfo(
+        context_window=context,
+        max_output_tokens=max_output,
+        prices=ModelPrices(
+            input=input_price, output=output_price, cache_read=cache_read, cache_write=cache_write
+        ),
+        images=True,
+        thinking=thinking,
+    )
+
+
 def _anthropic(
     input_price: float, output_price: float, *, context: int, max_output: int
 ) -> ModelInfo:
     """An Anthropic model: cache writes (5-minute TTL) at 1.25x input, reads at 0.1x (the
     multipliers of Anthropic's pricing page)."""
-    return ModelInfo(
-        context_window=context,
-        max_output_tokens=max_output,
-        prices=ModelPrices(
-            input=input_price,
-            output=output_price,
-            cache_read=round(input_price * 0.1, 6),
-            cache_write=round(input_price * 1.25, 6),
-        ),
-        images=True,
+    cache_read, cache_write = round(input_price * 0.1, 6), round(input_price * 1.25, 6)
+    return _reads_images(
+        input_price,
+        output_price,
+        cache_read,
+        cache_write,
+        context=context,
+        max_output=max_output,
         thinking=True,
     )
 
@@ -198,16 +219,13 @@ def _openai(
 ) -> ModelInfo:
     """An OpenAI model: cached input at its own price, cache writes at the input price
     (OpenAI charges nothing for writing the cache)."""
-    return ModelInfo(
-        context_window=context,
-        max_output_tokens=max_output,
-        prices=ModelPrices(
-            input=input_price,
-            output=output_price,
-            cache_read=cached_price,
-            cache_write=input_price,
-        ),
-        images=True,
+    return _reads_images(
+        input_price,
+        output_price,
+        cached_price,
+        input_price,
+        context=context,
+        max_output=max_output,
         thinking=reasoning,
     )
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from tether._base.exact_types import instance_of
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._openai_model import OpenAIModel
+from tether.providers._openai_model import OpenAIModel, check_max_output_tokens
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
@@ -69,7 +69,6 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
 
     __slots__ = (
         "_compat",
-        "_extra_headers",
         "_max_output_tokens",
         "_prompt_cache_key",
         "_reasoning_effort",
@@ -99,10 +98,7 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
         prompt_cache_key: str | None = None,
     ) -> None:
         api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-4o-mini")
-        if max_output_tokens is not None and (
-            type(max_output_tokens) is not int or max_output_tokens < 1
-        ):
-            raise TypeError("max_output_tokens must be a positive int or None")
+        check_max_output_tokens(max_output_tokens)
         if not instance_of(compat, OpenAIChatCompat):
             raise TypeError("compat must be an OpenAIChatCompat")
         if prompt_cache_key is not None and (
@@ -110,19 +106,12 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
         ):
             raise TypeError("prompt_cache_key must be a non-empty string or None")
         super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            retry=retry,
-            timeouts=timeouts,
-            http_client=http_client,
+            model, base_url, api_key, api_key_env, retry, timeouts, http_client, headers
         )
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._compat = compat
         self._prompt_cache_key = prompt_cache_key
-        self._extra_headers = dict(headers or {})
         self._choose_reasoning(thinking, reasoning_effort)
 
     @classmethod

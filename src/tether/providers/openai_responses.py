@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Final
 
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
-from tether.providers._openai_model import OpenAIModel
+from tether.providers._openai_model import OpenAIModel, check_max_output_tokens
 from tether.providers._streaming import (
     HttpStreamModel,
     StreamParser,
@@ -68,7 +68,6 @@ class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
     """
 
     __slots__ = (
-        "_extra_headers",
         "_max_output_tokens",
         "_reasoning_effort",
         "_reasoning_summary",
@@ -96,29 +95,18 @@ class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-5")
-        if max_output_tokens is not None and (
-            type(max_output_tokens) is not int or max_output_tokens < 1
-        ):
-            raise TypeError("max_output_tokens must be a positive int or None")
+        check_max_output_tokens(max_output_tokens)
         if reasoning_effort is not None and (
             type(reasoning_effort) is not str or not reasoning_effort
         ):
             raise TypeError("reasoning_effort must be a non-empty string or None")
         if reasoning_summary is not None and reasoning_summary not in REASONING_SUMMARIES:
             raise TypeError("reasoning_summary must be 'auto', 'concise', 'detailed' or None")
-        super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            retry=retry,
-            timeouts=timeouts,
-            http_client=http_client,
-        )
+        super().__init__(model, base_url, api_key, None, retry, timeouts, http_client, headers)
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
         self._choose_reasoning(thinking, reasoning_effort)
         self._reasoning_summary = reasoning_summary
-        self._extra_headers = dict(headers or {})
 
     def _url(self) -> str:
         return f"{self._base_url}/responses"

@@ -61,13 +61,9 @@ def snapshot_transcript(messages: object, limits: RunLimits) -> tuple[Message, .
                     raise InvalidTranscript(str(error)) from error
             for block in message.content:
                 if block.type == "toolCall":
-                    duplicate = links.add_call(block.id, block.name, index)
-                    if duplicate is not None:
-                        found.append(duplicate)
+                    links.add_call(block.id, block.name, index, found)
         elif message.role == "toolResult":
-            duplicate = links.add_result(message.tool_call_id, message.tool_name, index)
-            if duplicate is not None:
-                found.append(duplicate)
+            links.add_result(message.tool_call_id, message.tool_name, index, found)
         snapshot.append(message)
     found.extend(links.diagnostics())
     if found:

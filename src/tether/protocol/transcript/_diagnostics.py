@@ -8,7 +8,7 @@ the whole transcript.
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from tether._base.dataclass import dataclass
 
@@ -62,31 +62,17 @@ class TranscriptLinks:
         self.malformed_calls: set[str] = set()
         self.malformed_results: set[str] = set()
 
-    def add_call(self, call_id: str, name: str, index: int) -> TranscriptDiagnostic | None:
-        """Record a valid call; returns the duplicate diagnostic if the ID was seen before."""
-        seen = self.calls.get(call_id)
-        if seen is None:
-            self.calls[call_id] = [(index, name)]
-            return None
-        seen.append((index, name))
-        return TranscriptDiagnostic(
-            code="DUPLICATE_TOOL_CALL_ID",
-            message_index=index,
-            message=f'Tool call ID "{call_id}" is not unique',
-        )
+    def add_call(
+        self, call_id: str, name: str, index: int, found: list[TranscriptDiagnostic]
+    ) -> None:
+        """Record a valid call; an ID seen before adds its duplicate diagnostic to ``found``."""
+        _link(self.calls, call_id, name, index, found, "DUPLICATE_TOOL_CALL_ID", _NOT_UNIQUE)
 
-    def add_result(self, call_id: str, name: str, index: int) -> TranscriptDiagnostic | None:
-        """Record a valid result; returns the duplicate diagnostic for a second result."""
-        seen = self.results.get(call_id)
-        if seen is None:
-            self.results[call_id] = [(index, name)]
-            return None
-        seen.append((index, name))
-        return TranscriptDiagnostic(
-            code="DUPLICATE_TOOL_RESULT",
-            message_index=index,
-            message=f'Tool call "{call_id}" has more than one result',
-        )
+    def add_result(
+        self, call_id: str, name: str, index: int, found: list[TranscriptDiagnostic]
+    ) -> None:
+        """Record a valid result; a second result adds its duplicate diagnostic to ``found``."""
+        _link(self.results, call_id, name, index, found, "DUPLICATE_TOOL_RESULT", _TWO_RESULTS)
 
     def diagnostics(self) -> list[TranscriptDiagnostic]:
         """Linkage problems: orphan, early and misnamed results, then calls with no result."""
@@ -142,3 +128,26 @@ class TranscriptLinks:
                     )
                 )
         return found
+
+
+_NOT_UNIQUE: Final = 'Tool call ID "{}" is not unique'
+_TWO_RESULTS: Final = 'Tool call "{}" has more than one result'
+
+
+def _link(
+    table: dict[str, list[tuple[int, str]]],
+    call_id: str,
+    name: str,
+    index: int,
+    found: list[TranscriptDiagnostic],
+    code: TranscriptDiagnosticCode,
+    message: str,
+) -> None:
+    """Record ``(index, name)`` under ``call_id`` in ``table``; when the ID was there before,
+    add the diagnostic ``code`` with ``message`` (its ``{}`` the ID) to ``found``."""
+    seen = table.get(call_id)
+    if seen is None:
+        table[call_id] = [(index, name)]
+        return
+    seen.append((index, name))
+    found.append(diagnostic(code, index, message.format(call_id)))

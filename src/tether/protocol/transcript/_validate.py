@@ -83,14 +83,10 @@ def _inspect_entry(
     if kind is AssistantMessage:
         for block in entry.content:
             if block.type == "toolCall":
-                duplicate = links.add_call(block.id, block.name, index)
-                if duplicate is not None:
-                    found.append(duplicate)
+                links.add_call(block.id, block.name, index, found)
         return
     if kind is ToolResultMessage:
-        duplicate = links.add_result(entry.tool_call_id, entry.tool_name, index)
-        if duplicate is not None:
-            found.append(duplicate)
+        links.add_result(entry.tool_call_id, entry.tool_name, index, found)
         return
     if not is_mapping(entry):
         found.append(
@@ -147,9 +143,7 @@ def _inspect_block(
     if kind is TextBlock or kind is ThinkingBlock:
         return
     if kind is ToolCall:
-        duplicate = links.add_call(block.id, block.name, index)
-        if duplicate is not None:
-            found.append(duplicate)
+        links.add_call(block.id, block.name, index, found)
         return
     call_id: Any = MISSING
     try:
@@ -223,9 +217,7 @@ def _inspect_block(
         if is_non_empty(call_id):
             links.malformed_calls.add(call_id)
         return
-    duplicate = links.add_call(call_id, name, index)
-    if duplicate is not None:
-        found.append(duplicate)
+    links.add_call(call_id, name, index, found)
 
 
 def _is_json_object(value: object) -> bool:
@@ -287,6 +279,4 @@ def _inspect_result(
         links.malformed_results.add(call_id)
         found.append(problem)
         return
-    duplicate = links.add_result(call_id, name, index)
-    if duplicate is not None:
-        found.append(duplicate)
+    links.add_result(call_id, name, index, found)
