@@ -187,8 +187,8 @@ def test_importing_tether_and_running_a_run_never_changes_the_collector() -> Non
 
 _COUNT_FULL_PASSES = """
 import asyncio, gc, json, sys
-sys.path.insert(0, "tests")
-from test_loop_collector import _one_run
+sys.path[:0] = ["tests/loop", "tests"]
+from test_collector import _one_run
 from tether.loop import relaxed_cycle_collector
 
 async def main(count):
