@@ -20,7 +20,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from support import Impostor
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.abort import AbortSignal
 from tether.agent.compaction import (
     ActiveContext,

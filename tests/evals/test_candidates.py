@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
 from tether import to_json
-from tether._base.text import JS_WHITESPACE
+from tether._base.strings import JS_WHITESPACE
 from tether.abort import AbortController
 from tether.evals.candidates import (
     JUDGE_SYSTEM_PROMPT,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import examples
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.evals import EvaluationTask, ExpectedEvidence, load_evaluation_tasks
 from tether.evals.tasks import task_to_source, utf16_units
 

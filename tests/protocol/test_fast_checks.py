@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether._base.text import JS_WHITESPACE
+from tether._base.strings import JS_WHITESPACE
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
     AssistantMessage,

@@ -35,7 +35,7 @@ from tether import (
     TextBlock,
     ToolCall,
 )
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import TextDeltaChunk, ToolCallChunk
 from tether.providers.fixture import FixtureProviderError
 

@@ -25,7 +25,7 @@ import pytest
 
 from support import turns
 from tether._base.exact_types import is_awaitable
-from tether._base.text import code_points
+from tether._base.strings import code_points
 from tether.abort import AbortController, AbortSignal
 from tether.jsonvalue import JsonObject, freeze_json, thaw_json
 from tether.protocol import (

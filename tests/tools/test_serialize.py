@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tether._base.text import code_points
+from tether._base.strings import code_points
 from tether.jsonvalue import JsonObject, freeze_json, js_number_text
 from tether.tools import (
     TOOL_OUTPUT_CAP_CHARACTERS,

@@ -20,7 +20,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from support import run_async
-from tether._base.text import code_points
+from tether._base.strings import code_points
 from tether.abort import AbortController
 from tether.jsonvalue import JsonObject, js_number_text
 from tether.protocol import ToolCall, ToolExecutionContext, Valid

@@ -1,3 +1,3 @@
 """The lowest layer of tether, below everything else: the fast frozen dataclass
 decorator (``dataclass``), ``TetherError`` (``tether_error``), lazy exports (``lazy``), text
-helpers (``text``) and the exact-type and awaitable rules (``exact_types``)."""
+helpers (``strings``) and the exact-type and awaitable rules (``exact_types``)."""

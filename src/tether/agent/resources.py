@@ -35,7 +35,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Final, NoReturn, cast
 
-from tether._base.text import JS_WHITESPACE, is_non_empty
+from tether._base.strings import JS_WHITESPACE, is_non_empty
 from tether.agent.resource_paths import normalize_resource_path, path_segments
 from tether.agent.resource_reads import (
     CapturedRoot,

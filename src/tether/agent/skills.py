@@ -41,8 +41,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from tether._base.dataclass import dataclass
+from tether._base.strings import JS_WHITESPACE, code_points, is_non_empty
 from tether._base.tether_error import TetherError
-from tether._base.text import JS_WHITESPACE, code_points, is_non_empty
 from tether.agent.resources import (
     MAX_RESOURCE_TEXT_BYTES,
     ResourceError,

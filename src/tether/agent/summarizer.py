@@ -27,7 +27,7 @@ import json
 from typing import Final
 
 from tether._base.exact_types import type_of
-from tether._base.text import code_points
+from tether._base.strings import code_points
 from tether.abort import AbortSignal
 from tether.agent.compaction import (
     ContextCompactionError,

@@ -98,7 +98,7 @@ from tether.cli.config_values import (
     ToolSettings,
     TracingSettings,
 )
-from tether.cli.reading import UnreadableFile, read_regular_file
+from tether.coding.reading import UnreadableFile, read_regular_file
 
 __all__ = [
     "APPROVABLE_TOOLS",

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from tether._async.race import follow_signal
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import type_of
+from tether._base.strings import JS_WHITESPACE, is_non_empty
 from tether._base.tether_error import TetherError
-from tether._base.text import JS_WHITESPACE, is_non_empty
 from tether.abort import AbortController, AbortSignal
 from tether.evals.types import (
     ID_PATTERN,

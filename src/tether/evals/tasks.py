@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Final, NoReturn, cast
 
 from tether._base.exact_types import is_array
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.evals.types import (
     ID_PATTERN,
     MAX_EVALUATION_TASKS,

@@ -8,7 +8,7 @@ own that already finished is taken at once (no iterator); any other is read thro
 ``RacedIterator``, so every wait races the run's abort signal. A turn that ends early waits
 briefly for the stream it abandoned to settle (``ABANDONED_STREAM_GRACE``).
 
-Its own module because it is the turn's job alone: the run (``tether.loop._steps``) only
+Its own module because it is the turn's job alone: the run (``tether.loop._run_steps``) only
 asks for a response and decides what the response means.
 """
 
@@ -29,8 +29,8 @@ from tether._async.race import (
 )
 from tether._async.race_iterator import RacedIterator
 from tether._base.exact_types import instance_of, is_awaitable, type_of
+from tether._base.strings import code_points, message_of
 from tether._base.tether_error import TetherError
-from tether._base.text import code_points, message_of
 from tether.abort import AbortSignal
 from tether.loop.checks import (
     ModelProtocolError,
@@ -53,7 +53,7 @@ from tether.providers.errors import ProviderError
 from tether.stream import EventStream, is_event_stream
 
 if TYPE_CHECKING:
-    from tether.loop._steps import Run
+    from tether.loop._run_steps import Run
 
 
 async def model_turn(run: Run, request: ModelRequest) -> ModelResponse:

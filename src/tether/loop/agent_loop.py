@@ -26,7 +26,7 @@ event. A ``CancelledError`` raised by a model or tool while nothing cancelled th
 failure (``MODEL_STREAM_FAILED`` / ``TOOL_EXECUTION_FAILED``), not a cancellation.
 
 This module is the entry points (their option checks, the producer that settles the run's
-stream, the consumer-gone callback); a run's state and steps are ``tether.loop._steps``, and
+stream, the consumer-gone callback); a run's state and steps are ``tether.loop._run_steps``, and
 one model turn (open, stream, check) is ``tether.loop._model_turn``.
 
 A run hands control back to the event loop whenever its model or a tool waits. A model that
@@ -49,7 +49,7 @@ from tether._async.producer import (
 from tether._async.race import follow_signal
 from tether._base.exact_types import instance_of, type_of
 from tether.abort import AbortController, AbortError, AbortSignal
-from tether.loop._steps import Run, failed
+from tether.loop._run_steps import Run, failed
 from tether.loop.checks import (
     InvalidTranscript,
     RunFailureCode,

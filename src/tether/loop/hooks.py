@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, TypeAlias
 from tether._async.race import check_signal, race, reraise_task_cancellation
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import exactly, is_awaitable, type_of
-from tether._base.text import is_non_empty, message_of
+from tether._base.strings import is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.protocol import Message, ToolCall, ToolResultMessage
 from tether.protocol import _trusted as trusted

@@ -31,8 +31,8 @@ from tether._async.race import check_signal, neutralize, signal_aborted, signal_
 from tether._async.race_iterator import RacedIterator
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import exactly, type_of
+from tether._base.strings import is_non_empty
 from tether._base.tether_error import TetherError
-from tether._base.text import is_non_empty
 from tether.abort import AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
 from tether.models._queued import QueuedReplies

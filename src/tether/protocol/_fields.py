@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_args, get_origin
 
 from tether._base.exact_types import is_array, is_dict
-from tether._base.text import JS_WHITESPACE, is_non_empty
+from tether._base.strings import JS_WHITESPACE, is_non_empty
 from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, JsonValueError, freeze_json
 
 __all__ = [

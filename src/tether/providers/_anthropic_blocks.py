@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import AssistantBlock, StopReason, ToolCall
 from tether.protocol import _trusted as trusted
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from tether._base.exact_types import is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import MAX_SAFE_INTEGER, ModelUsage, StopReason
 from tether.protocol import _trusted as trusted
 from tether.providers._wire import (

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from tether._base.exact_types import is_dict, is_list
-from tether._base.text import LazyPattern
+from tether._base.strings import LazyPattern
 from tether.providers.errors import (
     MAX_ERROR_TEXT,
     MAX_PROVIDER_CODE,

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from tether._base.exact_types import exactly, is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import MAX_SAFE_INTEGER, ModelUsage
 from tether.protocol import _trusted as trusted
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN

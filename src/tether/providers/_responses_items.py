@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._base.exact_types import exactly, is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import AssistantBlock, ModelChunk, ToolCall
 from tether.protocol import _trusted as trusted
 from tether.providers._wire import (

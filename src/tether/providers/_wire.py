@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Set
 from typing import Any, Final, NoReturn, cast
 
 from tether._base.exact_types import exactly, is_number, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json_object
 from tether.protocol import MAX_SAFE_INTEGER, ToolSpec
 from tether.providers.errors import ProviderError

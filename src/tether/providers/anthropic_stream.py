@@ -27,7 +27,7 @@ import json
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._base.exact_types import exactly, is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import (
     MAX_SAFE_INTEGER,
     AssistantMessage,

@@ -12,7 +12,7 @@ import math
 from typing import Final, Literal, TypeAlias
 
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import thaw_json
 from tether.protocol import AssistantBlock, ImageBlock, ModelRequest
 from tether.providers._images import base64_text

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.providers.registry import PRESET_VIEW, REGISTRY, ProviderApi, ProviderPreset
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ import json
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._base.exact_types import is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonValueError, freeze_json_object
 from tether.protocol import AssistantBlock, AssistantMessage, ModelChunk, ModelResponse, ToolCall
 from tether.protocol import _trusted as trusted

@@ -24,7 +24,7 @@ from operator import attrgetter
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._base.exact_types import is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
     ZERO_USAGE,

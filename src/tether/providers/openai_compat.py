@@ -9,7 +9,7 @@ from typing import Literal
 
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 
 __all__ = ["OpenAIChatCompat"]
 

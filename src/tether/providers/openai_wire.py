@@ -15,7 +15,7 @@ import math
 from typing import Final
 
 from tether._base.exact_types import exactly, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonObject, entries, thaw_json
 from tether.protocol import AssistantMessage, ImageBlock, ModelRequest, ToolCall, UserMessage
 from tether.providers._images import data_url, tool_images_note

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.providers.openai_compat import OpenAIChatCompat
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import json
 from typing import Any, Final
 
 from tether._base.exact_types import is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import thaw_json
 from tether.protocol import AssistantMessage, ImageBlock, ModelRequest, ThinkingBlock
 from tether.providers._images import data_url

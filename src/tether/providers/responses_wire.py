@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from tether._base.exact_types import exactly, is_dict, is_list, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import (
     ZERO_USAGE,
     AssistantMessage,

@@ -43,7 +43,7 @@ from typing import (
 )
 
 from tether._base.dataclass import dataclass
-from tether._base.text import LazyPattern
+from tether._base.strings import LazyPattern
 
 if TYPE_CHECKING:
     from typing import Self

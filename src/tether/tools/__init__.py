@@ -1,5 +1,5 @@
 """Layer 06: the tool contract (``contract``: definitions and what a tool may raise), the
-registry (``registry``), running one call (``execution``), the bounded output serializer
+registry (``tool_registry``), running one call (``execution``), the bounded output serializer
 (``serialize``) and ``@tool`` (``function``). Coding tools live in ``tether.tools.coding``.
 
 Each name loads its module on first use, so a light module of this package (``effects``)
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
         execute_tool_call,
     )
     from tether.tools.function import tool
-    from tether.tools.registry import ToolRegistry
     from tether.tools.returns import ToolReturn
     from tether.tools.serialize import (
         TOOL_OUTPUT_CAP_CHARACTERS,
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
         TOOL_TRUNCATION_MARKER,
         UNDEFINED,
     )
+    from tether.tools.tool_registry import ToolRegistry
 
 _MODULES = {
     "contract": (
@@ -57,7 +57,7 @@ _MODULES = {
         "execute_tool_call",
     ),
     "function": ("tool",),
-    "registry": ("ToolRegistry",),
+    "tool_registry": ("ToolRegistry",),
     "returns": ("ToolReturn",),
     "serialize": (
         "TOOL_OUTPUT_CAP_CHARACTERS",

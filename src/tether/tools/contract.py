@@ -1,7 +1,7 @@
 """Checkpoint 06: the tool contract. Tools validate before any effect and fail in bounded,
 linked, machine-readable ways.
 
-This module says what a tool is and what it may raise; ``tether.tools.registry`` holds tools
+This module says what a tool is and what it may raise; ``tether.tools.tool_registry`` holds tools
 by name and ``tether.tools.execution`` runs one call through the contract.
 
 * ``define_tool`` snapshots a definition (``ToolDefinition``), each field of an untrusted
@@ -24,8 +24,8 @@ from typing import Any, Final, Generic, Literal, ParamSpec, TypeAlias, TypeGuard
 from tether._async.ownership import trusted_errors
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import type_of
+from tether._base.strings import is_non_empty
 from tether._base.tether_error import TetherError
-from tether._base.text import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.protocol import ToolExecutionContext, ToolValidation
 from tether.protocol.transcript._blocks import snapshot_arguments
@@ -150,7 +150,7 @@ class ToolDefinition(Generic[InputT, OutputT]):
 
 NO_PARAMETERS: Final = JsonObject({"type": "object", "properties": {}})
 """The schema of a tool without arguments: what a definition without ``parameters`` is
-described with (``tether.tools.registry``), and ``FunctionTool``'s default."""
+described with (``tether.tools.tool_registry``), and ``FunctionTool``'s default."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,8 +30,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 from tether._async.race import Started, check_signal, neutralize, race_eagerly
 from tether._base.exact_types import exactly, instance_of, is_awaitable, type_of
+from tether._base.strings import is_non_empty, message_of
 from tether._base.tether_error import TetherError
-from tether._base.text import is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.jsonvalue import JsonObject
 from tether.protocol import Invalid, ToolCall, ToolResultMessage, Valid
@@ -44,9 +44,9 @@ from tether.tools.contract import (
     ToolDefinition,
     is_non_recoverable,
 )
-from tether.tools.registry import ToolRegistry
 from tether.tools.returns import split_tool_output
 from tether.tools.serialize import cap_text, encodable_text, serialize_output
+from tether.tools.tool_registry import ToolRegistry
 
 __all__ = ["ToolResultErrorCode", "execute_tool_call"]
 

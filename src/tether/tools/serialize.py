@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from tether._base.exact_types import type_of
-from tether._base.text import code_points
+from tether._base.strings import code_points
 from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, js_number_text
 
 __all__ = [

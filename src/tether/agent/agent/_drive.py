@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from tether._async.producer import start_producer
 from tether._async.race import signal_aborted, signal_reason
-from tether._base.text import is_non_empty, message_of
+from tether._base.strings import is_non_empty, message_of
 from tether.abort import AbortError
 from tether.agent.agent._closing import (
     TurnTrace,

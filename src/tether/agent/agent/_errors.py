@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tether._base.strings import message_of
 from tether._base.tether_error import TetherError
-from tether._base.text import message_of
 
 __all__ = ["AgentBusyError", "AgentMessageLimitError", "AgentRecordingError", "AgentStateError"]
 

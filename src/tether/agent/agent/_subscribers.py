@@ -10,7 +10,7 @@ from typing import Final, TypeAlias, cast
 from tether._async.race import reraise_task_cancellation
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import is_awaitable
-from tether._base.text import message_of
+from tether._base.strings import message_of
 from tether.abort import AbortSignal
 from tether.protocol import AgentEvent, AgentEventType
 

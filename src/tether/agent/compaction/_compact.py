@@ -7,7 +7,7 @@ from typing import Literal, TypeAlias
 
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import exactly
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.abort import AbortController
 from tether.agent.compaction._boundaries import select_boundary
 from tether.agent.compaction._context import ActiveContext, ActiveContextInput

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tether._async.race import signal_aborted
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import exactly, instance_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.abort import AbortSignal
 from tether.agent.compaction._context import ActiveContext, build_context
 from tether.agent.compaction._errors import ContextCompactionError, fail

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Final, TypeGuard, TypeVar, cast
 
 from tether._base.exact_types import exactly, is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.agent.compaction._errors import ContextCompactionError, fail
 from tether.agent.compaction._limits import ContextLimits
 from tether.agent.compaction._records import (

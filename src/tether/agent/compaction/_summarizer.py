@@ -21,7 +21,7 @@ from tether._async.race import (
 )
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import await_steps, exactly, type_of
-from tether._base.text import message_of
+from tether._base.strings import message_of
 from tether.abort import AbortSignal
 from tether.agent.compaction._errors import ContextCompactionError, fail
 from tether.agent.compaction._records import ContextRequirement, ContextSummary

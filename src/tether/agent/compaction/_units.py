@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from tether._base.text import code_points
+from tether._base.strings import code_points
 from tether.jsonvalue import js_number_text
 from tether.protocol import AssistantBlock, ImageBlock, Message, assert_never
 

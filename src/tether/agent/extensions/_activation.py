@@ -30,7 +30,7 @@ from tether.agent.extensions.values import (
     ExtensionDisposer,
     is_extension_id,
 )
-from tether.tools.registry import ToolRegistry
+from tether.tools.tool_registry import ToolRegistry
 
 __all__ = ["Activation"]
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from tether._base.text import is_non_empty, message_of
+from tether._base.strings import is_non_empty, message_of
 from tether.abort import AbortController
 from tether.agent.extensions.errors import ExtensionError, ExtensionErrorCode
 from tether.agent.extensions.values import (
@@ -17,7 +17,7 @@ from tether.agent.extensions.values import (
     ExtensionStatus,
 )
 from tether.agent.resources import ResourceLoader
-from tether.tools.registry import ToolRegistry
+from tether.tools.tool_registry import ToolRegistry
 
 __all__ = [
     "REENTRANT",

@@ -94,7 +94,7 @@ from tether.agent.resources import ResourceLoader
 from tether.protocol import AgentEvent
 from tether.protocol._fields import MAX_SAFE_INTEGER
 from tether.tools.contract import ToolContractError
-from tether.tools.registry import ToolRegistry
+from tether.tools.tool_registry import ToolRegistry
 
 __all__ = ["ABANDONED_TASK_GRACE", "EXTENSION_TIMEOUT", "ExtensionHost"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, cast
 
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import type_of
-from tether._base.text import JS_WHITESPACE, is_non_empty
+from tether._base.strings import JS_WHITESPACE, is_non_empty
 from tether.abort import AbortSignal
 from tether.agent.extensions.errors import ExtensionError
 

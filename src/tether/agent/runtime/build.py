@@ -37,7 +37,7 @@ import os
 from typing import Any, Final, cast
 
 from tether._base.exact_types import instance_of
-from tether._base.text import message_of
+from tether._base.strings import message_of
 from tether.agent.agent import Agent
 from tether.agent.extensions import ExtensionHost
 from tether.agent.persistence import SessionRecorder, resume_agent

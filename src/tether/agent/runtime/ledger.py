@@ -36,7 +36,7 @@ from typing import Any, Final, Generic, Literal, TypeVar, cast
 from tether._async.adoption import adopt_nested
 from tether._async.race import neutralize, observe, reraise_task_cancellation
 from tether._async.release import Release
-from tether._base.text import message_of
+from tether._base.strings import message_of
 from tether.agent.runtime.errors import RuntimeAggregateError, TetherRuntimeError
 from tether.agent.runtime.workspace_root import (
     Identity,

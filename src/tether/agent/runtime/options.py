@@ -22,7 +22,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import instance_of, real_items, type_of
-from tether._base.text import JS_WHITESPACE, is_non_empty, message_of
+from tether._base.strings import JS_WHITESPACE, is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.agent.auto_compaction import AutoCompaction
 from tether.agent.extensions import EXTENSION_TIMEOUT, ExtensionDefinition, ExtensionError

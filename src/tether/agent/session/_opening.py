@@ -11,7 +11,7 @@ import os
 from typing import Final
 
 from tether._base.dataclass import dataclass
-from tether._base.text import LazyPattern, is_non_empty
+from tether._base.strings import LazyPattern, is_non_empty
 from tether.agent.session.blobs import (
     UnavailableImage,
     _ImageLoader,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.agent.session.format import _check_line, _dumps, _encode, _entry_line
 from tether.agent.session.linkage import _Index, _Links
 from tether.agent.session.parse import _is_count

@@ -14,7 +14,7 @@ import stat
 from typing import Final, cast
 
 from tether._base.dataclass import dataclass
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.agent.session.records import _fail
 
 try:

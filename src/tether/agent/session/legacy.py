@@ -16,7 +16,7 @@ import os
 import stat
 from typing import Final
 
-from tether._base.text import LazyPattern
+from tether._base.strings import LazyPattern
 from tether.agent.session.files import _sync_directory, session_io
 
 __all__: list[str] = []

@@ -10,7 +10,7 @@ import os
 from typing import Any, Final, TypeGuard, cast
 
 from tether._base.exact_types import type_of
-from tether._base.text import JS_WHITESPACE, is_non_empty
+from tether._base.strings import JS_WHITESPACE, is_non_empty
 from tether.agent.session.blobs import _ImageLoader
 from tether.agent.session.decoder import _entry_message, _role_decoders
 from tether.agent.session.format import (

@@ -6,10 +6,11 @@ wrapped to the terminal width, never shortened. ``write_file`` shows the new con
 numbers (head and tail of a long file, with how many lines are hidden between) or, for a file
 that exists, a unified diff against its current content; ``edit_file`` shows the diff of the
 one replacement it would make. Both read the current file through the coding tools' own
-confined reader (``tether.tools.coding.reading.read_text`` on the session's ``Workspace``); a file
-that cannot be read, or an ``old`` text that does not match exactly once, shows the old and new
-text and says why, never raises. Any other tool shows its arguments as indented JSON, in full
-up to ``JSON_PREVIEW_MAX_CHARS`` characters, then ``[… N more characters]``.
+confined reader (``tether.tools.coding.file_reads.read_text`` on the session's
+``Workspace``); a file that cannot be read, or an ``old`` text that does not match exactly
+once, shows the old and new text and says why, never raises. Any other tool shows its
+arguments as indented JSON, in full up to ``JSON_PREVIEW_MAX_CHARS`` characters, then
+``[… N more characters]``.
 
 Every control character, ANSI escape and bidi or zero-width format character in an argument is
 shown as a visible escape (``\\r``, ``\\x1b``, ``\\u202e``; reverse video with colour): a hostile
@@ -236,7 +237,7 @@ def _read(workspace: Workspace | None, path: str) -> tuple[str | None, str | Non
     """``(current text, why it is unknown)``: ``(None, None)`` for a file that does not exist."""
     if workspace is None:
         return None, "no workspace to read it from"
-    from tether.tools.coding.reading import read_text
+    from tether.tools.coding.file_reads import read_text
     from tether.tools.coding.workspace import CodingToolError
 
     try:

@@ -9,7 +9,7 @@ from typing import Any, Final, Literal, cast
 from tether._async.race import neutralize
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import is_array
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.evals.report import capture_metrics
 from tether.evals.runner._steps import MISSING, Step
 from tether.evals.tasks import utf16_units

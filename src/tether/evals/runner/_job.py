@@ -12,7 +12,7 @@ from typing import Any, NoReturn, cast
 from tether._async.race import reraise_task_cancellation, signal_aborted, start_cleanup
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import is_awaitable
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.abort import AbortSignal
 from tether.evals.errors import (
     EvaluationCleanupErrors,

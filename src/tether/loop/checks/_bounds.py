@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from tether._base.exact_types import exactly, is_array, type_of
-from tether._base.text import code_points
+from tether._base.strings import code_points
 from tether.jsonvalue import JsonObject, cached_size, entries, store_size
 from tether.loop.checks._failures import ModelProtocolError, limit_hint
 from tether.models.limits import RunLimits

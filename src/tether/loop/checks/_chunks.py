@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.loop.checks._bounds import check_argument_bounds, check_raw_argument_bounds
 from tether.loop.checks._failures import ModelProtocolError
 from tether.loop.checks._rest import with_rest

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, Final
 
 from tether._base.exact_types import exactly, type_of
-from tether._base.text import message_of
+from tether._base.strings import message_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import ModelProtocolError
 from tether.loop.checks._rest import with_rest

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from tether._base.exact_types import is_array, real_items, type_of
-from tether._base.text import message_of
+from tether._base.strings import message_of
 from tether.loop.checks._bounds import check_assistant_bounds
 from tether.loop.checks._failures import InvalidTranscript, ModelProtocolError, limit_hint
 from tether.models.limits import RunLimits

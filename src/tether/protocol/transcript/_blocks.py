@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from tether._base.exact_types import exactly, is_dict, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonObject, freeze_json, is_json_object
 from tether.protocol import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,

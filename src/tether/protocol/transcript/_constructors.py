@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.protocol import (
     AssistantBlock,
     AssistantMessage,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether._base.exact_types import real_items, type_of
-from tether._base.text import is_non_empty
+from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json
 from tether.protocol import (
     AssistantMessage,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final, cast
 
 from tether._base.dataclass import dataclass
-from tether._base.text import LazyPattern
+from tether._base.strings import LazyPattern
 
 __all__ = ["ProcessEnvironment", "catalog_key_variables", "process_environment"]
 

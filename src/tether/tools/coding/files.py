@@ -5,7 +5,7 @@ Each tool checks its arguments before any effect (``INVALID_READ_INPUT``,
 ``CODING_FILE_MAX_BYTES``) and turns what it did into text a model reads well: a read shows
 its path, line range and total line count (or returns the image itself for a PNG, JPEG, GIF
 or WebP file), a write its size, an edit a unified diff. What they do lives beside them:
-confined reads in ``tether.tools.coding.reading``, atomic writes and compare-and-swap edits in
+confined reads in ``tether.tools.coding.file_reads``, atomic writes and compare-and-swap edits in
 ``tether.tools.coding.writing``. An unexpected ``OSError`` becomes the operation's fallback
 code (``READ_FAILED``, ``WRITE_FAILED``).
 """
@@ -27,8 +27,8 @@ from tether.protocol import (
     Valid,
 )
 from tether.tools.coding._definition import WORKSPACE_PATH, coding_tool
+from tether.tools.coding.file_reads import decode_text, read_bytes, too_large
 from tether.tools.coding.read_image import image_limit, image_result, named_image_error
-from tether.tools.coding.reading import decode_text, read_bytes, too_large
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
     CodingToolError,

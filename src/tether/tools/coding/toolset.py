@@ -12,7 +12,7 @@ from tether.tools.coding.catalog import CODING_TOOLS, CodingToolEntry
 from tether.tools.coding.environment import process_environment
 from tether.tools.coding.workspace import Workspace
 from tether.tools.contract import ToolDefinition
-from tether.tools.registry import ToolRegistry
+from tether.tools.tool_registry import ToolRegistry
 
 if TYPE_CHECKING:
     from tether.tools.coding.sandbox import Sandbox

@@ -46,8 +46,8 @@ from collections.abc import Callable, Generator
 from typing import Any, Final, Literal, TypeAlias
 
 from tether._base.exact_types import is_dict
+from tether._base.strings import LazyPattern
 from tether._base.tether_error import TetherError
-from tether._base.text import LazyPattern
 from tether.jsonvalue import JsonObject
 from tether.protocol.tools import Invalid
 

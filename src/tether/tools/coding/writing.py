@@ -31,7 +31,7 @@ from typing import Final
 from tether._async.race import check_signal
 from tether.abort import AbortSignal
 from tether.tools.coding._write_locks import DirectoryLock, target_lock
-from tether.tools.coding.reading import current_bytes, decode_text, read_bytes, too_large
+from tether.tools.coding.file_reads import current_bytes, decode_text, read_bytes, too_large
 from tether.tools.coding.workspace import (
     CODING_FILE_MAX_BYTES,
     CodingToolError,

@@ -1,5 +1,5 @@
-"""``tether._base.text.LazyPattern`` (issue 30): a pattern compiled by its first match, not by the
-import of its module, that matches exactly as ``re.compile`` of the same source does."""
+"""``tether._base.strings.LazyPattern`` (issue 30): a pattern compiled by its first match,
+not by the import of its module, that matches exactly as ``re.compile`` of the same source does."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether._base.text import LazyPattern
+from tether._base.strings import LazyPattern
 
 SOURCES = (
     r"gpt-5(?![.\d])",
@@ -56,7 +56,7 @@ _PROBE = """
 import json, sys
 import tether
 tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools, tether.SessionStore
-from tether._base.text import LazyPattern
+from tether._base.strings import LazyPattern
 declared, compiled = [], []
 for name, module in list(sys.modules.items()):
     if name.startswith("tether"):

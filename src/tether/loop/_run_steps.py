@@ -26,7 +26,7 @@ from tether._async.race import (
     signal_reason,
 )
 from tether._base.exact_types import type_of
-from tether._base.text import is_non_empty, message_of
+from tether._base.strings import is_non_empty, message_of
 from tether.abort import AbortSignal
 from tether.loop._model_turn import MAX_RETRY_NOTICES_PER_TURN, RetryNotices, model_turn
 from tether.loop.checks import (
