@@ -90,6 +90,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
     __slots__ = ("_data", "_hash", "_size")
     _data: dict[str, JsonValue]
     _hash: int | None
+    # ``_hash`` and ``_size`` are caches: ``None`` or unset until computed (see ``_wrap``).
 
     def __init__(self, value: object = None, /) -> None:
         if value is None:
@@ -97,7 +98,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
         else:
             data = freeze_json_object(value)._data
         _set_data(self, data)
-        _set_hash(self, None)
+        _set_hash(self, None)  # a second __init__ on a value forgets what it had cached
         _set_size(self, None)
 
     def __getitem__(self, key: str) -> JsonValue:
@@ -136,7 +137,10 @@ class JsonObject(Mapping[str, "JsonValue"]):
         return result if result is NotImplemented else not result
 
     def __hash__(self) -> int:
-        cached = self._hash
+        try:
+            cached = self._hash
+        except AttributeError:  # not computed yet (see ``_wrap``)
+            cached = None
         if cached is None:
             cached = hash(frozenset(self._data.items()))
             _set_hash(self, cached)
@@ -180,7 +184,10 @@ def cached_size(value: JsonObject) -> tuple[int, int, int] | None:
     """The ``(entries, string code points, depth)`` a caller measured and stored with
     ``store_size``, or ``None``. A ``JsonObject`` never changes, so its size never does;
     the agent loop uses this to check a reused tool-call argument object only once."""
-    return _get_size(value, JsonObject)
+    try:
+        return _get_size(value, JsonObject)
+    except AttributeError:  # never stored (see ``_wrap``)
+        return None
 
 
 def store_size(value: JsonObject, size: tuple[int, int, int]) -> None:
@@ -189,11 +196,17 @@ def store_size(value: JsonObject, size: tuple[int, int, int]) -> None:
 
 
 def _wrap(data: dict[str, JsonValue]) -> JsonObject:
-    """Wrap a dict whose values are already frozen JSON. The dict must not escape."""
+    """Wrap a dict whose values are already frozen JSON. The dict must not escape.
+
+    Only ``_data`` is stored: the two caches (``_hash``, ``_size``) stay unset until first
+    computed, and their readers (``__hash__``, ``cached_size``) take an unset slot's
+    ``AttributeError`` for "not computed yet", as they take ``None``. Storing ``None`` in
+    both, as this did, was a third of the cost of freezing a small object (every record,
+    tool-argument object and usage a provider parses); ``tests/base/test_jsonvalue.py``
+    checks the hashes and sizes of wrapped values against those of constructed ones.
+    """
     obj = _new_object(JsonObject)
     _set_data(obj, data)
-    _set_hash(obj, None)
-    _set_size(obj, None)
     return obj
 
 
@@ -284,6 +297,14 @@ def is_json_array(value: JsonValue) -> TypeIs[tuple[JsonValue, ...]]:
 
 
 def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:
+    """``value`` frozen, at nesting ``depth``, inside the containers ``active`` (by ``id``).
+
+    One shortcut: a ``tuple`` whose items are all ``str``, ``int``, ``bool`` or ``None`` is
+    already frozen JSON (the array ``freeze_json`` would make of it, with no container inside
+    to walk and none that could be circular), so it is returned as it is, after the depth
+    check, instead of copied item by item; ``tests/base/test_jsonvalue.py`` checks it against
+    the item-by-item path (``_freeze_sequence``).
+    """
     kind = type_of(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -296,6 +317,8 @@ def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:
     if kind is dict or kind is list or kind is tuple:
         if depth > MAX_JSON_DEPTH:  # the root container is depth 0
             raise _Rejected("depth")
+        if kind is tuple and _SCALARS.issuperset(map(type_of, value)):
+            return value  # already frozen: see the docstring
         marker = id(value)
         if marker in active:
             raise _Rejected("circular")
