@@ -90,7 +90,8 @@ class JsonObject(Mapping[str, "JsonValue"]):
     __slots__ = ("_data", "_hash", "_size")
     _data: dict[str, JsonValue]
     _hash: int | None
-    # ``_hash`` and ``_size`` are caches: ``None`` or unset until computed (see ``_wrap``).
+    # ``_hash`` and ``_size`` are caches, ``None`` until computed (``_hash`` may also be
+    # unset: see ``_wrap``).
 
     def __init__(self, value: object = None, /) -> None:
         if value is None:
@@ -184,10 +185,7 @@ def cached_size(value: JsonObject) -> tuple[int, int, int] | None:
     """The ``(entries, string code points, depth)`` a caller measured and stored with
     ``store_size``, or ``None``. A ``JsonObject`` never changes, so its size never does;
     the agent loop uses this to check a reused tool-call argument object only once."""
-    try:
-        return _get_size(value, JsonObject)
-    except AttributeError:  # never stored (see ``_wrap``)
-        return None
+    return _get_size(value, JsonObject)
 
 
 def store_size(value: JsonObject, size: tuple[int, int, int]) -> None:
@@ -198,15 +196,18 @@ def store_size(value: JsonObject, size: tuple[int, int, int]) -> None:
 def _wrap(data: dict[str, JsonValue]) -> JsonObject:
     """Wrap a dict whose values are already frozen JSON. The dict must not escape.
 
-    Only ``_data`` is stored: the two caches (``_hash``, ``_size``) stay unset until first
-    computed, and their readers (``__hash__``, ``cached_size``) take an unset slot's
-    ``AttributeError`` for "not computed yet", as they take ``None``. Storing ``None`` in
-    both, as this did, was a third of the cost of freezing a small object (every record,
-    tool-argument object and usage a provider parses); ``tests/base/test_jsonvalue.py``
-    checks the hashes and sizes of wrapped values against those of constructed ones.
+    The hash cache (``_hash``) stays unset until the first ``hash``, which takes the unset
+    slot's ``AttributeError`` for "not computed yet", as it takes ``None``: storing ``None``
+    there was a sixth of the cost of freezing a small object (every record, tool-argument
+    object and usage a provider parses), and few values are ever hashed.
+    ``tests/base/test_jsonvalue.py`` checks the hashes of wrapped values against those of
+    constructed ones. The size cache (``_size``) is still set: the loop reads it for every
+    tool call's arguments, and reading an unset slot (an exception) costs more than the
+    store.
     """
     obj = _new_object(JsonObject)
     _set_data(obj, data)
+    _set_size(obj, None)
     return obj
 
 

@@ -824,7 +824,7 @@ def test_a_tuple_of_scalars_is_kept_and_any_other_is_copied() -> None:
         freeze_json((1.0, math.nan))
 
 
-# --- the caches a wrapped JsonObject leaves unset ----------------------------------------------
+# --- the hash cache a wrapped JsonObject leaves unset ------------------------------------------
 
 
 @given(st.dictionaries(st.text(max_size=4), _ANY_VALUES.filter(lambda v: v == v), max_size=4))
