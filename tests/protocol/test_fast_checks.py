@@ -234,3 +234,19 @@ def test_the_fused_init_calls_a_default_factory_once_per_value() -> None:
     second = UserMessage(content="a")
     assert first.id != second.id
     assert first.id.startswith("message-")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Unslotted(ProtocolValue):
+    """A protocol class without ``slots=True``: its fields live in the instance dict."""
+
+    text: str
+
+
+def test_a_class_whose_fields_are_not_slots_keeps_the_plain_init() -> None:
+    plain = vars(_Unslotted)["__init__"]
+    assert _Unslotted(text="a").text == "a"
+    assert vars(_Unslotted)["__init__"] is plain
+    wrong: Any = 1
+    with pytest.raises(TypeError, match=r"^_Unslotted\.text must be a string \(got int\)$"):
+        _Unslotted(text=wrong)

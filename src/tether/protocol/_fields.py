@@ -196,8 +196,9 @@ def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> No
     the same errors; ``tests/protocol/test_fast_checks.py`` compares it with the generic path.
     The one difference: when a check fails nothing was stored yet (the dataclass one fails
     after storing), which only an explicit second ``__init__`` call on a built value could
-    see. A subclass that inherits it, a class whose ``__init__`` is not the dataclass one,
-    or a field whose name clashes with the generated names, keeps the plain path.
+    see. A subclass that inherits it, a class whose ``__init__`` is not the dataclass one, a
+    field that is not a slot or whose name clashes with the generated names keeps the plain
+    path.
     """
     plain: Any = cls.__dict__.get("__init__")
     code: types.CodeType | None = getattr(plain, "__code__", None)
@@ -237,7 +238,9 @@ def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> No
             lines.append(f"    if {name} is fused_sentinel: {name} = fused_factory_{index}()")
     for index, (name, check) in enumerate(checks):
         namespace[f"fused_check_{index}"] = check
-        slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
+        slot = next((klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__), None)
+        if type(slot) is not _SLOT:
+            return  # not a slotted field (a class without ``slots=True``): keep the plain path
         namespace[f"fused_set_{index}"] = slot.__set__
         test = _inline_test(hints[name], index, namespace, subject=name, prefix=_FUSED_PREFIX)
         if test is None:
@@ -261,6 +264,7 @@ def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> No
 
 
 _FACTORY_SENTINEL: Final[Any] = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())
+_SLOT: Final = types.MemberDescriptorType
 
 
 def _inline_test(
