@@ -90,6 +90,8 @@ class JsonObject(Mapping[str, "JsonValue"]):
     __slots__ = ("_data", "_hash", "_size")
     _data: dict[str, JsonValue]
     _hash: int | None
+    # ``_hash`` and ``_size`` are caches, ``None`` until computed (``_hash`` may also be
+    # unset: see ``_wrap``).
 
     def __init__(self, value: object = None, /) -> None:
         if value is None:
@@ -97,7 +99,7 @@ class JsonObject(Mapping[str, "JsonValue"]):
         else:
             data = freeze_json_object(value)._data
         _set_data(self, data)
-        _set_hash(self, None)
+        _set_hash(self, None)  # a second __init__ on a value forgets what it had cached
         _set_size(self, None)
 
     def __getitem__(self, key: str) -> JsonValue:
@@ -136,7 +138,10 @@ class JsonObject(Mapping[str, "JsonValue"]):
         return result if result is NotImplemented else not result
 
     def __hash__(self) -> int:
-        cached = self._hash
+        try:
+            cached = self._hash
+        except AttributeError:  # not computed yet (see ``_wrap``)
+            cached = None
         if cached is None:
             cached = hash(frozenset(self._data.items()))
             _set_hash(self, cached)
@@ -189,10 +194,19 @@ def store_size(value: JsonObject, size: tuple[int, int, int]) -> None:
 
 
 def _wrap(data: dict[str, JsonValue]) -> JsonObject:
-    """Wrap a dict whose values are already frozen JSON. The dict must not escape."""
+    """Wrap a dict whose values are already frozen JSON. The dict must not escape.
+
+    The hash cache (``_hash``) stays unset until the first ``hash``, which takes the unset
+    slot's ``AttributeError`` for "not computed yet", as it takes ``None``: storing ``None``
+    there was a sixth of the cost of freezing a small object (every record, tool-argument
+    object and usage a provider parses), and few values are ever hashed.
+    ``tests/base/test_jsonvalue.py`` checks the hashes of wrapped values against those of
+    constructed ones. The size cache (``_size``) is still set: the loop reads it for every
+    tool call's arguments, and reading an unset slot (an exception) costs more than the
+    store.
+    """
     obj = _new_object(JsonObject)
     _set_data(obj, data)
-    _set_hash(obj, None)
     _set_size(obj, None)
     return obj
 
@@ -284,6 +298,14 @@ def is_json_array(value: JsonValue) -> TypeIs[tuple[JsonValue, ...]]:
 
 
 def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:
+    """``value`` frozen, at nesting ``depth``, inside the containers ``active`` (by ``id``).
+
+    One shortcut: a ``tuple`` whose items are all ``str``, ``int``, ``bool`` or ``None`` is
+    already frozen JSON (the array ``freeze_json`` would make of it, with no container inside
+    to walk and none that could be circular), so it is returned as it is, after the depth
+    check, instead of copied item by item; ``tests/base/test_jsonvalue.py`` checks it against
+    the item-by-item path (``_freeze_sequence``).
+    """
     kind = type_of(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -296,6 +318,8 @@ def _freeze(value: Any, depth: int, active: set[int]) -> JsonValue:
     if kind is dict or kind is list or kind is tuple:
         if depth > MAX_JSON_DEPTH:  # the root container is depth 0
             raise _Rejected("depth")
+        if kind is tuple and _SCALARS.issuperset(map(type_of, value)):
+            return value  # already frozen: see the docstring
         marker = id(value)
         if marker in active:
             raise _Rejected("circular")

@@ -770,6 +770,82 @@ def test_the_flat_object_fast_path_matches_the_general_walk(value: dict[Any, Any
     assert [type(item) for item in fast.values()] == [type(item) for item in plain.values()]
 
 
+# --- the already-frozen tuple shortcut of _freeze -----------------------------------------------
+
+_ANY_ITEMS = st.recursive(
+    _FLAT_VALUES | st.floats(allow_nan=True, allow_infinity=True),
+    lambda children: (
+        st.lists(children, max_size=3).map(tuple)
+        | st.lists(children, max_size=3)
+        | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _item_by_item(value: tuple[Any, ...], depth: int) -> object:
+    """The tuple frozen by ``_freeze_sequence`` (no shortcut), or how it refused."""
+    try:
+        return jsonvalue._freeze_sequence(value, depth + 1, set())  # pyright: ignore[reportPrivateUsage]
+    except jsonvalue._Rejected as rejected:  # pyright: ignore[reportPrivateUsage]
+        return ("rejected", rejected.reason, rejected.segments)
+
+
+@given(
+    value=st.lists(_FLAT_VALUES, max_size=6).map(tuple)
+    | st.lists(_ANY_ITEMS, max_size=4).map(tuple),
+    depth=st.sampled_from([0, 1, MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1]),
+)
+def test_the_frozen_tuple_shortcut_matches_the_item_by_item_walk(
+    value: tuple[Any, ...], depth: int
+) -> None:
+    try:
+        fast: object = jsonvalue._freeze(value, depth, set())  # pyright: ignore[reportPrivateUsage]
+    except jsonvalue._Rejected as rejected:  # pyright: ignore[reportPrivateUsage]
+        fast = ("rejected", rejected.reason, rejected.segments)
+    if depth > MAX_JSON_DEPTH:
+        assert fast == ("rejected", "depth", [])
+        return
+    plain = _item_by_item(value, depth)
+    assert fast == plain
+    if type(plain) is tuple:
+        assert [type(item) for item in cast(tuple[Any, ...], fast)] == [
+            type(item) for item in cast(tuple[Any, ...], plain)
+        ]
+
+
+def test_a_tuple_of_scalars_is_kept_and_any_other_is_copied() -> None:
+    scalars = ("a", 1, True, None)
+    assert freeze_json(scalars) is scalars
+    assert freeze_json_object({"k": scalars})["k"] is scalars
+    nested = ("a", [1])
+    assert freeze_json(nested) == ("a", (1,))
+    with pytest.raises(JsonValueError):
+        freeze_json((1.0, math.nan))
+
+
+# --- the hash cache a wrapped JsonObject leaves unset ------------------------------------------
+
+
+@given(st.dictionaries(st.text(max_size=4), _ANY_VALUES.filter(lambda v: v == v), max_size=4))
+def test_a_wrapped_object_hashes_and_sizes_as_a_constructed_one(value: dict[str, Any]) -> None:
+    try:
+        wrapped = freeze_json(value)
+    except JsonValueError:
+        return  # an infinity somewhere: nothing to compare
+    assert type(wrapped) is JsonObject
+    constructed = JsonObject(value)
+    assert jsonvalue.cached_size(wrapped) is None
+    assert jsonvalue.cached_size(constructed) is None
+    assert hash(wrapped) == hash(constructed)
+    assert hash(wrapped) == hash(wrapped)  # the second read is the cached one
+    jsonvalue.store_size(wrapped, (1, 2, 3))
+    assert jsonvalue.cached_size(wrapped) == (1, 2, 3)
+    JsonObject.__init__(wrapped, {"other": 1})  # a second __init__ forgets the caches
+    assert jsonvalue.cached_size(wrapped) is None
+    assert hash(wrapped) == hash(JsonObject({"other": 1}))
+
+
 class _Refused(NamedTuple):
     path: str
     reason: str

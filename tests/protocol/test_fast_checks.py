@@ -1,9 +1,11 @@
-"""The generated per-class ``__post_init__`` (``protocol._fields._install_fast_checks``)
-accepts, snapshots and rejects exactly as the generic, closure-per-field path does."""
+"""The generated per-class ``__post_init__`` (``protocol._fields._install_fast_checks``) and
+the fused ``__init__`` (``_install_fused_init``) accept, snapshot and reject exactly as the
+generic, closure-per-field path does."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 import pytest
@@ -71,8 +73,8 @@ def _generic(cls: type, kwargs: dict[str, Any]) -> object:
 def _outcome(make: Any) -> tuple[str, object]:
     try:
         return ("ok", make())
-    except TypeError as error:
-        return ("error", str(error))
+    except (TypeError, ValueError) as error:
+        return ("error", f"{type(error).__name__}: {error}")
 
 
 @pytest.mark.parametrize(("cls", "kwargs"), CASES, ids=lambda value: repr(value)[:40])
@@ -112,3 +114,139 @@ def test_the_inline_non_empty_test_agrees_with_is_non_empty(call_id: object, nam
     fast = _outcome(lambda: ToolCall(**kwargs))
     generic = _outcome(lambda: _generic(ToolCall, kwargs))
     assert fast == generic
+
+
+def _dataclass_init(cls: type, kwargs: dict[str, Any]) -> object:
+    """Construct through the dataclass ``__init__`` and the generated ``__post_init__``: the
+    path the fused ``__init__`` replaces."""
+    cls(**_valid_kwargs(cls))  # installs both, if not yet
+    plain: Any = vars(cls)["__init__"].__globals__["fused_plain"]
+    new: Any = object.__new__
+    value: Any = new(cls)
+    plain(value, **kwargs)
+    return value
+
+
+def _valid_kwargs(cls: type) -> dict[str, Any]:
+    return next(kwargs for kind, kwargs in VALID if kind is cls)
+
+
+VALID: list[tuple[type, dict[str, Any]]] = [
+    (TextBlock, {"text": "x"}),
+    (ThinkingBlock, {"text": "x"}),
+    (ToolCall, {"id": "c", "name": "n", "arguments": {}}),
+    (AssistantMessage, {"id": "m", "content": ()}),
+    (UserMessage, {"id": "u", "content": "hi"}),
+    (ToolResultMessage, {"tool_call_id": "c", "tool_name": "n", "content": ""}),
+    (ModelRequest, {"id": "r", "messages": ()}),
+    (ModelUsage, {"input_tokens": 0, "output_tokens": 0}),
+    (ToolCallDeltaChunk, {"request_id": "r", "index": 0}),
+]
+
+# Values for any field: valid and invalid ones of every kind a protocol field checks.
+ANY_VALUE = st.one_of(
+    ID_TEXT,
+    st.sampled_from(["text", "thinking", "toolCall", "user", "assistant", "toolResult"]),
+    st.integers(min_value=-2, max_value=2**53 + 1),
+    st.booleans(),
+    st.none(),
+    st.sampled_from([TEXT, CALL, JsonObject({"a": 1}), (), (TEXT,), (TEXT, "x"), b"x"]),
+    st.lists(st.sampled_from([TEXT, CALL, UserMessage(id="u", content="x")]), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers() | st.text(max_size=2), max_size=2),
+    st.just({"a": {1, 2}}),
+)
+
+
+@given(
+    case=st.sampled_from(VALID),
+    changes=st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e", "f", "g", "h"]), ANY_VALUE),
+)
+def test_the_fused_init_agrees_with_the_dataclass_init_and_the_generic_checks(
+    case: tuple[type, dict[str, Any]], changes: dict[str, Any]
+) -> None:
+    cls, valid = case
+    names = [field.name for field in dataclasses.fields(cls)]
+    kwargs = {
+        **valid,
+        **{
+            names[ord(key) - ord("a")]: value
+            for key, value in changes.items()
+            if ord(key) - ord("a") < len(names)
+        },
+    }
+    fused = _outcome(lambda: cls(**kwargs))
+    plain = _outcome(lambda: _dataclass_init(cls, kwargs))
+    generic = _outcome(lambda: _generic(cls, kwargs))
+    assert fused[0] == plain[0] == generic[0]
+    if fused[0] == "error":
+        assert fused[1] == plain[1] == generic[1]
+        return
+    values: list[Any] = [fused[1], plain[1], generic[1]]
+    for field in dataclasses.fields(cls):
+        if field.name == "id" and "id" not in kwargs:
+            continue  # generated IDs differ by design
+        first, *others = (getattr(value, field.name) for value in values)
+        for other in others:
+            assert other == first
+            assert type(other) is type(first)
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), VALID, ids=lambda value: repr(value)[:30])
+def test_the_fused_init_keeps_the_dataclass_signature_and_argument_errors(
+    cls: type, kwargs: dict[str, Any]
+) -> None:
+    cls(**kwargs)
+    fused: Any = vars(cls)["__init__"]
+    plain: Any = fused.__globals__["fused_plain"]
+    assert fused is not plain
+    assert inspect.signature(fused) == inspect.signature(plain)
+    assert fused.__qualname__ == plain.__qualname__
+    assert fused.__annotations__ == plain.__annotations__
+    for arguments in ({}, {**kwargs, "unknown": 1}):
+        with pytest.raises(TypeError) as from_fused:
+            cls(**arguments)
+        with pytest.raises(TypeError) as from_plain:
+            plain(object.__new__(cls), **arguments)
+        assert str(from_fused.value) == str(from_plain.value)
+
+
+def test_a_subclass_that_inherits_the_fused_init_takes_the_plain_path() -> None:
+    seen: list[object] = []
+
+    class Traced(TextBlock):
+        __slots__ = ()
+
+        def __post_init__(self) -> None:
+            seen.append(self)
+            super().__post_init__()
+
+    TextBlock(text="warm")
+    traced = Traced(text="x")
+    assert seen == [traced]
+    assert type(traced) is Traced
+    wrong: Any = 1
+    with pytest.raises(TypeError, match=r"Traced\.text must be a string"):
+        Traced(text=wrong)
+
+
+def test_the_fused_init_calls_a_default_factory_once_per_value() -> None:
+    first = UserMessage(content="a")
+    second = UserMessage(content="a")
+    assert first.id != second.id
+    assert first.id.startswith("message-")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Unslotted(ProtocolValue):
+    """A protocol class without ``slots=True``: its fields live in the instance dict."""
+
+    text: str
+
+
+def test_a_class_whose_fields_are_not_slots_keeps_the_plain_init() -> None:
+    plain = vars(_Unslotted)["__init__"]
+    assert _Unslotted(text="a").text == "a"
+    assert vars(_Unslotted)["__init__"] is plain
+    wrong: Any = 1
+    with pytest.raises(TypeError, match=r"^_Unslotted\.text must be a string \(got int\)$"):
+        _Unslotted(text=wrong)

@@ -27,6 +27,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tether.providers.fixture as fixture_module
 from factories import aborted_signal, live_signal
@@ -1971,3 +1973,39 @@ def test_from_json_text_must_be_str_or_bytes(text_form: object) -> None:
         FixtureProviderAdapter.from_json(text_form)  # pyright: ignore[reportArgumentType]
 
     assert_provider_error(caught.value, "PROVIDER_INVALID_FIXTURE", INVALID_FIXTURE)
+
+
+# --- the usage of response_end: built by the trusted builder after the parser's own checks ---
+
+_TOKEN_COUNTS = st.one_of(
+    st.integers(min_value=-2, max_value=2**53 + 1),
+    st.booleans(),
+    st.floats(allow_nan=False, max_value=10, min_value=-1),
+    st.text(max_size=2),
+    st.none(),
+)
+
+
+@given(
+    usage=st.dictionaries(
+        st.sampled_from(["inputTokens", "outputTokens", "input_tokens", "output_tokens"]),
+        _TOKEN_COUNTS,
+    )
+)
+def test_the_parsed_usage_is_the_public_constructors_usage(usage: dict[str, Any]) -> None:
+    from tether.providers.fixture import _records
+
+    parsed: object
+    try:
+        parsed = _records._usage(usage, 0)  # pyright: ignore[reportPrivateUsage]
+    except FixtureProviderError as error:
+        parsed = error.code
+    if parsed == "PROVIDER_INVALID_EVENT":
+        return
+    counts = [
+        usage[camel] if camel in usage else usage[snake]
+        for camel, snake in (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens"))
+    ]
+    public = ModelUsage(input_tokens=counts[0], output_tokens=counts[1])
+    assert type(parsed) is ModelUsage
+    assert parsed == public

@@ -140,6 +140,7 @@ class ProtocolValue:
         if checks is None:
             checks = _compile(cls)
             _install_fast_checks(cls, checks)
+            _install_fused_init(cls, checks)
         for name, check in checks:
             value = getattr(self, name)
             stored = check(value)
@@ -167,10 +168,6 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
         "cls": cls,
         "generic": ProtocolValue.__post_init__,
         "setattr_": object.__setattr__,
-        "is_non_empty": is_non_empty,
-        "WHITESPACE": frozenset(JS_WHITESPACE),
-        "JS_WHITESPACE": JS_WHITESPACE,
-        "MAX": MAX_SAFE_INTEGER,
     }
     lines = [
         "def __post_init__(self):",
@@ -197,57 +194,156 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
     cls.__post_init__ = namespace["__post_init__"]
 
 
-def _inline_test(hint: Any, index: int, namespace: dict[str, Any]) -> str | None:
-    """A Python expression over ``v`` that is true exactly when the field's check would
-    accept ``v`` unchanged, or ``None`` when there is no such cheap test."""
+_FUSED_PREFIX: Final = "fused_"
+_VARIADIC: Final = 0x04 | 0x08
+"""``inspect.CO_VARARGS | inspect.CO_VARKEYWORDS``, without importing ``inspect``."""
+
+
+def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> None:
+    """Give ``cls`` an ``__init__`` that checks its arguments and then fills the slots.
+
+    The dataclass ``__init__`` stores every argument (``object.__setattr__`` per field), calls
+    ``__post_init__``, which reads each field back, checks it and stores its snapshot again
+    when it made one. This one, generated from the same checks and the same inline tests
+    (``_inline_test``), checks the arguments first, in field order, and stores each field
+    once through its slot; then it runs ``_invariant``. Same parameters, defaults, default
+    factories, annotations and qualified name (so the same signature and the same errors for
+    a missing or unknown argument), same checks in the same order, so the same values and
+    the same errors; ``tests/protocol/test_fast_checks.py`` compares it with the generic path.
+    The one difference: when a check fails nothing was stored yet (the dataclass one fails
+    after storing), which only an explicit second ``__init__`` call on a built value could
+    see. A subclass that inherits it, a class whose ``__init__`` is not the dataclass one, a
+    field that is not a slot or whose name clashes with the generated names keeps the plain
+    path.
+    """
+    plain: Any = cls.__dict__.get("__init__")
+    code: types.CodeType | None = getattr(plain, "__code__", None)
+    names = [name for name, _ in checks]
+    if (
+        code is None
+        or code.co_flags & _VARIADIC
+        or code.co_posonlyargcount
+        or list(code.co_varnames[1 : 1 + code.co_argcount + code.co_kwonlyargcount]) != names
+        or any(name.startswith(_FUSED_PREFIX) or name == "self" for name in names)
+    ):
+        return
+    positional = names[: code.co_argcount - 1]
+    keyword = names[code.co_argcount - 1 :]
+    namespace: dict[str, Any] = {
+        "fused_cls": cls,
+        "fused_plain": plain,
+        "fused_type": type,
+        "fused_sentinel": _FACTORY_SENTINEL,
+        "fused_invariant": getattr(cls, "_invariant", None),
+    }
+    parameters = ["self", *positional, *(["*", *keyword] if keyword else [])]
+    forwarded = ", ".join(f"{name}={name}" for name in names)
+    lines = [
+        f"def __init__({', '.join(parameters)}):",
+        "    if fused_type(self) is not fused_cls:",
+        f"        return fused_plain(self, {forwarded})",
+    ]
+    hints = field_hints(cls)
+    for index, field in enumerate(dataclasses.fields(cls)):
+        name = field.name
+        if field.default_factory is not dataclasses.MISSING:
+            defaults: dict[str, Any] = plain.__kwdefaults__ or {}
+            if defaults.get(name) is not _FACTORY_SENTINEL:
+                return  # not the dataclass's marker for "call the factory": keep the plain path
+            namespace[f"fused_factory_{index}"] = field.default_factory
+            lines.append(f"    if {name} is fused_sentinel: {name} = fused_factory_{index}()")
+    for index, (name, check) in enumerate(checks):
+        namespace[f"fused_check_{index}"] = check
+        slot = next((klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__), None)
+        if type(slot) is not _SLOT:
+            return  # not a slotted field (a class without ``slots=True``): keep the plain path
+        namespace[f"fused_set_{index}"] = slot.__set__
+        test = _inline_test(hints[name], index, namespace, subject=name, prefix=_FUSED_PREFIX)
+        if test is None:
+            lines.append(f"    {name} = fused_check_{index}({name})")
+        else:
+            lines.append(f"    if not ({test}): {name} = fused_check_{index}({name})")
+    for index, name in enumerate(names):
+        lines.append(f"    fused_set_{index}(self, {name})")
+    if namespace["fused_invariant"] is not None:
+        lines.append("    fused_invariant(self)")
+    exec("\n".join(lines), namespace)  # generated from the annotations, see the docstring
+    fused: types.FunctionType = namespace["__init__"]
+    fused.__code__ = fused.__code__.replace(co_qualname=code.co_qualname)
+    fused.__defaults__ = plain.__defaults__
+    fused.__kwdefaults__ = plain.__kwdefaults__
+    fused.__annotations__ = plain.__annotations__
+    fused.__qualname__ = plain.__qualname__
+    fused.__module__ = plain.__module__
+    fused.__doc__ = plain.__doc__
+    cls.__init__ = fused
+
+
+_FACTORY_SENTINEL: Final[Any] = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())
+_SLOT: Final = types.MemberDescriptorType
+
+
+def _inline_test(
+    hint: Any, index: int, namespace: dict[str, Any], *, subject: str = "v", prefix: str = ""
+) -> str | None:
+    """A Python expression over ``subject`` that is true exactly when the field's check would
+    accept it unchanged, or ``None`` when there is no such cheap test. The names it reads
+    start with ``prefix`` and are put in ``namespace`` here (a prefix keeps them apart from
+    parameters named like a field, ``type`` among them)."""
+    v = subject
+    kind = f"{prefix}type"
+    namespace[kind] = type
     base, metadata = _split(hint)
     members = members_of(base)
     if len(members) > 1:
         rest = [member for member in members if member is not type(None)]
         if all(_is_protocol_class(member) for member in rest) and len(rest) == len(members):
-            namespace[f"types_{index}"] = frozenset(members)
-            return f"type(v) in types_{index}"
+            namespace[f"{prefix}types_{index}"] = frozenset(members)
+            return f"{kind}({v}) in {prefix}types_{index}"
         if len(rest) == 1 and len(members) == 2:
-            inner = _inline_test(rest[0], index, namespace)
-            return None if inner is None else f"v is None or ({inner})"
+            inner = _inline_test(rest[0], index, namespace, subject=subject, prefix=prefix)
+            return None if inner is None else f"{v} is None or ({inner})"
         return None
     if get_origin(base) is Literal:
         options = get_args(base)
-        namespace[f"options_{index}"] = options
-        namespace[f"option_types_{index}"] = frozenset(map(type, options))
-        return f"type(v) in option_types_{index} and v in options_{index}"
+        namespace[f"{prefix}options_{index}"] = options
+        namespace[f"{prefix}option_types_{index}"] = frozenset(map(type, options))
+        return f"{kind}({v}) in {prefix}option_types_{index} and {v} in {prefix}options_{index}"
     if base is str:
         if NON_EMPTY not in metadata:
-            return "type(v) is str"
+            return f"{kind}({v}) is str"
         # ``is_non_empty(v)`` written out (no call per ID and name): not blank under ``trim()``
+        namespace[f"{prefix}WHITESPACE"] = frozenset(JS_WHITESPACE)
+        namespace[f"{prefix}JS_WHITESPACE"] = JS_WHITESPACE
         return (
-            'type(v) is str and v != "" '
-            'and (v[0] not in WHITESPACE or v.strip(JS_WHITESPACE) != "")'
+            f'{kind}({v}) is str and {v} != "" '
+            f'and ({v}[0] not in {prefix}WHITESPACE or {v}.strip({prefix}JS_WHITESPACE) != "")'
         )
     if base is bool:
-        return "type(v) is bool"
+        return f"{kind}({v}) is bool"
     if base is bytes:
-        return "type(v) is bytes"
+        return f"{kind}({v}) is bytes"
     if base is int:
+        namespace[f"{prefix}MAX"] = MAX_SAFE_INTEGER
         if COUNT in metadata:
-            return "type(v) is int and 0 <= v <= MAX"
+            return f"{kind}({v}) is int and 0 <= {v} <= {prefix}MAX"
         if POSITIVE in metadata:
-            return "type(v) is int and v >= 1"
+            return f"{kind}({v}) is int and {v} >= 1"
         if NON_NEGATIVE in metadata:
-            return "type(v) is int and v >= 0"
-        return "type(v) is int"
+            return f"{kind}({v}) is int and {v} >= 0"
+        return f"{kind}({v}) is int"
     if base is JsonObject:
-        namespace["JsonObject"] = JsonObject
-        return "type(v) is JsonObject"
+        namespace[f"{prefix}JsonObject"] = JsonObject
+        return f"{kind}({v}) is {prefix}JsonObject"
     if get_origin(base) is tuple:
         item = get_args(base)[0]
-        namespace[f"items_{index}"] = frozenset(
+        namespace[f"{prefix}items_{index}"] = frozenset(
             member for member in members_of(item) if isinstance(member, type)
         )
-        return f"type(v) is tuple and items_{index}.issuperset(map(type, v))"
+        return f"{kind}({v}) is tuple and {prefix}items_{index}.issuperset(map({kind}, {v}))"
     if _is_protocol_class(base):
-        namespace[f"class_{index}"] = base
-        return f"type(v) is class_{index}"
+        namespace[f"{prefix}class_{index}"] = base
+        return f"{kind}({v}) is {prefix}class_{index}"
     return None
 
 
