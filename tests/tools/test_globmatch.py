@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -64,6 +65,17 @@ def test_matching_agrees_with_the_fnmatch_reference(pattern: str, path: str) -> 
 def test_work_is_bounded_by_pattern_times_path(pattern: str, path: str) -> None:
     _, steps = compile_glob(pattern).match(path)
     assert steps <= bound(pattern, path), (pattern, path, steps)
+
+
+@pytest.mark.parametrize("pattern", ["./.", "/./.", "././.", "./"])
+def test_a_pattern_of_only_dots_and_slashes_never_raises(pattern: str) -> None:
+    """``./.`` names no segment below the root, so it matches no path (as the reference
+    says); hypothesis found it raising IndexError. ``./`` strips to ``.``, which matches every
+    path, as ``.`` does."""
+    for path in ("a", "a/b", ".x"):
+        matched, steps = compile_glob(pattern).match(path)
+        assert matched == reference(pattern, path)
+        assert steps <= bound(pattern, path)
 
 
 def test_the_reported_hostile_patterns_stay_linear() -> None:

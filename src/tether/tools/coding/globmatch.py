@@ -214,6 +214,6 @@ def compile_glob(pattern: str) -> Glob:
             segments.append(_STAR)
         if index == len(parts) - 1:  # last: at least one segment
             segments.append(_segment("*"))
-    last = segments[-1]
-    only = None if len(segments) != 2 or segments[0] is not _STAR else last
+    # ``./.`` names no segment below the root: no segments, which match no path
+    only = None if len(segments) != 2 or segments[0] is not _STAR else segments[1]
     return Glob(pattern, tuple(segments), None if isinstance(only, _Star) else only)
