@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from typing import Any, Final, Generic, TypeGuard, TypeVar
 
 from tether._base.exact_types import instance_of, type_of
@@ -156,6 +156,17 @@ class EventStream(Generic[E, R]):
                 return
         self._ready = True
         self._buffer.append(event)
+
+    def push_all(self, events: Iterable[E]) -> None:
+        """``push`` each of ``events`` in order: one call, and while no read is waiting (a
+        producer that fills its stream before handing it out) one ``extend`` of the buffer
+        instead of a call per event, which is all ``push`` would do then."""
+        if self._ready:
+            self._buffer.extend(events)
+            return
+        push = self.push
+        for event in events:
+            push(event)
 
     def finish(self, result: R) -> None:
         """Settle the stream successfully. Buffered events are still delivered first."""

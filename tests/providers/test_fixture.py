@@ -44,6 +44,8 @@ from tether import (
     TextBlock,
     ToolCall,
 )
+from tether._base.exact_types import type_of
+from tether.jsonvalue import freeze_json
 from tether.protocol import TextDeltaChunk, ToolCallChunk
 from tether.providers.fixture import FixtureProviderError
 
@@ -2009,3 +2011,174 @@ def test_the_parsed_usage_is_the_public_constructors_usage(usage: dict[str, Any]
     public = ModelUsage(input_tokens=counts[0], output_tokens=counts[1])
     assert type(parsed) is ModelUsage
     assert parsed == public
+
+
+# --- the fast paths against the plain ones ------------------------------------------------
+
+_ODD_STRINGS: st.SearchStrategy[Any] = st.sampled_from(
+    ["", " ", "\u3000", "call-1", "call-2", "add", "x"]
+)
+_PLAIN_JSON: st.SearchStrategy[Any] = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**60), max_value=2**60),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=3),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+_ODD_VALUES: st.SearchStrategy[Any] = st.one_of(
+    _PLAIN_JSON,
+    st.tuples(st.integers()),
+    st.sets(st.integers(), max_size=2),
+    st.dictionaries(st.integers(), st.integers(), min_size=1, max_size=2),
+    st.builds(MappingProxyType, st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)),
+)
+_ARGUMENTS: st.SearchStrategy[Any] = st.one_of(
+    st.dictionaries(st.text(max_size=3), _PLAIN_JSON, max_size=4),
+    st.dictionaries(st.text(max_size=3), _ODD_VALUES, max_size=3),
+    _ODD_VALUES,
+)
+_RECORDS: st.SearchStrategy[Any] = st.one_of(
+    st.builds(start, st.sampled_from(["response-1", "response-2", "", 7])),
+    st.builds(text, st.one_of(st.text(max_size=3), st.integers(), st.none())),
+    st.builds(text, st.just("common")),
+    st.builds(call, _ODD_STRINGS, _ODD_STRINGS, _ARGUMENTS),
+    st.builds(call, st.sampled_from(["call-1", "call-2", "call-3"])),
+    st.builds(
+        end,
+        st.sampled_from(["response-1", "response-2"]),
+        st.sampled_from(["stop", "tool_call", "other"]),
+    ),
+    st.builds(transport_error),
+    st.fixed_dictionaries({"type": st.sampled_from(["", 3, "mystery", None])}),
+    st.sampled_from([None, 1, "text_delta", ["text_delta"]]),
+)
+
+
+def _frozen_records(records: list[object]) -> list[object]:
+    """Each record as a snapshot freezes it, where it can be frozen."""
+    frozen: list[object] = []
+    for record in records:
+        try:
+            frozen.append(freeze_json(record))
+        except TypeError:
+            frozen.append(record)
+    return frozen
+
+
+def _run_plain(records: list[object]) -> tuple[list[object], object, object]:
+    from tether.providers.fixture._records import ResponseParser
+
+    parser = ResponseParser(REQUEST_ID)
+    chunks: list[object] = []
+    try:
+        for index, record in enumerate(records):
+            chunk = parser.feed(record, index)
+            if chunk is not None:
+                chunks.append(chunk)
+    except FixtureProviderError as error:
+        return chunks, _state(parser), _failure(error)
+    return chunks, _state(parser), None
+
+
+def _run_fast(records: list[object]) -> tuple[list[object], object, object]:
+    from tether.providers.fixture._records import ResponseParser
+
+    parser = ResponseParser(REQUEST_ID)
+    chunks: list[ModelChunk] = []
+    try:
+        parser.feed_all(records, chunks)
+    except FixtureProviderError as error:
+        return list(chunks), _state(parser), _failure(error)
+    return list(chunks), _state(parser), None
+
+
+def _state(parser: Any) -> object:
+    return (parser.response_id, list(parser.content), set(parser.tool_call_ids), parser.terminal)
+
+
+def _failure(error: FixtureProviderError) -> object:
+    cause = error.__cause__
+    return (
+        error.code,
+        str(error),
+        error.record_index,
+        error.provider_code,
+        None if cause is None else (type(cause), str(cause)),
+    )
+
+
+@given(records=st.lists(_RECORDS, max_size=9), snapshot=st.booleans())
+def test_feed_all_is_feed_record_by_record(records: list[object], snapshot: bool) -> None:
+    listed = _frozen_records(records) if snapshot else records
+    assert _run_fast(list(listed)) == _run_plain(list(listed))
+
+
+@given(
+    records=st.lists(st.builds(text, st.text(max_size=3)), max_size=4),
+    calls=st.lists(st.builds(call, _ODD_STRINGS, _ODD_STRINGS, _ARGUMENTS), max_size=3),
+    snapshot=st.booleans(),
+)
+def test_feed_all_is_feed_on_well_formed_responses(
+    records: list[object], calls: list[object], snapshot: bool
+) -> None:
+    listed = [start(), *records, *calls, end(stop="tool_call" if calls else "stop")]
+    listed = _frozen_records(listed) if snapshot else listed
+    assert _run_fast(list(listed)) == _run_plain(list(listed))
+
+
+def _same_json(left: Any, right: Any) -> bool:
+    """Equal and of the same types all the way down (``==`` takes a list for a tuple)."""
+    if type(left) is not type(right):
+        return False
+    kind = type_of(left)
+    if kind is JsonObject:
+        return list(left) == list(right) and all(_same_json(left[k], right[k]) for k in left)
+    if kind is tuple:
+        return len(left) == len(right) and all(map(_same_json, left, right))
+    return left == right or (left != left and right != right)
+
+
+@given(value=st.one_of(_ARGUMENTS, st.dictionaries(st.text(max_size=2), _PLAIN_JSON)))
+def test_freeze_plain_is_freeze_json_or_declines(value: Any) -> None:
+    from tether.providers.fixture import _records
+
+    if type_of(value) is not dict:
+        return
+    document: dict[str, Any] = value
+    fast = _records._freeze_plain(document, 0)  # pyright: ignore[reportPrivateUsage]
+    try:
+        plain: object = freeze_json(document)
+    except TypeError:
+        assert fast is None
+        return
+    assert fast is None or _same_json(fast, plain)
+
+
+def test_freeze_plain_declines_cycles_and_depth_beyond_the_limit() -> None:
+    from tether.jsonvalue import MAX_JSON_DEPTH
+    from tether.providers.fixture import _records
+
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    assert _records._freeze_plain(cyclic, 0) is None  # pyright: ignore[reportPrivateUsage]
+    deepest: dict[str, Any] = {}
+    for _ in range(MAX_JSON_DEPTH):
+        deepest = {"a": deepest}
+    too_deep = {"a": deepest}
+    frozen = _records._freeze_plain(deepest, 0)  # pyright: ignore[reportPrivateUsage]
+    assert frozen is not None
+    assert _same_json(frozen, freeze_json(deepest))
+    assert _records._freeze_plain(too_deep, 0) is None  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(TypeError):
+        freeze_json(too_deep)
+    arrays = {"a": [[1, 2.5], {"b": [None, True]}], "c": []}
+    frozen = _records._freeze_plain(arrays, 0)  # pyright: ignore[reportPrivateUsage]
+    assert frozen is not None
+    assert _same_json(frozen, freeze_json(arrays))
