@@ -797,3 +797,42 @@ def test_reads_agree_with_poll_on_any_script(operations: list[tuple[str, str]]) 
 
 
 _NOTHING = object()
+
+
+@given(
+    batches=st.lists(st.lists(st.integers(), max_size=3), max_size=4),
+    readers=st.integers(min_value=0, max_value=3),
+)
+def test_push_all_delivers_what_push_delivers_one_by_one(
+    batches: list[list[int]], readers: int
+) -> None:
+    """With reads waiting (each read's coroutine stepped to its wait by hand) and without."""
+
+    async def run(batched: bool) -> list[object]:
+        stream: EventStream[int, None] = EventStream()
+        iterator = aiter(stream)
+        reads = [iterator.__anext__() for _ in range(readers)]
+        for read in reads:
+            read.send(None)  # now waiting on the stream
+        for batch in batches:
+            if batched:
+                stream.push_all(batch)
+            else:
+                for event in batch:
+                    stream.push(event)
+        stream.finish(None)
+        seen: list[object] = []
+        for read in reads:
+            try:
+                read.send(None)
+            except StopIteration as stop:
+                seen.append(stop.value)
+            except StopAsyncIteration:
+                seen.append("end")
+        seen.extend([event async for event in iterator])
+        return seen
+
+    async def compare() -> None:
+        assert await run(True) == await run(False)
+
+    run_async(compare)
