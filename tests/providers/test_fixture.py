@@ -2002,12 +2002,17 @@ def test_the_parsed_usage_is_the_public_constructors_usage(usage: dict[str, Any]
         parsed = _records._usage(usage, 0)  # pyright: ignore[reportPrivateUsage]
     except FixtureProviderError as error:
         parsed = error.code
-    if parsed == "PROVIDER_INVALID_EVENT":
+    pairs = (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens"))
+    mixed = any(camel in usage and snake in usage for camel, snake in pairs)
+    missing = any(camel not in usage and snake not in usage for camel, snake in pairs)
+    if mixed or missing:
+        assert parsed == "PROVIDER_INVALID_EVENT"
         return
-    counts = [
-        usage[camel] if camel in usage else usage[snake]
-        for camel, snake in (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens"))
-    ]
+    counts = [usage[camel] if camel in usage else usage[snake] for camel, snake in pairs]
+    if parsed == "PROVIDER_INVALID_EVENT":  # only counts the public constructor refuses
+        with pytest.raises((TypeError, ValueError)):
+            ModelUsage(input_tokens=counts[0], output_tokens=counts[1])
+        return
     public = ModelUsage(input_tokens=counts[0], output_tokens=counts[1])
     assert type(parsed) is ModelUsage
     assert parsed == public
