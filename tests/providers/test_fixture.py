@@ -2023,19 +2023,17 @@ def test_the_parsed_usage_is_the_public_constructors_usage(usage: dict[str, Any]
 _ODD_STRINGS: st.SearchStrategy[Any] = st.sampled_from(
     ["", " ", "\u3000", "call-1", "call-2", "add", "x"]
 )
+_PLAIN_SCALARS: st.SearchStrategy[Any] = st.none() | st.booleans() | st.text(max_size=3)
+_PLAIN_NUMBERS: st.SearchStrategy[Any] = st.integers(-(2**60), 2**60) | st.floats()
+
+
+def _plain_containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Arrays and objects of ``inner``, as ``json.loads`` makes them (lists, dicts)."""
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+
+
 _PLAIN_JSON: st.SearchStrategy[Any] = st.recursive(
-    st.one_of(
-        st.none(),
-        st.booleans(),
-        st.integers(min_value=-(2**60), max_value=2**60),
-        st.floats(allow_nan=True, allow_infinity=True),
-        st.text(max_size=3),
-    ),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(st.text(max_size=2), inner, max_size=3),
-    ),
-    max_leaves=8,
+    _PLAIN_SCALARS | _PLAIN_NUMBERS, _plain_containers, max_leaves=8
 )
 _ODD_VALUES: st.SearchStrategy[Any] = st.one_of(
     _PLAIN_JSON,
