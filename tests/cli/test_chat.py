@@ -745,6 +745,7 @@ async def test_cd_continues_the_session_in_another_workspace(
     await chat.turn("write here")
     first_id = chat.session_id
     assert not await chat.change_directory(str(tmp_path / "missing"))
+    assert await chat.command(Command("cd", "~\0"))  # pwd raised ValueError on the NUL
     assert await chat.command(Command("cd", "../other"))
     await chat.turn("write there")
     await chat.close()
@@ -756,6 +757,7 @@ async def test_cd_continues_the_session_in_another_workspace(
     assert chat.cwd == other.resolve()
     text = shown(buffer)
     assert f"no directory {tmp_path / 'missing'}" in text
+    assert f"no directory {tmp_path / 'project'}/~\0" in text
     assert f"workspace: {other.resolve()}" in text
     system = model.requests[2].system
     assert system is not None
@@ -1169,6 +1171,9 @@ async def test_export_writes_the_session_as_html(tmp_path: Path, config: CliConf
     await chat.turn("a question")
     await chat.command(Command("export", "out/page.html"))
     assert "could not write" in shown(buffer)  # no such directory: said, not raised
+    for failures, name in enumerate(("page\0.html", "~\0/page.html"), 2):
+        await chat.command(Command("export", name))  # a NUL: os.open, pwd raised ValueError
+        assert shown(buffer).count("could not write") == failures
     await chat.command(Command("export", "page.html"))
     page = (tmp_path / "project" / "page.html").read_text(encoding="utf-8")
     assert "a question" in page
