@@ -1247,8 +1247,29 @@ async def test_model_without_an_argument_lists_models_to_pick_by_number(
     assert "/model N switches to one of these" in shown(buffer)
     await chat.command(Command("model", "7"))
     assert "no model 7 (/model lists them)" in shown(buffer)
+    await chat.command(Command("model", "1" * 5000))  # int() refuses this many digits
+    assert f"no model {'1' * 5000} (/model lists them)" in shown(buffer)
+    before = shown(buffer).count("CLI_")
+    await chat.command(Command("model", "\u00b2"))  # a digit to str.isdigit(), not to int()
+    assert shown(buffer).count("CLI_") == before + 1  # a model spec, and not one
     await chat.command(Command("model", "1"))
     assert shown(buffer).endswith("model: openai/gpt-test\n")
+    await chat.close()
+
+
+async def test_the_session_pick_asks_for_a_number_until_one_is_listed(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    model = ScriptedModel([ScriptedReply(text=("one",))])
+    # A digit to str.isdigit() but not to int(), too many digits for int(), out of range.
+    answers = Answers("\u00b2", "1" * 5000, "2", "1")
+    chat, buffer = make_chat(tmp_path, config, model, answers)
+    await chat.turn("first")
+    ident = chat.session_id
+    assert ident is not None
+    assert await chat.pick_session() == ident  # as `tether chat -r` off a terminal asks
+    assert len(answers.asked) == 4
+    assert shown(buffer).count("no session ") == 3
     await chat.close()
 
 
