@@ -55,21 +55,18 @@ providers = st.dictionaries(
     table(["base_url", "api_key_env", "api"]),
     max_size=2,
 )
+PRICED = ("input", "output", "cache_read", "cache_write")
+MODEL_KEYS = [
+    "context_window",
+    "max_output_tokens",
+    "thinking",
+    "input_cost",  # the older names of two prices
+    "output_cost",
+    *(f"{kind}_price" for kind in PRICED),
+]
 models = st.dictionaries(
     st.sampled_from(["openai/gpt-4o", "local/m", "nope/m", "openai/", "/m"]) | st.text(max_size=8),
-    table(
-        [
-            "context_window",
-            "max_output_tokens",
-            "input_price",
-            "output_price",
-            "cache_read_price",
-            "cache_write_price",
-            "input_cost",
-            "output_cost",
-            "thinking",
-        ]
-    ),
+    table(MODEL_KEYS),
     max_size=2,
 )
 tools = table(["auto_approve", "approve", "pass_env", "sandbox", "sandbox_network", "sandbox_hide"])
