@@ -5,8 +5,10 @@ exception."""
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
+import os
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -125,6 +127,16 @@ def test_a_stdin_prompt_is_text_or_nothing(data: bytes) -> None:
         return
     assert text.strip()
     assert decoded in (text, text + "\n", text + "\r\n")
+
+
+@given(st.binary(max_size=40))
+def test_a_prompt_argument_is_its_bytes_as_utf8_with_bad_bytes_replaced(data: bytes) -> None:
+    from tether.cli.print_prompt import print_prompt
+
+    given = os.fsdecode(data) or "x"  # as Python decodes argv (surrogateescape)
+    prompt = print_prompt(given, argparse.ArgumentParser())
+    assert prompt == os.fsencode(given).decode("utf-8", "replace")
+    prompt.encode("utf-8")  # no lone surrogate left
 
 
 def test_one_final_newline_is_dropped() -> None:
