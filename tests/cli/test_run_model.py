@@ -615,14 +615,7 @@ async def test_a_prompt_argument_that_is_not_utf8_has_its_bad_bytes_replaced(
     async with ReplayServer() as server:
         server.respond(text_reply("Replaced."))
         completed = await run_tether(
-            "run",
-            "--model",
-            MODEL,
-            "--base-url",
-            server.url,
-            "-p",
-            "hi \udcff there",
-            env=child_env(tmp_path),
+            *model_run(server.url, prompt="hi \udcff there"), env=child_env(tmp_path)
         )
     assert completed.returncode == 0, completed.err
     users = [
