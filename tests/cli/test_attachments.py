@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from image_support import gif, png
@@ -51,6 +51,14 @@ def test_image_paths_are_found_in_the_forms_people_type_and_paste(
 def test_any_line_gives_a_list_of_image_names(line: str) -> None:
     for path in find_image_paths(line):
         assert path.lower().endswith((".png", ".jpg", ".jpeg", ".gif", ".webp"))
+
+
+@given(line=st.text(max_size=40).map(lambda text: "~" + text + ".png") | st.text(max_size=80))
+@settings(max_examples=examples(100))
+@example(line="look at ~\0.png")  # pwd raised ValueError (embedded null byte)
+def test_any_line_attaches_images_or_nothing_without_raising(line: str) -> None:
+    attached = attach_images(line, Path("/nonexistent/tether-cwd"))
+    assert len(attached.images) == len(attached.shown) <= MAX_ATTACHED_IMAGES
 
 
 def test_image_files_are_attached_and_everything_else_stays_text(tmp_path: Path) -> None:

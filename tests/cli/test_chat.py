@@ -745,6 +745,7 @@ async def test_cd_continues_the_session_in_another_workspace(
     await chat.turn("write here")
     first_id = chat.session_id
     assert not await chat.change_directory(str(tmp_path / "missing"))
+    assert await chat.command(Command("cd", "~\0"))  # pwd raised ValueError on the NUL
     assert await chat.command(Command("cd", "../other"))
     await chat.turn("write there")
     await chat.close()
@@ -756,6 +757,7 @@ async def test_cd_continues_the_session_in_another_workspace(
     assert chat.cwd == other.resolve()
     text = shown(buffer)
     assert f"no directory {tmp_path / 'missing'}" in text
+    assert f"no directory {tmp_path / 'project'}/~\0" in text
     assert f"workspace: {other.resolve()}" in text
     system = model.requests[2].system
     assert system is not None
@@ -1169,6 +1171,9 @@ async def test_export_writes_the_session_as_html(tmp_path: Path, config: CliConf
     await chat.turn("a question")
     await chat.command(Command("export", "out/page.html"))
     assert "could not write" in shown(buffer)  # no such directory: said, not raised
+    for failures, name in enumerate(("page\0.html", "~\0/page.html"), 2):
+        await chat.command(Command("export", name))  # a NUL: os.open, pwd raised ValueError
+        assert shown(buffer).count("could not write") == failures
     await chat.command(Command("export", "page.html"))
     page = (tmp_path / "project" / "page.html").read_text(encoding="utf-8")
     assert "a question" in page
@@ -1242,8 +1247,29 @@ async def test_model_without_an_argument_lists_models_to_pick_by_number(
     assert "/model N switches to one of these" in shown(buffer)
     await chat.command(Command("model", "7"))
     assert "no model 7 (/model lists them)" in shown(buffer)
+    await chat.command(Command("model", "1" * 5000))  # int() refuses this many digits
+    assert f"no model {'1' * 5000} (/model lists them)" in shown(buffer)
+    before = shown(buffer).count("CLI_")
+    await chat.command(Command("model", "\u00b2"))  # a digit to str.isdigit(), not to int()
+    assert shown(buffer).count("CLI_") == before + 1  # a model spec, and not one
     await chat.command(Command("model", "1"))
     assert shown(buffer).endswith("model: openai/gpt-test\n")
+    await chat.close()
+
+
+async def test_the_session_pick_asks_for_a_number_until_one_is_listed(
+    tmp_path: Path, config: CliConfig
+) -> None:
+    model = ScriptedModel([ScriptedReply(text=("one",))])
+    # A digit to str.isdigit() but not to int(), too many digits for int(), out of range.
+    answers = Answers("\u00b2", "1" * 5000, "2", "1")
+    chat, buffer = make_chat(tmp_path, config, model, answers)
+    await chat.turn("first")
+    ident = chat.session_id
+    assert ident is not None
+    assert await chat.pick_session() == ident  # as `tether chat -r` off a terminal asks
+    assert len(answers.asked) == 4
+    assert shown(buffer).count("no session ") == 3
     await chat.close()
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,12 @@ from tether.cli.eval import add_parser
 from tether.cli.eval import main as eval_main
 from tether.cli.main import main
 from tether.cli.models import choose_model, display_url, run_problem
-from tether.cli.session_index import INDEX_NAME, last_session, remember_session
+from tether.cli.session_index import (
+    INDEX_NAME,
+    last_session,
+    remember_session,
+    session_directories,
+)
 from tether.cli.urls import http_url_problem
 from tether.protocol import FailedRunResult, RunError, UserMessage
 
@@ -145,6 +151,44 @@ def test_a_deep_or_huge_index_is_ignored(tmp_path: Path) -> None:
     remember_session(sessions, tmp_path, "abc")
     assert last_session(sessions, tmp_path) == "abc"
     assert json.loads(index.read_text(encoding="utf-8"))["version"] == 1
+
+
+_NAMES = ("abc", "gone", "@CWD@")
+"""A session with a file, one without, and the directory of the test (filled in)."""
+_INDEX_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.sampled_from(_NAMES),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=8) | st.sampled_from(_NAMES), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_INDEXES = (
+    st.binary(max_size=80)
+    | _INDEX_JSON.map(lambda value: json.dumps(value).encode())
+    | st.fixed_dictionaries(
+        {},
+        optional={"version": _INDEX_JSON, "sessions": _INDEX_JSON, "directories": _INDEX_JSON},
+    ).map(lambda value: json.dumps(value).encode())
+)
+
+
+@given(_INDEXES)
+def test_any_index_file_is_read_or_ignored_and_then_rewritten(content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        sessions = Path(directory)
+        (sessions / "abc.jsonl").write_text("", encoding="utf-8")
+        cwd = json.dumps(str(sessions))[1:-1].encode()
+        (sessions / INDEX_NAME).write_bytes(content.replace(b"@CWD@", cwd))
+        found = last_session(sessions, sessions)
+        assert found is None or (sessions / f"{found}.jsonl").is_file()
+        assert all(
+            type(key) is str and type(value) is str
+            for key, value in session_directories(sessions).items()
+        )
+        remember_session(sessions, sessions, "abc")
+        assert last_session(sessions, sessions) == "abc"
+        assert session_directories(sessions)["abc"] == os.path.abspath(sessions)
 
 
 # -- item 9: base URLs are checked while the options are parsed --------------------------------

@@ -237,6 +237,13 @@ async def test_malformed_lines_are_answered_and_the_session_goes_on(tmp_path: Pa
                 "RPC_INVALID_REQUEST",
             ),
             (b"[" * 100_000 + b"\n", None, "RPC_INVALID_JSON"),
+            # A lone surrogate no session records (the run failed: AGENT_RECORDING_FAILED).
+            (
+                b'{"id": "k", "type": "prompt", "message": "a \\ud800"}\n',
+                "k",
+                "RPC_INVALID_REQUEST",
+            ),
+            (b'{"id": "l", "type": "steer", "message": "\\udfff"}\n', "l", "RPC_INVALID_REQUEST"),
         ]
         for line, request_id, code in cases:
             error = await session.refused(line, request_id)

@@ -5,12 +5,24 @@ exception."""
 
 from __future__ import annotations
 
+import argparse
+import base64
 import json
+import os
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.cli.rpc_requests import COMMANDS, FIELDS, Request, RpcError, parse_request
+from image_support import MEDIA_TYPES, header
+from tether.cli.rpc_requests import (
+    COMMANDS,
+    FIELDS,
+    Request,
+    RpcError,
+    images_field,
+    parse_request,
+)
+from tether.protocol import ImageBlock
 
 CODES = {"RPC_INVALID_JSON", "RPC_INVALID_REQUEST", "RPC_UNKNOWN_COMMAND"}
 
@@ -58,6 +70,45 @@ def test_every_byte_string_is_a_command_or_a_coded_refusal(line: bytes) -> None:
     check(line)
 
 
+@st.composite
+def image_data(draw: st.DrawFn) -> str:
+    """An image's ``"data"``: base64 of a real header (maybe cut, maybe with bytes after it)
+    or of any bytes, or any text."""
+    if draw(st.booleans()):
+        side = draw(st.integers(1, 0xFFFF))  # past MAX_IMAGE_SIDE too
+        raw = header(draw(st.sampled_from(MEDIA_TYPES)), side, side)[: draw(st.integers(0, 64))]
+        raw += draw(st.binary(max_size=8))
+    elif draw(st.booleans()):
+        raw = draw(st.binary(max_size=24))
+    else:
+        return draw(st.text(max_size=12))
+    return base64.b64encode(raw).decode()
+
+
+image_items = st.fixed_dictionaries(
+    {"data": image_data() | json_values},
+    optional={"mediaType": st.sampled_from(MEDIA_TYPES) | json_values, "other": json_values},
+)
+
+
+def taken(images: object) -> tuple[ImageBlock, ...] | str:
+    """The images of a prompt's ``images`` field, or the code they were refused with."""
+    try:
+        return images_field({"message": "m", "images": images})
+    except RpcError as error:
+        return error.code
+
+
+@given(st.lists(image_items | json_values, max_size=3) | json_values)
+def test_every_images_field_is_images_or_a_coded_refusal(images: object) -> None:
+    result = taken(images)
+    if isinstance(result, str):
+        assert result == "RPC_INVALID_REQUEST"
+        return
+    assert all(isinstance(image, ImageBlock) for image in result)
+    assert images is None or isinstance(images, list)
+
+
 def test_every_command_with_its_fields_is_accepted() -> None:
     for command in COMMANDS:
         fields = dict.fromkeys(FIELDS.get(command, ()), "x")
@@ -76,6 +127,16 @@ def test_a_stdin_prompt_is_text_or_nothing(data: bytes) -> None:
         return
     assert text.strip()
     assert decoded in (text, text + "\n", text + "\r\n")
+
+
+@given(st.binary(max_size=40))
+def test_a_prompt_argument_is_its_bytes_as_utf8_with_bad_bytes_replaced(data: bytes) -> None:
+    from tether.cli.print_prompt import print_prompt
+
+    given = os.fsdecode(data) or "x"  # as Python decodes argv (surrogateescape)
+    prompt = print_prompt(given, argparse.ArgumentParser())
+    assert prompt == os.fsencode(given).decode("utf-8", "replace")
+    prompt.encode("utf-8")  # no lone surrogate left
 
 
 def test_one_final_newline_is_dropped() -> None:

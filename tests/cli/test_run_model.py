@@ -606,6 +606,25 @@ async def test_the_prompt_comes_from_standard_input(tmp_path: Path) -> None:
     assert len(server.requests) == 2
 
 
+async def test_a_prompt_argument_that_is_not_utf8_has_its_bad_bytes_replaced(
+    tmp_path: Path,
+) -> None:
+    """``-p`` bytes that are not UTF-8 reach Python as lone surrogates (``surrogateescape``),
+    which the session cannot record: the run failed with AGENT_RECORDING_FAILED and its
+    runtime's disposal with RUNTIME_DISPOSAL_FAILED. They are replaced, as on stdin."""
+    async with ReplayServer() as server:
+        server.respond(text_reply("Replaced."))
+        completed = await run_tether(
+            *model_run(server.url, prompt="hi \udcff there"), env=child_env(tmp_path)
+        )
+    assert completed.returncode == 0, completed.err
+    users = [
+        [m["content"] for m in request.json["messages"] if m["role"] == "user"]
+        for request in server.requests
+    ]
+    assert users == [["hi \ufffd there"]]
+
+
 async def test_json_shows_retries_and_live_tool_output(tmp_path: Path) -> None:
     """Issue 28: ``model.retry`` before the answer and ``tool.progress`` while bash runs."""
     workspace = tmp_path / "work"

@@ -198,6 +198,17 @@ def test_a_failed_export_says_why_and_leaves_nothing(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["file"]
 
 
+def test_a_path_with_a_nul_byte_is_a_failed_export(tmp_path: Path) -> None:
+    # /export's argument comes from a person or an RPC client: a NUL made os.open raise a
+    # raw ValueError (embedded null byte), which rpc answered as RPC_INTERNAL_ERROR.
+    for name in ("page\0.html", "dir\0/page.html"):
+        with pytest.raises(CliError) as nul:
+            export_html(transcript(), tmp_path / name, title="t")
+        assert nul.value.code == "CLI_EXPORT_FAILED"
+        assert "writable directory" in str(nul.value)
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_rename_that_fails_leaves_no_temporary(tmp_path: Path) -> None:
     target = tmp_path / "out.html"
     target.mkdir()

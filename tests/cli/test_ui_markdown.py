@@ -408,6 +408,8 @@ def test_a_streaming_code_block_is_highlighted_in_groups_of_lines() -> None:
         ("0;default;15", "light"),
         ("junk", "dark"),
         (None, "dark"),
+        ("0;\u00b2", "dark"),  # str.isdigit() takes a superscript two, int() does not
+        ("0;" + "1" * 5000, "dark"),  # more digits than int() converts
     ],
 )
 def test_the_theme_follows_the_terminal_background(colorfgbg: str | None, theme: str) -> None:

@@ -306,6 +306,11 @@ def test_which_gemini_models_nest_tool_images() -> None:
     assert nests_tool_images("gemini-exp-1206")  # not gemini-N: the current form
     assert not nests_tool_images("gemini-2.5-flash")
     assert not nests_tool_images("models/gemini-1.5-pro")
+    # A model name is the user's (or an RPC client's): more digits than int() converts
+    # raised ValueError out of building the request.
+    assert nests_tool_images("gemini-" + "9" * 5000)
+    assert not nests_tool_images("gemini-" + "0" * 5000 + "2")
+    assert nests_tool_images("gemini-" + "0" * 5000 + "10")
 
 
 # --- the checks before anything is sent ---------------------------------------------------------

@@ -594,6 +594,25 @@ async def test_grep(root: Path) -> None:
     assert (await call(tools, "grep", pattern="nomatch")).content == "No matches for 'nomatch'.\n"
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "a{4294967296}",
+        "x{1,99999999999999999999}",
+        "(" * 2000 + ")" * 2000,
+        "(?:" * 5000 + ")" * 5000,
+    ],
+    ids=["huge-repeat", "huge-repeat-range", "deep-groups", "deep-non-capturing"],
+)
+async def test_a_regex_python_cannot_compile_is_an_invalid_pattern(
+    root: Path, pattern: str
+) -> None:
+    # re.compile raises OverflowError for a repeat count past its limit and RecursionError for
+    # groups nested too deep, not re.error: both are a model's pattern that is not one.
+    tools = coding_tools(root)
+    assert_code(await call(tools, "grep", pattern=pattern), "INVALID_GREP_PATTERN")
+
+
 # --- hostile input (issue 25) --------------------------------------------------------------------
 
 

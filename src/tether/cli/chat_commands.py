@@ -53,6 +53,16 @@ def parse_command(line: str) -> Command | None:
     return Command(name.lower(), rest.strip())
 
 
+def _numbered(text: str, listed: list[str]) -> str | None:
+    """The item of ``listed`` numbered ``text`` (from 1, in ASCII digits), or ``None``.
+    ``str.isdigit()`` alone also takes ``"²"`` and any number of digits, which ``int()``
+    refuses with a ``ValueError``."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
+        return None
+    number = int(text)
+    return listed[number - 1] if 1 <= number <= len(listed) else None
+
+
 class ChatCommands(ChatOperations):
     """The slash commands of ``tether.cli.chat_session.Chat``: ``command`` runs one, and the methods
     below are what the table's handlers call (``tether.cli.slash_commands.ChatHost``)."""
@@ -173,12 +183,12 @@ class ChatCommands(ChatOperations):
                 self.view.line(f"{mark} {number:>2}  {name}")
             self.view.line("/model N switches to one of these, /model PROVIDER/MODEL to any")
             return
-        if spec.isdigit():
-            listed = self._model_list
-            if not 1 <= int(spec) <= len(listed):
+        if spec.isascii() and spec.isdigit():
+            picked = _numbered(spec, self._model_list)
+            if picked is None:
                 self.view.line(f"no model {spec} (/model lists them)")
                 return
-            spec = listed[int(spec) - 1]
+            spec = picked
         same = spec.partition("/")[0] == self.choice.provider.name
         try:
             choice = choose_model(
@@ -264,8 +274,9 @@ class ChatCommands(ChatOperations):
                 return None
             if not reply:
                 return None
-            if reply.isdigit() and 1 <= int(reply) <= len(listed):
-                return listed[int(reply) - 1]
+            picked = _numbered(reply, listed)
+            if picked is not None:
+                return picked
             if self.coding.matching_sessions(reply):
                 return reply
             self.view.line(f"no session {reply!r}: a number from 1 to {len(listed)}, or an ID")

@@ -18,11 +18,14 @@ MAX_STDIN_PROMPT_BYTES: Final = 16 << 20
 
 
 def print_prompt(given: str | None, parser: argparse.ArgumentParser) -> str:
-    """The prompt of a print run: ``-p TEXT``; with ``-p -``, or no ``-p`` while standard
-    input is not a terminal, standard input read to its end (UTF-8, bad bytes replaced, the
-    final newline dropped), as ``pi -p`` and ``claude -p`` do."""
+    """The prompt of a print run: ``-p TEXT`` (bytes that are not UTF-8 replaced); with
+    ``-p -``, or no ``-p`` while standard input is not a terminal, standard input read to its
+    end (UTF-8, bad bytes replaced, the final newline dropped), as ``pi -p`` and ``claude -p``
+    do."""
     if given is not None and given != "-":
-        return given
+        # Argument bytes that are not UTF-8 reach Python as lone surrogates
+        # (surrogateescape), which no session can record: replaced, as on standard input.
+        return given.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     stream = sys.stdin
     if stream is None or (given is None and stream.isatty()):
         parser.error("--model needs -p/--prompt TEXT (or the prompt on standard input)")

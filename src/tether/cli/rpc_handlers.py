@@ -17,6 +17,7 @@ from tether.cli.rpc_requests import (
     RpcError,
     absolute_directory,
     images_field,
+    message_field,
     short,
     text_field,
 )
@@ -96,12 +97,12 @@ class RpcHandlers:
         fields = request.fields
         match request.command:
             case "prompt":
-                return await self.prompt(text_field(fields, "message"), images_field(fields))
+                return await self.prompt(message_field(fields), images_field(fields))
             case "steer":
-                text, images = text_field(fields, "message"), images_field(fields)
+                text, images = message_field(fields), images_field(fields)
                 return {"messageId": (await session.steer(text, images)).id}
             case "follow_up":
-                text, images = text_field(fields, "message"), images_field(fields)
+                text, images = message_field(fields), images_field(fields)
                 return {"messageId": (await session.follow_up(text, images)).id}
             case "abort":
                 cancelled = session.abort(_ABORT_REASON)

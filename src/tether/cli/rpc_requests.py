@@ -26,6 +26,7 @@ __all__ = [
     "RpcErrorCode",
     "RpcProtocolErrorCode",
     "absolute_directory",
+    "message_field",
     "parse_request",
     "short",
     "text_field",
@@ -177,6 +178,21 @@ def images_field(fields: dict[str, object]) -> tuple[ImageBlock, ...]:
         return request_images(fields)
     except ValueError as error:
         raise RpcError("RPC_INVALID_REQUEST", str(error)) from None
+
+
+def message_field(fields: dict[str, object]) -> str:
+    """The ``message`` of ``prompt``, ``steer`` or ``follow_up``: ``text_field``, and text a
+    session can record. JSON's ``\\ud800`` escapes decode to lone surrogates, which no
+    session records: accepted, such a prompt failed its run with ``AGENT_RECORDING_FAILED``."""
+    text = text_field(fields, "message")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RpcError(
+                "RPC_INVALID_REQUEST", '"message" holds a lone surrogate (\\ud800-\\udfff)'
+            ) from None
+    return text
 
 
 def text_field(fields: dict[str, object], name: str) -> str:

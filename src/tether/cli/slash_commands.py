@@ -164,10 +164,19 @@ async def _new(host: SlashHost, argument: str) -> bool:
     return True
 
 
+def _expanded(name: str) -> Path:
+    """``name`` with a leading ``~`` or ``~user`` expanded; as it is when it cannot be (a NUL
+    byte in the user name makes ``pwd`` raise ``ValueError``): the path then names nothing."""
+    try:
+        return Path(os.path.expanduser(name))
+    except ValueError:
+        return Path(name)
+
+
 def _directory(cwd: Path, argument: str) -> Path | str:
     """The directory ``/cd argument`` names (``~`` expanded, relative to ``cwd``, symlinks
     resolved), or what is wrong with it."""
-    target = Path(os.path.expanduser(argument))
+    target = _expanded(argument)
     if not target.is_absolute():
         target = cwd / target
     if not target.is_dir():
@@ -272,7 +281,7 @@ async def _tree(host: SlashHost, argument: str) -> bool:
 
 def _export_target(cwd: Path, name: str) -> Path:
     """The file ``/export name`` writes (``~`` expanded, relative to the workspace)."""
-    target = Path(os.path.expanduser(name))
+    target = _expanded(name)
     return target if target.is_absolute() else cwd / target
 
 

@@ -168,7 +168,11 @@ def nests_tool_images(model: str) -> bool:
     ``model``: Gemini 3 and later, and names that are not ``gemini-N...``; Gemini 1 and 2
     take them after it."""
     found = _GEMINI_MAJOR.search(model.lower())
-    return found is None or int(found.group(1)) >= 3
+    if found is None:
+        return True
+    # Compared without int() on all the digits: a name may hold more than int() converts.
+    major = found.group(1).lstrip("0")
+    return len(major) > 1 or int(major or "0") >= 3
 
 
 def check_generation_options(

@@ -123,10 +123,10 @@ def attach_images(line: str, cwd: Path) -> Attachments:
     notes: list[str] = []
     seen: set[str] = set()
     for text in paths:
-        path = Path(os.path.expanduser(text))
-        if not path.is_absolute():
-            path = cwd / path
         try:
+            path = Path(os.path.expanduser(text))  # ValueError: a NUL in a ~user name
+            if not path.is_absolute():
+                path = cwd / path
             if not path.is_file():
                 continue  # missing, or a directory: the word is only text
             size = path.stat().st_size

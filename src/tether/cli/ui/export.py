@@ -205,8 +205,8 @@ def export_html(
             os.fsync(file.fileno())
         os.replace(temporary, target)
         temporary = None
-    except OSError as error:
-        reason = error.strerror or str(error)
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path
+        reason = (error.strerror if isinstance(error, OSError) else None) or str(error)
         raise CliError(
             "CLI_EXPORT_FAILED",
             f"could not write {target}: {reason} (choose a path in a writable directory)",

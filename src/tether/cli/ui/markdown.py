@@ -75,7 +75,13 @@ def theme_from_environment(environ: Mapping[str, str]) -> MarkdownTheme:
     Konsole, iTerm2 and others) suggests: ``"light"`` for a background of colour 7 or 9-15,
     ``"dark"`` otherwise and when it is not set (most terminals are dark)."""
     background = environ.get("COLORFGBG", "").rpartition(";")[2]
-    if background.isdigit() and (background == "7" or 9 <= int(background) <= 15):
+    # Only a few ASCII digits: str.isdigit() also takes "²" and any count, which int() refuses.
+    if (
+        background.isascii()
+        and background.isdigit()
+        and len(background) <= 4
+        and (background == "7" or 9 <= int(background) <= 15)
+    ):
         return "light"
     return "dark"
 

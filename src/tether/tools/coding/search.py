@@ -258,8 +258,10 @@ def _validate_grep(value: object) -> ToolValidation[GrepInput]:
         return invalid("INVALID_GREP_INPUT", f"limit must be in 1..{GREP_MAX_LIMIT}")
     try:
         compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as error:
+    except (re.error, OverflowError) as error:  # OverflowError: a repeat count over re's limit
         return invalid("INVALID_GREP_PATTERN", str(error))
+    except RecursionError:  # re's parser recurses into each nested group
+        return invalid("INVALID_GREP_PATTERN", "groups nested too deeply")
     try:
         segments = () if path.strip() in (".", "./", "") else normalize_relative_path(path)
         matcher = None
