@@ -211,11 +211,6 @@ def _wrap(data: dict[str, JsonValue]) -> JsonObject:
     return obj
 
 
-wrap_frozen: Final = _wrap
-"""``_wrap`` for tether's own fast freezers (``entries``' counterpart): a ``JsonObject`` around
-a dict whose values are already frozen JSON and that never escapes. Never pass another dict."""
-
-
 def _unpickle_object(data: dict[str, JsonValue]) -> JsonObject:
     # Values were frozen when pickled and unpickle to frozen values (tuples, JsonObjects).
     return _wrap(data)
@@ -264,21 +259,78 @@ def freeze_json(value: object, *, path: str = "value") -> JsonValue:
     Raises ``JsonValueError`` (a ``TypeError`` with ``code == "INVALID_JSON_VALUE"``) whose
     message starts with ``path``. Already-frozen ``JsonObject`` values are returned as they are.
     """
-    if is_dict(value):  # the common case, a flat object of scalars: one loop, no walk
-        flat: dict[str, JsonValue] = {}
-        scalars = _SCALARS
-        for key, item in value.items():
-            if type(key) is not str or type(item) not in scalars:
-                break
-            flat[key] = item
-        else:
-            return _wrap(flat)
+    if is_dict(value):  # the common case, plain parsed JSON: no cycle tracking, no paths
+        plain = _freeze_plain(value, 0)
+        if plain is not None:
+            return plain
     try:
         return _freeze(value, 0, set())
     except _Rejected as rejected:
         raise JsonValueError(path + "".join(reversed(rejected.segments)), rejected.reason) from None
     except RecursionError:
         raise JsonValueError(path, "depth") from None
+
+
+def freeze_plain_object(value: dict[Any, Any]) -> JsonObject | None:
+    r"""``freeze_json(value)`` for a plain JSON object (an exact ``dict``), or ``None`` where
+    the general walk must decide: ``freeze_json``'s own fast path, and the fixture parser's
+    (which then hands the record to its checked path for the error).
+
+    Why: most of ``freeze_json``'s general walk tracks the containers being walked (to find
+    cycles) and the path of a rejected value. Data parsed from JSON text has neither cycles
+    nor rejected values in the common case, so this walk keeps only what decides the result:
+    exact ``str`` keys, exact scalar types, finite floats, already-frozen ``JsonObject``\ s
+    and ``MAX_JSON_DEPTH``. Any other value, a cycle (which ends at the depth limit) and every
+    failure give ``None``. A dict held twice (not a cycle) is frozen twice, to equal values,
+    as the general walk does. ``tests/base/test_jsonvalue.py`` and
+    ``tests/providers/test_fixture.py`` check it against the general walk.
+    """
+    return _freeze_plain(value, 0)
+
+
+def _freeze_plain(value: dict[Any, Any], depth: int) -> JsonObject | None:
+    if depth > MAX_JSON_DEPTH:
+        return None
+    frozen: dict[str, JsonValue] = {}
+    scalars = _SCALARS
+    for key, item in value.items():
+        if type_of(key) is not str:
+            return None
+        kind = type_of(item)
+        if kind in scalars:
+            frozen[key] = item
+        else:
+            inner = _freeze_plain_value(item, kind, depth + 1)
+            if inner is _NOT_PLAIN:
+                return None
+            frozen[key] = inner
+    return _wrap(frozen)
+
+
+_NOT_PLAIN: Final = object()
+
+
+def _freeze_plain_value(item: Any, kind: type[Any], depth: int) -> Any:
+    """A non-scalar item of ``_freeze_plain``'s walk frozen, or ``_NOT_PLAIN``."""
+    if kind is float:
+        return item if math.isfinite(item) else _NOT_PLAIN
+    if kind is JsonObject:
+        return item
+    if kind is dict:
+        inner = _freeze_plain(item, depth)
+        return _NOT_PLAIN if inner is None else inner
+    if kind is list and depth <= MAX_JSON_DEPTH:
+        items: list[JsonValue] = []
+        scalars = _SCALARS
+        for element in item:
+            element_kind = type_of(element)
+            if element_kind not in scalars:
+                element = _freeze_plain_value(element, element_kind, depth + 1)
+                if element is _NOT_PLAIN:
+                    return _NOT_PLAIN
+            items.append(element)
+        return tuple(items)
+    return _NOT_PLAIN
 
 
 def freeze_json_object(value: object, *, path: str = "value") -> JsonObject:

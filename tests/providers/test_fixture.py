@@ -43,9 +43,10 @@ from tether import (
     ModelUsage,
     TextBlock,
     ToolCall,
+    jsonvalue,
 )
 from tether._base.exact_types import type_of
-from tether.jsonvalue import freeze_json
+from tether.jsonvalue import freeze_json, freeze_plain_object
 from tether.protocol import TextDeltaChunk, ToolCallChunk
 from tether.providers.fixture import FixtureProviderError
 
@@ -2148,40 +2149,48 @@ def _same_json(left: Any, right: Any) -> bool:
     return left == right or (left != left and right != right)
 
 
+def general_freeze(value: object) -> object:
+    """``freeze_json``'s general walk alone (cycle tracking, paths), without its fast path:
+    the reference ``freeze_plain_object`` must agree with (``TypeError`` where it rejects)."""
+    try:
+        return jsonvalue._freeze(value, 0, set())  # pyright: ignore[reportPrivateUsage]
+    except jsonvalue._Rejected as rejected:  # pyright: ignore[reportPrivateUsage]
+        raise TypeError(rejected.reason) from None
+
+
 @given(value=st.one_of(_ARGUMENTS, st.dictionaries(st.text(max_size=2), _PLAIN_JSON)))
 def test_freeze_plain_is_freeze_json_or_declines(value: Any) -> None:
-    from tether.providers.fixture import _records
-
+    """``freeze_plain_object`` (``freeze_json``'s own fast path) against the general walk."""
     if type_of(value) is not dict:
         return
     document: dict[str, Any] = value
-    fast = _records._freeze_plain(document, 0)  # pyright: ignore[reportPrivateUsage]
+    fast = freeze_plain_object(document)
     try:
-        plain: object = freeze_json(document)
+        plain: object = general_freeze(document)
     except TypeError:
         assert fast is None
         return
     assert fast is None or _same_json(fast, plain)
+    assert _same_json(freeze_json(document), plain)
 
 
 def test_freeze_plain_declines_cycles_and_depth_beyond_the_limit() -> None:
     from tether.jsonvalue import MAX_JSON_DEPTH
-    from tether.providers.fixture import _records
 
     cyclic: dict[str, Any] = {}
     cyclic["self"] = cyclic
-    assert _records._freeze_plain(cyclic, 0) is None  # pyright: ignore[reportPrivateUsage]
+    assert freeze_plain_object(cyclic) is None
     deepest: dict[str, Any] = {}
     for _ in range(MAX_JSON_DEPTH):
         deepest = {"a": deepest}
     too_deep = {"a": deepest}
-    frozen = _records._freeze_plain(deepest, 0)  # pyright: ignore[reportPrivateUsage]
+    frozen = freeze_plain_object(deepest)
     assert frozen is not None
-    assert _same_json(frozen, freeze_json(deepest))
-    assert _records._freeze_plain(too_deep, 0) is None  # pyright: ignore[reportPrivateUsage]
+    assert _same_json(frozen, general_freeze(deepest))
+    assert freeze_plain_object(too_deep) is None
     with pytest.raises(TypeError):
         freeze_json(too_deep)
     arrays = {"a": [[1, 2.5], {"b": [None, True]}], "c": []}
-    frozen = _records._freeze_plain(arrays, 0)  # pyright: ignore[reportPrivateUsage]
+    frozen = freeze_plain_object(arrays)
     assert frozen is not None
-    assert _same_json(frozen, freeze_json(arrays))
+    assert _same_json(frozen, general_freeze(arrays))
