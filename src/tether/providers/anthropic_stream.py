@@ -207,13 +207,13 @@ class AnthropicStreamParser:
             raise _field_error("A stream event", "a JSON object", payload)
         data: dict[str, Any] = payload
         kind = data.get("type")
-        if event == "error":  # an error event whatever its type (a delta's too)
+        if kind == "error" or event == "error":  # an error event whatever its type
             raise error_event(data)
         if kind == "content_block_delta":
             if self._state != "streaming":
                 self._out_of_order(kind)
             return self._delta(self._open_block(data.get("index"), kind), data.get("delta"))
-        return self._event(data, kind, event)
+        return self._event(data, kind)
 
     def _delta(self, block: Block, delta: Any) -> list[ModelChunk]:
         """A ``content_block_delta`` (its ``delta`` value) into the open ``block``."""
@@ -249,12 +249,10 @@ class AnthropicStreamParser:
             return [trusted.thinking_delta_chunk(self._request_id, text)]
         return [_tool_call_delta(self._request_id, block.position, None, None, text)]
 
-    def _event(self, data: dict[str, Any], kind: Any, event: str) -> list[ModelChunk]:
-        """Every event but a content delta."""
+    def _event(self, data: dict[str, Any], kind: Any) -> list[ModelChunk]:
+        """Every event but a content delta and an error (``_feed`` raises those)."""
         if kind == "ping":
             return []
-        if kind == "error" or event == "error":
-            raise error_event(data)
         if type_of(kind) is not str:
             raise _field_error("A stream event's type", "a string", kind)
         if kind == "message_start":
