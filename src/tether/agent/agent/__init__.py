@@ -71,6 +71,7 @@ from tether.agent.agent._closing import (
 )
 from tether.agent.agent._errors import (
     AgentBusyError,
+    AgentInvalidMessageError,
     AgentMessageLimitError,
     AgentRecordingError,
     AgentStateError,
@@ -87,6 +88,7 @@ __all__ = [
     "Agent",
     "AgentBusyError",
     "AgentFailureCode",
+    "AgentInvalidMessageError",
     "AgentMessageLimitError",
     "AgentRecordingError",
     "AgentStateError",
