@@ -274,6 +274,29 @@ def test_a_subclass_keeps_its_own_post_init_on_every_construction(warm: bool, wh
     assert TextBlock(text="base") == TextBlock(text="base")  # the base class is unaffected
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["cold-base", "warm-base"])
+def test_a_subclass_keeps_its_own_init_on_every_construction(warm: bool) -> None:
+    """Regression: a hand-written ``__init__`` with the fields' parameter names looked like
+    the dataclass one, so the first construction replaced it by the fused ``__init__``."""
+    seen: list[str] = []
+
+    class Initialized(TextBlock):
+        __slots__ = ()
+
+        def __init__(self, type: Any = "text", text: Any = "", signature: Any = None) -> None:
+            seen.append(text)
+            super().__init__(type=type, text=text, signature=signature)
+
+    if warm:
+        TextBlock(text="warm")
+    values = [Initialized(text=text) for text in ("a", "b", "c")]
+    assert seen == ["a", "b", "c"]
+    assert [value.text for value in values] == ["a", "b", "c"]
+    wrong: Any = 1
+    with pytest.raises(TypeError, match=r"^Initialized\.text must be a string"):
+        Initialized(text=wrong)
+
+
 def test_the_fused_init_calls_a_default_factory_once_per_value() -> None:
     first = UserMessage(content="a")
     second = UserMessage(content="a")

@@ -213,6 +213,9 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
 
 
 _FUSED_PREFIX: Final = "fused_"
+_GENERATED_FILE: Final = "<string>"
+"""The ``co_filename`` of code ``dataclasses`` generates (it ``exec``s its source): an
+``__init__`` from any other file is a class's own, which the fused one must not replace."""
 _VARIADIC: Final = 0x04 | 0x08
 """``inspect.CO_VARARGS | inspect.CO_VARKEYWORDS``, without importing ``inspect``."""
 
@@ -231,7 +234,8 @@ def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> No
     The one difference: when a check fails nothing was stored yet (the dataclass one fails
     after storing), which only an explicit second ``__init__`` call on a built value could
     see. A subclass that inherits it, a class with a ``__post_init__`` of its own (the fused
-    ``__init__`` calls none), a class whose ``__init__`` is not the dataclass one, a
+    ``__init__`` calls none), a class whose ``__init__`` is not the dataclass one (written
+    by hand, even with the fields' parameter names), a
     field that is not a slot or whose name clashes with the generated names keeps the plain
     path.
     """
@@ -240,6 +244,7 @@ def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> No
     names = [name for name, _ in checks]
     if (
         code is None
+        or code.co_filename != _GENERATED_FILE  # written by hand, not by ``dataclasses``
         or code.co_flags & _VARIADIC
         or code.co_posonlyargcount
         or list(code.co_varnames[1 : 1 + code.co_argcount + code.co_kwonlyargcount]) != names
