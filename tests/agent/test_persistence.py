@@ -14,6 +14,7 @@ from tether import (
     AssistantMessage,
     Message,
     ScriptedModel,
+    TextBlock,
     ToolCall,
     ToolRegistry,
     UserMessage,
@@ -158,6 +159,35 @@ async def test_user_text_no_session_can_record_is_refused_when_it_enters(
     assert result.status == "completed"
     assert agent.messages[0].id == "agent-user-000001"  # a refusal takes no generated ID
     assert (await reloaded(tree)).active_messages == agent.messages
+
+
+@pytest.mark.parametrize("text", ["a\ud800", "\udfff b", "caf\u00e9 \ud83d\ude00"], ids=repr)
+async def test_a_model_reply_holding_a_surrogate_is_recorded_and_reloads_as_it_was(
+    tmp_path: Path, text: str
+) -> None:
+    """Regression: a model reply holding a surrogate code point (a provider's JSON
+    ``"\\ud800"`` escape decodes to one) failed its run with ``AGENT_RECORDING_FAILED``, and
+    every later run of that Agent failed too. The protocol accepted the text, so the session
+    records it: the line is written with ``\\u`` escapes and reloads to the same value."""
+    tree = await new_tree(tmp_path)
+    model = ScriptedModel([text_reply(text), text_reply("next")])
+    agent = Agent(model=model, recorder=SessionRecorder(tree))
+    first = await bounded(agent.run("hi"))
+    assert first.status == "completed"
+    assert agent.messages[-1] == AssistantMessage(
+        id=agent.messages[-1].id, content=(TextBlock(text=text),)
+    )
+    second = await bounded(agent.run("again"))
+    assert second.status == "completed"
+    assert len(agent.messages) == 4
+    for line in read_lines(tree.store.path):
+        json.loads(line.decode("utf-8"))  # every line is UTF-8 JSON
+    # A pair written as two code points reloads as its one character (the same UTF-16 text).
+    joined = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+    expected = list(agent.messages)
+    expected[1] = AssistantMessage(id=expected[1].id, content=(TextBlock(text=joined),))
+    assert list((await reloaded(tree)).active_messages) == expected
+    assert list((await reopened(tree)).active_messages) == expected
 
 
 async def test_an_agent_without_a_session_refuses_the_same_user_text() -> None:

@@ -522,7 +522,6 @@ INVALID_MESSAGES: list[dict[str, Any]] = [
         "content": "x",
         "isError": 0,
     },
-    {"id": "m", "role": "user", "content": "lone \ud800 surrogate"},
 ]
 
 
@@ -534,13 +533,40 @@ async def test_rejects_invalid_messages(path: Path, message: dict[str, Any]) -> 
     assert path.read_text(encoding="utf-8") == header_line() + "\n"
 
 
-async def test_rejects_a_protocol_message_holding_a_lone_surrogate(path: Path) -> None:
+async def test_a_message_holding_a_lone_surrogate_is_written_escaped_and_reloads(
+    path: Path,
+) -> None:
+    """Regression: a message holding a lone surrogate (a model's reply can: a provider's
+    ``"\\ud800"`` escape decodes to one) was refused, ``SESSION_INVALID_MESSAGE``, so the
+    Agent's recording failed. Its line is now written with ``\\u`` escapes (ASCII JSON)
+    and reloads to the same message; other lines stay unescaped."""
     store = await SessionStore.create(path, options())
-    await rejects("SESSION_INVALID_MESSAGE", store.append(None, user("m1", "\udfff")))
-    arguments = JsonObject({"k\ud800": 1})
+    arguments = JsonObject({"k\ud800": "v\udc00"})
     call = AssistantMessage(id="m2", content=(ToolCall(id="c", name="n", arguments=arguments),))
-    await rejects("SESSION_INVALID_MESSAGE", store.append(None, call))
-    assert store.entries == ()
+    written = [
+        user("m1", "\udfff caf\u00e9"),
+        call,
+        user_json("m3", "lone \ud800 surrogate"),
+        user("m4", "caf\u00e9"),
+    ]
+    for message in written:
+        await store.append(None, message)
+    lines = path.read_bytes().splitlines()
+    assert b"\\udfff caf\\u00e9" in lines[1]
+    assert lines[1].isascii()
+    assert b"k\\ud800" in lines[2]
+    assert b"v\\udc00" in lines[2]
+    assert "caf\u00e9".encode() in lines[4]  # the fast path: UTF-8, no escaping
+    expected = [user("m1", "\udfff caf\u00e9"), call, user("m3", "lone \ud800 surrogate")]
+    expected.append(user("m4", "caf\u00e9"))
+    assert messages_in(store) == expected
+    assert messages_in(await SessionStore.read(path, options())) == expected
+    await store.close()
+    assert messages_in(await SessionStore.load(path, options())) == expected
+
+
+def messages_in(store: SessionStore) -> list[Any]:
+    return [entry.message for entry in store.entries if isinstance(entry, MessageEntry)]
 
 
 async def test_branch_local_tool_linkage(path: Path) -> None:
@@ -796,15 +822,12 @@ async def test_errors_come_in_line_order(path: Path) -> None:
         (f"{header_line()}\n{entry_line(timestamp=None)}\n", "SESSION_INVALID_RECORD"),
         (f"{header_line()}\n{entry_line(id=LONE)}\n", "SESSION_INVALID_RECORD"),
         (f"{header_line()}\n{entry_line(timestamp=LONE)}\n", "SESSION_INVALID_RECORD"),
+        (f"{header_line()}\n{entry_line(parentId=LONE)}\n", "SESSION_INVALID_RECORD"),
         (
             f"{header_line()}\n{entry_line(message={'id': 'x', 'role': 'admin'})}\n",
             "SESSION_INVALID_MESSAGE",
         ),
         (f"{header_line()}\n{entry_line(message=[])}\n", "SESSION_INVALID_MESSAGE"),
-        (
-            f"{header_line()}\n{entry_line(message=user_json('m', LONE))}\n",
-            "SESSION_INVALID_MESSAGE",
-        ),
         (
             f"{header_line()}\n"
             + entry_line(message=call_message("m", "c")).replace("{}", '{"n":1e400}')
@@ -1427,7 +1450,6 @@ async def test_compaction_keeps_must_be_on_the_branch_and_link(path: Path) -> No
         {"summary_id": "s", "summary": 5, "units_before": 1, "units_after": 1},
         {"summary_id": "s", "summary": "x", "units_before": -1, "units_after": 1},
         {"summary_id": "s", "summary": "x", "units_before": 1, "units_after": True},
-        {"summary_id": "s", "summary": "x\ud800", "units_before": 1, "units_after": 1},
     ]
     for bad in bad_values:
         await rejects(
@@ -1741,23 +1763,53 @@ def test_single_class_decoders_agree_with_from_json() -> None:
         assert decoder_for(type(value))(data) == from_json(data, type(value))
 
 
-async def test_a_compaction_record_with_a_lone_surrogate_is_refused(path: Path) -> None:
-    raw = f"{header_line()}\n{entry_line()}\n" + compact(
-        {
-            "type": "compaction",
-            "version": 1,
-            "id": "entry-002",
-            "parentId": "entry-001",
-            "timestamp": "t",
-            "summary": {"id": "s", "content": LONE},
-            "firstKeptEntryId": None,
-            "unitsBefore": 1,
-            "unitsAfter": 1,
-        },
-        ascii_only=True,
+def escaped_compaction_line(**changes: Any) -> str:
+    record: dict[str, Any] = {
+        "type": "compaction",
+        "version": 1,
+        "id": "entry-002",
+        "parentId": "entry-001",
+        "timestamp": "t",
+        "summary": {"id": "s", "content": "x"},
+        "firstKeptEntryId": None,
+        "unitsBefore": 1,
+        "unitsAfter": 1,
+    }
+    record.update(changes)
+    return compact(record, ascii_only=True)
+
+
+async def test_a_compaction_record_with_a_lone_surrogate_in_a_name_is_refused(
+    path: Path,
+) -> None:
+    for changes in [{"id": LONE}, {"timestamp": LONE}, {"firstKeptEntryId": LONE}]:
+        raw = f"{header_line()}\n{entry_line()}\n{escaped_compaction_line(**changes)}\n"
+        path.write_text(raw, encoding="utf-8")
+        await rejects("SESSION_INVALID_RECORD", SessionStore.load(path, options()))
+
+
+async def test_a_compaction_summary_holding_a_lone_surrogate_is_kept(path: Path) -> None:
+    """Regression: a summary (a model's text) holding a lone surrogate was refused, on
+    append and on load; it is written escaped and reloads to the same text."""
+    summary = {"id": "s" + LONE, "content": "kept " + LONE}
+    raw = f"{header_line()}\n{entry_line()}\n{escaped_compaction_line(summary=summary)}\n"
+    path.write_text(raw, encoding="utf-8")
+    loaded = await SessionStore.load(path, options(id_factory=lambda: "entry-100"))
+    entry = loaded.entries[-1]
+    assert isinstance(entry, CompactionEntry)
+    assert (entry.summary.id, entry.summary.content) == ("s" + LONE, "kept " + LONE)
+    compaction = await SessionTree(loaded).append_compaction(
+        summary_id="s2",
+        summary="again \ud800 caf\u00e9",
+        first_kept_entry_id=None,
+        units_before=1,
+        units_after=1,
     )
-    path.write_text(raw + "\n", encoding="utf-8")
-    await rejects("SESSION_INVALID_RECORD", SessionStore.load(path, options()))
+    assert compaction.summary.content == "again \ud800 caf\u00e9"
+    await loaded.close()
+    again = (await SessionStore.load(path, options())).entries
+    assert again[-2:] == (entry, compaction)
+    assert path.read_bytes().isascii()
 
 
 async def test_invalid_utf8_files_are_read_line_by_line_with_crlf(path: Path) -> None:

@@ -1,7 +1,9 @@
 """Checkpoint 10: persistent, branchable session trees in JSON-lines files.
 
 A session is one file. Line 1 is the header, every further line one record; each line is
-compact JSON (``separators=(",", ":")``, UTF-8, no ASCII escaping) ending in ``\\n``::
+compact JSON (``separators=(",", ":")``, UTF-8, no ASCII escaping, except a record whose
+message or summary holds a surrogate code point: that line is ASCII with ``\\u`` escapes, see
+``format._value_bytes``) ending in ``\\n``::
 
     {"type":"session","version":1,"id":"session-001","createdAt":"2026-08-26T00:00:01.000Z"}
     {"type":"entry","version":1,"id":"e1","parentId":null,"timestamp":"...","message":{...}}
@@ -48,7 +50,7 @@ and read back by ``tether.from_json``. The rules, in short:
   code: invalid UTF-8 (anywhere, the tail included, except a character the tear cut short),
   malformed JSON, ``NaN``/``Infinity``, a wrong header, unknown keys, an
   unsupported ``version``, a message ``from_json`` rejects or one missing a field the writer
-  always writes, lone surrogates, duplicate IDs, a parent that does not precede its child,
+  always writes, a lone surrogate in an ID or timestamp, duplicate IDs, a parent that does not precede its child,
   and a branch whose tool results do not link to calls *on that branch*
   (``validate_transcript`` over the branch, ``MISSING_TOOL_RESULT`` ignored: a pending call
   is fine). A last record without its newline is kept; the next append ends it first.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import cast
 
 from tether._base.strings import is_non_empty
-from tether.agent.session.format import _check_line, _dumps, _encode, _entry_line
+from tether.agent.session.format import _check_line, _entry_line
 from tether.agent.session.linkage import _Index, _Links
 from tether.agent.session.parse import _is_count
 from tether.agent.session.records import (
@@ -110,7 +110,6 @@ def _compaction_summary(
         )
     if not _is_count(units_before) or not _is_count(units_after):
         raise _fail("SESSION_INVALID_RECORD", "Compaction units must be non-negative integers")
-    _encode(_dumps([summary_id, summary]), "SESSION_INVALID_RECORD", "Compaction summary")
     return CompactionSummary(id=summary_id, content=summary)
 
 

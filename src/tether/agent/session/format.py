@@ -34,6 +34,8 @@ __all__: list[str] = []
 
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _dumps: Final = _ENCODER.encode
+_ASCII_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+_dumps_ascii: Final = _ASCII_ENCODER.encode
 
 
 _DECODER: Final = STRICT_DECODER
@@ -74,10 +76,30 @@ _SUMMARY_KEYS: Final = _json_keys(CompactionSummary)
 
 
 def _encode(text: str, code: SessionStoreErrorCode, what: str) -> bytes:
+    """``text`` as UTF-8, or ``code`` when it holds a surrogate: for the store's own names
+    (the header, entry IDs, timestamps), which are never written escaped."""
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         raise _fail(code, f"{what} contains a lone surrogate") from None
+
+
+def _value_bytes(text: str, value: object) -> bytes:
+    """The bytes of ``text``, which is ``_dumps(value)``: protocol text (a message, a
+    compaction summary), which may hold a surrogate code point, e.g. from a provider's
+    ``"\\ud800"`` escape, which ``json.loads`` decodes to a lone surrogate.
+
+    The usual text is written as it is (UTF-8, no ASCII escaping: the fast path, one
+    ``encode``). Only text UTF-8 cannot encode (it holds a surrogate) is written again with
+    ``ensure_ascii=True``: valid ASCII JSON whose ``\\uXXXX`` escapes ``json.loads`` (the
+    loader) decodes back to the same string, so the record is kept, losslessly. The one
+    change: a surrogate pair written as two code points (``"\\ud83d\\ude00"``) reloads as
+    the one character it encodes (``"\U0001f600"``), the same UTF-16 text; JSON has no
+    spelling that keeps the halves apart. The property tests check both paths."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _dumps_ascii(value).encode("ascii")
 
 
 def _header_line(header: SessionHeader) -> bytes:
@@ -97,8 +119,9 @@ def _record_prefix(kind: str, entry_id: str, parent_id: str | None, timestamp: s
 
 
 def _message_bytes(message: Message) -> bytes:
-    """The canonical JSON of a message (``to_json``), encoded; rejects lone surrogates. Its
-    images are written as references (``blobs``), never as base64."""
+    """The canonical JSON of a message (``to_json``), encoded (``_value_bytes``: text with a
+    surrogate is written escaped). Its images are written as references (``blobs``), never
+    as base64."""
     return _message_body(message)[0]
 
 
@@ -120,7 +143,7 @@ def _message_body(message: Message) -> tuple[bytes, list[tuple[str, bytes]]]:
         text = _dumps(data)
     except (TypeError, ValueError) as error:  # pragma: no cover - protocol values are JSON
         raise _fail("SESSION_INVALID_MESSAGE", f"Session message is invalid: {error}") from None
-    return _encode(text, "SESSION_INVALID_MESSAGE", "Session message"), blobs
+    return _value_bytes(text, data), blobs
 
 
 def _ref_of(digest: str, image: ImageBlock) -> dict[str, object]:
@@ -150,15 +173,24 @@ def _entry_line(entry: SessionEntry, message: bytes | None = None) -> bytes:
 
 
 def _compaction_line(compaction: CompactionEntry) -> bytes:
+    """A compaction's line: its names refuse a surrogate (``_encode``), its summary (a
+    model's text) is written as ``_value_bytes`` writes a message."""
     first_kept = compaction.first_kept_entry_id
-    text = (
+    head = (
         _record_prefix("compaction", compaction.id, compaction.parent_id, compaction.timestamp)
-        + f',"summary":{{"id":{_dumps(compaction.summary.id)},'
-        f'"content":{_dumps(compaction.summary.content)}}},'
-        f'"firstKeptEntryId":{"null" if first_kept is None else _dumps(first_kept)},'
+        + ',"summary":'
+    )
+    summary = {"id": compaction.summary.id, "content": compaction.summary.content}
+    tail = (
+        f',"firstKeptEntryId":{"null" if first_kept is None else _dumps(first_kept)},'
         f'"unitsBefore":{compaction.units_before},"unitsAfter":{compaction.units_after}}}\n'
     )
-    return _encode(text, "SESSION_INVALID_RECORD", "Session compaction record")
+    what = "Session compaction record"
+    return (
+        _encode(head, "SESSION_INVALID_RECORD", what)
+        + _value_bytes(_dumps(summary), summary)
+        + _encode(tail, "SESSION_INVALID_RECORD", what)
+    )
 
 
 def _check_line(line: bytes, limits: SessionLimits) -> bytes:

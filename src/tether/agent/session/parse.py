@@ -109,8 +109,10 @@ def _is_count(value: object) -> TypeGuard[int]:
 
 def _parse_record(value: Any, surrogates: bool, images: _ImageLoader) -> SessionEntry:
     """A record from its JSON value; ``surrogates``: the file has an escape that could
-    stand for a lone surrogate, so values must be checked for one; ``images`` loads the
-    images its message references."""
+    stand for a lone surrogate, so the record's names (IDs, timestamp), which the writer
+    never escapes, must be checked for one (a message or a summary may hold one: the
+    writer escapes it, see ``format._value_bytes``); ``images`` loads the images its
+    message references."""
     if type_of(value) is not dict:
         raise _fail("SESSION_INVALID_RECORD", "Session entry has an invalid shape")
     record: dict[str, object] = value
@@ -119,9 +121,7 @@ def _parse_record(value: Any, surrogates: bool, images: _ImageLoader) -> Session
         entry_id, parent_id, timestamp = _record_fields(record)
         if surrogates and _has_lone_surrogate([entry_id, parent_id, timestamp]):
             raise _fail("SESSION_INVALID_RECORD", "Session record contains a lone surrogate")
-        message = _entry_message(entry_id, record["message"], images)
-        if surrogates and _has_lone_surrogate(record["message"]):
-            raise _fail("SESSION_INVALID_MESSAGE", "Session message contains a lone surrogate")
+        message = _entry_message(entry_id, record["message"], images)  # may hold surrogates
         return _message_entry(entry_id, parent_id, timestamp, message)
     if kind == "compaction" and record.keys() == _COMPACTION_KEYS:
         entry_id, parent_id, timestamp = _record_fields(record)
@@ -142,7 +142,7 @@ def _parse_record(value: Any, surrogates: bool, images: _ImageLoader) -> Session
             )
         if not _is_count(before) or not _is_count(after):
             raise _fail("SESSION_INVALID_RECORD", "Compaction units must be non-negative integers")
-        if surrogates and _has_lone_surrogate(record):
+        if surrogates and _has_lone_surrogate([entry_id, parent_id, timestamp, first_kept]):
             raise _fail("SESSION_INVALID_RECORD", "Session record contains a lone surrogate")
         return CompactionEntry(
             id=entry_id,
