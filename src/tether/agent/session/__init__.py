@@ -50,7 +50,8 @@ and read back by ``tether.from_json``. The rules, in short:
   code: invalid UTF-8 (anywhere, the tail included, except a character the tear cut short),
   malformed JSON, ``NaN``/``Infinity``, a wrong header, unknown keys, an
   unsupported ``version``, a message ``from_json`` rejects or one missing a field the writer
-  always writes, a lone surrogate in an ID or timestamp, duplicate IDs, a parent that does not precede its child,
+  always writes, a lone surrogate in an ID or timestamp, duplicate IDs, a parent that does
+  not precede its child,
   and a branch whose tool results do not link to calls *on that branch*
   (``validate_transcript`` over the branch, ``MISSING_TOOL_RESULT`` ignored: a pending call
   is fine). A last record without its newline is kept; the next append ends it first.
