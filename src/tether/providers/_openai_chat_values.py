@@ -14,7 +14,7 @@ from typing import Any
 from tether._base.exact_types import is_dict, type_of
 from tether.protocol import ModelUsage
 from tether.protocol import _trusted as trusted
-from tether.providers._wire import error_text, token_count, vendor_code
+from tether.providers._wire import error_text, token_count, vendor_error
 from tether.providers._wire import field_error as _field_error
 from tether.providers._wire import protocol as _protocol
 from tether.providers.errors import ProviderError
@@ -25,14 +25,7 @@ __all__ = ["dumps_whole", "error_event", "usage_of"]
 def error_event(error: object) -> ProviderError:
     """``PROVIDER_ERROR_EVENT`` for a vendor error object (``{"message", "type", "code"}``, a
     bare string, or anything else truthy). ``provider_code`` is ``code``, else ``type``."""
-    message: object = None
-    code: str | None = None
-    if is_dict(error):
-        fields_: dict[str, Any] = error
-        message = fields_.get("message")
-        code = vendor_code(fields_.get("code")) or vendor_code(fields_.get("type"))
-    elif type_of(error) is str:
-        message = error
+    message, code = vendor_error(error)
     text = error_text("reported an error in the stream", message)
     return ProviderError("PROVIDER_ERROR_EVENT", text, provider_code=code)
 
