@@ -97,7 +97,7 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
         http_client: httpx2.AsyncClient | None = None,
         prompt_cache_key: str | None = None,
     ) -> None:
-        api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-4o-mini")
+        api_key = checked_key(model, base_url, api_key, api_key_env, self._MODEL_EXAMPLE)
         check_max_output_tokens(max_output_tokens)
         if not instance_of(compat, OpenAIChatCompat):
             raise TypeError("compat must be an OpenAIChatCompat")
