@@ -55,6 +55,7 @@ __all__ = [
     "mcp_approval",
     "mcp_tool_name",
     "parse_mcp_servers",
+    "url_origin",
 ]
 
 DEFAULT_STARTUP_TIMEOUT: Final = 10.0
@@ -237,7 +238,7 @@ class McpHttpServer:
 
     def __repr__(self) -> str:
         return (
-            f"McpHttpServer(name={self.name!r}, url=<{_origin(self.url)}>, "
+            f"McpHttpServer(name={self.name!r}, url=<{url_origin(self.url)}>, "
             f"headers=<{len(self.headers)} header(s): {', '.join(self.headers)}>)"
         )
 
@@ -257,8 +258,9 @@ def _is_http_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
 
 
-def _origin(url: str) -> str:
-    """Scheme, host and port of ``url`` only: a path or query may carry a token."""
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url`` only, what a repr or a message may show: a path or
+    query may carry a token."""
     parts = urllib.parse.urlsplit(url)
     port = f":{parts.port}" if parts.port is not None else ""
     return f"{parts.scheme}://{parts.hostname}{port}"

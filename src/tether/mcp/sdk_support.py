@@ -19,7 +19,6 @@ __all__ = [
     "describe_error",
     "http_transport",
     "import_sdk",
-    "origin",
     "result_text",
     "settle",
 ]
@@ -45,15 +44,6 @@ async def settle(task: asyncio.Future[Any]) -> None:
         task.exception()
     if cancelled:
         raise asyncio.CancelledError
-
-
-def origin(config: McpHttpServer) -> str:
-    """``scheme://host[:port]`` of an HTTP server's URL (what a message may name)."""
-    import urllib.parse
-
-    parts = urllib.parse.urlsplit(config.url)
-    port = f":{parts.port}" if parts.port is not None else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
 
 
 @contextlib.asynccontextmanager
