@@ -97,6 +97,18 @@ def _empty_approvals() -> Mapping[str, McpApproval]:
     return MappingProxyType({})
 
 
+def _string_map(value: object, names: re.Pattern[str], forbidden: str) -> bool:
+    """Whether ``value`` (``env``, ``headers``) maps names that ``names`` matches to strings
+    holding none of the characters ``forbidden``."""
+    return isinstance(value, Mapping) and all(
+        isinstance(key, str)
+        and names.fullmatch(key)
+        and isinstance(text, str)
+        and not any(char in text for char in forbidden)
+        for key, text in cast("Mapping[object, object]", value).items()
+    )
+
+
 def _check_common(server: McpStdioServer | McpHttpServer) -> None:
     """Check what both kinds of server share, and freeze it (a read-only ``tool_approval``,
     ``float`` timeouts)."""
@@ -165,14 +177,7 @@ class McpStdioServer:
             isinstance(arg, str) and "\0" not in arg for arg in cast("tuple[object, ...]", args)
         ):
             raise _fail(f"'{name}.args' must be a list of strings", name)
-        env = cast("object", self.env)
-        if not isinstance(env, Mapping) or not all(
-            isinstance(key, str)
-            and _VARIABLE.fullmatch(key)
-            and isinstance(value, str)
-            and "\0" not in value
-            for key, value in cast("Mapping[object, object]", env).items()
-        ):
+        if not _string_map(self.env, _VARIABLE, "\0"):
             raise _fail(
                 f"'{name}.env' must map variable names (letters, digits, '_') to strings", name
             )
@@ -217,14 +222,7 @@ class McpHttpServer:
         name = self.name
         if not isinstance(cast("object", self.url), str) or not _is_http_url(self.url):
             raise _fail(f"'{name}.url' must be an http:// or https:// URL with a host", name)
-        headers = cast("object", self.headers)
-        if not isinstance(headers, Mapping) or not all(
-            isinstance(key, str)
-            and _HEADER.fullmatch(key)
-            and isinstance(value, str)
-            and not any(char in value for char in "\r\n\0")
-            for key, value in cast("Mapping[object, object]", headers).items()
-        ):
+        if not _string_map(self.headers, _HEADER, "\r\n\0"):
             raise _fail(f"'{name}.headers' must map header names to single-line strings", name)
         variable = cast("object", self.bearer_token_env_var)
         if variable is not None and (
