@@ -226,7 +226,8 @@ def _fill_lines(cls: type, given: dict[str, str], tag: str, namespace: dict[str,
 
 
 def _text_deltas_source() -> tuple[str, dict[str, Any]]:
-    namespace: dict[str, Any] = {"new": object.__new__, "append": list.append}
+    lists: type[list[Any]] = list
+    namespace: dict[str, Any] = {"new": object.__new__, "append": lists.append}
     block = _fill_lines(TextBlock, {"text": "text"}, "block", namespace)
     chunk = _fill_lines(
         TextDeltaChunk, {"request_id": "request_id", "delta": "text"}, "chunk", namespace
