@@ -140,6 +140,9 @@ ADVICE: dict[str, str] = {
     # --- agent ----------------------------------------------------------------------------
     "AGENT_BUSY": "A run is already in progress: wait for it (`wait_until_idle()`, or the "
     "run's result), or add to it with `steer()` / `follow_up()`.",
+    "AGENT_INVALID_MESSAGE": "The user text holds a surrogate code point (a lone `\\ud800`, "
+    "often from bytes decoded with `surrogateescape`), which no session can record: decode "
+    "the bytes with `errors='replace'`, or replace the surrogates, before `prompt()`.",
     "AGENT_NOTHING_TO_CONTINUE": "There is nothing to continue: `prompt()` a new message, or "
     "queue a `follow_up()` before `continue_()`.",
     "TOOL_CALL_NOT_RUN": "The turn ended before this call ran (cut off, refused, or a "

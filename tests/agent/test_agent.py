@@ -1020,3 +1020,19 @@ async def test_a_subscriber_returning_an_awaitable_whose_await_raises_is_recorde
         ("model.chunk", "await refused"),
         ("run.finished", "await refused"),
     ]
+
+
+async def test_set_system_changes_the_system_prompt_from_the_next_turn() -> None:
+    model = ScriptedModel([text_reply("a"), text_reply("b")])
+    agent = Agent(model=model, system="first")
+    assert (await bounded(agent.run("one"))).status == "completed"
+    agent.set_system("second")
+    assert agent.system == "second"
+    assert (await bounded(agent.run("two"))).status == "completed"
+    assert [request.system for request in model.requests] == ["first", "second"]
+    agent.set_system(None)
+    assert agent.system is None
+    wrong: Any = 1
+    with pytest.raises(TypeError, match="Agent system must be a string or None"):
+        agent.set_system(wrong)
+    assert agent.system is None

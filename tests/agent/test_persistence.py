@@ -22,7 +22,7 @@ from tether import (
     tool_call_reply,
 )
 from tether.abort import AbortSignal
-from tether.agent import Agent
+from tether.agent import Agent, AgentInvalidMessageError
 from tether.agent.auto_compaction import AutoCompaction
 from tether.agent.compaction import ContextCompactionRecord, ContextSummary, ContextSummaryRequest
 from tether.agent.persistence import SessionRecorder, resume_agent
@@ -123,6 +123,48 @@ async def test_a_recorder_failure_fails_the_run_with_its_own_code(tmp_path: Path
     assert result.error.code == "AGENT_RECORDING_FAILED"
     assert "changed" in result.error.message.lower()
     assert not agent.is_running
+
+
+@pytest.mark.parametrize(
+    "text", ["hi \ud800", "\udfff", "caf\u00e9 \udcff", "\ud83d\ude00"], ids=repr
+)
+async def test_user_text_no_session_can_record_is_refused_when_it_enters(
+    tmp_path: Path, text: str
+) -> None:
+    """Regression: a user message holding a surrogate code point (a lone ``\\ud800``, or a
+    pair written as two code points: UTF-8 encodes neither) was accepted; its run then failed
+    with ``AGENT_RECORDING_FAILED`` ("Session message contains a lone surrogate"), and so did
+    every later run of that Agent. Now ``prompt``, ``run``, ``steer`` and ``follow_up`` refuse
+    it at once, typed, and nothing changes."""
+    tree = await new_tree(tmp_path)
+    agent = Agent(model=ScriptedModel([text_reply("a")]), recorder=SessionRecorder(tree))
+    before = read_lines(tree.store.path)
+    attempts: list[Any] = [
+        lambda: agent.prompt(text),
+        lambda: agent.steer(text),
+        lambda: agent.follow_up(text),
+    ]
+    for attempt in attempts:
+        with pytest.raises(AgentInvalidMessageError) as refused:
+            attempt()
+        assert refused.value.code == "AGENT_INVALID_MESSAGE"
+        assert "surrogate" in refused.value.message
+        assert isinstance(refused.value, ValueError)
+    with pytest.raises(AgentInvalidMessageError):
+        await bounded(agent.run(text))
+    assert agent.messages == ()
+    assert read_lines(tree.store.path) == before
+    result = await bounded(agent.run("fine"))
+    assert result.status == "completed"
+    assert agent.messages[0].id == "agent-user-000001"  # a refusal takes no generated ID
+    assert (await reloaded(tree)).active_messages == agent.messages
+
+
+async def test_an_agent_without_a_session_refuses_the_same_user_text() -> None:
+    agent = Agent(model=ScriptedModel([text_reply("a")]))
+    with pytest.raises(AgentInvalidMessageError):
+        agent.prompt("x\ud800")
+    assert (await bounded(agent.run("x \u00e9 \U0001f600"))).status == "completed"
 
 
 async def test_two_hundred_compacting_turns_reload_to_the_same_context(tmp_path: Path) -> None:

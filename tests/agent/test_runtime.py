@@ -811,9 +811,11 @@ async def test_a_storage_failure_after_construction_is_an_event_failure_with_its
     assert error is runtime.error
     store_errors = [e for e in _causes(error) if isinstance(e, SessionStoreError)]
     assert [e.code for e in store_errors] == ["SESSION_FILE_CHANGED"]
-    with pytest.raises(TetherRuntimeError) as caught:
-        await bounded(runtime.dispose())
-    assert error in _causes(caught.value)
+    # The run's outcome reported it: disposal does not report it again (the store's flush
+    # finds the same changed file), and the runtime keeps its error.
+    await bounded(runtime.dispose())
+    assert runtime.state == "disposed"
+    assert runtime.error is error
 
 
 async def test_a_disk_failure_after_construction_is_an_event_failure_with_its_cause(
@@ -832,8 +834,67 @@ async def test_a_disk_failure_after_construction_is_an_event_failure_with_its_ca
     monkeypatch.undo()
     error = await expect_error(runtime.flush(), "RUNTIME_EVENT_FAILED")
     assert full in _causes(error)
-    with pytest.raises(TetherRuntimeError):
+    await bounded(runtime.dispose())  # reported once, by the run: not again at disposal
+    assert runtime.state == "disposed"
+    assert runtime.error is error
+
+
+def _failing_writes(monkeypatch: pytest.MonkeyPatch, *, repair_fails: bool) -> OSError:
+    """Every session write fails as on a full disk (and, with ``repair_fails``, so does
+    cutting the file back: the store becomes unusable, ``SESSION_WRITE_FAILED``)."""
+    full = OSError(errno.ENOSPC, "No space left on device")
+
+    def write(fd: int, data: bytes | memoryview, offset: int) -> int:
+        raise full
+
+    def truncate(fd: int, size: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(session_io, "write", write)
+    if repair_fails:
+        monkeypatch.setattr(session_io, "truncate", truncate)
+    return full
+
+
+@pytest.mark.parametrize("repair_fails", [False, True], ids=["write-fails", "store-unusable"])
+async def test_a_recording_failure_is_reported_once_not_again_at_disposal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repair_fails: bool
+) -> None:
+    """Regression: a run that failed ``AGENT_RECORDING_FAILED`` (a full disk) left the
+    runtime poisoned, and disposing it raised ``RUNTIME_DISPOSAL_FAILED`` with that same
+    failure (and, for an unusable store, the store's flush raising it once more): every
+    ``tether run`` on a full disk ended with a second error on top of the run's."""
+    runtime = await bounded(create_runtime(options(tmp_path)))
+    full = _failing_writes(monkeypatch, repair_fails=repair_fails)
+    result = await bounded(runtime.agent.run("hi"))
+    assert result.status == "failed"
+    assert result.error.code == "AGENT_RECORDING_FAILED"
+    await bounded(runtime.agent.wait_for_subscribers())
+    assert runtime.state == "failed"
+    poison = runtime.error
+    assert poison is not None
+    assert poison.code == "RUNTIME_EVENT_FAILED"
+    assert full in _causes(poison)
+    await bounded(runtime.dispose())
+    assert runtime.state == "disposed"
+    assert runtime.error is poison
+
+
+async def test_a_disposal_failure_after_a_recording_failure_is_still_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = await bounded(
+        create_runtime(options(tmp_path, extensions=[probe([], "x", fail_dispose=True)]))
+    )
+    _failing_writes(monkeypatch, repair_fails=True)
+    result = await bounded(runtime.agent.run("hi"))
+    assert result.error.code == "AGENT_RECORDING_FAILED"
+    with pytest.raises(TetherRuntimeError) as caught:
         await bounded(runtime.dispose())
+    assert caught.value.code == "RUNTIME_DISPOSAL_FAILED"
+    errors = cast(RuntimeAggregateError, caught.value.__cause__).errors
+    assert [getattr(e, "code", None) for e in errors] == ["EXTENSION_DISPOSAL_FAILED"]
+    assert runtime.state == "disposed"
 
 
 async def test_compaction_keeps_session_and_agent_coherent(tmp_path: Path) -> None:

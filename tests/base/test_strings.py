@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether._base.strings import LazyPattern
+from tether._base.strings import LazyPattern, surrogate_index
 
 SOURCES = (
     r"gpt-5(?![.\d])",
@@ -56,7 +56,7 @@ _PROBE = """
 import json, sys
 import tether
 tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools, tether.SessionStore
-from tether._base.strings import LazyPattern
+from tether._base.strings import LazyPattern, surrogate_index
 declared, compiled = [], []
 for name, module in list(sys.modules.items()):
     if name.startswith("tether"):
@@ -78,3 +78,20 @@ def test_importing_the_usable_api_compiles_none_of_them() -> None:
     report = json.loads(completed.stdout)
     assert report["declared"] >= 12
     assert report["compiled"] == []
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_surrogate_index_is_the_first_surrogate_of_a_plain_scan(text: str) -> None:
+    plain = next((i for i, char in enumerate(text) if 0xD800 <= ord(char) <= 0xDFFF), None)
+    assert surrogate_index(text) == plain
+
+
+@pytest.mark.parametrize(
+    ("text", "index"),
+    [("", None), ("ascii", None), ("é😀", None), ("a\ud800", 1), ("é\udfff\ud800", 1)],
+)
+def test_surrogate_index_finds_lone_halves_and_halves_of_a_pair(
+    text: str, index: int | None
+) -> None:
+    assert surrogate_index(text) == index
+    assert surrogate_index("\ud83d\ude00") == 0  # a pair as two code points: UTF-8 has no form

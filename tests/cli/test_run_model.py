@@ -27,6 +27,7 @@ import pytest
 from cli_support import (
     BOUND,
     FAKE_KEY,
+    TETHER,
     assert_quiet,
     child_env,
     run_tether,
@@ -623,6 +624,52 @@ async def test_a_prompt_argument_that_is_not_utf8_has_its_bad_bytes_replaced(
         for request in server.requests
     ]
     assert users == [["hi \ufffd there"]]
+
+
+@pytest.mark.parametrize("machine", [False, True], ids=["human", "json"])
+@pytest.mark.parametrize("session", [True, False], ids=["session-file", "ephemeral"])
+async def test_a_session_the_disk_refuses_is_one_recording_failure_not_two_errors(
+    tmp_path: Path, machine: bool, session: bool
+) -> None:
+    """A real write failure: the command runs under ``ulimit -f 1`` (files of at most one
+    block, 512 or 1024 bytes), so the session file gets its header but the long prompt's line
+    is refused by the kernel (EFBIG, "File too large"), as on a full disk. The run fails
+    ``AGENT_RECORDING_FAILED`` and says so once. Regression: the exit then also wrote
+    ``the session did not close cleanly: [RUNTIME_DISPOSAL_FAILED]``, the same failure again."""
+    prompt = "x" * 2048  # its session line is longer than the limit; the header is not
+    extra = ["--json"] if machine else []
+    if session:
+        extra += ["--session", str(tmp_path / "s.jsonl")]
+    async with ReplayServer() as server:
+        server.respond(text_reply("never asked"))
+        process = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            'ulimit -f 1 && exec "$@"',
+            "sh",
+            str(TETHER),
+            *model_run(server.url, *extra, prompt=prompt),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=child_env(tmp_path),
+        )
+        try:
+            async with asyncio.timeout(BOUND):
+                stdout, stderr = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    assert process.returncode == 1, stderr
+    assert stderr == b""  # no second error at the exit
+    text = stdout.decode("utf-8")
+    assert text.count("AGENT_RECORDING_FAILED") == 1, text
+    assert "File too large" in text
+    assert "RUNTIME_" not in text
+    assert server.requests == []  # the prompt's line failed before the model was asked
+    if session:
+        assert (tmp_path / "s.jsonl").read_bytes().count(b"\n") == 1  # the header only
 
 
 async def test_json_shows_retries_and_live_tool_output(tmp_path: Path) -> None:

@@ -186,6 +186,47 @@ async def test_a_coding_session_asks_before_an_mcp_tool_and_says_what_failed(
     assert "v4lue" not in path.read_text(encoding="utf-8")
 
 
+async def test_a_coding_session_system_prompt_names_the_tools_after_the_list_changed(
+    tmp_path: Path,
+) -> None:
+    """The system prompt's ``Tools:`` line names the tools the model is offered: after a
+    server's ``tools/list_changed`` the next prompt's request names the new tool too (it kept
+    the names of when the runtime was built)."""
+    from tether.coding import Answer, ApprovalRequest, CodingSession
+
+    async def approver(request: ApprovalRequest) -> Answer:
+        return "yes"
+
+    model = ScriptedModel(
+        [tool_call_reply(("toy__grow", {})), text_reply("grown"), text_reply("seen")]
+    )
+    session = CodingSession(
+        coding_config(tmp_path, model, mcp_servers=(toy_stdio(),)), approver=approver
+    )
+    try:
+        await bounded(session.start())
+        runtime = session.runtime
+        assert runtime is not None
+        changed = runtime.mcp_changed
+        assert changed is not None
+        first = model.requests  # none yet
+        assert first == ()
+        assert (await bounded((await session.prompt("grow")).result)).status == "completed"
+        startup = model.requests[0].system or ""
+        assert "toy__grow" in startup
+        assert "toy__late" not in startup
+        await bounded(changed.wait())
+        assert (await bounded((await session.prompt("again")).result)).status == "completed"
+        offered = [spec.name for spec in model.requests[-1].tools]
+        assert "toy__late" in offered
+        system = model.requests[-1].system or ""
+        tools_line = next(line for line in system.splitlines() if line.startswith("Tools: "))
+        assert tools_line == f"Tools: {', '.join(offered)}."
+        assert session.system_prompt == system
+    finally:
+        await bounded(session.close())
+
+
 async def test_an_mcp_server_with_approval_auto_is_not_asked_about(tmp_path: Path) -> None:
     from tether.coding import ApprovalRequest, CodingSession
 

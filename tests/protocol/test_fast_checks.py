@@ -229,6 +229,74 @@ def test_a_subclass_that_inherits_the_fused_init_takes_the_plain_path() -> None:
         Traced(text=wrong)
 
 
+def _traced_subclasses(seen: list[object]) -> list[type[TextBlock]]:
+    """Fresh subclasses of ``TextBlock`` with their own ``__post_init__``: one inheriting the
+    dataclass ``__init__``, one that is itself a slotted dataclass (its own ``__init__``)."""
+
+    class Traced(TextBlock):
+        __slots__ = ()
+
+        def __post_init__(self) -> None:
+            seen.append(self.text)
+            super().__post_init__()
+
+    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    class Tagged(TextBlock):
+        tag: str = ""
+
+        def __post_init__(self) -> None:
+            seen.append(self.text)
+            TextBlock.__post_init__(self)  # no zero-argument super(): slots=True made a new class
+
+    return [Traced, Tagged]
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold-base", "warm-base"])
+@pytest.mark.parametrize("which", [0, 1], ids=["inherited-init", "own-dataclass-init"])
+def test_a_subclass_keeps_its_own_post_init_on_every_construction(warm: bool, which: int) -> None:
+    """Regression: the first construction compiled the subclass's checks and installed the
+    generated ``__post_init__`` (and the fused ``__init__``) on it, over its own; from the
+    second construction on, the subclass's ``__post_init__`` no longer ran."""
+    seen: list[object] = []
+    cls = _traced_subclasses(seen)[which]
+    if warm:
+        TextBlock(text="warm")
+    first = cls(text="a")
+    second = cls(text="b")
+    third = cls(text="c")
+    assert seen == ["a", "b", "c"]
+    assert [type(value) for value in (first, second, third)] == [cls] * 3
+    wrong: Any = 1
+    for _ in range(2):  # the field checks still run, every time
+        with pytest.raises(TypeError, match=rf"^{cls.__name__}\.text must be a string"):
+            cls(text=wrong)
+    assert seen == ["a", "b", "c", 1, 1]
+    assert TextBlock(text="base") == TextBlock(text="base")  # the base class is unaffected
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold-base", "warm-base"])
+def test_a_subclass_keeps_its_own_init_on_every_construction(warm: bool) -> None:
+    """Regression: a hand-written ``__init__`` with the fields' parameter names looked like
+    the dataclass one, so the first construction replaced it by the fused ``__init__``."""
+    seen: list[str] = []
+
+    class Initialized(TextBlock):
+        __slots__ = ()
+
+        def __init__(self, type: Any = "text", text: Any = "", signature: Any = None) -> None:
+            seen.append(text)
+            super().__init__(type=type, text=text, signature=signature)
+
+    if warm:
+        TextBlock(text="warm")
+    values = [Initialized(text=text) for text in ("a", "b", "c")]
+    assert seen == ["a", "b", "c"]
+    assert [value.text for value in values] == ["a", "b", "c"]
+    wrong: Any = 1
+    with pytest.raises(TypeError, match=r"^Initialized\.text must be a string"):
+        Initialized(text=wrong)
+
+
 def test_the_fused_init_calls_a_default_factory_once_per_value() -> None:
     first = UserMessage(content="a")
     second = UserMessage(content="a")

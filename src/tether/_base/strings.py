@@ -17,7 +17,14 @@ from __future__ import annotations
 import re
 from typing import Final, TypeGuard
 
-__all__ = ["JS_WHITESPACE", "LazyPattern", "code_points", "is_non_empty", "message_of"]
+__all__ = [
+    "JS_WHITESPACE",
+    "LazyPattern",
+    "code_points",
+    "is_non_empty",
+    "message_of",
+    "surrogate_index",
+]
 
 JS_WHITESPACE: Final = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
@@ -61,6 +68,20 @@ def code_points(text: str, pending_high: bool = False) -> tuple[int, bool]:
         else:
             previous_high = 0xD800 <= point <= 0xDBFF
     return count, previous_high
+
+
+def surrogate_index(text: str) -> int | None:
+    """The index of the first surrogate code point (U+D800..U+DFFF) in ``text``, which UTF-8
+    cannot encode (so neither can a session file), or ``None`` when there is none. ASCII text
+    is answered by ``str.isascii()`` (no scan, no copy); other text by one UTF-8 encoding,
+    which fails exactly at the first surrogate."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
 
 
 def message_of(error: object, fallback: str) -> str:

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast
 
+from tether._base.strings import surrogate_index
 from tether._base.tether_error import TetherError
 from tether.jsonvalue import loads_strict
 
@@ -185,13 +186,8 @@ def message_field(fields: dict[str, object]) -> str:
     session can record. JSON's ``\\ud800`` escapes decode to lone surrogates, which no
     session records: accepted, such a prompt failed its run with ``AGENT_RECORDING_FAILED``."""
     text = text_field(fields, "message")
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise RpcError(
-                "RPC_INVALID_REQUEST", '"message" holds a lone surrogate (\\ud800-\\udfff)'
-            ) from None
+    if surrogate_index(text) is not None:  # the Agent would refuse it: AGENT_INVALID_MESSAGE
+        raise RpcError("RPC_INVALID_REQUEST", '"message" holds a lone surrogate (\\ud800-\\udfff)')
     return text
 
 

@@ -121,6 +121,7 @@ class CodingSession(SessionRuntimes[M]):
         """Start a run with the user message ``text`` and its ``images`` (the first runtime
         built first); its events go to the stream returned and to every listener."""
         agent = await self.start()
+        await self._follow_tools(agent)
         if self._meter is not None:
             self._meter.last_error = None
         return agent.prompt(text, images=images)

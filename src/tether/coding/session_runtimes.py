@@ -72,6 +72,7 @@ class SessionRuntimes(Generic[M]):
         self._opening: Literal["created", "resumed", "moved", "rebuilt"] = "created"
         self._closed_tree: SessionTree | None = None
         self._system_prompt: str | None = None
+        self._system_tools: tuple[str, ...] = ()  # the tool names the system prompt names
         self._usage: ModelUsage = ZERO_USAGE
         self._cost: float | None = None
         self._cost_unknown = False
@@ -348,8 +349,27 @@ class SessionRuntimes(Generic[M]):
             dataclasses.replace(spec, model=self._model(), options=options)
         )
         self._system_prompt = system
+        self._system_tools = spec.tools.names
         agent.subscribe(self._on_agent_event)
         return agent
+
+    async def _follow_tools(self, agent: Agent) -> None:
+        """Before a prompt: when the Agent's tools are no longer those its system prompt
+        names (an MCP server's tool list changed), give it the system prompt a runtime
+        built now would have, naming them. The tools change from the next turn on
+        (``Agent.set_tools``); the prompt that names them, from the next prompt on."""
+        names = agent.tool_names
+        if names == self._system_tools or agent.is_running:
+            return
+        runtime = self.runtime
+        if runtime is None or runtime.agent is not agent:
+            return
+        system = await self._build_system_prompt(Path(runtime.workspace.root), names)
+        if agent.is_running or runtime is not self.runtime:
+            return  # another prompt started meanwhile, or the runtime was replaced
+        agent.set_system(system)
+        self._system_prompt = system
+        self._system_tools = names
 
     async def _build_system_prompt(self, root: Path, tool_names: tuple[str, ...]) -> str:
         from tether.coding.context_files import system_prompt

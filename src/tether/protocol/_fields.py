@@ -139,8 +139,9 @@ class ProtocolValue:
         checks = _CHECKS.get(cls)
         if checks is None:
             checks = _compile(cls)
-            _install_fast_checks(cls, checks)
-            _install_fused_init(cls, checks)
+            if _runs_no_own_post_init(cls):
+                _install_fast_checks(cls, checks)
+                _install_fused_init(cls, checks)
         for name, check in checks:
             value = getattr(self, name)
             stored = check(value)
@@ -151,7 +152,21 @@ class ProtocolValue:
             invariant(self)
 
 
+_GENERIC_POST_INIT: Final = ProtocolValue.__post_init__
 _CHECKS: dict[type, tuple[tuple[str, _Check], ...]] = {}
+
+_GENERATED: Final = "_tether_generated"
+"""Set on a generated ``__post_init__`` (``_install_fast_checks``)."""
+
+
+def _runs_no_own_post_init(cls: type) -> bool:
+    """Whether the ``__post_init__`` that ``cls`` resolves to is the generic one or a generated
+    one, never code of its own: only then may ``cls`` get a generated ``__post_init__`` and a
+    fused ``__init__`` (which calls none). A subclass that defines ``__post_init__`` (it
+    should call ``super().__post_init__()`` for the field checks) keeps it, so it runs on
+    every construction, not only on the first one that compiled the checks."""
+    post_init: object = getattr(cls, "__post_init__", None)
+    return post_init is _GENERIC_POST_INIT or bool(getattr(post_init, _GENERATED, False))
 
 
 def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> None:
@@ -162,7 +177,8 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
     class) and calls the closure only when that test fails (to raise its message) or when
     the field may be snapshotted (tuples, JSON objects). It is the same rule, written out;
     ``tests/protocol/test_codec.py`` checks both paths against each other. A subclass that
-    inherits it falls back to the generic path.
+    inherits it falls back to the generic path; a class that defines its own
+    ``__post_init__`` never gets one (``_runs_no_own_post_init``).
     """
     namespace: dict[str, Any] = {
         "cls": cls,
@@ -191,10 +207,15 @@ def _install_fast_checks(cls: type, checks: tuple[tuple[str, _Check], ...]) -> N
         namespace["invariant"] = invariant
         lines.append("    invariant(self)")
     exec("\n".join(lines), namespace)  # generated from the annotations, see the docstring
-    cls.__post_init__ = namespace["__post_init__"]
+    generated = namespace["__post_init__"]
+    setattr(generated, _GENERATED, True)
+    cls.__post_init__ = generated
 
 
 _FUSED_PREFIX: Final = "fused_"
+_GENERATED_FILE: Final = "<string>"
+"""The ``co_filename`` of code ``dataclasses`` generates (it ``exec``s its source): an
+``__init__`` from any other file is a class's own, which the fused one must not replace."""
 _VARIADIC: Final = 0x04 | 0x08
 """``inspect.CO_VARARGS | inspect.CO_VARKEYWORDS``, without importing ``inspect``."""
 
@@ -212,7 +233,9 @@ def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> No
     the same errors; ``tests/protocol/test_fast_checks.py`` compares it with the generic path.
     The one difference: when a check fails nothing was stored yet (the dataclass one fails
     after storing), which only an explicit second ``__init__`` call on a built value could
-    see. A subclass that inherits it, a class whose ``__init__`` is not the dataclass one, a
+    see. A subclass that inherits it, a class with a ``__post_init__`` of its own (the fused
+    ``__init__`` calls none), a class whose ``__init__`` is not the dataclass one (written
+    by hand, even with the fields' parameter names), a
     field that is not a slot or whose name clashes with the generated names keeps the plain
     path.
     """
@@ -221,6 +244,7 @@ def _install_fused_init(cls: type, checks: tuple[tuple[str, _Check], ...]) -> No
     names = [name for name, _ in checks]
     if (
         code is None
+        or code.co_filename != _GENERATED_FILE  # written by hand, not by ``dataclasses``
         or code.co_flags & _VARIADIC
         or code.co_posonlyargcount
         or list(code.co_varnames[1 : 1 + code.co_argcount + code.co_kwonlyargcount]) != names

@@ -35,6 +35,9 @@ object. Its rules, in short:
   default) and the queues 256 items together; work that could overflow the transcript is
   refused when it is added (``AgentMessageLimitError``, ``AGENT_MESSAGE_LIMIT``), by the
   capacity reservations of the workshop.
+* **Recordable user text.** ``prompt()``, ``steer()`` and ``follow_up()`` refuse text holding
+  a surrogate code point (a lone ``"\\ud800"``), which no session can write, at once
+  (``AgentInvalidMessageError``, ``AGENT_INVALID_MESSAGE``): nothing is accepted or queued.
 * **Subscribers observe; they cannot interfere.** Each event is pushed to the run's stream,
   then given to the subscribers in registration order. A subscriber that raises is recorded
   in ``subscriber_errors``; one that returns an awaitable has it scheduled and observed, never
@@ -71,6 +74,7 @@ from tether.agent.agent._closing import (
 )
 from tether.agent.agent._errors import (
     AgentBusyError,
+    AgentInvalidMessageError,
     AgentMessageLimitError,
     AgentRecordingError,
     AgentStateError,
@@ -87,6 +91,7 @@ __all__ = [
     "Agent",
     "AgentBusyError",
     "AgentFailureCode",
+    "AgentInvalidMessageError",
     "AgentMessageLimitError",
     "AgentRecordingError",
     "AgentStateError",

@@ -246,6 +246,14 @@ class Agent:
         """The names of the Agent's tools, in registration order."""
         return self._state.tools.names
 
+    def set_system(self, system: str | None) -> None:
+        """Replace the system prompt from the next turn on (a turn already going on keeps
+        the one it started with): for a prompt that names what changed while the Agent
+        lives (the tools, after ``set_tools``)."""
+        if system is not None and type_of(system) is not str:
+            raise TypeError("Agent system must be a string or None")
+        self._state.system = system
+
     def set_tools(self, tools: ToolRegistry) -> None:
         """Replace the Agent's tools (copied through ``ToolRegistry.snapshot``) from the next
         turn on: a turn already going on keeps the tools it started with. For tools that
@@ -298,7 +306,9 @@ class Agent:
 
         If steering was queued while idle, the first steering message is accepted right after
         the prompt. Raises ``AgentBusyError`` while running, ``AgentMessageLimitError`` when
-        the work could overflow the transcript, ``RuntimeError`` without a running event loop.
+        the work could overflow the transcript, ``AgentInvalidMessageError`` for ``content``
+        no session can record (a surrogate code point, such as a lone ``"\\ud800"``; also
+        from ``steer`` and ``follow_up``), ``RuntimeError`` without a running event loop.
         """
         self._assert_idle()
         require_loop("prompt")

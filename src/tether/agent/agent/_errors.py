@@ -5,7 +5,13 @@ from __future__ import annotations
 from tether._base.strings import message_of
 from tether._base.tether_error import TetherError
 
-__all__ = ["AgentBusyError", "AgentMessageLimitError", "AgentRecordingError", "AgentStateError"]
+__all__ = [
+    "AgentBusyError",
+    "AgentInvalidMessageError",
+    "AgentMessageLimitError",
+    "AgentRecordingError",
+    "AgentStateError",
+]
 
 
 class AgentBusyError(TetherError, RuntimeError):
@@ -24,6 +30,23 @@ class AgentMessageLimitError(TetherError):
 
     def __init__(self, message: str) -> None:
         super().__init__("AGENT_MESSAGE_LIMIT", message)
+
+
+class AgentInvalidMessageError(TetherError, ValueError):
+    """User text that no session can record (``AGENT_INVALID_MESSAGE``): it holds a
+    surrogate code point (U+D800..U+DFFF: a lone ``"\\ud800"``, or a pair written as two
+    code points), which UTF-8 cannot encode. Raised synchronously by ``prompt``, ``run``,
+    ``steer`` and ``follow_up``; nothing was accepted or queued. ``tether rpc`` refuses the
+    same text with ``RPC_INVALID_REQUEST``."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(
+            "AGENT_INVALID_MESSAGE",
+            f"Agent user content holds a surrogate code point at index {index}, which no "
+            "session can record: join a surrogate pair into its character "
+            "(text.encode('utf-16', 'surrogatepass').decode('utf-16')) or replace a lone one "
+            "(text.encode('utf-8', 'replace').decode('utf-8'))",
+        )
 
 
 class AgentStateError(TetherError, RuntimeError):

@@ -9,7 +9,12 @@ from collections.abc import Sequence
 from typing import Final, cast
 
 from tether._base.exact_types import exactly
-from tether.agent.agent._errors import AgentMessageLimitError, AgentStateError
+from tether._base.strings import surrogate_index
+from tether.agent.agent._errors import (
+    AgentInvalidMessageError,
+    AgentMessageLimitError,
+    AgentStateError,
+)
 from tether.agent.agent._state import MAX_AGENT_QUEUED_MESSAGES, AgentState
 from tether.protocol import ImageBlock, Message, UserMessage
 
@@ -110,9 +115,13 @@ class WorkQueue:
 
     def user_message(self, content: object, images: Sequence[ImageBlock] = ()) -> UserMessage:
         """A user message with the next generated ID (``agent-user-NNNNNN``) and ``images``
-        (``ImageBlock`` values, checked by ``UserMessage``)."""
+        (``ImageBlock`` values, checked by ``UserMessage``). Text holding a surrogate code
+        point is ``AgentInvalidMessageError`` (no session could record it)."""
         if not exactly(content, str):
             raise TypeError("Agent user content must be a string")
+        surrogate = surrogate_index(content)
+        if surrogate is not None:  # no session could record it: refused before it enters
+            raise AgentInvalidMessageError(surrogate)
         number = self.next_number
         self.next_number += 1
         # UserMessage checks ``images`` and freezes a sequence into a tuple

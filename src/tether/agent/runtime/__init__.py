@@ -24,7 +24,8 @@ gap: the new one is fully built before it is published, then the old one is disp
    published *before* the recorder writes that message, so it is not a checkpoint), and in
    ``flush``/``dispose`` while the Agent is idle. A mismatch is ``RUNTIME_SESSION_DIVERGED``
    and poisons the runtime. A run that ended ``AGENT_RECORDING_FAILED`` (a storage failure)
-   poisons it with ``RUNTIME_EVENT_FAILED`` instead, caused by the store's error. (b) It
+   poisons it with ``RUNTIME_EVENT_FAILED`` instead, caused by the store's error (that run's
+   result reported it: disposal does not report it again). (b) It
    emits each event to the ``ExtensionHost`` in order.
    Extension hooks for ``message.accepted`` may run before that message reaches the file.
 3. *One runtime per session file.* A process-wide registry keyed by the canonical session

@@ -19,7 +19,10 @@ and what it keeps true while it lives.
 * **Storage failures.** A run that ends ``AGENT_RECORDING_FAILED`` (the session could not be
   written: a full disk, a file changed behind the store) is ``RUNTIME_EVENT_FAILED`` at its
   ``run.finished``, whose ``__cause__`` is the recorder's error (the store's, or the
-  operating system's), not a divergence.
+  operating system's), not a divergence. That run's result reported it, so when it is what
+  poisoned the runtime, ``dispose()`` does not report it again: neither the poison nor the
+  store's flush failing for the same reason (the file still changed, the store unusable) is
+  a disposal failure; ``error`` and ``flush()`` still give it.
 * **Poisoning.** The first event-operation failure (or a divergence) is stored: the state
   becomes ``failed`` and every later event operation and ``flush()`` raises that same error
   object. Non-runtime errors are normalized to ``RUNTIME_EVENT_FAILED``.
@@ -34,7 +37,7 @@ and what it keeps true while it lives.
   the store, dispose the extensions (in the operation scope), close the store (which lets
   the file go) unless a same-file replacement shares it, release the claim; state
   ``disposed`` even on failure (``RUNTIME_DISPOSAL_FAILED`` with an aggregate of every
-  failure).
+  failure: the poison first, but for a recording failure, see above).
 """
 
 from __future__ import annotations
@@ -133,6 +136,7 @@ class RuntimeCore:
         "mcp_changed",
         "mcp_names",
         "poison",
+        "recording_failure",
         "state",
         "tail",
         "tools",
@@ -162,6 +166,9 @@ class RuntimeCore:
         self.holder = holder  # the Agent's recorder, when it holds messages back
         self.state: RuntimeState = "open"
         self.poison: TetherRuntimeError | None = None
+        # The first run's recording failure (a run that ended AGENT_RECORDING_FAILED), as the
+        # event failure it became: that run's result already reported it.
+        self.recording_failure: TetherRuntimeError | None = None
         self.tail: asyncio.Future[Any] | None = None
         self.disposal: Disposal | None = None
         self.unsubscribe: Callable[[], None] = _nothing
@@ -358,6 +365,8 @@ class Runtime:
             result = event.payload.result
             if result.status == "failed" and result.error.code == "AGENT_RECORDING_FAILED":
                 verdict = _storage_failed(self._agent, result.error.message)
+                if self._core.recording_failure is None:
+                    self._core.recording_failure = verdict
             else:
                 # Exact here: the Agent publishes run.finished after its last recorder write
                 # of the run, and no other run can start before this call returns.
@@ -466,13 +475,19 @@ class Runtime:
                     await agent.wait_until_idle()
                 await core.drain()
             self._detach()
-            if core.poison is not None:
+            # A recording failure was its run's outcome (AGENT_RECORDING_FAILED): not again
+            # here, neither as the poison nor as what the store's flush raises because of it.
+            reported = core.poison is not None and core.poison is core.recording_failure
+            if core.poison is not None and not reported:
                 failures.append(core.poison)
             core.unsubscribe()
             verdict = None if core.poison is not None else self._coherence_now()
             if verdict is not None:
                 failures.append(verdict)
-            await release.attempt(lambda: self._session.store.flush())
+            flushed = Release()
+            await flushed.attempt(lambda: self._session.store.flush())
+            if not reported:
+                failures.extend(flushed.failures)
             with operation_scope(self):
                 await release.attempt(lambda: self._extensions.dispose())
         finally:
