@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from support import Outcome, consume, fail, run_async
 from tether import (
     AbortController,
+    AbortError,
     AbortSignal,
     AssistantMessage,
     JsonObject,
@@ -41,6 +42,11 @@ class Boom(Exception):
     """The failure a script raises."""
 
 
+class Interrupt(BaseException):
+    """An abort reason that is not an ``Exception``: re-raised raw, it becomes an
+    ``AbortError`` carrying it."""
+
+
 def _response(request_id: str = REQUEST_ID, *, calls: bool = False, stop: str = "") -> object:
     content: tuple[TextBlock | ToolCall, ...] = (CALL,) if calls else (TextBlock(text="ab"),)
     return ModelResponse(
@@ -54,6 +60,7 @@ def _response(request_id: str = REQUEST_ID, *, calls: bool = False, stop: str = 
 
 RAISE = "raise"
 ABORT = "abort"
+RAW_ABORT = "raw abort"
 ITEMS: tuple[object, ...] = (
     TextDeltaChunk(request_id=REQUEST_ID, delta="a"),
     TextDeltaChunk(request_id=REQUEST_ID, delta="b"),
@@ -66,6 +73,7 @@ ITEMS: tuple[object, ...] = (
     42,  # not a chunk
     RAISE,  # the iterator raises
     ABORT,  # the iterator aborts the signal, then yields a chunk
+    RAW_ABORT,  # the iterator aborts with a BaseException reason and re-raises it raw
 )
 scripts = st.lists(st.sampled_from(ITEMS), max_size=5)
 
@@ -121,6 +129,9 @@ def _produced(item: object, controller: AbortController) -> object:
     if item == ABORT:
         controller.abort(Boom("aborted"))
         return ITEMS[0]
+    if item == RAW_ABORT:
+        controller.abort(Interrupt("interrupted"))
+        controller.signal.throw_if_aborted()
     return item
 
 
@@ -128,7 +139,8 @@ def _summary(outcome: Outcome) -> tuple[object, ...]:
     error = outcome.error
     failure: tuple[object, ...] | None = None
     if error is not None:
-        failure = (type(error), getattr(error, "code", None), str(error))
+        reason: object = getattr(error, "reason", None)
+        failure = (type(error), getattr(error, "code", None), str(error), type(reason))
     return (tuple(outcome.chunks), outcome.response, failure)
 
 
@@ -195,3 +207,18 @@ def test_an_abort_while_a_generator_waits_ends_the_stream_and_closes_the_generat
         assert asyncio.all_tasks() == {asyncio.current_task()}
 
     run_async(scenario)
+
+
+def test_a_raw_abort_reason_re_raised_by_a_generator_is_an_abort_error_on_every_path() -> None:
+    async def scenario() -> None:
+        inline = await _play(_as_generator([ITEMS[0], RAW_ABORT], False, []))
+        waiting = await _play(_as_generator([ITEMS[0], RAW_ABORT], True, []))
+        assert inline == waiting
+        chunks, response, failure = inline
+        assert chunks == (ITEMS[0],)
+        assert response is None
+        assert type(failure) is tuple
+        assert failure[0] is AbortError
+        assert failure[3] is Interrupt
+
+    asyncio.run(scenario())
