@@ -47,6 +47,7 @@ import recorded
 from bench_anthropic import (
     Contender,
     decode,
+    floor_goal,
     recorded_workload,
     report_workloads,
     source_file,
@@ -363,6 +364,7 @@ def responses_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[di
     else:
         samples = figures["recorded"]["samples"]
         found.append(goals.at_most(what, goals.ratios(samples["tether"], samples["floor"]), 1.5))
+    found.append(floor_goal("Responses", figures["recorded"], recorded.missing("openai-responses")))
     for name in ("text", "tool"):
         what = f"openai SDK Responses accumulator / tether, {name} workload"
         samples = figures[name]["samples"]
