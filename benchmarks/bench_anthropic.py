@@ -23,6 +23,10 @@ the same bytes:
   as §5.4 says): the final ``Message`` snapshot, tool input parsed by the SDK. Skipped when
   ``anthropic`` is not installed.
 * ``floor``: ``json.loads`` of each payload text alone (already split out of the stream).
+* ``sse floor`` (recorded streams): ``floor.py``, the same network chunks framed into events by
+  the WHATWG rules and each payload's JSON decoded: the least any parser of these bytes must
+  do. ``sse floor / json.loads`` and ``tether / sse floor`` are printed per round, and
+  ``tether / sse floor`` is a goal (benchmarks/README.md, "The SSE + JSON floor").
 
 Goal: the SDK at least 3x slower than tether. Medians of CPU time (``process_time``) over
 interleaved rounds (the order alternates), with the garbage collector paused inside each timed

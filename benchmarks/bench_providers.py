@@ -20,8 +20,11 @@ cut into 64 KiB network chunks. Contenders, all on the same bytes:
   payload, ``get_final_completion()``, and ``json.loads`` of the call's arguments (the SDK
   leaves them as text; a caller must parse them to use them). Skipped when ``openai`` is not
   installed.
-* ``floor``: ``json.loads`` of each payload text alone (already split out of the stream): the
-  least any parser must do.
+* ``floor``: ``json.loads`` of each payload text alone (already split out of the stream).
+* ``sse floor`` (recorded streams): ``floor.py``, the same network chunks framed into events by
+  the WHATWG rules and each payload's JSON decoded: the least any parser of these bytes must
+  do. ``sse floor / json.loads`` and ``tether / sse floor`` are printed per round, and
+  ``tether / sse floor`` is a goal (benchmarks/README.md, "The SSE + JSON floor").
 
 Goals: the SDK at least 3x slower than tether; tether at most 2x the floor.
 

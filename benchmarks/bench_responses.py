@@ -24,6 +24,9 @@ without the call) and ``tool`` (all of it). Contenders, all on the same bytes:
   response, the call's arguments parsed with ``json.loads``. Skipped when ``openai`` is not
   installed.
 * ``floor``: ``json.loads`` of each payload text alone (already split out of the stream).
+* ``sse floor`` (recorded streams, ``bench_anthropic.recorded_workload``): ``floor.py``, the
+  same network chunks framed into events and each payload's JSON decoded; ``tether / sse
+  floor`` is a goal too (benchmarks/README.md, "The SSE + JSON floor").
 
 Goals: the SDK at least 3x slower than tether (text, tool); tether at most 1.5x the floor on
 the recorded Responses streams. Medians of CPU time (``process_time``) over interleaved
