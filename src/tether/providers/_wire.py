@@ -230,7 +230,7 @@ def reserved_ids(request_id: object, reserved_call_ids: Iterable[object]) -> fro
     if not is_non_empty(request_id):
         raise TypeError("request_id must be a non-empty string")
     reserved = frozenset(reserved_call_ids)
-    if not all(type_of(call_id) is str for call_id in reserved):
+    if reserved and not all(type_of(call_id) is str for call_id in reserved):
         raise TypeError("reserved_call_ids must be strings")
     return cast("frozenset[str]", reserved)
 
