@@ -84,6 +84,7 @@ GREP_MAX_TOTAL_BYTES: Final = 256 * 1_048_576
 """Bytes one ``grep`` reads at most, over all files."""
 GREP_LINE_MAX_CHARACTERS: Final = 300
 _BINARY_SNIFF: Final = 8_192
+_CHUNK: Final = 1 << 16
 
 
 def _validate_pattern(pattern: str) -> None:
@@ -109,8 +110,13 @@ def _matching(
     """The walk's entries whose path matches ``glob`` (all without one), steps charged."""
     entries = walk(ws, start, include_ignored=include_ignored, budget=budget)
     if glob is None:
-        yield from entries
-        return
+        return entries
+    return _matched(entries, glob, budget)
+
+
+def _matched(
+    entries: Iterator[tuple[str, str, int]], glob: Glob, budget: SearchBudget
+) -> Iterator[tuple[str, str, int]]:
     match, spend = glob.match, budget.spend_steps
     for path, name, dir_fd in entries:
         matched, steps = match(path)
@@ -273,31 +279,42 @@ def _validate_grep(value: object) -> ToolValidation[GrepInput]:
     return Valid(value=GrepInput(compiled, segments, matcher, limit))
 
 
-def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> str | None:
-    """The text of a file ``grep`` may read (``None``: skip it), its bytes charged."""
+def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> bytes | None:
+    """The bytes of a file ``grep`` may read (``None``: skip it), its bytes charged.
+
+    A file is read in chunks of ``_CHUNK`` until a read returns nothing, except that a first
+    read shorter than asked that returned exactly the size ``fstat`` gave is taken as the
+    whole file, without the empty read that would confirm it (a regular file's read is short
+    only at its end; a file that grew meanwhile gives a longer read and is read on as before).
+    """
     try:
         handle, info = open_for_reading(name, dir_fd, name)
     except (OSError, CodingToolError):
         return None
     try:
-        if info.st_size > GREP_FILE_MAX_BYTES:
+        size = info.st_size
+        if size > GREP_FILE_MAX_BYTES:
             return None
-        chunks: list[bytes] = []
-        total = 0
-        while total <= GREP_FILE_MAX_BYTES:
-            chunk = os.read(handle, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if not budget.spend_bytes(len(chunk)):
-                return None
+        data = os.read(handle, _CHUNK)
+        total = len(data)
+        if total and not budget.spend_bytes(total):
+            return None
+        if total and (total != size or total == _CHUNK):
+            chunks = [data]
+            while total <= GREP_FILE_MAX_BYTES:
+                chunk = os.read(handle, _CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if not budget.spend_bytes(len(chunk)):
+                    return None
+            data = b"".join(chunks)
     finally:
         os.close(handle)
-    data = b"".join(chunks)
-    if total > GREP_FILE_MAX_BYTES or b"\0" in data[:_BINARY_SNIFF]:
+    if total > GREP_FILE_MAX_BYTES or data.find(b"\0", 0, _BINARY_SNIFF) >= 0:
         return None
-    return data.decode("utf-8", errors="replace")
+    return data
 
 
 _REGEX_SYNTAX: Final = frozenset(".^$*+?{}[]\\|()")
@@ -321,17 +338,39 @@ def _literal_of(pattern: re.Pattern[str]) -> str | None:
     return text if _LINE_BREAKS.isdisjoint(text) else None
 
 
+def _needle_of(literal: str | None) -> bytes | None:
+    """The UTF-8 bytes a file must hold to contain ``literal`` once decoded, or ``None``.
+
+    A file is decoded with replacement, so each character of its text is either U+FFFD (for
+    bytes that are not UTF-8) or a character whose UTF-8 encoding is exactly the bytes it came
+    from: a literal without U+FFFD that occurs in the text occurs, encoded, in the bytes. A
+    file whose bytes do not hold it is skipped before it is decoded. A literal holding U+FFFD
+    or a lone surrogate (which no decoded text holds) has no needle and is looked for in the
+    decoded text only.
+    """
+    if literal is None or "\ufffd" in literal:
+        return None
+    try:
+        return literal.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def grep(ws: Workspace, value: GrepInput, budget: SearchBudget) -> str:
     """The text of one ``grep`` call (on the worker thread)."""
     lines: list[str] = []
     matched = 0
     literal = _literal_of(value.pattern)
+    needle = _needle_of(literal)
     search: Callable[[str], object] = value.pattern.search
     if literal is not None:
         search = lambda line: literal in line  # noqa: E731 - the literal's per-line test
     for path, name, dir_fd in _matching(ws, value.path, value.glob, False, budget):
-        text = _read_for_grep(name, dir_fd, budget)
-        if text is None or (literal is not None and literal not in text):
+        data = _read_for_grep(name, dir_fd, budget)
+        if data is None or (needle is not None and needle not in data):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        if literal is not None and literal not in text:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if budget.stop.is_set():
