@@ -282,10 +282,14 @@ def _validate_grep(value: object) -> ToolValidation[GrepInput]:
 def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> bytes | None:
     """The bytes of a file ``grep`` may read (``None``: skip it), its bytes charged.
 
-    A file is read in chunks of ``_CHUNK`` until a read returns nothing, except that a first
-    read shorter than asked that returned exactly the size ``fstat`` gave is taken as the
-    whole file, without the empty read that would confirm it (a regular file's read is short
-    only at its end; a file that grew meanwhile gives a longer read and is read on as before).
+    A file is read in chunks of ``_CHUNK`` until a read returns nothing, except for the first
+    read, which asks for one byte more than the size ``fstat`` gave (at most ``_CHUNK``): when
+    it returns exactly that size, it was short, and that is the whole file, taken without the
+    empty read that would confirm it and without a ``_CHUNK`` buffer for a small file (a
+    regular file's read is short only at its end; a file that grew meanwhile, or one whose
+    size says 0 while it holds bytes, gives more and is read on as before). Each file is read
+    whole either way, so the bytes charged to the budget, and the file at which it runs out,
+    are the same as chunk by chunk.
     """
     try:
         handle, info = open_for_reading(name, dir_fd, name)
@@ -295,11 +299,12 @@ def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> bytes | None
         size = info.st_size
         if size > GREP_FILE_MAX_BYTES:
             return None
-        data = os.read(handle, _CHUNK)
+        asked = min(size + 1, _CHUNK)
+        data = os.read(handle, asked)
         total = len(data)
         if total and not budget.spend_bytes(total):
             return None
-        if total and (total != size or total == _CHUNK):
+        if total and (total != size or total == asked):
             chunks = [data]
             while total <= GREP_FILE_MAX_BYTES:
                 chunk = os.read(handle, _CHUNK)
