@@ -329,10 +329,11 @@ _LINE_BREAKS: Final = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 def _literal_of(pattern: re.Pattern[str]) -> str | None:
     """The text ``pattern`` matches exactly, when it is a plain case-sensitive literal.
 
-    The one optimization of ``grep``: such a pattern matches a line exactly when the line
-    contains the literal, and a literal with no line break can only occur inside one line, so
-    a file whose whole text does not contain it has no matching line and is never split into
-    lines (most searches a model makes are identifiers). Everything else is matched line by
+    ``grep``'s fast path: such a pattern matches a line exactly when the line contains the
+    literal, and a literal with no line break can only occur inside one line, so a file whose
+    whole text does not contain it has no matching line and is never split into lines (most
+    searches a model makes are identifiers); most files are not even decoded, their bytes
+    lacking the literal's (``_needle_of``). Everything else is matched line by
     line, as before: a regex run over a whole file could see across lines (anchors,
     lookarounds) or backtrack over the whole file. ``tests/tools/test_search.py`` checks
     both paths give the same lines.
