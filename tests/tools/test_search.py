@@ -5,6 +5,7 @@ every line of every file, decoded as UTF-8 with replacement, matched with ``re.s
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from support import examples
 from tether import AbortController, JsonObject, ToolCall
-from tether.tools.coding import coding_tools
+from tether.tools.coding import coding_tools, search
 from tether.tools.execution import execute_tool_call
 
 # Letters the patterns use, regex syntax, and every separator str.splitlines knows.
@@ -101,3 +102,24 @@ def test_grep_reads_a_file_whole_at_every_size_around_a_chunk(size: int) -> None
         assert len(data) == size
         texts = [data.decode()]
         assert tool_grep(root, "zz") == plain_grep(texts, "zz")
+
+
+@pytest.mark.parametrize("stated", [0, 3, 70_000])
+def test_grep_reads_a_file_to_its_end_whatever_size_fstat_gave(
+    stated: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first read's shortcut trusts only a short read of exactly the stated size: a file
+    that holds more than ``fstat`` said (one that grew, or a size of 0) is read on to its end."""
+    real = search.open_for_reading
+
+    def stale(name: str, dir_fd: int, display: str) -> tuple[int, os.stat_result]:
+        handle, info = real(name, dir_fd, display)
+        fields = tuple(info)
+        return handle, os.stat_result((*fields[:6], stated, *fields[7:]))
+
+    monkeypatch.setattr(search, "open_for_reading", stale)
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        text = "a\n" * 40_000 + "zz\n"
+        (root / "f0.txt").write_text(text)
+        assert tool_grep(root, "zz") == plain_grep([text], "zz") == ["f0.txt:40001: zz"]
