@@ -23,6 +23,10 @@ the same bytes:
   as §5.4 says): the final ``Message`` snapshot, tool input parsed by the SDK. Skipped when
   ``anthropic`` is not installed.
 * ``floor``: ``json.loads`` of each payload text alone (already split out of the stream).
+* ``sse floor`` (recorded streams): ``floor.py``, the same network chunks framed into events by
+  the WHATWG rules and each payload's JSON decoded: the least any parser of these bytes must
+  do. ``sse floor / json.loads`` and ``tether / sse floor`` are printed per round, and
+  ``tether / sse floor`` is a goal (benchmarks/README.md, "The SSE + JSON floor").
 
 Goal: the SDK at least 3x slower than tether. Medians of CPU time (``process_time``) over
 interleaved rounds (the order alternates), with the garbage collector paused inside each timed
@@ -45,6 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import floor
 import goals
 import recorded
 
@@ -400,15 +405,32 @@ def recorded_workload(
                 json.loads(data)
         return 0, len(payloads), 0
 
-    expected = {"tether": run_tether(), "floor": run_floor()}
-    samples = measure({"tether": run_tether, "floor": run_floor}, rounds, expected)
+    floor.checked(streams, [decode(chunks) for chunks in streams])
+    run_sse_floor_events = floor.contender(streams, repeat)
+
+    def run_sse_floor() -> tuple[int, int, int]:
+        return 0, run_sse_floor_events(), 0
+
+    contenders = {"tether": run_tether, "floor": run_floor, "sse floor": run_sse_floor}
+    expected = {name: run() for name, run in contenders.items()}
+    samples = measure(contenders, rounds, expected)
     return {
         "streams": len(found),
         "events": len(payloads),
         "completed": expected["tether"][0],
         "ms": {name: statistics.median(values) / repeat for name, values in samples.items()},
+        "ratios": floor.figures(samples, "tether", "floor", "sse floor"),
         "samples": samples,
     }
+
+
+def floor_goal(api: str, recorded_figures: dict[str, Any] | None, missing: str) -> dict[str, Any]:
+    """The goal "tether vs the SSE + JSON floor" on the recorded streams of ``api``."""
+    what = f"{api} parse vs the SSE + JSON floor (recorded streams)"
+    if recorded_figures is None:
+        return goals.skipped(what, f"≤ {floor.BOUND}x", missing)
+    samples = recorded_figures["samples"]
+    return goals.at_most(what, goals.ratios(samples["tether"], samples["sse floor"]), floor.BOUND)
 
 
 def anthropic_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[dict[str, Any]]:
@@ -419,6 +441,9 @@ def anthropic_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[di
     else:
         samples = figures["recorded"]["samples"]
         found.append(goals.at_most(what, goals.ratios(samples["tether"], samples["floor"]), 1.5))
+    found.append(
+        floor_goal("Anthropic", figures["recorded"], recorded.missing("anthropic-messages"))
+    )
     big = figures["big_tool"]["samples"]
     found.append(
         goals.at_most(
@@ -537,6 +562,7 @@ def report_workloads(figures: dict[str, Any], sdk_name: str) -> None:
         print(f"\nrecorded: {rec['streams']} streams, {rec['events']:,} events")
         for contender, value in rec["ms"].items():
             print(f"  {contender:<14} {value:9.3f} ms")
+        floor.report(rec["ratios"])
     for goal in figures["goals"]:
         print(goals.line(goal))
 

@@ -47,13 +47,21 @@ def build_tree(root: Path) -> int:
     return found
 
 
-def timed_rounds(work: Any, rounds: int) -> list[float]:
-    """Wall milliseconds of ``work``, one sample per round."""
-    samples: list[float] = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        work()
-        samples.append((time.perf_counter() - started) * 1e3)
+def timed_rounds(runners: dict[str, Any], rounds: int) -> dict[str, list[float]]:
+    """Wall milliseconds of each runner, one sample per round, the runners interleaved.
+
+    Every round times each runner once, in alternating order, so a ratio of two runners'
+    samples of one round compares runs a few milliseconds apart: the load other processes put
+    on a shared machine shifts between rounds, and timing one runner's rounds all before the
+    other's measured that shift as much as the code.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in runners}
+    for index in range(rounds):
+        order = list(runners) if index % 2 == 0 else list(reversed(runners))
+        for name in order:
+            started = time.perf_counter()
+            runners[name]()
+            samples[name].append((time.perf_counter() - started) * 1e3)
     return samples
 
 
@@ -63,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--json-out", help="also write the figures as JSON here")
     options = parser.parse_args(argv)
-    rounds = 3 if options.quick else 7
+    rounds = 3 if options.quick else 9
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         expected = build_tree(root)
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for task, runners in contenders.items():
                 for run in runners.values():
                     run()  # warm up, and check every contender finds the same files
-                runs = {name: timed_rounds(run, rounds) for name, run in runners.items()}
+                runs = timed_rounds(runners, rounds)
                 samples[task] = runs
                 figures["ms"][task] = {name: statistics.median(v) for name, v in runs.items()}
         finally:

@@ -20,8 +20,11 @@ cut into 64 KiB network chunks. Contenders, all on the same bytes:
   payload, ``get_final_completion()``, and ``json.loads`` of the call's arguments (the SDK
   leaves them as text; a caller must parse them to use them). Skipped when ``openai`` is not
   installed.
-* ``floor``: ``json.loads`` of each payload text alone (already split out of the stream): the
-  least any parser must do.
+* ``floor``: ``json.loads`` of each payload text alone (already split out of the stream).
+* ``sse floor`` (recorded streams): ``floor.py``, the same network chunks framed into events by
+  the WHATWG rules and each payload's JSON decoded: the least any parser of these bytes must
+  do. ``sse floor / json.loads`` and ``tether / sse floor`` are printed per round, and
+  ``tether / sse floor`` is a goal (benchmarks/README.md, "The SSE + JSON floor").
 
 Goals: the SDK at least 3x slower than tether; tether at most 2x the floor.
 
@@ -60,6 +63,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import floor
 import goals
 import recorded
 
@@ -373,10 +377,11 @@ def medians(samples: dict[str, list[float]]) -> dict[str, float]:
 # --- the recorded streams ---------------------------------------------------------------------
 
 
-def recorded_contenders(found: dict[str, bytes]) -> tuple[Contender, Contender]:
+def recorded_contenders(found: dict[str, bytes]) -> tuple[Contender, Contender, Contender]:
     """tether on every recorded OpenAI-compatible stream (the providers' path, a stream that
-    fails with its vendor error included), and the floor: ``json.loads`` of every event's
-    payload, already split out."""
+    fails with its vendor error included), the floor: ``json.loads`` of every event's
+    payload, already split out, and the SSE + JSON floor (``floor.py``) on the same network
+    chunks tether reads."""
     fields_decoder = _fields_decoder()
     make_decoder_name, decode = make_decoder()
     del make_decoder_name
@@ -427,7 +432,14 @@ def recorded_contenders(found: dict[str, bytes]) -> tuple[Contender, Contender]:
             json.loads(data)
         return 0, len(payloads)
 
-    return run_tether, run_floor
+    module: Any = importlib.import_module("bench_anthropic")  # its decode gives (event, data)
+    floor.checked(streams, [module.decode(chunks) for chunks in streams])
+    run_sse_floor_events = floor.contender(streams, 1)
+
+    def run_sse_floor() -> tuple[int, int]:
+        return 0, run_sse_floor_events()
+
+    return run_tether, run_floor, run_sse_floor
 
 
 def recorded_goal(rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -435,10 +447,14 @@ def recorded_goal(rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
     what = "OpenAI chat parse vs a bare json.loads per SSE event (recorded streams)"
     found = recorded.bodies("openai-chat")
     if not found:
-        return goals.skipped(what, "≤ 1.5x", recorded.missing("openai-chat")), {}
-    run_tether, run_floor = recorded_contenders(found)
+        missing = recorded.missing("openai-chat")
+        floor_what = "OpenAI chat parse vs the SSE + JSON floor (recorded streams)"
+        skipped = goals.skipped(floor_what, f"≤ {floor.BOUND}x", missing)
+        return goals.skipped(what, "≤ 1.5x", missing), {"floor_goal": skipped}
+    run_tether, run_floor, run_sse_floor = recorded_contenders(found)
     tether_outcome = run_tether()
     floor_outcome = run_floor()
+    sse_floor_outcome = run_sse_floor()
     repeat = 20  # the recordings are small: each sample parses all of them this many times
 
     def repeated(contender: Contender) -> Contender:
@@ -451,15 +467,25 @@ def recorded_goal(rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return run
 
     samples = measure(
-        {"tether": repeated(run_tether), "floor": repeated(run_floor)},
+        {
+            "tether": repeated(run_tether),
+            "floor": repeated(run_floor),
+            "sse floor": repeated(run_sse_floor),
+        },
         rounds,
-        {"tether": tether_outcome, "floor": floor_outcome},
+        {"tether": tether_outcome, "floor": floor_outcome, "sse floor": sse_floor_outcome},
     )
     figures = {
         "streams": len(found),
         "events": floor_outcome[1],
         "completed": tether_outcome[0],
         "ms": {name: value / repeat for name, value in medians(samples).items()},
+        "ratios": floor.figures(samples, "tether", "floor", "sse floor"),
+        "floor_goal": goals.at_most(
+            "OpenAI chat parse vs the SSE + JSON floor (recorded streams)",
+            goals.ratios(samples["tether"], samples["sse floor"]),
+            floor.BOUND,
+        ),
     }
     return goals.at_most(what, goals.ratios(samples["tether"], samples["floor"]), 1.5), figures
 
@@ -559,6 +585,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         figures["ratios"]["sdk/tether"] = throughput["openai SDK"] / throughput["tether"]
     recorded_found, figures["recorded"] = recorded_goal(rounds)
     figures["goals"] = provider_goals(throughput_samples, linearity_samples, recorded_found)
+    figures["goals"].insert(1, figures["recorded"].pop("floor_goal"))
 
     if options.json_out:
         Path(options.json_out).write_text(json.dumps(figures, indent=2), encoding="utf-8")
@@ -622,8 +649,8 @@ def report(figures: dict[str, Any], rounds: int) -> None:
     if "sdk/tether" in ratios:
         sdk = ratios["sdk/tether"]
         print(f"  openai SDK / tether: {sdk:.2f}x (goal >= 3) — {_verdict(sdk >= 3)}")
-    floor = ratios["tether/floor"]
-    print(f"  tether / json.loads floor: {floor:.2f}x (goal <= 2) — {_verdict(floor <= 2)}")
+    over = ratios["tether/floor"]
+    print(f"  tether / json.loads floor: {over:.2f}x (goal <= 2) — {_verdict(over <= 2)}")
     linear = figures["linearity"]
     fragments = linear["fragments"]
     print(
@@ -648,6 +675,12 @@ def report(figures: dict[str, Any], rounds: int) -> None:
         f"{_verdict(relative <= 1.5)}"
     )
     print(f"  parser cost per extra fragment: {linear['parser_us_per_fragment']:.2f} µs")
+    rec = figures["recorded"]
+    if rec:
+        print(f"\nrecorded: {rec['streams']} streams, {rec['events']:,} events")
+        for name, value in rec["ms"].items():
+            print(f"  {name:<14} {value:9.3f} ms")
+        floor.report(rec["ratios"])
     for goal in figures["goals"]:
         print(goals.line(goal))
 

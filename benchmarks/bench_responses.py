@@ -24,6 +24,9 @@ without the call) and ``tool`` (all of it). Contenders, all on the same bytes:
   response, the call's arguments parsed with ``json.loads``. Skipped when ``openai`` is not
   installed.
 * ``floor``: ``json.loads`` of each payload text alone (already split out of the stream).
+* ``sse floor`` (recorded streams, ``bench_anthropic.recorded_workload``): ``floor.py``, the
+  same network chunks framed into events and each payload's JSON decoded; ``tether / sse
+  floor`` is a goal too (benchmarks/README.md, "The SSE + JSON floor").
 
 Goals: the SDK at least 3x slower than tether (text, tool); tether at most 1.5x the floor on
 the recorded Responses streams. Medians of CPU time (``process_time``) over interleaved
@@ -47,6 +50,7 @@ import recorded
 from bench_anthropic import (
     Contender,
     decode,
+    floor_goal,
     recorded_workload,
     report_workloads,
     source_file,
@@ -363,6 +367,7 @@ def responses_goals(figures: dict[str, Any], sdk_missing: str | None) -> list[di
     else:
         samples = figures["recorded"]["samples"]
         found.append(goals.at_most(what, goals.ratios(samples["tether"], samples["floor"]), 1.5))
+    found.append(floor_goal("Responses", figures["recorded"], recorded.missing("openai-responses")))
     for name in ("text", "tool"):
         what = f"openai SDK Responses accumulator / tether, {name} workload"
         samples = figures[name]["samples"]

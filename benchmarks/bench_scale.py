@@ -82,9 +82,9 @@ async def _runs(count: int) -> dict[str, Any]:
     collector = _CollectorClock()
     before = _peak_rss_kib()
     gc.callbacks.append(collector)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     statuses = await asyncio.gather(*(one() for _ in range(count)))
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     gc.callbacks.remove(collector)
     if set(statuses) != {"completed"}:
         raise SystemExit(f"unexpected statuses: {set(statuses)}")
@@ -93,6 +93,7 @@ async def _runs(count: int) -> dict[str, Any]:
         "runs": count,
         "thresholds": gc.get_threshold(),
         "wall_s": wall,
+        "cpu_s": cpu,
         "collector_s": collector.seconds,
         "full_passes": collector.full_passes,
         "peak_rss_mib": peak / 1024,
@@ -181,6 +182,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"outside the collector's passes {found['wall_outside_collector_factor']:.1f}x "
             f"(medians of {len(pairs[setting])} pairs)"
         )
+        if found["cpu_factors"]:
+            cpu = found["cpu_factors"]
+            print(
+                f"    CPU time (the process's, for insight: what other processes' load does "
+                f"not add): {min(cpu):.2f} / {statistics.median(cpu):.2f} / {max(cpu):.2f}x"
+            )
     print(
         "  insight: with the default thresholds a full pass of the cycle collector comes per "
         "~70,000 objects the heap grows by and walks every object in flight, so their total "
@@ -237,6 +244,7 @@ def _growth(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any
         (large["wall_s"] - large["collector_s"]) / (small["wall_s"] - small["collector_s"])
         for small, large in pairs
     ]
+    cpu = [large["cpu_s"] / small["cpu_s"] for small, large in pairs if "cpu_s" in small]
     return {
         "size_factor": large_size / small_size,
         "wall_factor": statistics.median(walls),
@@ -244,6 +252,7 @@ def _growth(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any
         "wall_factors": walls,
         "added_rss_factors": memory,
         "wall_outside_collector_factor": statistics.median(outside),
+        "cpu_factors": cpu,
     }
 
 

@@ -299,12 +299,20 @@ def _freeze_plain(value: dict[Any, Any], depth: int) -> JsonObject | None:
         kind = type_of(item)
         if kind in scalars:
             frozen[key] = item
+        elif kind is dict:  # a nested object, the common non-scalar: no detour
+            inner = _freeze_plain(item, depth + 1)
+            if inner is None:
+                return None
+            frozen[key] = inner
         else:
             inner = _freeze_plain_value(item, kind, depth + 1)
             if inner is _NOT_PLAIN:
                 return None
             frozen[key] = inner
-    return _wrap(frozen)
+    wrapped = _new_object(JsonObject)  # ``_wrap(frozen)``, inline: a call less per object
+    _set_data(wrapped, frozen)
+    _set_size(wrapped, None)
+    return wrapped
 
 
 _NOT_PLAIN: Final = object()

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from support import run_async
 from tether import AbortController, AbortError
-from tether._async.race import _ASEND, Started, _steps_of, race, race_eagerly  # pyright: ignore[reportPrivateUsage]
+from tether._async.race import _ASEND, Started, _steps_of, race, race_eagerly, wait_out  # pyright: ignore[reportPrivateUsage]
 from tether._async.race_iterator import RacedIterator
 from tether._base.exact_types import await_steps
 
@@ -280,3 +280,31 @@ def test_racing_an_async_generator_gives_what_awaiting_it_gives(
         assert await drain(ready, actions) == await awaited_directly(actions)
 
     run_async(both)
+
+
+def test_wait_out_outlasts_a_cancellation_and_says_whether_there_was_one() -> None:
+    async def check() -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int] = loop.create_future()
+        done.set_result(1)
+        assert await wait_out(done) is False
+
+        work: asyncio.Future[int] = loop.create_future()
+        waiting: asyncio.Future[None] = loop.create_future()
+
+        async def waiter() -> bool:
+            waiting.set_result(None)
+            return await wait_out(work)
+
+        task = asyncio.ensure_future(waiter())
+        await waiting  # the task ran on into wait_out, where it now waits for ``work``
+        task.cancel()
+        cancelled: asyncio.Future[None] = loop.create_future()
+        loop.call_soon(cancelled.set_result, None)
+        await cancelled  # the cancellation reached the task, which waits again
+        assert not task.done()
+        work.set_result(2)
+        assert await task is True
+        assert not work.cancelled()
+
+    run_async(check)

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -1270,6 +1271,45 @@ async def test_the_session_pick_asks_for_a_number_until_one_is_listed(
     assert await chat.pick_session() == ident  # as `tether chat -r` off a terminal asks
     assert len(answers.asked) == 4
     assert shown(buffer).count("no session ") == 3
+    await chat.close()
+
+
+async def test_a_number_past_the_list_is_refused_even_when_an_id_starts_with_it(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One session listed, its ID starting with "2": "2" is the number 2, not that ID's prefix.
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID("2" * 32))
+    model = ScriptedModel([ScriptedReply(text=("one",))])
+    answers = Answers("2", "1")
+    chat, buffer = make_chat(tmp_path, config, model, answers)
+    await chat.turn("first")
+    ident = chat.session_id
+    assert ident is not None and ident.startswith("2")
+    assert await chat.pick_session() == ident
+    assert len(answers.asked) == 2
+    assert "no session '2': a number from 1 to 1, or an ID" in shown(buffer)
+    await chat.close()
+
+
+async def test_a_prefix_of_two_ids_asks_again_and_a_unique_one_picks_the_whole_id(
+    tmp_path: Path, config: CliConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_uuid4 = uuid.uuid4
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID("ab" + real_uuid4().hex[2:]))
+    model = ScriptedModel([ScriptedReply(text=("one",)), ScriptedReply(text=("two",))])
+    answers = Answers("ab")
+    chat, buffer = make_chat(tmp_path, config, model, answers)
+    await chat.turn("first")
+    first = chat.session_id
+    await chat.command(Command("new"))
+    await chat.turn("second")
+    second = chat.session_id
+    assert first is not None and second is not None and second != first
+    unique = next(first[:n] for n in range(3, 37) if not second.startswith(first[:n]))
+    answers.answers.append(unique)
+    assert await chat.pick_session() == first
+    assert len(answers.asked) == 2
+    assert "'ab' names 2 sessions: give more of the ID" in shown(buffer)
     await chat.close()
 
 

@@ -508,6 +508,7 @@ async def test_an_http_server_that_is_not_there_is_a_start_failure() -> None:
         (error,) = servers.errors
     assert error.code == "MCP_SERVER_START_FAILED"
     assert "'gone'" in error.message
+    assert f"(its url at http://127.0.0.1:{port})" in error.message  # the origin, no path
     assert "hdr-s3cr3t-v" not in error.message
 
 

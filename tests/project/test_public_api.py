@@ -398,7 +398,9 @@ session_only = sorted(name for name in ("tether.agent.agent", "tether.agent.comp
                       if name in sys.modules)
 tether.run_agent_loop, tether.OpenAIChatModel, tether.coding_tools
 deferred = ["email.utils", "difflib", "tether.models.scripted", "tether.providers.fixture",
-            "tether.providers.catalog", "tether.providers.registry", "tether.tracing"]
+            "tether.providers.catalog", "tether.providers.registry", "tether.tracing",
+            "tether.providers.openai_wire", "tether.providers.openai_chat_stream",
+            "tether.providers.openai_chat_body"]
 if "coverage" not in sys.modules:  # coverage imports these itself
     deferred += ["random", "uuid", "hashlib"]
 print(json.dumps({"session_only": session_only,
@@ -416,8 +418,9 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
     an image blob's digest, which loads OpenSSL), and the loop's imports of
     ``tether.models.base`` and ``tether.providers.errors`` leave the scripted model and the
     fixture provider unloaded (their packages load their names on first use); the provider
-    catalog and registry load with ``from_spec``, not with ``OpenAIChatModel``, and tracing
-    with a traced run."""
+    catalog and registry load with ``from_spec``, not with ``OpenAIChatModel``, nor do its
+    request builder and parsers, which load with its first request; tracing loads with a
+    traced run."""
     assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
 
 

@@ -1182,6 +1182,49 @@ def test_builder_output_equals_the_public_constructor(name: str, data: st.DataOb
         assert from_json(to_json(built), cls) == public
 
 
+@given(
+    request_id=st.text(min_size=1, max_size=4),
+    runs=st.lists(st.lists(st.text(max_size=4), max_size=4), max_size=3),
+)
+def test_text_deltas_builds_what_the_two_builders_build(
+    request_id: str, runs: list[list[str]]
+) -> None:
+    """``text_deltas`` (a run of deltas built in one call) against ``text_block`` and
+    ``text_delta_chunk`` called per delta: the same values, of the same classes, in order,
+    appended after what the lists held."""
+    blocks: list[Any] = ["before"]
+    chunks: list[Any] = ["before"]
+    expected_blocks: list[Any] = ["before"]
+    expected_chunks: list[Any] = ["before"]
+    for texts in runs:
+        trusted.text_deltas(request_id, texts, blocks, chunks)
+        expected_blocks.extend(trusted.text_block(text) for text in texts)
+        expected_chunks.extend(trusted.text_delta_chunk(request_id, text) for text in texts)
+    assert [type(value) for value in blocks] == [type(value) for value in expected_blocks]
+    assert [type(value) for value in chunks] == [type(value) for value in expected_chunks]
+    assert blocks == expected_blocks
+    assert chunks == expected_chunks
+    for built, public in zip(blocks[1:], expected_blocks[1:], strict=True):
+        assert [getattr(built, f.name) for f in fields(TextBlock)] == [
+            getattr(public, f.name) for f in fields(TextBlock)
+        ]
+    for built, public in zip(chunks[1:], expected_chunks[1:], strict=True):
+        assert repr(built) == repr(public)
+        assert to_json(built) == to_json(public)
+
+
+def test_text_deltas_fills_every_field_it_is_not_given() -> None:
+    """``_fill_lines`` gives every field not named its default, refuses a required field it
+    is not given and a name that is no field (as ``builder`` does)."""
+    namespace: dict[str, Any] = {}
+    lines = trusted._fill_lines(TextBlock, {"text": "text"}, "block", namespace)  # pyright: ignore[reportPrivateUsage]
+    assert len(lines) == 1 + len(fields(TextBlock))
+    with pytest.raises(TypeError, match="is required"):
+        trusted._fill_lines(TextBlock, {}, "block", {})  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(TypeError, match="has no fields"):
+        trusted._fill_lines(TextBlock, {"text": "text", "colour": "x"}, "block", {})  # pyright: ignore[reportPrivateUsage]
+
+
 # --- Python-first constructors ----------------------------------------------------------------
 
 

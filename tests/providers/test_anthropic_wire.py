@@ -1165,21 +1165,27 @@ class PlainPathParser(AnthropicStreamParser):
 
 START: Final[dict[str, object]] = {"type": "message_start", "message": {"id": "m", "model": "c"}}
 INDEXES: Final = st.sampled_from([0, 0, 0, 1, 1, 2, -1, None, "0", True])
-DELTAS: Final = st.sampled_from(
-    [
-        {"type": "text_delta", "text": "x"},
-        {"type": "text_delta", "text": "x"},
-        {"type": "text_delta", "text": ""},
-        {"type": "text_delta", "text": 1},
-        {"type": "thinking_delta", "thinking": "t"},
-        {"type": "signature_delta", "signature": "s"},
-        {"type": "input_json_delta", "partial_json": '{"a":'},
-        {"type": "input_json_delta", "partial_json": "1}"},
-        {"type": "citations_delta"},
-        {"type": 7},
-        [],
-    ]
-)
+DELTA_VALUES: Final[list[object]] = [
+    {"type": "text_delta", "text": "x"},
+    {"type": "text_delta", "text": "x"},
+    {"type": "text_delta", "text": ""},
+    {"type": "text_delta", "text": 1},
+    {"type": "thinking_delta", "thinking": "t"},
+    {"type": "signature_delta", "signature": "s"},
+    {"type": "input_json_delta", "partial_json": '{"a":'},
+    {"type": "input_json_delta", "partial_json": "1}"},
+    {"type": "thinking_delta", "thinking": ""},
+    {"type": "thinking_delta", "thinking": None},
+    {"type": "input_json_delta", "partial_json": ""},
+    {"type": "input_json_delta", "partial_json": 3},
+    {"type": "citations_delta"},
+    {"type": 7},
+    {"type": ["text_delta"]},
+    {"text": "x"},
+    [],
+]
+DELTAS: Final = st.sampled_from(DELTA_VALUES)
+KIND_VALUES: Final = ["text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"]
 KINDS: Final = st.sampled_from(["text", "text", "thinking", "tool_use", "server_tool_use"])
 
 
@@ -1231,6 +1237,27 @@ def test_the_delta_fast_path_matches_the_plain_path(
     fast = parse_outcome(AnthropicStreamParser(REQUEST_ID, reserved_call_ids=reserved), items)
     plain = parse_outcome(PlainPathParser(REQUEST_ID, reserved_call_ids=reserved), items)
     assert fast == plain
+
+
+@pytest.mark.parametrize("kind", KIND_VALUES)
+@pytest.mark.parametrize("delta", DELTA_VALUES)
+@pytest.mark.parametrize("event", ["message", "error"])
+def test_every_delta_into_every_block_kind_matches_the_plain_path(
+    kind: str, delta: object, event: str
+) -> None:
+    # each delta the fast path may take, into each kind of block, open and closed
+    items = _after_start(
+        [
+            (_block_start(0, kind), "message"),
+            (_block_delta(0, delta), event),
+            (_block_delta(0, delta), "message"),
+            (_block_stop(0), "message"),
+            (_block_delta(0, delta), "message"),
+            ({"type": "message_stop"}, "message"),
+        ]
+    )
+    fast = parse_outcome(AnthropicStreamParser(REQUEST_ID), items)
+    assert fast == parse_outcome(PlainPathParser(REQUEST_ID), items)
 
 
 # --- prompt caching (issue 33) ----------------------------------------------------------------

@@ -2137,6 +2137,29 @@ def test_feed_all_is_feed_on_well_formed_responses(
     assert _run_fast(list(listed)) == _run_plain(list(listed))
 
 
+@given(
+    middle=st.lists(
+        st.one_of(
+            st.builds(text, st.text(max_size=3)),
+            st.builds(text, st.one_of(st.integers(), st.none())),
+            st.builds(call, st.sampled_from(["call-1", "call-2", "call-3", " "])),
+        ),
+        max_size=8,
+    ),
+    tail=st.lists(_RECORDS, max_size=3),
+    snapshot=st.booleans(),
+)
+def test_feed_all_is_feed_on_runs_of_text_between_other_records(
+    middle: list[object], tail: list[object], snapshot: bool
+) -> None:
+    """Runs of text deltas (built together by ``feed_all``) broken by tool calls, a broken
+    delta, a repeated call ID or whatever follows the end: the same chunks in the same
+    order, the same content and the same failure as ``feed``."""
+    listed = [start(), *middle, end(stop="tool_call"), *tail]
+    listed = _frozen_records(listed) if snapshot else listed
+    assert _run_fast(list(listed)) == _run_plain(list(listed))
+
+
 def _same_json(left: Any, right: Any) -> bool:
     """Equal and of the same types all the way down (``==`` takes a list for a tuple)."""
     if type(left) is not type(right):

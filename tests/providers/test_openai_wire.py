@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 import openai_bodies as bodies
 from support import examples, missing_recordings, recorded_streams
+from tether._base.exact_types import type_of
 from tether.jsonvalue import JsonObject
 from tether.loop import RunLimits
 from tether.loop.checks import check_agreement, snapshot_chunk, snapshot_response
@@ -1712,6 +1713,62 @@ def test_a_delta_without_tool_calls_goes_straight_to_the_text_fields(
     direct = applied(lambda out: fast._text_fields(delta, out), fast)  # pyright: ignore[reportPrivateUsage]
     general = applied(lambda out: plain._delta(delta, out), plain)  # pyright: ignore[reportPrivateUsage]
     assert direct == general
+
+
+def through_delta(payload: object) -> object:
+    """``payload`` with ``"function_call": null`` added to each choice's delta that has
+    neither ``tool_calls`` nor ``function_call``: ``feed`` then hands it to ``_delta`` (the
+    plain path) instead of its own written-out text fields, and a null ``function_call``
+    changes nothing else."""
+    value: Any = payload
+    if type_of(value) is not dict or type(value.get("choices")) is not list:
+        return payload
+    rewritten: list[Any] = []
+    choice: Any
+    for choice in value["choices"]:
+        if type_of(choice) is dict:
+            delta: Any = choice.get("delta")
+            if (
+                type_of(delta) is dict
+                and delta
+                and not {"tool_calls", "function_call"} & set(delta)
+            ):
+                choice = {**choice, "delta": {**delta, "function_call": None}}
+        rewritten.append(choice)
+    return {**value, "choices": rewritten}
+
+
+def joined(first: list[tuple[object, str]], second: list[tuple[object, str]]) -> Any:
+    return [*first, *second]
+
+
+def text_payload(delta: dict[str, Any], finish: object) -> dict[str, Any]:
+    return {"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+TEXT_PAYLOADS: Final = st.lists(
+    st.tuples(
+        st.builds(text_payload, TEXT_DELTAS, st.sampled_from([None, None, "stop", 1])),
+        st.sampled_from(["message"] * 8 + ["error"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=examples(300))
+@given(
+    items=sequences(shaped_payloads)
+    | TEXT_PAYLOADS
+    | st.builds(joined, TEXT_PAYLOADS, st.deferred(lambda: INTERLEAVED_CALLS)),
+    compat=compats,
+)
+def test_the_text_fields_written_out_in_feed_match_the_plain_path(
+    items: list[tuple[object, str]], compat: OpenAIChatCompat
+) -> None:
+    fast = outcome_of(OpenAIChatStreamParser(REQUEST_ID, compat=compat), items)
+    plain_items = [(through_delta(payload), event) for payload, event in items]
+    plain = outcome_of(OpenAIChatStreamParser(REQUEST_ID, compat=compat), plain_items)
+    assert fast == plain
 
 
 class EveryPendingCallParser(OpenAIChatStreamParser):

@@ -9,7 +9,9 @@ import pytest
 
 from tether.providers._http import RetryPolicy, Timeouts, error_for_status
 from tether.providers.anthropic import AnthropicModel
+from tether.providers.gemini import GeminiModel
 from tether.providers.openai_chat import OpenAIChatModel
+from tether.providers.openai_responses import OpenAIResponsesModel
 
 
 @pytest.mark.parametrize(
@@ -29,6 +31,25 @@ from tether.providers.openai_chat import OpenAIChatModel
 def test_anthropic_model_options_are_checked(options: dict[str, Any], named: str) -> None:
     with pytest.raises(TypeError, match=named):
         AnthropicModel(**options)
+
+
+@pytest.mark.parametrize(
+    ("model_class", "example"),
+    [
+        (AnthropicModel, "claude-sonnet-4-5"),
+        (OpenAIChatModel, "gpt-4o-mini"),
+        (OpenAIResponsesModel, "gpt-5"),
+        (GeminiModel, "gemini-2.5-flash"),
+    ],
+)
+@pytest.mark.parametrize("model", ["", " ", None])
+def test_a_missing_model_name_is_refused_with_a_vendor_example(
+    model_class: Any, example: str, model: object
+) -> None:
+    """Each model names one of its vendor's models in the error (``_MODEL_EXAMPLE``)."""
+    with pytest.raises(TypeError) as caught:
+        model_class(model)
+    assert str(caught.value) == f"model must be a non-empty model name, e.g. {example!r}"
 
 
 @pytest.mark.parametrize(

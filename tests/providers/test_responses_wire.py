@@ -896,6 +896,16 @@ def test_same_result_as_the_official_sdk(name: str, chunk_size: int | None) -> N
 # --- request building -----------------------------------------------------------------------------
 
 SCHEMA: Final = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+
+
+@given(item_id=st.text(), encrypted=st.text() | st.text(st.characters(exclude_categories=())))
+def test_a_reasoning_signature_is_json_dumps_of_its_item(item_id: str, encrypted: str) -> None:
+    # reasoning_signature writes the JSON text itself; json.dumps is the plain path
+    item = {"type": "reasoning", "id": item_id, "encrypted_content": encrypted}
+    expected = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+    assert reasoning_signature(item_id, encrypted) == expected
+
+
 SIGNED: Final = reasoning_signature("rs_9", "gAAAA-blob")
 
 

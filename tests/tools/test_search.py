@@ -1,19 +1,22 @@
-"""``grep``'s one optimization (a plain literal skips files without it) gives exactly the
-lines of the plain path: every line of every file matched with ``re.search``."""
+"""``grep``'s fast paths (a plain literal skips files whose bytes do not hold it, before they
+are decoded; a file read whole in one short read) give exactly the lines of the plain path:
+every line of every file, decoded as UTF-8 with replacement, matched with ``re.search``."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import examples
 from tether import AbortController, JsonObject, ToolCall
-from tether.tools.coding import coding_tools
+from tether.tools.coding import coding_tools, search
 from tether.tools.execution import execute_tool_call
 
 # Letters the patterns use, regex syntax, and every separator str.splitlines knows.
@@ -21,6 +24,16 @@ ALPHABET = "ab #:-\t" + ".^$*+?()[]\\|{}" + "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u202
 LITERALS = st.text(alphabet="ab #:-\t", min_size=1, max_size=4)
 REGEXES = st.sampled_from(["a.b", "^a", "b$", "a\\b", "(?<=a)b", "a|b ", "[ab]{2}", "\\s"])
 FILES = st.lists(st.text(alphabet=ALPHABET, max_size=40), min_size=1, max_size=3)
+# Bytes that are not all UTF-8: a lone continuation byte, a truncated sequence, an overlong
+# form, a surrogate's encoding, U+FFFD itself, and characters of 2, 3 and 4 bytes.
+PIECES = st.sampled_from(
+    [
+        *(b"a", b"b", b" ", b"\n", b"\x80", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80"),
+        *("\ufffd".encode(), "é".encode(), "€".encode(), "😀".encode()),
+    ]
+)
+BYTE_FILES = st.lists(st.lists(PIECES, max_size=30).map(b"".join), min_size=1, max_size=3)
+WIDE_LITERALS = st.text(alphabet="ab é€😀\ufffd", min_size=1, max_size=3)
 
 
 def plain_grep(files: list[str], pattern: str) -> list[str]:
@@ -28,6 +41,8 @@ def plain_grep(files: list[str], pattern: str) -> list[str]:
     compiled = re.compile(pattern)
     found: list[str] = []
     for index, text in enumerate(files):
+        if "\0" in text:  # a binary file (a NUL in the first 8 KiB): skipped
+            continue
         for number, line in enumerate(text.splitlines(), start=1):
             if compiled.search(line):
                 found.append(f"f{index}.txt:{number}: {line}")
@@ -56,3 +71,55 @@ def test_grep_lines_are_the_plain_paths(files: list[str], pattern: str) -> None:
         assert sorted(tool_grep(root, pattern)) == sorted(
             part for line in expected for part in line.split("\n")
         )
+
+
+@settings(max_examples=examples(150))
+@given(files=BYTE_FILES, pattern=WIDE_LITERALS)
+def test_grep_of_bytes_that_are_not_utf8_is_the_plain_paths(
+    files: list[bytes], pattern: str
+) -> None:
+    """The needle is looked for in the bytes: a literal is found exactly where the decoded
+    text holds it, U+FFFD (which replaced bytes decode to) included."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        for index, data in enumerate(files):
+            (root / f"f{index}.txt").write_bytes(data)
+        texts = [data.decode("utf-8", errors="replace") for data in files]
+        expected = plain_grep(texts, re.escape(pattern))
+        assert sorted(tool_grep(root, pattern)) == sorted(
+            part for line in expected for part in line.split("\n")
+        )
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 65_537, 200_000])
+def test_grep_reads_a_file_whole_at_every_size_around_a_chunk(size: int) -> None:
+    """One short read is the whole file; a file of a chunk or more is read to its end."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        body = ("x" * 99 + "\n") * (size // 100) + "x" * (size % 100)
+        (root / "f0.txt").write_text(body[: max(0, size - 4)] + "\nzz\n"[: min(4, size)])
+        data = (root / "f0.txt").read_bytes()
+        assert len(data) == size
+        texts = [data.decode()]
+        assert tool_grep(root, "zz") == plain_grep(texts, "zz")
+
+
+@pytest.mark.parametrize("stated", [0, 3, 70_000])
+def test_grep_reads_a_file_to_its_end_whatever_size_fstat_gave(
+    stated: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first read's shortcut trusts only a short read of exactly the stated size: a file
+    that holds more than ``fstat`` said (one that grew, or a size of 0) is read on to its end."""
+    real = search.open_for_reading
+
+    def stale(name: str, dir_fd: int, display: str) -> tuple[int, os.stat_result]:
+        handle, info = real(name, dir_fd, display)
+        fields = tuple(info)
+        return handle, os.stat_result((*fields[:6], stated, *fields[7:]))
+
+    monkeypatch.setattr(search, "open_for_reading", stale)
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        text = "a\n" * 40_000 + "zz\n"
+        (root / "f0.txt").write_text(text)
+        assert tool_grep(root, "zz") == plain_grep([text], "zz") == ["f0.txt:40001: zz"]

@@ -28,33 +28,58 @@ __all__ = ["IdentitySet", "claim_iterator_once", "release_claim", "trusted_error
 _UNCLAIMABLE = (type(None), bool, int, float, complex, str, bytes)
 
 
+class _Entry(weakref.ref[Any]):
+    """A member's weak reference, carrying the member's key (its ``id``), so one callback
+    per set can forget any dead member."""
+
+    __slots__ = ("key",)
+    key: int
+
+
 class IdentitySet:
     """A set of live objects compared by identity. Entries vanish when their object dies;
     objects that cannot be weakly referenced are kept alive until ``discard``-ed, so their ids
     are never reused while they are members."""
 
-    __slots__ = ("_strong", "_weak")
+    __slots__ = ("_forget", "_strong", "_weak")
 
     def __init__(self) -> None:
-        self._weak: dict[int, weakref.ref[Any]] = {}
+        weak: dict[int, _Entry] = {}
+        self._weak = weak
         self._strong: dict[int, object] = {}
+
+        def forget(entry: _Entry) -> None:
+            """A member died: drop its entry (unless its key already names a newer one)."""
+            if weak.get(entry.key) is entry:
+                del weak[entry.key]
+
+        # One callback for every entry, not a closure made per member: a claim is made per
+        # scripted turn (bench_loop, generator factories). It refers to the dict, not to the
+        # set, so no cycle ties them.
+        self._forget = forget
 
     def __contains__(self, item: object) -> bool:
         key = id(item)
-        reference = self._weak.get(key)
-        if reference is not None and reference() is item:
+        entry = self._weak.get(key)
+        if entry is not None and entry() is item:
             return True
         return self._strong.get(key) is item
 
     def add(self, item: object) -> bool:
         """Add ``item``; ``False`` if it was already present."""
-        if item in self:
-            return False
         key = id(item)
+        entry = self._weak.get(key)
+        if entry is not None and entry() is item:
+            return False
+        if self._strong.get(key) is item:
+            return False
         try:
-            self._weak[key] = weakref.ref(item, self._forget(key))
+            entry = _Entry(item, self._forget)
         except TypeError:
             self._strong[key] = item
+            return True
+        entry.key = key
+        self._weak[key] = entry
         return True
 
     def discard(self, item: object) -> None:
@@ -63,18 +88,9 @@ class IdentitySet:
         if self._strong.get(key) is item:
             del self._strong[key]
             return
-        reference = self._weak.get(key)
-        if reference is not None and reference() is item:
+        entry = self._weak.get(key)
+        if entry is not None and entry() is item:
             del self._weak[key]
-
-    def _forget(self, key: int) -> Any:
-        weak = self._weak
-
-        def forget(reference: weakref.ref[Any]) -> None:
-            if weak.get(key) is reference:
-                del weak[key]
-
-        return forget
 
 
 _CLAIMED: IdentitySet = globals().get("_CLAIMED") or IdentitySet()

@@ -53,6 +53,7 @@ __all__ = [
     "signal_aborted",
     "signal_reason",
     "start_cleanup",
+    "wait_out",
 ]
 
 T = TypeVar("T")
@@ -131,6 +132,19 @@ def observe(future: asyncio.Future[Any]) -> None:
 def _retrieve(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+async def wait_out(future: asyncio.Future[Any]) -> bool:
+    """Wait until ``future`` is done, even if the waiting task is cancelled meanwhile (work
+    that cannot be stopped: disk work on a worker thread, a task that must settle first);
+    whether it was. The caller re-raises the cancellation once it has dealt with the outcome."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
 
 
 def _is_future(value: object) -> TypeGuard[asyncio.Future[Any]]:

@@ -277,8 +277,15 @@ class ChatCommands(ChatOperations):
             picked = _numbered(reply, listed)
             if picked is not None:
                 return picked
-            if self.coding.matching_sessions(reply):
-                return reply
+            # Digits no wider than the list's last number are a number out of range, even
+            # when some ID happens to start with them ("2" with one session listed).
+            as_number = reply.isascii() and reply.isdigit() and len(reply) <= len(str(len(listed)))
+            matches = [] if as_number else self.coding.matching_sessions(reply)
+            if len(matches) == 1:
+                return matches[0]
+            if matches:
+                self.view.line(f"{reply!r} names {len(matches)} sessions: give more of the ID")
+                continue
             self.view.line(f"no session {reply!r}: a number from 1 to {len(listed)}, or an ID")
 
     async def _session_items(self) -> list[PickItem]:

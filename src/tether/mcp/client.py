@@ -40,14 +40,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 from tether._base.dataclass import dataclass
 from tether.jsonvalue import JsonObject
-from tether.mcp.config import McpServerConfig, mcp_tool_name
+from tether.mcp.config import McpServerConfig, mcp_tool_name, url_origin
 from tether.mcp.errors import McpError, McpErrorCode
 from tether.mcp.sdk_support import (
     STDERR_TAIL,
     describe_error,
     http_transport,
     import_sdk,
-    origin,
     result_text,
     settle,
 )
@@ -242,7 +241,7 @@ class McpServer:
         what = (
             f"its command '{self.config.command}'"
             if self.config.type == "stdio"
-            else f"its url at {origin(self.config)}"
+            else f"its url at {url_origin(self.config.url)}"
         )
         return McpError(
             "MCP_SERVER_START_FAILED",

@@ -55,6 +55,7 @@ __all__ = [
     "mcp_approval",
     "mcp_tool_name",
     "parse_mcp_servers",
+    "url_origin",
 ]
 
 DEFAULT_STARTUP_TIMEOUT: Final = 10.0
@@ -94,6 +95,18 @@ def _empty() -> Mapping[str, str]:
 
 def _empty_approvals() -> Mapping[str, McpApproval]:
     return MappingProxyType({})
+
+
+def _string_map(value: object, names: re.Pattern[str], forbidden: str) -> bool:
+    """Whether ``value`` (``env``, ``headers``) maps names that ``names`` matches to strings
+    holding none of the characters ``forbidden``."""
+    return isinstance(value, Mapping) and all(
+        isinstance(key, str)
+        and names.fullmatch(key)
+        and isinstance(text, str)
+        and not any(char in text for char in forbidden)
+        for key, text in cast("Mapping[object, object]", value).items()
+    )
 
 
 def _check_common(server: McpStdioServer | McpHttpServer) -> None:
@@ -164,14 +177,7 @@ class McpStdioServer:
             isinstance(arg, str) and "\0" not in arg for arg in cast("tuple[object, ...]", args)
         ):
             raise _fail(f"'{name}.args' must be a list of strings", name)
-        env = cast("object", self.env)
-        if not isinstance(env, Mapping) or not all(
-            isinstance(key, str)
-            and _VARIABLE.fullmatch(key)
-            and isinstance(value, str)
-            and "\0" not in value
-            for key, value in cast("Mapping[object, object]", env).items()
-        ):
+        if not _string_map(self.env, _VARIABLE, "\0"):
             raise _fail(
                 f"'{name}.env' must map variable names (letters, digits, '_') to strings", name
             )
@@ -216,14 +222,7 @@ class McpHttpServer:
         name = self.name
         if not isinstance(cast("object", self.url), str) or not _is_http_url(self.url):
             raise _fail(f"'{name}.url' must be an http:// or https:// URL with a host", name)
-        headers = cast("object", self.headers)
-        if not isinstance(headers, Mapping) or not all(
-            isinstance(key, str)
-            and _HEADER.fullmatch(key)
-            and isinstance(value, str)
-            and not any(char in value for char in "\r\n\0")
-            for key, value in cast("Mapping[object, object]", headers).items()
-        ):
+        if not _string_map(self.headers, _HEADER, "\r\n\0"):
             raise _fail(f"'{name}.headers' must map header names to single-line strings", name)
         variable = cast("object", self.bearer_token_env_var)
         if variable is not None and (
@@ -237,7 +236,7 @@ class McpHttpServer:
 
     def __repr__(self) -> str:
         return (
-            f"McpHttpServer(name={self.name!r}, url=<{_origin(self.url)}>, "
+            f"McpHttpServer(name={self.name!r}, url=<{url_origin(self.url)}>, "
             f"headers=<{len(self.headers)} header(s): {', '.join(self.headers)}>)"
         )
 
@@ -257,8 +256,9 @@ def _is_http_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
 
 
-def _origin(url: str) -> str:
-    """Scheme, host and port of ``url`` only: a path or query may carry a token."""
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url`` only, what a repr or a message may show: a path or
+    query may carry a token."""
     parts = urllib.parse.urlsplit(url)
     port = f":{parts.port}" if parts.port is not None else ""
     return f"{parts.scheme}://{parts.hostname}{port}"

@@ -11,6 +11,7 @@ import os
 from collections.abc import AsyncGenerator
 from typing import Any, Final
 
+from tether._async.race import wait_out
 from tether.mcp.config import McpHttpServer
 
 __all__ = [
@@ -18,7 +19,6 @@ __all__ = [
     "describe_error",
     "http_transport",
     "import_sdk",
-    "origin",
     "result_text",
     "settle",
 ]
@@ -39,25 +39,11 @@ async def import_sdk() -> None:
 async def settle(task: asyncio.Future[Any]) -> None:
     """Wait until ``task`` is done, even when the caller is cancelled meanwhile (then the
     cancellation is raised afterwards); its own outcome is retrieved and dropped."""
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait((task,))
-        except asyncio.CancelledError:
-            cancelled = True
+    cancelled = await wait_out(task)
     if not task.cancelled():
         task.exception()
     if cancelled:
         raise asyncio.CancelledError
-
-
-def origin(config: McpHttpServer) -> str:
-    """``scheme://host[:port]`` of an HTTP server's URL (what a message may name)."""
-    import urllib.parse
-
-    parts = urllib.parse.urlsplit(config.url)
-    port = f":{parts.port}" if parts.port is not None else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
 
 
 @contextlib.asynccontextmanager

@@ -5,11 +5,11 @@ imports) must not pull ``tether.models.scripted`` in with it, or importing the a
 would build the scripted model's classes too (``benchmarks/bench_import.py``).
 """
 
-TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the point is to import nothing here
+from tether._base.lazy import lazy_exports
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: nothing but ``tether._base.lazy`` loads here
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from tether.models.scripted import (
         ResponseFactory,
         ScriptedModel,
@@ -32,16 +32,4 @@ __all__ = [
     "tool_call_reply",
 ]
 
-
-def __getattr__(name: str) -> "Any":
-    if name not in __all__:
-        raise AttributeError(f"module 'tether.models' has no attribute {name!r}")
-    from tether.models import scripted
-
-    value = getattr(scripted, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, {"scripted": tuple(__all__)}, globals())

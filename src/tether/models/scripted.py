@@ -18,6 +18,8 @@ common factories, so a test needs no hand-written generator::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import types
 from collections import deque
@@ -26,14 +28,22 @@ from dataclasses import field
 from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
 from tether._async.ownership import claim_iterator_once
-from tether._async.producer import fail_producer, shed_frames, start_producer_eagerly
-from tether._async.race import check_signal, neutralize, signal_aborted, signal_reason
+from tether._async.producer import fail_producer, shed_frames, start_producer
+from tether._async.race import (
+    Started,
+    check_signal,
+    close_quietly,
+    is_raw_abort_reason,
+    neutralize,
+    signal_aborted,
+    signal_reason,
+)
 from tether._async.race_iterator import RacedIterator
 from tether._base.dataclass import dataclass
 from tether._base.exact_types import exactly, type_of
 from tether._base.strings import is_non_empty
 from tether._base.tether_error import TetherError
-from tether.abort import AbortSignal, abort_exception
+from tether.abort import AbortError, AbortSignal, abort_exception
 from tether.jsonvalue import JsonObject, thaw_json
 from tether.models._queued import QueuedReplies
 from tether.protocol import (
@@ -130,30 +140,44 @@ class ScriptedModel(QueuedReplies[ResponseFactory]):
         self._count_call(request, signal)
         self._requests.append(request)
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
-        queue = self._queue
-        head = queue[0] if queue else None
-        if exactly(head, ScriptedReply) and not signal_aborted(signal):
-            queue.popleft()
-            stream_reply(head, request, stream)
-            return stream
-        start_producer_eagerly(self._produce(stream, request, signal))
+        self._play(stream, request, signal)
         return stream
 
-    async def _produce(
+    def _play(
         self,
         stream: EventStream[ModelChunk, ModelResponse],
         request: ModelRequest,
         signal: AbortSignal,
     ) -> None:
+        """Play the next turn into ``stream``, inline for as long as its iterator never waits.
+
+        A plain-data reply is pushed at once (``stream_reply``). A factory's exact async
+        generator is driven by one coroutine of ours (``_drive_generator``: ``async for`` over
+        it), stepped here once; any other async iterator is stepped item by item
+        (``_play_ready``, through ``RacedIterator``). Either way, an iterator that never waits
+        settles the stream before ``stream()`` returns; only one whose step suspends on a
+        future goes on in a producer task, where every wait races the signal
+        (``_play_suspended``, ``_play_rest``).
+
+        Why: nothing can run concurrently with a step that never suspends, so a producer
+        task, a coroutine per turn and an awaited step per item bought nothing; and
+        ``async for`` takes a generator's items without the ``StopIteration`` that stepping
+        each by hand raises (``bench_loop``, generator factories). Every path checks each item
+        with ``_take`` and the end with ``_ended``, and checks the signal after each step of
+        the caller's code. ``tests/models/test_scripted_paths.py`` plays the same scripts
+        through the generator path, the item-by-item path and with a wait before each item,
+        and compares what each stream holds.
+        """
         source: RacedIterator[object] | None = None
         try:
             if signal_aborted(signal):
                 raise abort_exception(signal_reason(signal))
-            if not self._queue:
+            queue = self._queue
+            if not queue:
                 raise ScriptedModelError(
                     "SCRIPT_EXHAUSTED", f'No scripted response remains for request "{request.id}"'
                 )
-            factory: Any = self._queue.popleft()
+            factory: Any = queue.popleft()
             if type(factory) is ScriptedReply:  # plain data: no iterator to drive or to trust
                 stream_reply(factory, request, stream)
                 return
@@ -168,50 +192,150 @@ class ScriptedModel(QueuedReplies[ResponseFactory]):
                     "SCRIPT_ITERATOR_REUSED",
                     "A scripted response iterator may be consumed by only one model call",
                 )
-            source = RacedIterator(iterator, signal, claimed=True)
-            response = await _run_turn(source, stream, request, signal)
+            active = request.id
+            if type_of(iterator) is _ASYNC_GENERATOR:
+                check_signal(signal)  # the factory ran the caller's code
+                driver = _drive_generator(iterator, stream, active, signal)
+                try:
+                    yielded = driver.send(None)
+                except StopIteration as stop:
+                    response = stop.value
+                else:  # the generator waits: the rest of the turn races the signal on a task
+                    started = Started(signal, driver, yielded, None)
+                    start_producer(_play_suspended(started, stream, signal))
+                    return
+            else:
+                source = RacedIterator(iterator, signal, claimed=True)
+                ended, response = _play_ready(source, stream, active, signal, None)
+                if not ended:  # a step suspended: the rest of the turn runs on a task
+                    start_producer(_play_rest(source, stream, active, signal, response))
+                    return
+            response = _ended(response, signal)
         except BaseException as error:
-            shed_frames(error, _PRODUCER)  # the stream keeps it: no frame of ours refers back
-            fail_producer(stream, error, source)  # settles the stream, then closes the source
+            _fail_turn(stream, error, source)
             return
         stream.finish(response)
 
 
-async def _run_turn(
+async def _drive_generator(
+    generator: AsyncIterator[object],
+    stream: EventStream[ModelChunk, ModelResponse],
+    active: str,
+    signal: AbortSignal,
+) -> ModelResponse | None:
+    """Take every item of a factory's exact async generator: the turn's response (``None``
+    when it gave none). Stepped once inline by ``ScriptedModel._play``; if the generator
+    waits, the rest is raced against the signal (``_play_suspended``), and an abort throws
+    ``CancelledError`` in at the generator's wait, as a step ``RacedIterator`` abandons.
+
+    On any failure (the generator's, a broken rule, the abort) the generator is closed
+    here, when it is not running (an abandoned wait has settled by then: this coroutine is
+    what was abandoned); a raw abort reason it re-raised becomes an ``AbortError``."""
+    response: ModelResponse | None = None
+    try:
+        async for item in generator:
+            check_signal(signal)  # the step ran the caller's code
+            response = _take(item, response, active, stream)
+    except BaseException as error:
+        close_quietly(generator)  # ends it at the yield it waits at; nothing if it ended
+        if is_raw_abort_reason(signal, error):
+            raise AbortError(reason=error) from None
+        raise
+    return response
+
+
+async def _play_suspended(
+    started: Started,
+    stream: EventStream[ModelChunk, ModelResponse],
+    signal: AbortSignal,
+) -> None:
+    """The rest of a generator's turn (``_drive_generator``) that waited, on a producer task:
+    its waits race the signal (``Started.race``)."""
+    try:
+        response = _ended(await started.race(), signal)
+    except BaseException as error:
+        _fail_turn(stream, error, None)
+        return
+    stream.finish(response)
+
+
+def _play_ready(
     source: RacedIterator[object],
     stream: EventStream[ModelChunk, ModelResponse],
-    request: ModelRequest,
+    active: str,
     signal: AbortSignal,
-) -> ModelResponse:
-    active = request.id
-    response: ModelResponse | None = None
+    response: ModelResponse | None,
+) -> tuple[bool, ModelResponse | None]:
+    """Take the items the iterator yields without suspending: ``(True, response)`` when it
+    ended, ``(False, response)`` when a step suspended (``source`` holds that step, for
+    ``await source.next()``). ``response`` is the turn's response so far."""
     while True:
-        check_signal(signal)
         try:
-            item = source.ready(_PENDING)  # most factories never wait: no await per item
-            if item is _PENDING:
-                item = await source.next()
+            item = source.ready(_PENDING)  # checks the signal before the step
         except StopAsyncIteration:
-            break
-        check_signal(signal)
-        if response is not None:
-            raise ScriptedModelError(
-                "SCRIPT_INVALID_RESPONSE",
-                "A scripted response iterator must end after its ModelResponse",
-            )
-        if exactly(item, ModelResponse):
-            response = _checked_response(item, active)
-            continue
-        if not is_model_chunk(item):
-            raise TypeError("A scripted chunk has an unsupported type")
-        chunk = item
-        if chunk.request_id != active:
-            raise ScriptedModelError(
-                "SCRIPT_REQUEST_MISMATCH",
-                f'Scripted chunk requestId "{chunk.request_id}" does not match active request '
-                f'"{active}"',
-            )
-        stream.push(chunk)
+            return True, response
+        if item is _PENDING:
+            return False, response
+        check_signal(signal)  # the step ran the caller's code
+        response = _take(item, response, active, stream)
+
+
+async def _play_rest(
+    source: RacedIterator[object],
+    stream: EventStream[ModelChunk, ModelResponse],
+    active: str,
+    signal: AbortSignal,
+    response: ModelResponse | None,
+) -> None:
+    """The rest of a turn whose step suspended, on a producer task: each waiting step races
+    the signal (``RacedIterator.next``); the steps that do not wait are taken inline again."""
+    try:
+        while True:
+            try:
+                item = await source.next()
+            except StopAsyncIteration:
+                break
+            check_signal(signal)
+            response = _take(item, response, active, stream)
+            ended, response = _play_ready(source, stream, active, signal, response)
+            if ended:
+                break
+        response = _ended(response, signal)
+    except BaseException as error:
+        _fail_turn(stream, error, source)
+        return
+    stream.finish(response)
+
+
+def _take(
+    item: object,
+    response: ModelResponse | None,
+    active: str,
+    stream: EventStream[ModelChunk, ModelResponse],
+) -> ModelResponse | None:
+    """One item of a turn, checked: a chunk of the active request is pushed; the response
+    is checked and returned (it must be the last item). ``response``: the one so far."""
+    if response is not None:
+        raise ScriptedModelError(
+            "SCRIPT_INVALID_RESPONSE",
+            "A scripted response iterator must end after its ModelResponse",
+        )
+    if exactly(item, ModelResponse):
+        return _checked_response(item, active)
+    if not is_model_chunk(item):
+        raise TypeError("A scripted chunk has an unsupported type")
+    if item.request_id != active:
+        raise ScriptedModelError(
+            "SCRIPT_REQUEST_MISMATCH",
+            f'Scripted chunk requestId "{item.request_id}" does not match active request '
+            f'"{active}"',
+        )
+    stream.push(item)
+    return None
+
+
+def _ended(response: ModelResponse | None, signal: AbortSignal) -> ModelResponse:
+    """The turn's response once its iterator ended (there must be one)."""
     if response is None:
         raise ScriptedModelError(
             "SCRIPT_INVALID_RESPONSE", "A scripted response iterator ended without a ModelResponse"
@@ -220,7 +344,28 @@ async def _run_turn(
     return response
 
 
-_PRODUCER: Final = (vars(ScriptedModel)["_produce"], _run_turn)
+def _fail_turn(
+    stream: EventStream[ModelChunk, ModelResponse],
+    error: BaseException,
+    source: RacedIterator[object] | None,
+) -> None:
+    """Settle ``stream`` with a turn's failure, then close its iterator (``fail_producer``).
+    A ``CancelledError`` is the stream's alone (as for an eager producer); ``KeyboardInterrupt``
+    and ``SystemExit`` propagate, with the stream already settled."""
+    shed_frames(error, _PRODUCER)  # the stream keeps it: no frame of ours refers back
+    with contextlib.suppress(asyncio.CancelledError):
+        fail_producer(stream, error, source)  # settles the stream, then closes the source
+
+
+_PRODUCER: Final = (
+    vars(ScriptedModel)["_play"],
+    _drive_generator,
+    _play_suspended,
+    _play_ready,
+    _play_rest,
+    _take,
+    _ended,
+)
 
 
 def _checked_response(response: ModelResponse, active: str) -> ModelResponse:

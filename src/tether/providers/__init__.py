@@ -29,11 +29,11 @@ it: ``benchmarks/bench_import.py``), and the HTTP providers (and httpx2) load wh
 imports them.
 """
 
-TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the point is to import nothing here
+from tether._base.lazy import lazy_exports
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: nothing but ``tether._base.lazy`` loads here
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from tether.providers.fixture import (
         FixtureProviderAdapter,
         FixtureProviderError,
@@ -42,16 +42,4 @@ if TYPE_CHECKING:
 
 __all__ = ["FixtureProviderAdapter", "FixtureProviderError", "FixtureProviderErrorCode"]
 
-
-def __getattr__(name: str) -> "Any":
-    if name not in __all__:
-        raise AttributeError(f"module 'tether.providers' has no attribute {name!r}")
-    from tether.providers import fixture
-
-    value = getattr(fixture, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, {"fixture": tuple(__all__)}, globals())

@@ -15,6 +15,7 @@ from tether._base.strings import is_non_empty
 from tether.protocol import AssistantBlock, StopReason, ToolCall
 from tether.protocol import _trusted as trusted
 from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import error_text
 from tether.providers.errors import ProviderError
 
 __all__ = [
@@ -119,9 +120,7 @@ def error_event(payload: dict[str, Any]) -> ProviderError:
         message = fields_.get("message")
     elif type_of(error) is str:
         message = error
-    text = "The provider reported an error in the stream"
-    if is_non_empty(message):
-        text = f"{text}: {message}"
+    text = error_text("reported an error in the stream", message)
     if kind == "overloaded_error":
         return ProviderError("PROVIDER_OVERLOADED", text, provider_code=kind)
     return ProviderError("PROVIDER_ERROR_EVENT", text, provider_code=kind)

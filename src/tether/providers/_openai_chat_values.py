@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tether._base.exact_types import exactly, is_dict, type_of
-from tether._base.strings import is_non_empty
-from tether.protocol import MAX_SAFE_INTEGER, ModelUsage
+from tether._base.exact_types import is_dict, type_of
+from tether.protocol import ModelUsage
 from tether.protocol import _trusted as trusted
-from tether.providers._wire import MAX_SHOWN as _MAX_SHOWN
+from tether.providers._wire import error_text, token_count, vendor_error
 from tether.providers._wire import field_error as _field_error
-from tether.providers._wire import kind as _kind
 from tether.providers._wire import protocol as _protocol
 from tether.providers.errors import ProviderError
 
@@ -27,37 +25,15 @@ __all__ = ["dumps_whole", "error_event", "usage_of"]
 def error_event(error: object) -> ProviderError:
     """``PROVIDER_ERROR_EVENT`` for a vendor error object (``{"message", "type", "code"}``, a
     bare string, or anything else truthy). ``provider_code`` is ``code``, else ``type``."""
-    message: object = None
-    code: str | None = None
-    if is_dict(error):
-        fields_: dict[str, Any] = error
-        message = fields_.get("message")
-        code = _code(fields_.get("code")) or _code(fields_.get("type"))
-    elif type_of(error) is str:
-        message = error
-    if is_non_empty(message):
-        text = f"The provider reported an error in the stream: {message}"
-    else:
-        text = "The provider reported an error in the stream"
+    message, code = vendor_error(error)
+    text = error_text("reported an error in the stream", message)
     return ProviderError("PROVIDER_ERROR_EVENT", text, provider_code=code)
 
 
-def _code(value: object) -> str | None:
-    if exactly(value, int) and -(10**18) < value < 10**18:
-        return str(value)
-    if is_non_empty(value):
-        return value[:_MAX_SHOWN]
-    return None
-
-
 def _count(fields_: dict[str, Any], name: str) -> int:
+    """A usage count (0 when absent or null), named ``usage.<name>`` in its error."""
     value = fields_.get(name)
-    if value is None:
-        return 0
-    if type_of(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
-        raise _protocol(f"usage.{name} must be a non-negative safe integer (got {_kind(value)})")
-    count: int = value
-    return count
+    return 0 if value is None else token_count(value, f"usage.{name}")
 
 
 def usage_of(value: object) -> ModelUsage:

@@ -13,7 +13,7 @@ from typing import Any, Final
 from tether._base.exact_types import is_dict, type_of
 from tether.protocol import ModelUsage
 from tether.protocol import _trusted as trusted
-from tether.providers._wire import error_text, field_error, protocol, token_count, vendor_code
+from tether.providers._wire import error_text, field_error, protocol, token_count, vendor_error
 from tether.providers.errors import ProviderError, ProviderErrorCode
 
 __all__ = ["error_event", "read_usage"]
@@ -35,16 +35,9 @@ def error_event(error: object, what: str) -> ProviderError:
     ``error`` event's ``error``, a flat ``error`` event itself, or ``response.error``), its
     message ``"The provider <what>: <message>"``. ``provider_code`` is its ``code``, else its
     ``type``."""
-    message: object = None
-    code: str | None = None
-    if is_dict(error):
-        fields_: dict[str, Any] = error
-        message = fields_.get("message")
-        code = vendor_code(fields_.get("code")) or vendor_code(fields_.get("type"))
-        if code == "error":  # the flat shape's own "type": "error" names no code
-            code = None
-    elif type_of(error) is str:
-        message = error
+    message, code = vendor_error(error)
+    if code == "error":  # the flat shape's own "type": "error" names no code
+        code = None
     mapped = _ERROR_CODES.get(code or "", "PROVIDER_ERROR_EVENT")
     return ProviderError(mapped, error_text(what, message), provider_code=code)
 

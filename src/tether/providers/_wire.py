@@ -2,9 +2,9 @@
 ``responses_wire``, ``gemini_request`` / ``gemini_wire``) shares: protocol errors that quote
 vendor values safely, the parsing of a complete tool call's argument text, typed reads of a
 payload's fields (``string_field``, ``token_count``), what an error object in a stream says
-(``vendor_code``, ``error_text``), the checks of the sampling options every request builder
-takes, a parser's constructor checks, its sticky failure, and how it names tool calls
-(``CallIds``).
+(``vendor_error``, ``vendor_code``, ``error_text``), the checks of the sampling options every
+request builder takes, a parser's constructor checks, its sticky failure, and how it names
+tool calls (``CallIds``).
 
 Pure data work, no I/O. Vendor values quoted in an error message are bounded
 (``MAX_SHOWN`` characters) and only their JSON kind is named when they are not strings, so
@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Set
 from typing import Any, Final, NoReturn, cast
 
-from tether._base.exact_types import exactly, is_number, type_of
+from tether._base.exact_types import exactly, is_dict, is_number, type_of
 from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonObject, JsonValueError, freeze_json_object
 from tether.protocol import MAX_SAFE_INTEGER, ToolSpec
@@ -46,6 +46,7 @@ __all__ = [
     "token_count",
     "unique_call_id",
     "vendor_code",
+    "vendor_error",
 ]
 
 MAX_SHOWN: Final = 100
@@ -126,6 +127,20 @@ def vendor_code(value: object) -> str | None:
     if is_non_empty(value):
         return value[:MAX_SHOWN]
     return None
+
+
+def vendor_error(error: object) -> tuple[object, str | None]:
+    """What an OpenAI-style vendor error object says, as ``(message, provider_code)``: a
+    dict's ``message`` (any value: ``error_text`` shows it only when it is a non-empty
+    string) and its ``code``, else its ``type`` (``vendor_code``); a bare string is the
+    message with no code; anything else says neither."""
+    if is_dict(error):
+        fields: dict[str, Any] = error
+        code = vendor_code(fields.get("code")) or vendor_code(fields.get("type"))
+        return fields.get("message"), code
+    if type_of(error) is str:
+        return error, None
+    return None, None
 
 
 def error_text(what: str, message: object) -> str:
@@ -215,7 +230,7 @@ def reserved_ids(request_id: object, reserved_call_ids: Iterable[object]) -> fro
     if not is_non_empty(request_id):
         raise TypeError("request_id must be a non-empty string")
     reserved = frozenset(reserved_call_ids)
-    if not all(type_of(call_id) is str for call_id in reserved):
+    if reserved and not all(type_of(call_id) is str for call_id in reserved):
         raise TypeError("reserved_call_ids must be strings")
     return cast("frozenset[str]", reserved)
 

@@ -96,7 +96,7 @@ class AnthropicModel(LevelledThinking, HttpStreamModel):
         http_client: httpx2.AsyncClient | None = None,
         prompt_caching: bool = True,
     ) -> None:
-        api_key = checked_key(model, base_url, api_key, api_key_env, "claude-sonnet-4-5")
+        api_key = checked_key(model, base_url, api_key, api_key_env, self._MODEL_EXAMPLE)
         if type(max_output_tokens) is not int or max_output_tokens < 1:
             raise TypeError("max_output_tokens must be a positive int")
         if thinking_budget is not None and (

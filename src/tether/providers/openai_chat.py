@@ -36,9 +36,7 @@ from tether.providers._streaming import (
     StreamParser,
     checked_key,
 )
-from tether.providers.openai_chat_body import parse_chat_completion
-from tether.providers.openai_chat_stream import OpenAIChatStreamParser
-from tether.providers.openai_wire import OpenAIChatCompat, build_chat_request
+from tether.providers.openai_compat import OpenAIChatCompat
 from tether.providers.thinking import ThinkingLevel
 
 if TYPE_CHECKING:
@@ -97,7 +95,7 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
         http_client: httpx2.AsyncClient | None = None,
         prompt_cache_key: str | None = None,
     ) -> None:
-        api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-4o-mini")
+        api_key = checked_key(model, base_url, api_key, api_key_env, self._MODEL_EXAMPLE)
         check_max_output_tokens(max_output_tokens)
         if not instance_of(compat, OpenAIChatCompat):
             raise TypeError("compat must be an OpenAIChatCompat")
@@ -138,7 +136,12 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
     def _url(self) -> str:
         return f"{self._base_url}/chat/completions"
 
+    # The request builder and both parsers load with the first request, not with the module
+    # (issue 30: importing the usable API builds a model at most; five modules wait).
+
     def _body(self, request: ModelRequest) -> object:
+        from tether.providers.openai_wire import build_chat_request
+
         return build_chat_request(
             request,
             model=self._model,
@@ -150,11 +153,15 @@ class OpenAIChatModel(OpenAIModel, HttpStreamModel):
         )
 
     def _parser(self, request: ModelRequest, reserved: frozenset[str]) -> StreamParser:
+        from tether.providers.openai_chat_stream import OpenAIChatStreamParser
+
         return OpenAIChatStreamParser(request.id, compat=self._compat, reserved_call_ids=reserved)
 
     def _parse_whole(
         self, body: object, request: ModelRequest, reserved: frozenset[str]
     ) -> tuple[list[ModelChunk], ModelResponse]:
+        from tether.providers.openai_chat_body import parse_chat_completion
+
         return parse_chat_completion(
             body, request.id, compat=self._compat, reserved_call_ids=reserved
         )

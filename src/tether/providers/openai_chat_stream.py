@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
-from tether._base.exact_types import is_dict, type_of
+from tether._base.exact_types import type_of
 from tether._base.strings import is_non_empty
 from tether.jsonvalue import JsonObject
 from tether.protocol import (
@@ -228,9 +228,10 @@ class OpenAIChatStreamParser:
         try:
             # One method for the chunk, its choice and its delta: this runs once per token, and
             # each Python call saved is measurable (benchmarks/bench_providers.py).
-            if not is_dict(payload):
+            value: Any = payload  # ``type_of(value) is dict``: ``is_dict`` without its call
+            if type_of(value) is not dict:
                 raise _field_error("A stream chunk", "a JSON object", payload)
-            chunk: dict[str, Any] = payload
+            chunk: dict[str, Any] = value
             error = chunk.get("error")
             if error:
                 raise _error_event(error)
@@ -263,8 +264,33 @@ class OpenAIChatStreamParser:
                             raise _field_error("delta", "an object", delta)
                         if "tool_calls" in delta or "function_call" in delta:
                             self._delta(delta, out)
-                        else:  # a text, reasoning or refusal delta: one per token
-                            self._text_fields(delta, out)
+                        else:
+                            # A text, reasoning or refusal delta, one per token: _text_fields
+                            # written out here, without its call (what _delta runs for such a
+                            # delta; tests/providers/test_openai_wire.py compares the two)
+                            request_id = self._request_id
+                            for name in self._reasoning:
+                                reasoning = delta.get(name)
+                                if reasoning is not None:
+                                    if type_of(reasoning) is not str:
+                                        raise _field_error(f"delta.{name}", "a string", reasoning)
+                                    if reasoning:
+                                        if self._run_kind != "thinking":
+                                            self._start_run("thinking")
+                                        self._run.append(reasoning)
+                                        out.append(_thinking_delta(request_id, reasoning))
+                                    break
+                            content = delta.get("content")
+                            if content is not None:
+                                if type_of(content) is not str:
+                                    raise _field_error("delta.content", "a string", content)
+                                if content:
+                                    if self._run_kind != "text":
+                                        self._start_run("text")
+                                    self._run.append(content)
+                                    out.append(_text_delta(request_id, content))
+                            if delta.get("refusal"):
+                                self._text_fields_refusal(delta, out)
                     finish = choice.get("finish_reason")
                     if finish is not None:
                         if type_of(finish) is not str:
@@ -332,15 +358,20 @@ class OpenAIChatStreamParser:
                     self._start_run("text")
                 self._run.append(content)
                 out.append(_text_delta(self._request_id, content))
-        refusal = delta.get("refusal")
-        if refusal:
-            if type_of(refusal) is not str:
-                raise _field_error("delta.refusal", "a string", refusal)
-            self._refused = True
-            if self._run_kind != "text":
-                self._start_run("text")
-            self._run.append(refusal)
-            out.append(_text_delta(self._request_id, refusal))
+        if delta.get("refusal"):
+            self._text_fields_refusal(delta, out)
+
+    def _text_fields_refusal(self, delta: dict[str, Any], out: list[ModelChunk]) -> None:
+        """The last of ``_text_fields``: a truthy ``delta.refusal`` (rare: OpenAI's
+        structured-output refusal), streamed as text."""
+        refusal: Any = delta.get("refusal")
+        if type_of(refusal) is not str:
+            raise _field_error("delta.refusal", "a string", refusal)
+        self._refused = True
+        if self._run_kind != "text":
+            self._start_run("text")
+        self._run.append(refusal)
+        out.append(_text_delta(self._request_id, refusal))
 
     def _fragment(
         self, key: int, vendor_id: Any, function: Any, where: str, out: list[ModelChunk]

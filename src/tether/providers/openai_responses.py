@@ -75,6 +75,7 @@ class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
         "_thinking",
     )
 
+    _MODEL_EXAMPLE = "gpt-5"
     _API = "openai-responses"
 
     def __init__(
@@ -94,7 +95,7 @@ class OpenAIResponsesModel(OpenAIModel, HttpStreamModel):
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        api_key = checked_key(model, base_url, api_key, api_key_env, "gpt-5")
+        api_key = checked_key(model, base_url, api_key, api_key_env, self._MODEL_EXAMPLE)
         check_max_output_tokens(max_output_tokens)
         if reasoning_effort is not None and (
             type(reasoning_effort) is not str or not reasoning_effort

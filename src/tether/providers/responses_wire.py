@@ -176,9 +176,10 @@ class ResponsesStreamParser(OutputItems):
         if self._failure is not None or self._state == "finished":
             self._raise_closed()
         try:
-            if not is_dict(payload):
+            value: Any = payload  # ``type_of(value) is dict``: ``is_dict`` without its call
+            if type_of(value) is not dict:
                 raise field_error("A stream event", "a JSON object", payload)
-            data: dict[str, Any] = payload
+            data: dict[str, Any] = value
             kind_ = data.get("type")
             if event == "error":  # an error event whatever its type: never the hot path
                 return self._event(data, kind_, event)

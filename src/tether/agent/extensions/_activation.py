@@ -181,22 +181,20 @@ class Activation:
             check_open()
             stage.tools.append(definition)
 
-        def on_agent_event(hook: AgentEventHook) -> None:
+        def check_function(value: object, what: str) -> None:
+            """The check of a hook registrar: the context is open and ``value`` a function."""
             check_open()
-            if not callable(hook):
+            if not callable(value):
                 raise extension_error(
-                    "INVALID_EXTENSION_DEFINITION",
-                    f'Extension "{name}" agent event hook must be a function',
+                    "INVALID_EXTENSION_DEFINITION", f'Extension "{name}" {what} must be a function'
                 )
+
+        def on_agent_event(hook: AgentEventHook) -> None:
+            check_function(hook, "agent event hook")
             stage.hooks.append(hook)
 
         def on_dispose(disposer: ExtensionDisposer) -> None:
-            check_open()
-            if not callable(disposer):
-                raise extension_error(
-                    "INVALID_EXTENSION_DEFINITION",
-                    f'Extension "{name}" disposer must be a function',
-                )
+            check_function(disposer, "disposer")
             stage.disposers.append(disposer)
 
         return ExtensionContext(

@@ -8,30 +8,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from tether._async.race import wait_out
 
 __all__: list[str] = []
 
 _T = TypeVar("_T")
 
 
-async def _wait_out(future: asyncio.Future[Any]) -> bool:
-    """Wait until ``future`` (disk work on a worker thread, which cannot be stopped) is done,
-    even if the waiting task is cancelled meanwhile; whether it was."""
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.wait((future,))
-        except asyncio.CancelledError:
-            cancelled = True
-    return cancelled
-
-
 async def _off_loop(work: Callable[[], _T], orphan: Callable[[_T], None]) -> _T:
     """``work()`` on a worker thread. If the caller is cancelled meanwhile, the work still
     finishes, ``orphan(result)`` releases what it made, and the cancellation is raised."""
     future = asyncio.get_running_loop().run_in_executor(None, work)
-    if await _wait_out(future):
+    if await wait_out(future):
         if future.exception() is None:
             orphan(future.result())
         raise asyncio.CancelledError

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, cast
 
+from tether._async.race import wait_out
 from tether.agent.session._opening import (
     _create_file,
     _file_session_id,
@@ -37,7 +38,7 @@ from tether.agent.session.decoder import _snapshot_message
 from tether.agent.session.files import _canonical_key, _close_quietly, _session_path
 from tether.agent.session.journal import _Journal
 from tether.agent.session.linkage import _context_of, _Index
-from tether.agent.session.off_loop import _off_loop, _wait_out
+from tether.agent.session.off_loop import _off_loop
 from tether.agent.session.records import (
     CompactionEntry,
     MessageEntry,
@@ -396,7 +397,7 @@ class SessionStore:
         async with self._queue:
             journal = self._writable()
             future = asyncio.get_running_loop().run_in_executor(None, journal.check)
-            cancelled = await _wait_out(future)
+            cancelled = await wait_out(future)
             if cancelled:
                 raise asyncio.CancelledError
             future.result()
@@ -432,7 +433,7 @@ class SessionStore:
                 journal.append(data)
 
             future = asyncio.get_running_loop().run_in_executor(None, write)
-            cancelled = await _wait_out(future)
+            cancelled = await wait_out(future)
             error = future.exception()
             adopted = tuple(records)
             if error is None:

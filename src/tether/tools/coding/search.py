@@ -84,6 +84,7 @@ GREP_MAX_TOTAL_BYTES: Final = 256 * 1_048_576
 """Bytes one ``grep`` reads at most, over all files."""
 GREP_LINE_MAX_CHARACTERS: Final = 300
 _BINARY_SNIFF: Final = 8_192
+_CHUNK: Final = 1 << 16
 
 
 def _validate_pattern(pattern: str) -> None:
@@ -109,8 +110,13 @@ def _matching(
     """The walk's entries whose path matches ``glob`` (all without one), steps charged."""
     entries = walk(ws, start, include_ignored=include_ignored, budget=budget)
     if glob is None:
-        yield from entries
-        return
+        return entries
+    return _matched(entries, glob, budget)
+
+
+def _matched(
+    entries: Iterator[tuple[str, str, int]], glob: Glob, budget: SearchBudget
+) -> Iterator[tuple[str, str, int]]:
     match, spend = glob.match, budget.spend_steps
     for path, name, dir_fd in entries:
         matched, steps = match(path)
@@ -273,31 +279,47 @@ def _validate_grep(value: object) -> ToolValidation[GrepInput]:
     return Valid(value=GrepInput(compiled, segments, matcher, limit))
 
 
-def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> str | None:
-    """The text of a file ``grep`` may read (``None``: skip it), its bytes charged."""
+def _read_for_grep(name: str, dir_fd: int, budget: SearchBudget) -> bytes | None:
+    """The bytes of a file ``grep`` may read (``None``: skip it), its bytes charged.
+
+    A file is read in chunks of ``_CHUNK`` until a read returns nothing, except for the first
+    read, which asks for one byte more than the size ``fstat`` gave (at most ``_CHUNK``): when
+    it returns exactly that size, it was short, and that is the whole file, taken without the
+    empty read that would confirm it and without a ``_CHUNK`` buffer for a small file (a
+    regular file's read is short only at its end; a file that grew meanwhile, or one whose
+    size says 0 while it holds bytes, gives more and is read on as before). Each file is read
+    whole either way, so the bytes charged to the budget, and the file at which it runs out,
+    are the same as chunk by chunk.
+    """
     try:
         handle, info = open_for_reading(name, dir_fd, name)
     except (OSError, CodingToolError):
         return None
     try:
-        if info.st_size > GREP_FILE_MAX_BYTES:
+        size = info.st_size
+        if size > GREP_FILE_MAX_BYTES:
             return None
-        chunks: list[bytes] = []
-        total = 0
-        while total <= GREP_FILE_MAX_BYTES:
-            chunk = os.read(handle, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if not budget.spend_bytes(len(chunk)):
-                return None
+        asked = min(size + 1, _CHUNK)
+        data = os.read(handle, asked)
+        total = len(data)
+        if total and not budget.spend_bytes(total):
+            return None
+        if total and (total != size or total == asked):
+            chunks = [data]
+            while total <= GREP_FILE_MAX_BYTES:
+                chunk = os.read(handle, _CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if not budget.spend_bytes(len(chunk)):
+                    return None
+            data = b"".join(chunks)
     finally:
         os.close(handle)
-    data = b"".join(chunks)
-    if total > GREP_FILE_MAX_BYTES or b"\0" in data[:_BINARY_SNIFF]:
+    if total > GREP_FILE_MAX_BYTES or data.find(b"\0", 0, _BINARY_SNIFF) >= 0:
         return None
-    return data.decode("utf-8", errors="replace")
+    return data
 
 
 _REGEX_SYNTAX: Final = frozenset(".^$*+?{}[]\\|()")
@@ -307,10 +329,11 @@ _LINE_BREAKS: Final = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 def _literal_of(pattern: re.Pattern[str]) -> str | None:
     """The text ``pattern`` matches exactly, when it is a plain case-sensitive literal.
 
-    The one optimization of ``grep``: such a pattern matches a line exactly when the line
-    contains the literal, and a literal with no line break can only occur inside one line, so
-    a file whose whole text does not contain it has no matching line and is never split into
-    lines (most searches a model makes are identifiers). Everything else is matched line by
+    ``grep``'s fast path: such a pattern matches a line exactly when the line contains the
+    literal, and a literal with no line break can only occur inside one line, so a file whose
+    whole text does not contain it has no matching line and is never split into lines (most
+    searches a model makes are identifiers); most files are not even decoded, their bytes
+    lacking the literal's (``_needle_of``). Everything else is matched line by
     line, as before: a regex run over a whole file could see across lines (anchors,
     lookarounds) or backtrack over the whole file. ``tests/tools/test_search.py`` checks
     both paths give the same lines.
@@ -321,17 +344,39 @@ def _literal_of(pattern: re.Pattern[str]) -> str | None:
     return text if _LINE_BREAKS.isdisjoint(text) else None
 
 
+def _needle_of(literal: str | None) -> bytes | None:
+    """The UTF-8 bytes a file must hold to contain ``literal`` once decoded, or ``None``.
+
+    A file is decoded with replacement, so each character of its text is either U+FFFD (for
+    bytes that are not UTF-8) or a character whose UTF-8 encoding is exactly the bytes it came
+    from: a literal without U+FFFD that occurs in the text occurs, encoded, in the bytes. A
+    file whose bytes do not hold it is skipped before it is decoded. A literal holding U+FFFD
+    or a lone surrogate (which no decoded text holds) has no needle and is looked for in the
+    decoded text only.
+    """
+    if literal is None or "\ufffd" in literal:
+        return None
+    try:
+        return literal.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def grep(ws: Workspace, value: GrepInput, budget: SearchBudget) -> str:
     """The text of one ``grep`` call (on the worker thread)."""
     lines: list[str] = []
     matched = 0
     literal = _literal_of(value.pattern)
+    needle = _needle_of(literal)
     search: Callable[[str], object] = value.pattern.search
     if literal is not None:
         search = lambda line: literal in line  # noqa: E731 - the literal's per-line test
     for path, name, dir_fd in _matching(ws, value.path, value.glob, False, budget):
-        text = _read_for_grep(name, dir_fd, budget)
-        if text is None or (literal is not None and literal not in text):
+        data = _read_for_grep(name, dir_fd, budget)
+        if data is None or (needle is not None and needle not in data):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        if literal is not None and literal not in text:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if budget.stop.is_set():
