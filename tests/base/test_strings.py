@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether._base.strings import LazyPattern, surrogate_index
+from tether._base.strings import LazyPattern, surrogate_index, utf8_well_formed, well_formed
 
 SOURCES = (
     r"gpt-5(?![.\d])",
@@ -95,3 +95,50 @@ def test_surrogate_index_finds_lone_halves_and_halves_of_a_pair(
 ) -> None:
     assert surrogate_index(text) == index
     assert surrogate_index("\ud83d\ude00") == 0  # a pair as two code points: UTF-8 has no form
+
+
+def plain_well_formed(text: str) -> str:
+    """The reference: a code point loop, as JavaScript's ``toWellFormed`` walks UTF-16."""
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        point = ord(text[index])
+        following = ord(text[index + 1]) if index + 1 < len(text) else 0
+        if 0xD800 <= point <= 0xDBFF and 0xDC00 <= following <= 0xDFFF:
+            out.append(chr(0x10000 + ((point - 0xD800) << 10) + (following - 0xDC00)))
+            index += 2
+            continue
+        out.append("\ufffd" if 0xD800 <= point <= 0xDFFF else text[index])
+        index += 1
+    return "".join(out)
+
+
+SURROGATE_HEAVY = st.lists(
+    st.sampled_from(["a", "\ud800", "\udbff", "\udc00", "\udfff", "é", "\U0001f600", "\x00"])
+).map("".join)
+ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()))
+
+
+@given(SURROGATE_HEAVY | ANY_TEXT)
+def test_well_formed_is_the_plain_loop(text: str) -> None:
+    expected = plain_well_formed(text)
+    assert well_formed(text) == expected
+    assert utf8_well_formed(text) == expected.encode("utf-8")  # strict: no surrogate left
+    if surrogate_index(text) is None:
+        assert well_formed(text) is text  # the fast path hands the text back, no copy
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ""),
+        ("a\ud800b", "a\ufffdb"),
+        ("\udc00\ud800", "\ufffd\ufffd"),  # a low before a high is no pair
+        ("\ud800\ud800\udc00", "\ufffd\U00010000"),
+        ("end \udbff", "end \ufffd"),
+        ("\ud83d\ude00", "\U0001f600"),  # a pair as two code points: its character
+    ],
+)
+def test_well_formed_replaces_each_lone_half(text: str, expected: str) -> None:
+    assert well_formed(text) == expected
+    assert utf8_well_formed(text).decode("utf-8") == expected

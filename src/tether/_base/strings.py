@@ -8,6 +8,9 @@ Code points are counted as the workshop counts them over UTF-16: every Python co
 one, except a low surrogate that directly follows a high surrogate (a pair written as two
 code points) counts zero. A lone surrogate counts one.
 
+``well_formed`` and ``utf8_well_formed`` write text the way JavaScript hands a string to
+UTF-8 (``String.prototype.toWellFormed``, ``TextEncoder``): a lone surrogate becomes U+FFFD.
+
 ``LazyPattern`` is a regular expression compiled by its first match rather than by the import
 of the module that declares it (see its docstring).
 """
@@ -24,6 +27,8 @@ __all__ = [
     "is_non_empty",
     "message_of",
     "surrogate_index",
+    "utf8_well_formed",
+    "well_formed",
 ]
 
 JS_WHITESPACE: Final = (
@@ -72,7 +77,7 @@ def code_points(text: str, pending_high: bool = False) -> tuple[int, bool]:
 
 def surrogate_index(text: str) -> int | None:
     """The index of the first surrogate code point (U+D800..U+DFFF) in ``text``, which UTF-8
-    cannot encode (so neither can a session file), or ``None`` when there is none. ASCII text
+    cannot encode, or ``None`` when there is none. ASCII text
     is answered by ``str.isascii()`` (no scan, no copy); other text by one UTF-8 encoding,
     which fails exactly at the first surrogate."""
     if text.isascii():
@@ -82,6 +87,38 @@ def surrogate_index(text: str) -> int | None:
     except UnicodeEncodeError as error:
         return error.start
     return None
+
+
+def well_formed(text: str) -> str:
+    """``text`` as JavaScript reads it as UTF-16 and ``toWellFormed()`` returns it: a
+    surrogate pair written as two code points (``"\\ud83d\\ude00"``) is the one character it
+    spells, and each lone surrogate (a high one not followed by a low one, a low one not after
+    a high one) is U+FFFD. ``text`` itself when it holds no surrogate (``isascii()``, then one
+    UTF-8 encoding, which fails exactly when it holds one); else a round trip through UTF-16,
+    whose ``"replace"`` decoding puts one U+FFFD for each unpaired code unit (tested against a
+    plain code point loop in ``tests/base/test_strings.py``)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def utf8_well_formed(text: str) -> bytes:
+    """``text`` as UTF-8, as a JavaScript ``TextEncoder`` (a ``fetch`` body) encodes it: a lone
+    surrogate, which UTF-8 cannot encode, is sent as U+FFFD, a pair written as two code points
+    as its character (``well_formed``). For a request body: JSON text that ``json.dumps`` wrote
+    with ``ensure_ascii=False`` holds a surrogate only inside a string (its syntax is ASCII),
+    so it stays JSON, and a provider is never handed a ``"\\ud800"`` escape it may refuse.
+
+    The fast path is the one ``encode`` a body needs anyway; only text that fails it (it holds
+    a surrogate) is made well-formed and encoded again."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return well_formed(text).encode("utf-8")
 
 
 def message_of(error: object, fallback: str) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, Self, TypeAlia
 from tether._async.producer import fail_producer, start_producer
 from tether._async.race import follow_signal
 from tether._base.exact_types import instance_of
+from tether._base.strings import utf8_well_formed
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.models.base import RetryListener, retry_listener
 from tether.protocol import ModelChunk, ModelRequest, ModelResponse
@@ -309,9 +310,11 @@ class HttpStreamModel:
         watch = RequestWatch(signal, self._timeouts.total)
         try:
             check_request_images(request, self._base_url, self._API, self._model)
-            body = json.dumps(
-                self._body(request), separators=(",", ":"), ensure_ascii=False
-            ).encode()
+            # A lone surrogate in the transcript (a model's "\ud800" escape, kept by the
+            # session) is sent as U+FFFD: one encode unless the text holds one.
+            body = utf8_well_formed(
+                json.dumps(self._body(request), separators=(",", ":"), ensure_ascii=False)
+            )
             retries = Retries(self._retry, listener=listener, request_id=request.id)
             reserved = transcript_call_ids(request)
             while True:

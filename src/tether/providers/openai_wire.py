@@ -15,7 +15,7 @@ import math
 from typing import Final
 
 from tether._base.exact_types import exactly, type_of
-from tether._base.strings import is_non_empty
+from tether._base.strings import is_non_empty, well_formed
 from tether.jsonvalue import JsonObject, entries, thaw_json
 from tether.protocol import AssistantMessage, ImageBlock, ModelRequest, ToolCall, UserMessage
 from tether.providers._images import data_url, tool_images_note
@@ -187,28 +187,18 @@ def arguments_text(call: ToolCall) -> str:
     Non-ASCII text is kept as it is; only if the arguments hold a lone surrogate (which UTF-8
     cannot encode) is everything written as ``\\u`` escapes instead. An invalid call
     (``raw_arguments`` set) sends the text the model sent, so the model sees its own mistake
-    (a lone surrogate in it becomes U+FFFD).
+    (a lone surrogate in it becomes U+FFFD, ``well_formed``, as the body's encoding,
+    ``utf8_well_formed``, would send it).
     """
     raw = call.raw_arguments
     if raw is not None:
-        return _encodable(raw)
+        return well_formed(raw)
     text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"), ensure_ascii=False)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             text = json.dumps(call.arguments, default=_unfrozen, separators=(",", ":"))
-    return text
-
-
-def _encodable(text: str) -> str:
-    """``text`` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
     return text
 
 
