@@ -216,7 +216,9 @@ async def test_a_partly_streamed_answer_is_kept_as_far_as_it_streamed() -> None:
     assert [message.role for message in messages] == ["user", "assistant", "user"]
     partial = messages[1]
     assert isinstance(partial, AssistantMessage)
-    assert partial.content == (TextBlock(text="Let me think \ufffd"),)  # a cut character: U+FFFD
+    # As it streamed: a high surrogate (a character cut, or a model's lone "\ud83d") is kept,
+    # as a session keeps it; a provider request sends it as U+FFFD.
+    assert partial.content == (TextBlock(text="Let me think \ud83d"),)
     assert note_of(messages[2]) == INTERRUPTED_TURN_NOTE
     assert (await bounded(agent.run("go on"))).status == "completed"
     assert model.requests[-1].messages[1] == partial
@@ -271,6 +273,31 @@ async def test_the_session_records_what_was_kept_and_resumes_from_it(tmp_path: P
     assert resumed.messages == kept  # nothing left to close
     assert (await bounded(resumed.run("and now?"))).status == "completed"
     assert model.requests[0].messages[:4] == kept
+    await reopened.store.close()
+
+
+async def test_a_kept_partial_answer_holding_a_lone_surrogate_reloads_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """Regression: a partial answer's lone surrogate (a model's ``"\\ud800"`` escape) was
+    made U+FFFD so that a session could write it; a session now keeps it (escaped), so the
+    partial answer is kept as it streamed, as a whole answer would be, and reloads the same."""
+    streamed = asyncio.Event()
+    path = tmp_path / "session.jsonl"
+    tree = SessionTree(await SessionStore.create(path))
+    model = ScriptedModel([stalled("half \ud800", " way \udfff", streamed=streamed)])
+    agent = Agent(model=model, recorder=SessionRecorder(tree), interrupted_turns="keep")
+    stream = agent.prompt("explain")
+    await bounded(streamed.wait())
+    assert agent.cancel() is True
+    assert (await bounded(stream.result)).status == "cancelled"
+    kept = agent.messages
+    partial = kept[1]
+    assert isinstance(partial, AssistantMessage)
+    assert partial.content == (TextBlock(text="half \ud800 way \udfff"),)
+    await tree.store.close()
+    reopened = SessionTree(await SessionStore.load(path))
+    assert reopened.active_context().messages == kept
     await reopened.store.close()
 
 

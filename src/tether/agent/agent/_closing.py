@@ -109,7 +109,9 @@ class TurnTrace:
 
         def flush() -> None:
             if kind is not None and run:
-                text = _encodable("".join(run))
+                # As it streamed, a lone surrogate too (a model's "\ud800", or a character
+                # a delta cut): a session keeps it, a provider request sends it as U+FFFD.
+                text = "".join(run)
                 if kind == "text":
                     blocks.append(trusted.text_block(text))
                 else:
@@ -131,16 +133,6 @@ class TurnTrace:
         if not blocks:
             return None
         return trusted.assistant_message(new_message_id(), tuple(blocks))
-
-
-def _encodable(text: str) -> str:
-    """``text`` with surrogate halves joined and a lone one (a delta cut mid-character) made
-    U+FFFD, so a session can write it."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def observed(
