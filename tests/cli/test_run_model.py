@@ -33,6 +33,7 @@ from cli_support import (
     run_tether,
     spawned,
 )
+from openai_bodies import text_chunks
 from run_model_support import (
     MODEL,
     model_run,
@@ -42,8 +43,10 @@ from run_model_support import (
     tool_reply,
 )
 from servers.katan import KatanServer, free_port
-from servers.replay import ReplayServer, json_response
+from servers.replay import ReplayServer, Script, json_response, sse_body, sse_response
 from tether.agent import INTERRUPTED_TURN_NOTE
+from tether.agent.session import SessionStore, SessionTree
+from tether.protocol import AssistantMessage, TextBlock
 
 pytestmark = [
     pytest.mark.slow,
@@ -709,3 +712,49 @@ async def test_json_shows_retries_and_live_tool_output(tmp_path: Path) -> None:
     progress = [event["payload"] for event in events if event["type"] == "tool.progress"]
     assert progress == [{"toolCallId": "call-1", "toolName": "bash", "text": "live\n"}]
     assert types.index("tool.started") < types.index("tool.progress") < types.index("tool.finished")
+
+
+def escaped_reply(text: str) -> Script:
+    """A streamed text answer whose JSON spells ``text``'s non-ASCII with ``\\u`` escapes, as a
+    provider may: a lone surrogate arrives as ``"\\ud800"``, which ``json.loads`` decodes."""
+    chunks = text_chunks(text, prompt_tokens=5)
+    return sse_response(sse_body([json.dumps(chunk) for chunk in chunks]))
+
+
+@pytest.mark.parametrize("machine", [False, True], ids=["human", "json"])
+async def test_a_model_reply_holding_a_lone_surrogate_is_shown_recorded_and_sent_back(
+    tmp_path: Path, machine: bool
+) -> None:
+    """A model's answer holding a lone surrogate is shown (``\\ud800`` for a person, the same
+    JSON escape in ``--json``), recorded in the session file, and the next run on that
+    session sends it back as U+FFFD. Regression: the next run's request failed to encode
+    (``UnicodeEncodeError``), so every later run on the session failed."""
+    answer = "lone \ud800 here"
+    path = tmp_path / "s.jsonl"
+    extra = ["--session", str(path), *(["--json"] if machine else [])]
+    env = {k: v for k, v in child_env(tmp_path).items() if not k.startswith("COVERAGE_")}
+    async with ReplayServer() as server:
+        server.respond(escaped_reply(answer))
+        first = await run_tether(*model_run(server.url, *extra, prompt="first"), env=env)
+        server.respond(text_reply("again"))
+        second = await run_tether(*model_run(server.url, *extra, prompt="second"), env=env)
+    assert (first.returncode, first.stderr) == (0, b""), first.err
+    assert (second.returncode, second.stderr) == (0, b""), second.err
+    if machine:
+        events = first.events()  # each line parses; the escape decodes to the surrogate
+        deltas = [e["payload"]["chunk"]["delta"] for e in events if e["type"] == "model.chunk"]
+        assert deltas == [answer]
+        assert events[-1]["payload"]["result"]["finalText"] == answer
+    else:
+        assert "lone \\ud800 here" in first.out  # a Python escape for a person
+    assert len(server.requests) == 2
+    sent = server.requests[1].body.decode("utf-8")  # strict: the body is valid UTF-8
+    assistant = [m for m in json.loads(sent)["messages"] if m["role"] == "assistant"]
+    assert assistant[0]["content"] == "lone \ufffd here"
+    store = await SessionStore.load(path)
+    try:
+        kept = SessionTree(store).active_context().messages
+    finally:
+        await store.close()
+    replies = [m.content for m in kept if isinstance(m, AssistantMessage)]
+    assert replies == [(TextBlock(text=answer),), (TextBlock(text="again"),)]

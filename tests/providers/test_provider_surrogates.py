@@ -9,7 +9,9 @@ as two code points arrives as the one character it spells. Before, encoding the 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -17,10 +19,13 @@ import pytest
 import anthropic_bodies
 import gemini_bodies
 import responses_bodies
-from openai_bodies import text_chunks
-from servers.replay import ReplayServer, sse_body, sse_response
+from openai_bodies import call, minimal_chunk, minimal_usage, text_chunks
+from servers.replay import ReplayServer, Script, sse_body, sse_response
 from support import succeed
-from tether import AbortController, JsonObject
+from tether import AbortController, JsonObject, ToolRegistry, tool
+from tether.agent import Agent
+from tether.agent.persistence import SessionRecorder
+from tether.agent.session import SessionStore, SessionTree
 from tether.protocol import (
     AssistantMessage,
     ModelRequest,
@@ -130,3 +135,75 @@ async def test_a_lone_surrogate_in_the_history_reaches_the_server_as_u_fffd(api:
     # text whose own \u escape keeps the lone surrogate for the model to read.
     escaped = api.startswith("openai")
     assert ("x\\\\udfffy" if escaped else "x\ufffdy") in text, api
+
+
+# --- an Agent with a session, end to end -------------------------------------------------------
+
+
+def escaped(payloads: list[dict[str, Any]]) -> Script:
+    """An OpenAI stream whose JSON spells non-ASCII as ``\\u`` escapes, as a provider may: a
+    lone surrogate arrives as ``"\\ud800"``, which ``json.loads`` decodes to one."""
+    return sse_response(sse_body([json.dumps(payload) for payload in payloads]))
+
+
+def calling_peek() -> Script:
+    return escaped(
+        [
+            minimal_chunk({"role": "assistant", "content": "look \udbff"}),
+            minimal_chunk({"tool_calls": [call(0, "call_1", "peek", '{"at":"x\\ud800"}')]}),
+            minimal_chunk({}, "tool_calls"),
+            minimal_usage(5, 3),
+        ]
+    )
+
+
+async def test_an_agent_whose_model_and_tool_send_lone_surrogates_keeps_running(
+    tmp_path: Path,
+) -> None:
+    """A model's reply and arguments and a tool's output holding lone surrogates: the run
+    completes (the second request carries them as U+FFFD), the next run completes, and the
+    session file reloads them as they were (a tool's ``str`` output is made U+FFFD by
+    ``execute_tool_call`` itself, ``encodable_text``). Regression: the second request raised
+    ``UnicodeEncodeError``, and so did every later request of that Agent."""
+
+    @tool
+    async def peek(at: str) -> str:
+        """Peek at a thing."""
+        return f"saw {at} and \udc00"
+
+    path = tmp_path / "session.jsonl"
+    tree = SessionTree(await SessionStore.create(path))
+    async with ReplayServer() as server:
+        server.respond(calling_peek())
+        server.respond(escaped(text_chunks("done \ud800", prompt_tokens=9)))
+        server.respond(escaped(text_chunks("again", prompt_tokens=9)))
+        async with OpenAIChatModel(
+            "gpt-test", base_url=server.url, api_key=SECRET, retry=FAST_RETRY
+        ) as model:
+            agent = Agent(model=model, tools=ToolRegistry([peek]), recorder=SessionRecorder(tree))
+            async with asyncio.timeout(BOUND):
+                assert (await agent.run("go")).status == "completed"
+                assert (await agent.run("and now?")).status == "completed"
+    kept = agent.messages
+    await tree.store.close()
+    assert len(server.requests) == 3
+    third = server.requests[2].body.decode("utf-8")  # strict: valid UTF-8
+    for sent in ['"look \ufffd"', '"saw x\ufffd and \ufffd"', '"done \ufffd"']:
+        assert sent in third, sent
+    texts = [
+        block.text
+        for m in kept
+        if m.role == "assistant"
+        for block in m.content
+        if block.type == "text"
+    ]
+    assert texts == ["look \udbff", "done \ud800", "again"]
+    calls = [block for m in kept if m.role == "assistant" for block in m.content]
+    assert [c.arguments for c in calls if c.type == "toolCall"] == [{"at": "x\ud800"}]
+    result = next(m for m in kept if m.role == "toolResult")
+    assert result.content == "saw x\ufffd and \ufffd"  # a str output: the tool layer's U+FFFD
+    reopened = SessionTree(await SessionStore.load(path))
+    try:
+        assert reopened.active_context().messages == kept
+    finally:
+        await reopened.store.close()
