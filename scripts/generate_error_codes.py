@@ -141,8 +141,10 @@ ADVICE: dict[str, str] = {
     "AGENT_BUSY": "A run is already in progress: wait for it (`wait_until_idle()`, or the "
     "run's result), or add to it with `steer()` / `follow_up()`.",
     "AGENT_INVALID_MESSAGE": "The user text holds a surrogate code point (a lone `\\ud800`, "
-    "often from bytes decoded with `surrogateescape`), which no session can record: decode "
-    "the bytes with `errors='replace'`, or replace the surrogates, before `prompt()`.",
+    "often from bytes decoded with `surrogateescape`), which is no Unicode text: a provider "
+    "would be sent U+FFFD for a lone one. Decode the bytes with `errors='replace'`, or repair "
+    "the text (`text.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')`), "
+    "before `prompt()`.",
     "AGENT_NOTHING_TO_CONTINUE": "There is nothing to continue: `prompt()` a new message, or "
     "queue a `follow_up()` before `continue_()`.",
     "TOOL_CALL_NOT_RUN": "The turn ended before this call ran (cut off, refused, or a "

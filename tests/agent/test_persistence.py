@@ -22,6 +22,7 @@ from tether import (
     tool,
     tool_call_reply,
 )
+from tether._base.strings import surrogate_index
 from tether.abort import AbortSignal
 from tether.agent import Agent, AgentInvalidMessageError
 from tether.agent.auto_compaction import AutoCompaction
@@ -129,14 +130,17 @@ async def test_a_recorder_failure_fails_the_run_with_its_own_code(tmp_path: Path
 @pytest.mark.parametrize(
     "text", ["hi \ud800", "\udfff", "caf\u00e9 \udcff", "\ud83d\ude00"], ids=repr
 )
-async def test_user_text_no_session_can_record_is_refused_when_it_enters(
+async def test_user_text_holding_a_surrogate_is_refused_when_it_enters(
     tmp_path: Path, text: str
 ) -> None:
     """Regression: a user message holding a surrogate code point (a lone ``\\ud800``, or a
     pair written as two code points: UTF-8 encodes neither) was accepted; its run then failed
     with ``AGENT_RECORDING_FAILED`` ("Session message contains a lone surrogate"), and so did
     every later run of that Agent. Now ``prompt``, ``run``, ``steer`` and ``follow_up`` refuse
-    it at once, typed, and nothing changes."""
+    it at once, typed, and nothing changes. The reason says what is true: a session would
+    record it (escaped), but it is no Unicode text and a provider would be sent U+FFFD; the
+    repair the message names makes text the Agent takes."""
+    repair = "text.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')"
     tree = await new_tree(tmp_path)
     agent = Agent(model=ScriptedModel([text_reply("a")]), recorder=SessionRecorder(tree))
     before = read_lines(tree.store.path)
@@ -150,12 +154,17 @@ async def test_user_text_no_session_can_record_is_refused_when_it_enters(
             attempt()
         assert refused.value.code == "AGENT_INVALID_MESSAGE"
         assert "surrogate" in refused.value.message
+        assert "session" not in refused.value.message  # a session records such text now
+        assert "U+FFFD" in refused.value.message
+        assert repair in refused.value.message
         assert isinstance(refused.value, ValueError)
     with pytest.raises(AgentInvalidMessageError):
         await bounded(agent.run(text))
     assert agent.messages == ()
     assert read_lines(tree.store.path) == before
-    result = await bounded(agent.run("fine"))
+    repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    assert surrogate_index(repaired) is None
+    result = await bounded(agent.run(repaired))  # what the message says to do is taken
     assert result.status == "completed"
     assert agent.messages[0].id == "agent-user-000001"  # a refusal takes no generated ID
     assert (await reloaded(tree)).active_messages == agent.messages

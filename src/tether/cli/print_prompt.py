@@ -24,7 +24,7 @@ def print_prompt(given: str | None, parser: argparse.ArgumentParser) -> str:
     do."""
     if given is not None and given != "-":
         # Argument bytes that are not UTF-8 reach Python as lone surrogates
-        # (surrogateescape), which no session can record: replaced, as on standard input.
+        # (surrogateescape), which the Agent refuses (no Unicode text): replaced, as on stdin.
         return given.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     stream = sys.stdin
     if stream is None or (given is None and stream.isatty()):

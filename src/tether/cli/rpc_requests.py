@@ -182,9 +182,9 @@ def images_field(fields: dict[str, object]) -> tuple[ImageBlock, ...]:
 
 
 def message_field(fields: dict[str, object]) -> str:
-    """The ``message`` of ``prompt``, ``steer`` or ``follow_up``: ``text_field``, and text a
-    session can record. JSON's ``\\ud800`` escapes decode to lone surrogates, which no
-    session records: accepted, such a prompt failed its run with ``AGENT_RECORDING_FAILED``."""
+    """The ``message`` of ``prompt``, ``steer`` or ``follow_up``: ``text_field``, and Unicode
+    text. JSON's ``\\ud800`` escapes decode to lone surrogates, which the Agent refuses
+    (``AGENT_INVALID_MESSAGE``: a provider would be sent U+FFFD): refused here first."""
     text = text_field(fields, "message")
     if surrogate_index(text) is not None:  # the Agent would refuse it: AGENT_INVALID_MESSAGE
         raise RpcError("RPC_INVALID_REQUEST", '"message" holds a lone surrogate (\\ud800-\\udfff)')

@@ -35,9 +35,11 @@ object. Its rules, in short:
   default) and the queues 256 items together; work that could overflow the transcript is
   refused when it is added (``AgentMessageLimitError``, ``AGENT_MESSAGE_LIMIT``), by the
   capacity reservations of the workshop.
-* **Recordable user text.** ``prompt()``, ``steer()`` and ``follow_up()`` refuse text holding
-  a surrogate code point (a lone ``"\\ud800"``), which no session can write, at once
-  (``AgentInvalidMessageError``, ``AGENT_INVALID_MESSAGE``): nothing is accepted or queued.
+* **Unicode user text.** ``prompt()``, ``steer()`` and ``follow_up()`` refuse text holding
+  a surrogate code point (a lone ``"\\ud800"``), which is no Unicode text (a provider would
+  be sent U+FFFD), at once (``AgentInvalidMessageError``, ``AGENT_INVALID_MESSAGE``): nothing
+  is accepted or queued. A model's reply holding one is kept as it is (a session records it
+  escaped; a request sends it as U+FFFD).
 * **Subscribers observe; they cannot interfere.** Each event is pushed to the run's stream,
   then given to the subscribers in registration order. A subscriber that raises is recorded
   in ``subscriber_errors``; one that returns an awaitable has it scheduled and observed, never

@@ -307,7 +307,7 @@ class Agent:
         If steering was queued while idle, the first steering message is accepted right after
         the prompt. Raises ``AgentBusyError`` while running, ``AgentMessageLimitError`` when
         the work could overflow the transcript, ``AgentInvalidMessageError`` for ``content``
-        no session can record (a surrogate code point, such as a lone ``"\\ud800"``; also
+        that is no Unicode text (a surrogate code point, such as a lone ``"\\ud800"``; also
         from ``steer`` and ``follow_up``), ``RuntimeError`` without a running event loop.
         """
         self._assert_idle()

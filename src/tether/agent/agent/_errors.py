@@ -33,19 +33,23 @@ class AgentMessageLimitError(TetherError):
 
 
 class AgentInvalidMessageError(TetherError, ValueError):
-    """User text that no session can record (``AGENT_INVALID_MESSAGE``): it holds a
-    surrogate code point (U+D800..U+DFFF: a lone ``"\\ud800"``, or a pair written as two
-    code points), which UTF-8 cannot encode. Raised synchronously by ``prompt``, ``run``,
-    ``steer`` and ``follow_up``; nothing was accepted or queued. ``tether rpc`` refuses the
-    same text with ``RPC_INVALID_REQUEST``."""
+    """User text holding a surrogate code point (``AGENT_INVALID_MESSAGE``): U+D800..U+DFFF,
+    a lone ``"\\ud800"`` (often bytes decoded with ``surrogateescape``) or a pair written as
+    two code points. It is no Unicode text: UTF-8 has no form for it, so a provider would be
+    sent U+FFFD for a lone one, and the model would not read what the caller wrote. A caller's
+    mistake, refused rather than silently changed (a model's reply or a tool's result that
+    holds one is kept: a session records it escaped). Raised synchronously by ``prompt``,
+    ``run``, ``steer`` and ``follow_up``; nothing was accepted or queued. ``tether rpc``
+    refuses the same text with ``RPC_INVALID_REQUEST``."""
 
     def __init__(self, index: int) -> None:
         super().__init__(
             "AGENT_INVALID_MESSAGE",
-            f"Agent user content holds a surrogate code point at index {index}, which no "
-            "session can record: join a surrogate pair into its character "
-            "(text.encode('utf-16', 'surrogatepass').decode('utf-16')) or replace a lone one "
-            "(text.encode('utf-8', 'replace').decode('utf-8'))",
+            f"Agent user content holds a surrogate code point at index {index}, which is no "
+            "Unicode text (UTF-8 has no form for it: a provider would be sent U+FFFD for a "
+            "lone one): join a pair written as two code points into its character and make a "
+            "lone one U+FFFD with "
+            "text.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')",
         )
 
 

@@ -116,11 +116,11 @@ class WorkQueue:
     def user_message(self, content: object, images: Sequence[ImageBlock] = ()) -> UserMessage:
         """A user message with the next generated ID (``agent-user-NNNNNN``) and ``images``
         (``ImageBlock`` values, checked by ``UserMessage``). Text holding a surrogate code
-        point is ``AgentInvalidMessageError`` (no session could record it)."""
+        point is ``AgentInvalidMessageError`` (it is no Unicode text)."""
         if not exactly(content, str):
             raise TypeError("Agent user content must be a string")
         surrogate = surrogate_index(content)
-        if surrogate is not None:  # no session could record it: refused before it enters
+        if surrogate is not None:  # no Unicode text: refused before it enters
             raise AgentInvalidMessageError(surrogate)
         number = self.next_number
         self.next_number += 1
