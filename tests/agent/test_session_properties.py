@@ -2,7 +2,9 @@
 bytes, torn files load to their last whole record (and a writer cuts them back to it), the
 incomplete-prefix recognizer accepts
 every proper prefix of a JSON object, the compiled message decoder agrees with ``from_json``,
-the incremental tool linkage agrees with ``validate_transcript``, and any sequence of
+the incremental tool linkage agrees with ``validate_transcript``, a message holding a
+surrogate is written with ``\\u`` escapes (any other unescaped) and reloads to the same
+UTF-16 text, and any sequence of
 appends, compactions, moves, flushes and reloads gives the tree an in-memory model predicts,
 with the file always holding exactly what the store acknowledged."""
 
@@ -46,6 +48,7 @@ from tether.agent.session import (
     SessionTree,
     parse_session,
 )
+from tether.agent.session.format import _message_bytes  # pyright: ignore[reportPrivateUsage]
 from tether.protocol import ProtocolJsonError
 from tether.protocol.transcript import validate_transcript
 
@@ -417,6 +420,126 @@ def test_the_role_decoders_agree_with_the_message_decoder(
     role = data.get("role")
     if type(role) is str and role in decoders:
         assert outcome_of(decoders[role], data) == outcome_of(message_from_json, data)
+
+
+# --- text holding surrogates: written escaped, reloaded the same ------------------------------
+
+SURROGATE_TEXT = st.lists(
+    st.sampled_from(
+        ["a", "\u00e9", '"', "\\", "\ud800", "\udbff", "\udc00", "\udfff", "\U0001f600"]
+    ),
+    max_size=6,
+).map("".join) | st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=6)
+surrogate_blocks = st.one_of(
+    st.builds(TextBlock, text=SURROGATE_TEXT),
+    st.builds(ThinkingBlock, text=SURROGATE_TEXT, signature=st.none() | SURROGATE_TEXT),
+    st.builds(
+        ToolCall,
+        id=st.just("c1"),
+        name=st.just("read"),
+        arguments=st.dictionaries(SURROGATE_TEXT, SURROGATE_TEXT, max_size=2).map(JsonObject),
+    ),
+)
+surrogate_messages: st.SearchStrategy[Message] = st.one_of(
+    st.builds(UserMessage, id=st.just("m1"), content=SURROGATE_TEXT),
+    st.builds(
+        AssistantMessage,
+        id=st.just("m1"),
+        content=st.lists(surrogate_blocks, max_size=3).map(tuple),
+    ),
+    st.builds(
+        ToolResultMessage,
+        id=st.just("m1"),
+        tool_call_id=st.just("c1"),
+        tool_name=st.just("read"),
+        content=SURROGATE_TEXT,
+    ),
+)
+
+
+def has_surrogate(value: Any) -> bool:
+    """Whether any string in the JSON value ``value`` (keys too) holds a surrogate code point."""
+    if isinstance(value, str):
+        return any(0xD800 <= ord(char) <= 0xDFFF for char in value)
+    if isinstance(value, dict):
+        items = cast(dict[str, Any], value).items()
+        return any(has_surrogate(key) or has_surrogate(item) for key, item in items)
+    if isinstance(value, list):
+        return any(has_surrogate(item) for item in cast(list[Any], value))
+    return False
+
+
+def joined(value: Any) -> Any:
+    """``value`` with each surrogate pair written as two code points joined into the
+    character it spells (a plain loop), as JSON's ``\\ud83d\\ude00`` escapes read back."""
+    if isinstance(value, str):
+        out: list[str] = []
+        index = 0
+        while index < len(value):
+            point = ord(value[index])
+            low = ord(value[index + 1]) if index + 1 < len(value) else 0
+            if 0xD800 <= point <= 0xDBFF and 0xDC00 <= low <= 0xDFFF:
+                out.append(chr(0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00)))
+                index += 2
+            else:
+                out.append(value[index])
+                index += 1
+        return "".join(out)
+    if isinstance(value, dict):
+        return {joined(key): joined(item) for key, item in cast(dict[str, Any], value).items()}
+    if isinstance(value, list):
+        return [joined(item) for item in cast(list[Any], value)]
+    return value
+
+
+message_bytes: Callable[[Message], bytes] = _message_bytes
+
+
+@given(surrogate_messages)
+def test_a_message_is_written_as_plain_utf8_or_else_as_ascii_escapes(message: Message) -> None:
+    """The writer's two paths against the plain rule: a message whose text UTF-8 can encode
+    is its compact JSON in UTF-8, unescaped (the fast path); any other is the same JSON with
+    ``ensure_ascii``; either reads back as the message, each pair written as two code points
+    joined (the same UTF-16 text)."""
+    data = to_json(message)
+    if has_surrogate(data):
+        expected = json.dumps(data, separators=(",", ":")).encode("ascii")
+    else:
+        expected = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    written = message_bytes(message)
+    assert written == expected
+    assert message_from_json(json.loads(written.decode("utf-8"))) == from_json(
+        joined(data), Message
+    )
+
+
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(SURROGATE_TEXT, st.lists(surrogate_blocks, max_size=2)), max_size=4))
+def test_messages_holding_surrogates_reload_from_the_file_as_they_were(
+    turns: list[tuple[str, list[Any]]],
+) -> None:
+    sent: list[Message] = []
+    for number, (text, content) in enumerate(turns):
+        sent.append(UserMessage(id=f"u{number}", content=text))
+        calls = [block for block in content if not isinstance(block, ToolCall)]
+        sent.append(AssistantMessage(id=f"a{number}", content=tuple(calls)))
+
+    async def round_trip(path: Path) -> list[Message]:
+        store = await SessionStore.create(path)
+        previous: str | None = None
+        for message in sent:
+            previous = (await store.append(previous, message)).id
+        await store.close()
+        loaded = await SessionStore.load(path)
+        await loaded.close()
+        return [entry.message for entry in loaded.entries if isinstance(entry, MessageEntry)]
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "session.jsonl"
+        reloaded = asyncio.run(round_trip(path))
+        for line in path.read_bytes().splitlines():
+            json.loads(line.decode("utf-8"))  # every line is UTF-8 JSON
+    assert reloaded == [from_json(joined(to_json(message)), Message) for message in sent]
 
 
 # --- incremental linkage against validate_transcript -----------------------------------------
