@@ -9,6 +9,13 @@ first event included), the ``text/event-stream`` body decoded by ``_sse.SSEDecod
 event by event to the parser, a JSON body answered to the streaming request parsed whole.
 Every failure settles the stream with a ``ProviderError`` (or the abort reason).
 
+The body is UTF-8 JSON (``ensure_ascii=False``) encoded by ``_base.strings.utf8_well_formed``:
+a lone surrogate in the transcript (a model's ``"\\ud800"`` escape decodes to one, and the
+session keeps it) is sent as U+FFFD, as a JavaScript ``fetch`` body's ``TextEncoder`` sends
+it, not as the ``\\ud800`` escape ``JSON.stringify`` writes (Anthropic answers that with a
+400, "no low surrogate in string", to every later request); text without one costs the one
+``encode`` it always did.
+
 The response is read and closed by the producer task alone (``_watch.RequestWatch`` turns an
 abort or a deadline into an error at the await it interrupts), and the stream settles only
 after the response is closed: a consumer that has the result has nothing left running. After
