@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from tether._base.exact_types import type_of
-from tether._base.strings import code_points
+from tether._base.strings import code_points, well_formed
 from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, js_number_text
 
 __all__ = [
@@ -127,12 +127,9 @@ def _without_surrogates(text: str, lone: Callable[[int], str]) -> str:
 
 def encodable_text(text: str) -> str:
     """``text`` as UTF-8 can carry it: each lone surrogate becomes U+FFFD and each surrogate
-    pair the character it encodes; text without surrogates is returned as it is."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _without_surrogates(text, lambda _: "\ufffd")
-    return text
+    pair the character it encodes; text without surrogates is returned as it is
+    (``_base.strings.well_formed``, which a request body's encoding also uses)."""
+    return well_formed(text)
 
 
 class _Writer:
