@@ -77,9 +77,9 @@ def code_points(text: str, pending_high: bool = False) -> tuple[int, bool]:
 
 def surrogate_index(text: str) -> int | None:
     """The index of the first surrogate code point (U+D800..U+DFFF) in ``text``, which UTF-8
-    cannot encode, or ``None`` when there is none. ASCII text
-    is answered by ``str.isascii()`` (no scan, no copy); other text by one UTF-8 encoding,
-    which fails exactly at the first surrogate."""
+    cannot encode, or ``None`` when there is none. ASCII text is answered by ``str.isascii()``
+    (no scan, no copy); other text by one UTF-8 encoding, which fails exactly at the first
+    surrogate."""
     if text.isascii():
         return None
     try:
