@@ -1284,7 +1284,8 @@ async def test_a_number_past_the_list_is_refused_even_when_an_id_starts_with_it(
     chat, buffer = make_chat(tmp_path, config, model, answers)
     await chat.turn("first")
     ident = chat.session_id
-    assert ident is not None and ident.startswith("2")
+    assert ident is not None
+    assert ident.startswith("2")
     assert await chat.pick_session() == ident
     assert len(answers.asked) == 2
     assert "no session '2': a number from 1 to 1, or an ID" in shown(buffer)
@@ -1304,7 +1305,9 @@ async def test_a_prefix_of_two_ids_asks_again_and_a_unique_one_picks_the_whole_i
     await chat.command(Command("new"))
     await chat.turn("second")
     second = chat.session_id
-    assert first is not None and second is not None and second != first
+    assert first is not None
+    assert second is not None
+    assert second != first
     unique = next(first[:n] for n in range(3, 37) if not second.startswith(first[:n]))
     answers.answers.append(unique)
     assert await chat.pick_session() == first
