@@ -36,7 +36,6 @@ from tether._async.race import follow_signal
 from tether._base.exact_types import instance_of
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.models.base import RetryListener, retry_listener
-from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import (
     BodyReader,
     HttpTransport,
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from tether.models.limits import RunLimits
+    from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 
 __all__ = [
     "HttpStreamModel",
@@ -281,6 +281,10 @@ class HttpStreamModel:
         (``aclose()``, or ``async with contextlib.aclosing(aiter(stream))``) aborts the
         request at once; so does dropping the stream without reading it to its end.
         """
+        # Here, not at import: a model's module does not load the protocol (issue 30); a
+        # request was built with it, so this is a lookup in ``sys.modules``.
+        from tether.protocol import ModelRequest
+
         if type(request) is not ModelRequest:
             raise TypeError("request must be a ModelRequest")
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
