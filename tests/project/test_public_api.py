@@ -413,9 +413,10 @@ deferred += ["tether.protocol", "tether.jsonvalue", "tether.models.limits",
              "tether.agent.session.parse", "tether.agent.session.decoder",
              "tether.agent.session.blobs", "tether.agent.session.linkage",
              "tether.agent.session.journal", "tether.agent.session._opening",
-             "tether.agent.session._staging", "tether.agent.session.tree"]
+             "tether.agent.session._staging", "tether.agent.session.tree",
+             "tether.providers._sse", "tether.providers._decoding"]
 if "coverage" not in sys.modules:  # coverage imports these itself
-    deferred += ["random", "uuid", "hashlib"]
+    deferred += ["random", "uuid", "hashlib", "zlib"]
 print(json.dumps({"session_only": session_only,
                   "deferred": [name for name in deferred if name in sys.modules]}))
 """
@@ -436,8 +437,9 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
     traced run. Nor does any of the four load what it needs only when used (issue 30): the
     loop's steps, checks and hooks load with the first run, the coding tools' catalog and
     workspace with ``coding_tools()``, the session store's parser, records and journal when a
-    store is opened, and the protocol with whichever comes first (an HTTP model's modules
-    name its types for annotations only)."""
+    store is opened, the SSE decoder and the body decoders (``zlib``) with a model's first
+    response, and the protocol with whichever comes first (an HTTP model's modules name its
+    types for annotations only)."""
     assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
 
 

@@ -48,7 +48,6 @@ from tether.providers._http import (
     redact_error,
 )
 from tether.providers._images import check_request_images
-from tether.providers._sse import DEFAULT_MAX_RESPONSE_BYTES, SSEDecoder, is_event_stream
 from tether.providers._watch import RequestWatch
 from tether.providers.errors import ProviderError, ProviderErrorCode
 from tether.stream import EventStream
@@ -367,6 +366,9 @@ class HttpStreamModel:
         error event to retry (nothing was delivered). An event stream is decoded and parsed
         event by event; a JSON body (some servers answer the streaming request with one) is
         parsed whole."""
+        # Here, not at import: the SSE decoder loads with the first response (issue 30).
+        from tether.providers._sse import DEFAULT_MAX_RESPONSE_BYTES, SSEDecoder, is_event_stream
+
         content_type = response.headers.get("content-type")
         if not is_event_stream(content_type):
             if content_type is not None and "json" in content_type.lower():
