@@ -9,8 +9,10 @@ a median of single processes measured the load as much as the code. The median o
 is reported, with the ratio to ``python -c pass`` and the milliseconds above it, and each
 goal's samples are the blocks' differences of minima. The child's CPU time (user + system) is
 printed beside it, for insight. ``import tether`` loads the
-package root only (its public names load on first use); ``tether (all layers)`` also touches
-``run_agent_loop``, which loads every layer, asyncio included. ``import asyncio`` is shown for
+package root only (its public names load on first use). The usable API's four names load
+what each needs only when it is used (a run, a request, a store opened, the tools built), so
+``tether (all layers)`` imports what a first run loads (``tether.loop._run_steps``: every
+layer below the loop, the protocol included, asyncio too). ``import asyncio`` is shown for
 scale. Peers that are not installed are skipped.
 
     python benchmarks/bench_import.py [--quick] [--json-out PATH]
@@ -40,7 +42,9 @@ STATEMENTS: dict[str, str] = {
     "import asyncio": "import asyncio",
     "import tether": "import tether",
     "the usable API": USABLE_API,
-    "tether (all layers)": "import tether; tether.run_agent_loop",
+    "tether (all layers)": (
+        "import tether; tether.run_agent_loop; import tether.loop._run_steps, tether.loop.collector"
+    ),
     "import pydantic_ai": "import pydantic_ai",
     "import agents": "import agents",
 }

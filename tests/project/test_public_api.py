@@ -401,8 +401,22 @@ deferred = ["email.utils", "difflib", "tether.models.scripted", "tether.provider
             "tether.providers.catalog", "tether.providers.registry", "tether.tracing",
             "tether.providers.openai_wire", "tether.providers.openai_chat_stream",
             "tether.providers.openai_chat_body"]
+# Issue 30: each of the four loads its machinery with its first use (a run, a request, a
+# store opened, the tools built), so none of it, nor the protocol, loads with the names.
+deferred += ["tether.protocol", "tether.jsonvalue", "tether.models.limits",
+             "tether.loop._run_steps", "tether.loop._model_turn", "tether.loop.checks",
+             "tether.loop.hooks", "tether.loop.output", "tether.loop.retries",
+             "tether.tools.contract", "tether.tools.tool_registry",
+             "tether.tools.coding.catalog", "tether.tools.coding.workspace",
+             "tether.tools.coding.environment",
+             "tether.agent.session.records", "tether.agent.session.store_options",
+             "tether.agent.session.parse", "tether.agent.session.decoder",
+             "tether.agent.session.blobs", "tether.agent.session.linkage",
+             "tether.agent.session.journal", "tether.agent.session._opening",
+             "tether.agent.session._staging", "tether.agent.session.tree",
+             "tether.providers._sse", "tether.providers._decoding"]
 if "coverage" not in sys.modules:  # coverage imports these itself
-    deferred += ["random", "uuid", "hashlib"]
+    deferred += ["random", "uuid", "hashlib", "zlib"]
 print(json.dumps({"session_only": session_only,
                   "deferred": [name for name in deferred if name in sys.modules]}))
 """
@@ -420,8 +434,76 @@ def test_the_usable_api_loads_only_what_it_uses() -> None:
     fixture provider unloaded (their packages load their names on first use); the provider
     catalog and registry load with ``from_spec``, not with ``OpenAIChatModel``, nor do its
     request builder and parsers, which load with its first request; tracing loads with a
-    traced run."""
+    traced run. Nor does any of the four load what it needs only when used (issue 30): the
+    loop's steps, checks and hooks load with the first run, the coding tools' catalog and
+    workspace with ``coding_tools()``, the session store's parser, records and journal when a
+    store is opened, the SSE decoder and the body decoders (``zlib``) with a model's first
+    response, and the protocol with whichever comes first (an HTTP model's modules name its
+    types for annotations only)."""
     assert _probe(_USABLE_API_PROBE) == {"session_only": [], "deferred": []}
+
+
+_FIRST_USES = {
+    "run_agent_loop": """
+import asyncio
+from tether import run_agent_loop
+async def main():
+    from tether import ScriptedModel, ToolRegistry, UserMessage, text_reply
+    stream = run_agent_loop(messages=[UserMessage(content="hi")], tools=ToolRegistry([]),
+                            model=ScriptedModel([text_reply("hello")]), max_steps=1)
+    result = await stream.result
+    return [result.status, result.final_text]
+print(json.dumps(asyncio.run(main())))
+""",
+    "coding_tools": """
+import tempfile
+from tether import coding_tools
+with tempfile.TemporaryDirectory() as root:
+    print(json.dumps([spec.name for spec in coding_tools(root).specs()][:2]))
+""",
+    "SessionStore": """
+import asyncio, os, tempfile
+from tether import SessionStore
+async def main(root):
+    store = await SessionStore.create(os.path.join(root, "s.jsonl"))
+    from tether import UserMessage
+    entry = await store.append(None, UserMessage(content="hi"))
+    await store.close()
+    again = await SessionStore.read(os.path.join(root, "s.jsonl"))
+    return [len(again.entries), again.entries[0].id == entry.id]
+with tempfile.TemporaryDirectory() as root:
+    print(json.dumps(asyncio.run(main(root))))
+""",
+    "OpenAIChatModel": """
+import asyncio
+from tether import OpenAIChatModel
+async def main():
+    from tether import AbortController
+    model = OpenAIChatModel(model="gpt-4o-mini", api_key="key")
+    try:
+        model.stream("not a request", AbortController().signal)
+    except TypeError as error:
+        return [str(error)]
+    finally:
+        await model.aclose()
+print(json.dumps(asyncio.run(main())))
+""",
+}
+_FIRST_USE_RESULTS = {
+    "run_agent_loop": ["completed", "hello"],
+    "coding_tools": ["read_file", "write_file"],
+    "SessionStore": [1, True],
+    "OpenAIChatModel": ["request must be a ModelRequest"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_FIRST_USES))
+def test_each_usable_name_works_from_a_cold_start(name: str) -> None:
+    """What the usable API defers loads at its first use: each name used first thing in a
+    fresh interpreter, before anything else has loaded the protocol or the layer's machinery
+    (an import cycle among the deferred imports would fail here, not in-process tests)."""
+    assert _probe("import json\n" + _FIRST_USES[name]) == _FIRST_USE_RESULTS[name]
 
 
 _STANDARD_DATACLASS_PROBE = """

@@ -6,22 +6,107 @@
 * ``RunLimits`` and the limit constants, re-exported from ``tether.models.limits``;
 * ``checks``: the chunk, response and transcript boundary checks and their agreement rules;
 * ``collector``: ``relaxed_cycle_collector``, an opt-in knob for thousands of runs in flight.
+
+Each name loads its module on first use (``tether._base.lazy``): ``run_agent_loop`` does not
+load the hooks, the limits or the checks until a run needs them (issue 30).
 """
 
-from tether.loop import agent_loop as _run
-from tether.loop import collector as _collector
-from tether.loop import hooks as _hooks
-from tether.loop.agent_loop import *  # noqa: F403
-from tether.loop.collector import *  # noqa: F403
-from tether.loop.hooks import *  # noqa: F403
-from tether.models import limits as _limits
-from tether.models.limits import *  # noqa: F403
+from typing import TYPE_CHECKING
+
+from tether._base.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from tether.loop.agent_loop import (
+        NoRunningLoopError,
+        RunFailureCode,
+        run_agent_loop,
+    )
+    from tether.loop.collector import relaxed_cycle_collector
+    from tether.loop.hooks import (
+        AfterToolCall,
+        BeforeToolCall,
+        BlockToolCall,
+        ReplaceToolResult,
+        ToolCallContext,
+        ToolHookErrorCode,
+        ToolHooks,
+    )
+    from tether.models.limits import (
+        MAX_AGENT_STEPS,
+        MAX_INITIAL_MESSAGES,
+        MAX_MODEL_BLOCKS_PER_STEP,
+        MAX_MODEL_CHUNKS_PER_STEP,
+        MAX_MODEL_TEXT_CODE_POINTS,
+        MAX_TOOL_ARGUMENT_DEPTH,
+        MAX_TOOL_ARGUMENT_ENTRIES,
+        MAX_TOOL_ARGUMENT_NODES,
+        MAX_TOOL_ARGUMENT_STRING_CODE_POINTS,
+        RunLimits,
+        limits_for,
+    )
+
+_MODULES = {
+    "agent_loop": ("NoRunningLoopError", "RunFailureCode", "run_agent_loop"),
+    "collector": ("relaxed_cycle_collector",),
+    "hooks": (
+        "AfterToolCall",
+        "BeforeToolCall",
+        "BlockToolCall",
+        "ReplaceToolResult",
+        "ToolCallContext",
+        "ToolHookErrorCode",
+        "ToolHooks",
+    ),
+}
+_LIMITS = (
+    "MAX_AGENT_STEPS",
+    "MAX_INITIAL_MESSAGES",
+    "MAX_MODEL_BLOCKS_PER_STEP",
+    "MAX_MODEL_CHUNKS_PER_STEP",
+    "MAX_MODEL_TEXT_CODE_POINTS",
+    "MAX_TOOL_ARGUMENT_DEPTH",
+    "MAX_TOOL_ARGUMENT_ENTRIES",
+    "MAX_TOOL_ARGUMENT_NODES",
+    "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
+    "RunLimits",
+    "limits_for",
+)
+
+_loop_getattr, _ = lazy_exports(__name__, _MODULES, globals())
+_limits_getattr, _ = lazy_exports("tether.models", {"limits": _LIMITS}, globals())
 
 
-def _isort_key(name: str) -> tuple[int, str]:
-    return (0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2, name)
+def __getattr__(name: str) -> object:
+    if name in _LIMITS:  # re-exported from tether.models.limits
+        return _limits_getattr(name)
+    return _loop_getattr(name)
 
 
-__all__ = sorted(
-    [*_run.__all__, *_hooks.__all__, *_collector.__all__, *_limits.__all__], key=_isort_key
-)  # pyright: ignore[reportUnsupportedDunderAll] - a computed __all__
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+__all__ = [
+    "MAX_AGENT_STEPS",
+    "MAX_INITIAL_MESSAGES",
+    "MAX_MODEL_BLOCKS_PER_STEP",
+    "MAX_MODEL_CHUNKS_PER_STEP",
+    "MAX_MODEL_TEXT_CODE_POINTS",
+    "MAX_TOOL_ARGUMENT_DEPTH",
+    "MAX_TOOL_ARGUMENT_ENTRIES",
+    "MAX_TOOL_ARGUMENT_NODES",
+    "MAX_TOOL_ARGUMENT_STRING_CODE_POINTS",
+    "AfterToolCall",
+    "BeforeToolCall",
+    "BlockToolCall",
+    "NoRunningLoopError",
+    "ReplaceToolResult",
+    "RunFailureCode",
+    "RunLimits",
+    "ToolCallContext",
+    "ToolHookErrorCode",
+    "ToolHooks",
+    "limits_for",
+    "relaxed_cycle_collector",
+    "run_agent_loop",
+]

@@ -27,7 +27,10 @@ failure (``MODEL_STREAM_FAILED`` / ``TOOL_EXECUTION_FAILED``), not a cancellatio
 
 This module is the entry points (their option checks, the producer that settles the run's
 stream, the consumer-gone callback); a run's state and steps are ``tether.loop._run_steps``, and
-one model turn (open, stream, check) is ``tether.loop._model_turn``.
+one model turn (open, stream, check) is ``tether.loop._model_turn``. Those, the checks, the
+hooks, the tools and the protocol load with the first run, not with this module: resolving
+``tether.run_agent_loop`` loads asyncio and the stream's producer only (issue 30: importing
+the usable API).
 
 A run hands control back to the event loop whenever its model or a tool waits. A model that
 answers from memory (a scripted reply) and tools that never wait let a run go from step to step
@@ -40,40 +43,22 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
-from tether._async.producer import (
-    NoRunningLoopError,
-    fail_producer,
-    require_running_loop,
-    start_producer,
-)
-from tether._async.race import follow_signal
-from tether._base.exact_types import instance_of, type_of
-from tether.abort import AbortController, AbortError, AbortSignal
-from tether.loop._run_steps import Run, failed
-from tether.loop.checks import (
-    InvalidTranscript,
-    RunFailureCode,
-    snapshot_transcript,
-)
-from tether.loop.hooks import ToolHooks
-from tether.loop.output import OutputState
-from tether.loop.retries import RetryBudget, check_tool_retries
-from tether.models.base import Model
-from tether.models.limits import RunLimits, check_max_steps, limits_for
-from tether.protocol import (
-    MAX_SAFE_INTEGER,
-    ZERO_USAGE,
-    AgentEvent,
-    Message,
-    ModelRequest,
-    RunResult,
-)
-from tether.protocol import _trusted as trusted
-from tether.stream import EventStream
-from tether.tools import ToolRegistry
-from tether.tools.output import OutputT
+from tether._async.producer import NoRunningLoopError
+from tether.abort import AbortError
 
 if TYPE_CHECKING:
+    from tether.abort import AbortController, AbortSignal
+    from tether.loop._run_steps import Run
+    from tether.loop.checks import RunFailureCode
+    from tether.loop.hooks import ToolHooks
+    from tether.loop.output import OutputState
+    from tether.loop.retries import RetryBudget
+    from tether.models.base import Model
+    from tether.models.limits import RunLimits
+    from tether.protocol import AgentEvent, Message, ModelRequest, RunResult
+    from tether.stream import EventStream
+    from tether.tools import ToolRegistry
+    from tether.tools.output import OutputT
     from tether.tracing._config import Tracing
     from tether.tracing._spans import RunTrace
 
@@ -83,7 +68,6 @@ __all__ = [
     "run_agent_loop",
 ]
 
-_snapshot_registry = ToolRegistry.snapshot
 CONSUMER_GONE: Final = "run consumer went away"
 """The abort reason's text when the consumer closed its iterator or stopped awaiting."""
 
@@ -156,6 +140,22 @@ def run_agent_loop(
 
     Options that are not what they say raise ``TypeError`` at once.
     """
+    # The run's machinery loads with the first run, not with this module (see the module
+    # docstring); once loaded, each of these is a lookup in ``sys.modules``.
+    from tether._async.producer import require_running_loop, start_producer
+    from tether._async.race import follow_signal
+    from tether._base.exact_types import instance_of, type_of
+    from tether.abort import AbortController, AbortSignal
+    from tether.loop._run_steps import Run, failed
+    from tether.loop.checks import InvalidTranscript, snapshot_transcript
+    from tether.loop.hooks import ToolHooks
+    from tether.loop.output import OutputState
+    from tether.loop.retries import RetryBudget, check_tool_retries
+    from tether.models.limits import check_max_steps, limits_for
+    from tether.protocol import MAX_SAFE_INTEGER, ZERO_USAGE
+    from tether.stream import EventStream
+    from tether.tools import ToolRegistry
+
     limits = limits_for(model, limits)
     check_max_steps(max_steps, limits, "max_steps")
     start = 0 if request_sequence_start is None else request_sequence_start
@@ -197,7 +197,7 @@ def run_agent_loop(
         trace = RunTrace(tracing, model, system)
         open_stream = trace.open_stream(open_stream)
         push = trace.emit(push)
-    registry = _snapshot_registry(tools)
+    registry = ToolRegistry.snapshot(tools)
     try:
         transcript = snapshot_transcript(messages, limits)
     except InvalidTranscript as error:
@@ -273,6 +273,8 @@ async def run_owned_turns(
     Why: an owner runs one short sub-run per turn over a growing transcript; re-checking and
     re-announcing that transcript every turn made a session quadratic.
     """
+    from tether.loop._run_steps import Run  # loaded with the first run (module docstring)
+
     run = Run(
         emit,
         transcript,
@@ -310,6 +312,8 @@ async def _drive(
         _settle(stream, run.sequence, run.terminal(None, cancelled=True), trace)
         raise
     except BaseException as error:
+        from tether._async.producer import fail_producer
+
         detach()
         if trace is not None:
             trace.finish(run.terminal(None, cancelled=True))
@@ -317,6 +321,15 @@ async def _drive(
         return
     detach()
     _settle(stream, run.sequence, result, trace)
+
+
+def __getattr__(name: str) -> object:
+    """``RunFailureCode`` (an alias of ``tether.loop.checks``) loads with the checks."""
+    if name == "RunFailureCode":
+        from tether.loop.checks import RunFailureCode
+
+        return RunFailureCode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _ConsumerGone:
@@ -338,6 +351,8 @@ def _settle(
     result: RunResult,
     trace: RunTrace | None = None,
 ) -> None:
+    from tether.protocol import _trusted as trusted
+
     if trace is not None:
         trace.finish(result)
     stream.push(trusted.run_finished_event(sequence, result))

@@ -19,11 +19,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar, Token
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from tether._base.exact_types import is_awaitable
 from tether.abort import AbortSignal
-from tether.protocol import ModelChunk, ModelRequest, ModelResponse, ModelRetryPayload
+
+if TYPE_CHECKING:
+    from tether.protocol import ModelChunk, ModelRequest, ModelResponse, ModelRetryPayload
 
 __all__ = [
     "Model",
@@ -35,7 +37,7 @@ __all__ = [
     "stop_listening",
 ]
 
-RetryListener: TypeAlias = Callable[[ModelRetryPayload], None]
+RetryListener: TypeAlias = Callable[["ModelRetryPayload"], None]
 """Receives a model's retry notices; it must not block (the loop's emits ``model.retry``)."""
 
 _LISTENER: ContextVar[RetryListener | None] = ContextVar("tether_retry_listener", default=None)

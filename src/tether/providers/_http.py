@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from tether._base.dataclass import dataclass
 from tether.models.base import RetryListener
-from tether.protocol import ModelRetryPayload
 from tether.providers._http_body import BodyReader, close_response, read_limited
 from tether.providers._http_errors import error_for_status, redact, redact_error, should_retry
 from tether.providers._watch import RequestWatch
@@ -226,6 +225,9 @@ class Retries:
             raise failure
         listener = self._listener
         if listener is not None:
+            # Here, not at import: a model's module does not load the protocol (issue 30).
+            from tether.protocol import ModelRetryPayload
+
             listener(
                 ModelRetryPayload(
                     request_id=self._request_id,

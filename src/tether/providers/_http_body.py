@@ -9,12 +9,13 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Final
 
-from tether.providers._decoding import BodyDecoder, body_decoder
 from tether.providers._watch import RequestWatch
 from tether.providers.errors import ProviderError
 
 if TYPE_CHECKING:
     import httpx2
+
+    from tether.providers._decoding import BodyDecoder
 
 __all__ = ["DRAIN_SECONDS", "MAX_DRAIN_BYTES", "BodyReader", "close_response", "read_limited"]
 DRAIN_SECONDS: Final = 0.1
@@ -77,6 +78,9 @@ class BodyReader:
     ) -> None:
         if not _stream_errors:
             _load_errors()
+        # Here, not at import: the decoders (and zlib) load with the first body (issue 30).
+        from tether.providers._decoding import body_decoder
+
         self._chunks = response.aiter_raw()
         self._next = self._chunks.__anext__
         self._decoder: BodyDecoder | None = body_decoder(

@@ -23,11 +23,10 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Final
 
-from tether.protocol import MAX_IMAGES_PER_REQUEST, ImageBlock, ModelRequest
 from tether.providers.errors import ProviderError
 
 if TYPE_CHECKING:
-    from tether.protocol import ToolResultMessage
+    from tether.protocol import ImageBlock, ModelRequest, ToolResultMessage
 
 __all__ = [
     "TOOL_IMAGES_NOTE",
@@ -80,6 +79,10 @@ def check_request_images(request: ModelRequest, base_url: str, api: str | None, 
     count = image_count(request)
     if count == 0:
         return
+    # Here, not at import: a model's module does not load the protocol (issue 30); a request
+    # that carries images has loaded it.
+    from tether.protocol import MAX_IMAGES_PER_REQUEST
+
     if count > MAX_IMAGES_PER_REQUEST:
         raise ProviderError(
             "PROVIDER_TOO_MANY_IMAGES",

@@ -44,7 +44,6 @@ from tether._base.exact_types import instance_of
 from tether._base.strings import utf8_well_formed
 from tether.abort import AbortController, AbortError, AbortSignal
 from tether.models.base import RetryListener, retry_listener
-from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import (
     BodyReader,
     HttpTransport,
@@ -57,7 +56,6 @@ from tether.providers._http import (
     redact_error,
 )
 from tether.providers._images import check_request_images
-from tether.providers._sse import DEFAULT_MAX_RESPONSE_BYTES, SSEDecoder, is_event_stream
 from tether.providers._watch import RequestWatch
 from tether.providers.errors import ProviderError, ProviderErrorCode
 from tether.stream import EventStream
@@ -66,6 +64,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from tether.models.limits import RunLimits
+    from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 
 __all__ = [
     "HttpStreamModel",
@@ -289,6 +288,10 @@ class HttpStreamModel:
         (``aclose()``, or ``async with contextlib.aclosing(aiter(stream))``) aborts the
         request at once; so does dropping the stream without reading it to its end.
         """
+        # Here, not at import: a model's module does not load the protocol (issue 30); a
+        # request was built with it, so this is a lookup in ``sys.modules``.
+        from tether.protocol import ModelRequest
+
         if type(request) is not ModelRequest:
             raise TypeError("request must be a ModelRequest")
         stream: EventStream[ModelChunk, ModelResponse] = EventStream()
@@ -373,6 +376,9 @@ class HttpStreamModel:
         error event to retry (nothing was delivered). An event stream is decoded and parsed
         event by event; a JSON body (some servers answer the streaming request with one) is
         parsed whole."""
+        # Here, not at import: the SSE decoder loads with the first response (issue 30).
+        from tether.providers._sse import DEFAULT_MAX_RESPONSE_BYTES, SSEDecoder, is_event_stream
+
         content_type = response.headers.get("content-type")
         if not is_event_stream(content_type):
             if content_type is not None and "json" in content_type.lower():

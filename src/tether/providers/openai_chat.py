@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from tether._base.exact_types import instance_of
-from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 from tether.providers._http import RetryPolicy, Timeouts
 from tether.providers._openai_model import OpenAIModel, check_max_output_tokens
 from tether.providers._streaming import (
@@ -41,6 +40,8 @@ from tether.providers.thinking import ThinkingLevel
 
 if TYPE_CHECKING:
     import httpx2
+
+    from tether.protocol import ModelChunk, ModelRequest, ModelResponse
 
 __all__ = ["OpenAIChatCompat", "OpenAIChatModel", "RetryPolicy", "Timeouts"]
 

@@ -136,45 +136,78 @@ The package, one job a module, each depending only on those listed before it:
 # The tests reach a few private helpers through this package (``session_module._Links``).
 # pyright: reportPrivateUsage=false
 
-from tether.agent.session.blobs import UnavailableImage, blob_directory_of
-from tether.agent.session.decoder import _decoder_for as _decoder_for
-from tether.agent.session.decoder import _message_from_json as _message_from_json
-from tether.agent.session.files import SessionIO, session_io
-from tether.agent.session.linkage import _Links as _Links
-from tether.agent.session.parse import parse_session
-from tether.agent.session.prefix import _is_incomplete_object_prefix as _is_incomplete_object_prefix
-from tether.agent.session.records import (
-    MAX_SESSION_FILE_BYTES,
-    MAX_SESSION_LINE_BYTES,
-    MAX_SESSION_RECORDS,
-    SESSION_FORMAT_VERSION,
-    CompactionEntry,
-    CompactionSummary,
-    MessageEntry,
-    ParsedSession,
-    SessionContext,
-    SessionEntry,
-    SessionHeader,
-    SessionLimits,
-    SessionRecovery,
-    SessionStoreError,
-    SessionStoreErrorCode,
-)
-from tether.agent.session.records import _message_entry as _message_entry
-from tether.agent.session.store import SessionStore, SessionStoreOptions
-from tether.agent.session.tree import SessionTree
+from tether._base.lazy import lazy_exports
 
-TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the listing's names load on first use
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: this package's import must stay cheap
 
 if TYPE_CHECKING:
+    from tether.agent.session.blobs import UnavailableImage, blob_directory_of
+    from tether.agent.session.decoder import _decoder_for as _decoder_for
+    from tether.agent.session.decoder import _message_from_json as _message_from_json
+    from tether.agent.session.files import SessionIO, session_io
+    from tether.agent.session.linkage import _Links as _Links
     from tether.agent.session.listing import (
         SessionInfo,
         SessionListError,
         default_sessions_dir,
         list_sessions,
     )
+    from tether.agent.session.parse import parse_session
+    from tether.agent.session.prefix import (
+        _is_incomplete_object_prefix as _is_incomplete_object_prefix,
+    )
+    from tether.agent.session.records import (
+        MAX_SESSION_FILE_BYTES,
+        MAX_SESSION_LINE_BYTES,
+        MAX_SESSION_RECORDS,
+        SESSION_FORMAT_VERSION,
+        CompactionEntry,
+        CompactionSummary,
+        MessageEntry,
+        ParsedSession,
+        SessionContext,
+        SessionEntry,
+        SessionHeader,
+        SessionLimits,
+        SessionRecovery,
+        SessionStoreError,
+        SessionStoreErrorCode,
+    )
+    from tether.agent.session.records import _message_entry as _message_entry
+    from tether.agent.session.store import SessionStore
+    from tether.agent.session.store_options import SessionStoreOptions
+    from tether.agent.session.tree import SessionTree
 
-_LISTING = frozenset({"SessionInfo", "SessionListError", "default_sessions_dir", "list_sessions"})
+_MODULES = {
+    "blobs": ("UnavailableImage", "blob_directory_of"),
+    "decoder": ("_decoder_for", "_message_from_json"),
+    "files": ("SessionIO", "session_io"),
+    "linkage": ("_Links",),
+    "listing": ("SessionInfo", "SessionListError", "default_sessions_dir", "list_sessions"),
+    "parse": ("parse_session",),
+    "prefix": ("_is_incomplete_object_prefix",),
+    "records": (
+        "MAX_SESSION_FILE_BYTES",
+        "MAX_SESSION_LINE_BYTES",
+        "MAX_SESSION_RECORDS",
+        "SESSION_FORMAT_VERSION",
+        "CompactionEntry",
+        "CompactionSummary",
+        "MessageEntry",
+        "ParsedSession",
+        "SessionContext",
+        "SessionEntry",
+        "SessionHeader",
+        "SessionLimits",
+        "SessionRecovery",
+        "SessionStoreError",
+        "SessionStoreErrorCode",
+        "_message_entry",
+    ),
+    "store": ("SessionStore",),
+    "store_options": ("SessionStoreOptions",),
+    "tree": ("SessionTree",),
+}
 
 __all__ = [
     "MAX_SESSION_FILE_BYTES",
@@ -207,13 +240,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """The listing's names (``list_sessions``, ``SessionInfo``, ...) load on first use: a
-    ``SessionStore`` does not need them, nor the ``pathlib`` they load (issue 30)."""
-    if name in _LISTING:
-        from tether.agent.session import listing
-
-        value: object = getattr(listing, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Each name loads its module on first use: a ``SessionStore`` does not load the parser, the
+# decoder, the blobs or the listing (nor the ``pathlib`` it loads) until it opens a file
+# (issue 30: importing the usable API).
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())

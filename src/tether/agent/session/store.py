@@ -1,7 +1,13 @@
 """``SessionStore``: one session file's state, its reads, and its write path: the exclusive
 lock held for the store's lifetime, and appends of whole lines made durable on a worker
 thread, one at a time (see the package docstring). Opening a file (``_opening``) and staging
-an append (``_staging``) live beside it."""
+an append (``_staging``) live beside it.
+
+Those, the parser, the decoder, the blobs, the journal and the protocol load when a store is
+first opened (``create``, ``load``, ``read``), not with this module: resolving
+``tether.SessionStore`` loads none of them (issue 30: importing the usable API). A store's
+other methods import the helpers they use too; by then each is a lookup in ``sys.modules``.
+"""
 
 # The package's modules share their underscore helpers with one another.
 # pyright: reportPrivateUsage=false
@@ -14,45 +20,26 @@ import os
 import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from tether._async.race import wait_out
-from tether.agent.session._opening import (
-    _create_file,
-    _file_session_id,
-    _load_file,
-    _new_header,
-    _Opened,
-    _read_file,
-    _release,
-)
-from tether.agent.session._staging import (
-    _check_parent,
-    _compaction_summary,
-    _stage_compaction,
-    _stage_messages,
-    _Staged,
-)
-from tether.agent.session.blobs import UnavailableImage, _write_blobs, blob_directory_of
-from tether.agent.session.decoder import _snapshot_message
-from tether.agent.session.files import _canonical_key, _close_quietly, _session_path
-from tether.agent.session.journal import _Journal
-from tether.agent.session.linkage import _context_of, _Index
-from tether.agent.session.off_loop import _off_loop
-from tether.agent.session.records import (
-    CompactionEntry,
-    MessageEntry,
-    SessionContext,
-    SessionEntry,
-    SessionHeader,
-    SessionLimits,
-    SessionRecovery,
-    SessionStoreError,
-    _fail,
-    _short,
-)
-from tether.agent.session.store_options import SessionStoreOptions, _snapshot_options
-from tether.protocol import Message
+if TYPE_CHECKING:
+    from tether.agent.session._opening import _Opened
+    from tether.agent.session._staging import _Staged
+    from tether.agent.session.blobs import UnavailableImage
+    from tether.agent.session.journal import _Journal
+    from tether.agent.session.linkage import _Index
+    from tether.agent.session.records import (
+        CompactionEntry,
+        MessageEntry,
+        SessionContext,
+        SessionEntry,
+        SessionHeader,
+        SessionLimits,
+        SessionRecovery,
+        SessionStoreError,
+    )
+    from tether.agent.session.store_options import SessionStoreOptions
+    from tether.protocol import Message
 
 __all__ = ["SessionStore", "SessionStoreOptions"]
 
@@ -104,6 +91,8 @@ class SessionStore:
 
     @classmethod
     def _new(cls, path: str, opened: _Opened, options: SessionStoreOptions) -> SessionStore:
+        from tether.agent.session.files import _canonical_key, _close_quietly
+
         store = object.__new__(cls)
         journal = opened.journal
         store._path = path
@@ -139,6 +128,11 @@ class SessionStore:
         the file removes it again (when it is still the file it made), so a retry can
         succeed.
         """
+        from tether.agent.session._opening import _create_file, _new_header, _release
+        from tether.agent.session.files import _session_path
+        from tether.agent.session.off_loop import _off_loop
+        from tether.agent.session.store_options import _snapshot_options
+
         absolute = _session_path(path)
         settings = _snapshot_options(options)
         header, data = _new_header(settings)
@@ -156,6 +150,9 @@ class SessionStore:
         ``default_sessions_dir()``. The session ID (given or generated) must be a safe file
         name: 1-128 characters of ``A-Z a-z 0-9 . _ -`` starting with a letter or digit
         (``SESSION_INVALID_HEADER`` otherwise)."""
+        from tether.agent.session._opening import _file_session_id
+        from tether.agent.session.store_options import _snapshot_options
+
         settings = _snapshot_options(options)
         session_id = _file_session_id(settings)
         # Here, not at import: a store that is only loaded or created at a path never needs
@@ -186,6 +183,11 @@ class SessionStore:
         the parser's codes. The old format's leftovers beside the file are removed (see
         ``legacy``). A missing file raises ``FileNotFoundError``. ``session_id`` is ignored.
         """
+        from tether.agent.session._opening import _load_file, _release
+        from tether.agent.session.files import _session_path
+        from tether.agent.session.off_loop import _off_loop
+        from tether.agent.session.store_options import _snapshot_options
+
         absolute = _session_path(path)
         settings = _snapshot_options(options)
         opened = await _off_loop(lambda: _load_file(absolute, settings.limits), _release)
@@ -201,6 +203,10 @@ class SessionStore:
         waits for, or refuses, a writer). It ignores a torn last line without cutting it
         and writes nothing; its appends and ``flush`` raise ``SESSION_CLOSED``. The loading
         rules and codes are ``load``'s."""
+        from tether.agent.session._opening import _read_file
+        from tether.agent.session.files import _session_path
+        from tether.agent.session.store_options import _snapshot_options
+
         absolute = _session_path(path)
         settings = _snapshot_options(options)
         opened = await asyncio.to_thread(_read_file, absolute, settings.limits)
@@ -266,6 +272,8 @@ class SessionStore:
     def blob_directory(self) -> str:
         """Where this session's images are stored: ``<path>.blobs`` (see
         ``tether.agent.session.blobs``; made at the first image)."""
+        from tether.agent.session.blobs import blob_directory_of
+
         return blob_directory_of(self._path)
 
     @property
@@ -293,6 +301,8 @@ class SessionStore:
 
         ``SESSION_ENTRY_NOT_FOUND`` for an unknown ID.
         """
+        from tether.agent.session.records import _fail, _short
+
         if leaf_id is not None and self.get(leaf_id) is None:
             raise _fail(
                 "SESSION_ENTRY_NOT_FOUND", f'Session entry "{_short(str(leaf_id))}" does not exist'
@@ -301,6 +311,8 @@ class SessionStore:
 
     def context(self, leaf_id: str | None) -> SessionContext:
         """The context of the branch ending at ``leaf_id`` (see the package docstring)."""
+        from tether.agent.session.linkage import _context_of
+
         return _context_of(list(self.branch(leaf_id)))
 
     # -- writing ----------------------------------------------------------------------------
@@ -339,6 +351,9 @@ class SessionStore:
         cancellation is raised afterwards), so a caller keeping its own view of the tree
         (``SessionTree``'s leaf) never misses an entry.
         """
+        from tether.agent.session._staging import _check_parent, _stage_messages
+        from tether.agent.session.decoder import _snapshot_message
+
         _check_parent(parent_id)
         snapshots = [_snapshot_message(message) for message in messages]
         if not snapshots:
@@ -372,6 +387,12 @@ class SessionStore:
         the new record's branch (``SESSION_ENTRY_NOT_FOUND``) or be ``None``, and the kept
         messages must have valid tool linkage on their own.
         """
+        from tether.agent.session._staging import (
+            _check_parent,
+            _compaction_summary,
+            _stage_compaction,
+        )
+
         _check_parent(parent_id)
         content = _compaction_summary(
             summary_id, summary, first_kept_entry_id, units_before, units_after
@@ -385,15 +406,17 @@ class SessionStore:
 
         def committed(records: tuple[SessionEntry, ...]) -> None:
             if on_commit is not None:
-                on_commit(cast(CompactionEntry, records[0]))
+                on_commit(cast("CompactionEntry", records[0]))
 
         (entry,) = await self._commit(stage, committed)
-        return cast(CompactionEntry, entry)
+        return cast("CompactionEntry", entry)
 
     async def flush(self) -> None:
         """Wait until every append started before this call is on disk, and check the file
         is still this store's (``SESSION_FILE_CHANGED``, ``SESSION_ROOT_CHANGED``). Appends
         are durable when they return, so there is nothing else to write."""
+        from tether._async.race import wait_out
+
         async with self._queue:
             journal = self._writable()
             future = asyncio.get_running_loop().run_in_executor(None, journal.check)
@@ -405,6 +428,8 @@ class SessionStore:
     # -- the write path ---------------------------------------------------------------------
 
     def _writable(self) -> _Journal:
+        from tether.agent.session.records import _fail
+
         if self._unusable is not None:
             raise self._unusable
         journal = self._journal
@@ -419,6 +444,10 @@ class SessionStore:
     ) -> tuple[SessionEntry, ...]:
         """In turn: stage the records (checks, IDs, lines; nothing changes), write them on
         a worker thread, and only once they are on disk adopt them (and ``on_commit``)."""
+        from tether._async.race import wait_out
+        from tether.agent.session.blobs import _write_blobs, blob_directory_of
+        from tether.agent.session.records import SessionStoreError, _fail
+
         async with self._queue:
             journal = self._writable()
             records, data, links, blobs = stage()
@@ -448,3 +477,12 @@ class SessionStore:
             if error is not None:
                 raise error
             return adopted
+
+
+def __getattr__(name: str) -> object:
+    """``SessionStoreOptions`` (``store_options``'s, re-exported) loads on first use."""
+    if name == "SessionStoreOptions":
+        from tether.agent.session.store_options import SessionStoreOptions
+
+        return SessionStoreOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,10 @@
 """``coding_tools(root)``: the registry of every coding tool in ``catalog``, over one
-captured workspace."""
+captured workspace.
+
+The catalog, the workspace, the environment filter and the tool contract load with the
+first call, not with this module: resolving ``tether.coding_tools`` loads none of them, nor
+the protocol they import (issue 30: importing the usable API).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,12 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from tether.tools.coding.catalog import CODING_TOOLS, CodingToolEntry
-from tether.tools.coding.environment import process_environment
-from tether.tools.coding.workspace import Workspace
-from tether.tools.contract import ToolDefinition
-from tether.tools.tool_registry import ToolRegistry
-
 if TYPE_CHECKING:
+    from tether.tools.coding.catalog import CodingToolEntry
     from tether.tools.coding.sandbox import Sandbox
+    from tether.tools.coding.workspace import Workspace
+    from tether.tools.contract import ToolDefinition
+    from tether.tools.tool_registry import ToolRegistry
 
 __all__ = ["coding_tools"]
 
@@ -45,6 +48,12 @@ def coding_tools(
     (``tether.tools.coding.sandbox``; ``Sandbox(mode="auto")`` falls back to running
     unsandboxed where bubblewrap does not work, ``sandbox_status()`` says why).
     """
+    # Here, not at import: see the module docstring.
+    from tether.tools.coding.catalog import CODING_TOOLS
+    from tether.tools.coding.environment import process_environment
+    from tether.tools.coding.workspace import Workspace
+    from tether.tools.tool_registry import ToolRegistry
+
     ws = root if isinstance(root, Workspace) else Workspace(root)
     env = process_environment(hide_env, pass_env, "coding_tools")
     tools: list[ToolDefinition[Any, Any]] = []
