@@ -9,7 +9,9 @@ Rules:
 * Events are buffered in order, without a capacity limit (there is no backpressure: a producer
   that outruns its consumer grows the buffer). The buffer belongs to the stream, so after an
   iterator is closed with ``aclose()`` a new iterator continues with the unconsumed events.
-* Reads waiting for an event are settled first in, first out.
+* Reads waiting for an event are settled first in, first out. A read settled with an event
+  whose task is cancelled before it resumes gives the event back in order: to the oldest
+  waiting read, else to the head of the buffer; the stream ends no read before that.
 * Every buffered event is delivered before the terminal outcome is seen through iteration.
 * The first terminal call wins; ``push``/``finish``/``fail`` after it raise
   ``EventStreamStateError("EventStream is already terminal (finished|failed)")``.
@@ -339,8 +341,9 @@ class EventStreamIterator(AsyncIterator[E]):
 
     def poll(self, default: D) -> E | D:
         """The next event without waiting: a buffered event, else ``default`` while the stream
-        is open. Once the stream has ended and its events are read, raises what ``__anext__``
-        raises (``StopAsyncIteration`` or the failure)."""
+        is open (or a read settled with an event has not resumed yet: cancelled, it would give
+        the event back). Once the stream has ended and its events are read, raises what
+        ``__anext__`` raises (``StopAsyncIteration`` or the failure)."""
         buffer = self._buffer
         if buffer:
             return buffer.popleft()
@@ -348,7 +351,7 @@ class EventStreamIterator(AsyncIterator[E]):
             raise StopAsyncIteration
         stream = self._stream
         state = stream._state
-        if not state:
+        if not state or stream._delivered:
             return default
         self._close(_DONE if state == _FINISHED else _RAISE)
         if state == _FINISHED:
@@ -367,7 +370,7 @@ class EventStreamIterator(AsyncIterator[E]):
             raise StopAsyncIteration
         stream = self._stream
         state = stream._state
-        if state:
+        if state and not stream._delivered:  # else wait: a settled read may give its event back
             self._close(_DONE if state == _FINISHED else _RAISE)
             if state == _FINISHED:
                 raise StopAsyncIteration

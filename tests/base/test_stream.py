@@ -739,6 +739,27 @@ async def test_an_event_given_back_by_a_cancelled_read_goes_to_the_next_waiting_
     assert [event async for event in iterator] == ["b"]
 
 
+async def test_a_read_after_finish_waits_while_an_earlier_read_may_give_its_event_back() -> None:
+    """``finish`` while a read holds an event it has not resumed with: a later read (``poll``
+    or ``__anext__``) does not end the stream yet, so the event that read gives back when it is
+    cancelled is still delivered, before the end."""
+    stream: EventStream[str, None] = EventStream()
+    iterator = aiter(stream)
+    (cancelled,) = start_reads(iterator, 1)
+    await turns()
+
+    stream.push("a")  # settles the read ...
+    stream.finish(None)
+    assert iterator.poll(None) is None  # not the end yet
+    (later,) = start_reads(iterator, 1)
+    cancelled.cancel()  # ... which is cancelled before it resumes
+    await turns()
+
+    assert cancelled.cancelled()
+    assert later.result() == "a"
+    assert [event async for event in iterator] == []
+
+
 # --- dropping a stream ------------------------------------------------------------------------
 
 
