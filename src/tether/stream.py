@@ -385,6 +385,9 @@ class EventStreamIterator(AsyncIterator[E]):
             if not stream._waiters and not stream._delivered and not stream._result_waiters:
                 stream._abandoned()  # the reader's task was cancelled: the consumer went away
             raise
+        except GeneratorExit:  # the read's coroutine was closed: its event is not lost either
+            self._forget(waiter)
+            raise
         if value is _EVENT:
             event = stream._delivered.popleft()
             if stream._state:

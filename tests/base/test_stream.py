@@ -760,6 +760,25 @@ async def test_a_read_after_finish_waits_while_an_earlier_read_may_give_its_even
     assert [event async for event in iterator] == []
 
 
+@pytest.mark.parametrize("settled", [True, False])
+async def test_a_closed_read_coroutine_loses_no_event(settled: bool) -> None:
+    """A read's coroutine closed while it waits (``close()``, as a driver that steps it by hand
+    may), before or after an event reached it: that event, and the next ones, are still read."""
+    stream: EventStream[str, None] = EventStream()
+    iterator = aiter(stream)
+    read = iterator.__anext__()
+    read.send(None)  # now waiting on the stream
+    if settled:
+        stream.push("a")
+    read.close()
+    if not settled:
+        stream.push("a")
+    stream.push("b")
+    stream.finish(None)
+
+    assert [event async for event in iterator] == ["a", "b"]
+
+
 # --- dropping a stream ------------------------------------------------------------------------
 
 
