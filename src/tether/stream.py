@@ -9,7 +9,9 @@ Rules:
 * Events are buffered in order, without a capacity limit (there is no backpressure: a producer
   that outruns its consumer grows the buffer). The buffer belongs to the stream, so after an
   iterator is closed with ``aclose()`` a new iterator continues with the unconsumed events.
-* Reads waiting for an event are settled first in, first out.
+* Reads waiting for an event are settled first in, first out. A read settled with an event
+  whose task is cancelled before it resumes gives the event back in order: to the oldest
+  waiting read, else to the head of the buffer; the stream ends no read before that.
 * Every buffered event is delivered before the terminal outcome is seen through iteration.
 * The first terminal call wins; ``push``/``finish``/``fail`` after it raise
   ``EventStreamStateError("EventStream is already terminal (finished|failed)")``.
@@ -57,7 +59,9 @@ _OPEN: Final = 0
 _FINISHED: Final = 1
 _FAILED: Final = 2
 
-# What a waiting read receives instead of an event when the iterator closes.
+# What a waiting read is settled with: an event is ready for it (``EventStream._delivered``),
+# or the iterator closed (the end, or the failure to raise).
+_EVENT: Final = object()
 _DONE: Final = object()
 _NO_EVENTS: Final[deque[Any]] = deque(maxlen=0)  # what a closed iterator reads: always empty
 _RAISE: Final = object()
@@ -83,6 +87,7 @@ class EventStream(Generic[E, R]):
         "_abandon",
         "_active",
         "_buffer",
+        "_delivered",
         "_notified",
         "_outcome",
         "_ready",
@@ -93,6 +98,12 @@ class EventStream(Generic[E, R]):
 
     _buffer: deque[E]
     _waiters: deque[asyncio.Future[Any]]
+    # Events handed to reads that were settled (with ``_EVENT``) and have not resumed yet, in
+    # the order pushed: each such read takes the oldest when it resumes. Why not the future's
+    # result: a read cancelled before it resumes gives its place back, and the events after
+    # it move up one read (see ``_give_back``), so no event is lost, reordered or left
+    # buffered behind a read that waits.
+    _delivered: deque[E]
     _state: int
     _outcome: Any
     # The active iterator, weakly: a strong reference would tie the stream and an iterator
@@ -103,6 +114,7 @@ class EventStream(Generic[E, R]):
     def __init__(self) -> None:
         self._buffer = deque()
         self._waiters = deque()  # reads of the active iterator waiting for an event
+        self._delivered = deque()
         self._ready = True  # open with no waiting read: ``push`` only appends
         self._state = _OPEN
         self._outcome = None
@@ -151,7 +163,8 @@ class EventStream(Generic[E, R]):
         while waiters:
             waiter = waiters.popleft()
             if not waiter.done():
-                waiter.set_result(event)
+                self._delivered.append(event)
+                waiter.set_result(_EVENT)
                 self._ready = not waiters
                 return
         self._ready = True
@@ -177,7 +190,7 @@ class EventStream(Generic[E, R]):
         self._outcome = result
         self._release_result_waiters()
         active = self._active_iterator()
-        if active is not None and not self._buffer:
+        if active is not None and not self._buffer and not self._delivered:
             active._close(_DONE)
 
     def fail(self, error: BaseException) -> None:
@@ -191,7 +204,7 @@ class EventStream(Generic[E, R]):
         self._outcome = error
         self._release_result_waiters()
         active = self._active_iterator()
-        if active is not None and not self._buffer and self._waiters:
+        if active is not None and not self._buffer and not self._delivered and self._waiters:
             active._close(_RAISE)
 
     def take_finished(self) -> deque[E] | None:
@@ -234,6 +247,29 @@ class EventStream(Generic[E, R]):
     def _terminal_error(self) -> EventStreamStateError:
         state = "finished" if self._state == _FINISHED else "failed"
         return EventStreamStateError(f"EventStream is already terminal ({state})")
+
+    def _give_back(self) -> None:
+        """A read settled with an event was cancelled before it resumed: the reads still to
+        resume take ``_delivered`` oldest first, so the newest of those events is one too many.
+        The oldest waiting read takes an event instead (first in, first out), else that event
+        goes back to the head of the buffer (it was pushed before everything buffered)."""
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(_EVENT)
+                self._ready = not waiters and not self._state
+                return
+        self._ready = not self._state
+        self._buffer.appendleft(self._delivered.pop())
+
+    def _end_reads_behind(self) -> None:
+        """The stream settled while reads held events: once the last of them is taken and
+        nothing is buffered, the reads that waited behind them end (``finish``/``fail`` left
+        them waiting, as an event given back by a cancelled read would have gone to them)."""
+        active = self._active_iterator()
+        if active is not None and not self._delivered and not self._buffer and self._waiters:
+            active._close(_DONE if self._state == _FINISHED else _RAISE)
 
     def _release_result_waiters(self) -> None:
         waiters = self._result_waiters
@@ -305,8 +341,9 @@ class EventStreamIterator(AsyncIterator[E]):
 
     def poll(self, default: D) -> E | D:
         """The next event without waiting: a buffered event, else ``default`` while the stream
-        is open. Once the stream has ended and its events are read, raises what ``__anext__``
-        raises (``StopAsyncIteration`` or the failure)."""
+        is open (or a read settled with an event has not resumed yet: cancelled, it would give
+        the event back). Once the stream has ended and its events are read, raises what
+        ``__anext__`` raises (``StopAsyncIteration`` or the failure)."""
         buffer = self._buffer
         if buffer:
             return buffer.popleft()
@@ -314,7 +351,7 @@ class EventStreamIterator(AsyncIterator[E]):
             raise StopAsyncIteration
         stream = self._stream
         state = stream._state
-        if not state:
+        if not state or stream._delivered:
             return default
         self._close(_DONE if state == _FINISHED else _RAISE)
         if state == _FINISHED:
@@ -333,7 +370,7 @@ class EventStreamIterator(AsyncIterator[E]):
             raise StopAsyncIteration
         stream = self._stream
         state = stream._state
-        if state:
+        if state and not stream._delivered:  # else wait: a settled read may give its event back
             self._close(_DONE if state == _FINISHED else _RAISE)
             if state == _FINISHED:
                 raise StopAsyncIteration
@@ -345,14 +382,20 @@ class EventStreamIterator(AsyncIterator[E]):
             value = await waiter
         except asyncio.CancelledError:
             self._forget(waiter)
-            if not stream._waiters and not stream._result_waiters:
+            if not stream._waiters and not stream._delivered and not stream._result_waiters:
                 stream._abandoned()  # the reader's task was cancelled: the consumer went away
             raise
+        except GeneratorExit:  # the read's coroutine was closed: its event is not lost either
+            self._forget(waiter)
+            raise
+        if value is _EVENT:
+            event = stream._delivered.popleft()
+            if stream._state:
+                stream._end_reads_behind()
+            return event
         if value is _DONE:
             raise StopAsyncIteration
-        if value is _RAISE:
-            raise stream._outcome
-        return value
+        raise stream._outcome
 
     async def aclose(self) -> None:
         """Stop reading: pending reads end, and the stream accepts a new consumer."""
@@ -380,10 +423,8 @@ class EventStreamIterator(AsyncIterator[E]):
         if waiter in waiters:
             waiters.remove(waiter)
             stream._ready = not waiters and not stream._state
-        elif waiter.done() and not waiter.cancelled():
-            value = waiter.result()
-            if value is not _DONE and value is not _RAISE:
-                self._stream._buffer.appendleft(value)
+        elif waiter.done() and not waiter.cancelled() and waiter.result() is _EVENT:
+            stream._give_back()
 
     def __repr__(self) -> str:
         return f"<EventStreamIterator {'closed' if self._closed else 'active'}>"

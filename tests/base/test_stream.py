@@ -6,13 +6,14 @@ No sleeps: the tests coordinate with futures and ``await asyncio.sleep(0)`` loop
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from support import examples, run_async
@@ -696,6 +697,88 @@ async def test_read_cancelled_after_an_event_reached_it_loses_no_event() -> None
     assert first + [event async for event in iterator] == ["a", "b"]
 
 
+async def test_reads_cancelled_after_events_reached_them_give_the_events_back_in_order() -> None:
+    """Two reads each settled with an event, both cancelled before they resume: the events
+    go back in the order they were pushed, ahead of what was buffered after them."""
+    stream: EventStream[str, None] = EventStream()
+    iterator = aiter(stream)
+    first, second = start_reads(iterator, 2)
+    await turns()
+
+    stream.push("a")  # settles the first read
+    stream.push("b")  # settles the second read
+    stream.push("c")  # buffered
+    first.cancel()
+    second.cancel()
+    await turns()
+    stream.finish(None)
+
+    assert first.cancelled()
+    assert second.cancelled()
+    assert [event async for event in iterator] == ["a", "b", "c"]
+
+
+async def test_an_event_given_back_by_a_cancelled_read_goes_to_the_next_waiting_read() -> None:
+    """A read settled with an event is cancelled while a later read waits: the waiting read
+    takes that event (first in, first out), not the next push, and ``finish`` then ends the
+    stream rather than leaving the event buffered behind a read that waits for ever."""
+    stream: EventStream[str, None] = EventStream()
+    iterator = aiter(stream)
+    cancelled, waiting = start_reads(iterator, 2)
+    await turns()
+
+    stream.push("a")  # settles the first read ...
+    cancelled.cancel()  # ... which is cancelled before it resumes
+    await turns()
+    assert cancelled.cancelled()
+    assert waiting.done()
+    assert waiting.result() == "a"
+    stream.push("b")
+    stream.finish(None)
+
+    assert [event async for event in iterator] == ["b"]
+
+
+async def test_a_read_after_finish_waits_while_an_earlier_read_may_give_its_event_back() -> None:
+    """``finish`` while a read holds an event it has not resumed with: a later read (``poll``
+    or ``__anext__``) does not end the stream yet, so the event that read gives back when it is
+    cancelled is still delivered, before the end."""
+    stream: EventStream[str, None] = EventStream()
+    iterator = aiter(stream)
+    (cancelled,) = start_reads(iterator, 1)
+    await turns()
+
+    stream.push("a")  # settles the read ...
+    stream.finish(None)
+    assert iterator.poll(None) is None  # not the end yet
+    (later,) = start_reads(iterator, 1)
+    cancelled.cancel()  # ... which is cancelled before it resumes
+    await turns()
+
+    assert cancelled.cancelled()
+    assert later.result() == "a"
+    assert [event async for event in iterator] == []
+
+
+@pytest.mark.parametrize("settled", [True, False])
+async def test_a_closed_read_coroutine_loses_no_event(settled: bool) -> None:
+    """A read's coroutine closed while it waits (``close()``, as a driver that steps it by hand
+    may), before or after an event reached it: that event, and the next ones, are still read."""
+    stream: EventStream[str, None] = EventStream()
+    iterator = aiter(stream)
+    read = iterator.__anext__()
+    read.send(None)  # now waiting on the stream
+    if settled:
+        stream.push("a")
+    read.close()
+    if not settled:
+        stream.push("a")
+    stream.push("b")
+    stream.finish(None)
+
+    assert [event async for event in iterator] == ["a", "b"]
+
+
 # --- dropping a stream ------------------------------------------------------------------------
 
 
@@ -836,3 +919,83 @@ def test_push_all_delivers_what_push_delivers_one_by_one(
         assert await run(True) == await run(False)
 
     run_async(compare)
+
+
+SCRIPTS = st.lists(
+    st.one_of(
+        st.tuples(st.just("push"), st.integers(0, 9)),
+        st.tuples(st.just("read"), st.just(0)),
+        st.tuples(st.just("cancel"), st.integers(0, 3)),
+        st.tuples(st.just("turn"), st.just(0)),
+        st.tuples(st.just("finish"), st.just(0)),
+        st.tuples(st.just("fail"), st.just(0)),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=examples(300))
+@given(script=SCRIPTS)
+# A read settled with an event is cancelled after ``finish``, a later read waiting behind it.
+@example(script=[("read", 0), ("read", 0), ("turn", 0), ("push", 1), ("cancel", 0)])
+# Two reads settled with events, both cancelled before they resume.
+@example(
+    script=[("read", 0), ("read", 0), ("turn", 0), ("push", 1), ("push", 2)] + [("cancel", 0)] * 2
+)
+def test_concurrent_reads_pushes_cancellations_and_settlements_keep_every_event_once_in_order(
+    script: list[tuple[str, int]],
+) -> None:
+    """Against the plain model of a stream (a list of events, read once each, in push order):
+    on any script of pushes, concurrent reads (tasks), cancellations of reads (waiting, or
+    settled with an event and not yet resumed), loop turns and a settlement, the events the
+    reads return, in the order the reads complete, followed by what is left to iterate, are
+    exactly the pushed events in push order; no read is left waiting once the stream has
+    settled and the loop has run; a failed stream raises its own error object."""
+
+    async def run() -> None:
+        failure = Boom("boom")
+        stream: EventStream[int, None] = EventStream()
+        iterator = aiter(stream)
+        pushed: list[int] = []
+        received: list[int] = []
+        reads: list[asyncio.Task[int]] = []
+
+        def record(task: asyncio.Task[int]) -> None:
+            if not task.cancelled() and task.exception() is None:
+                received.append(task.result())
+
+        for name, value in script:
+            if name == "push" and not stream.settled:
+                stream.push(value)
+                pushed.append(value)
+            elif name == "read":
+                read = asyncio.ensure_future(iterator.__anext__())
+                read.add_done_callback(record)
+                reads.append(read)
+            elif name == "cancel":
+                pending = [read for read in reads if not read.done()]
+                if pending:
+                    pending[value % len(pending)].cancel()
+            elif name == "turn":
+                await asyncio.sleep(0)
+            elif name == "finish" and not stream.settled:
+                stream.finish(None)
+            elif name == "fail" and not stream.settled:
+                stream.fail(failure)
+        if not stream.settled:
+            stream.finish(None)
+        await turns(4)
+
+        assert all(read.done() for read in reads), "a read still waits on a settled stream"
+        for read in reads:
+            if not read.cancelled() and read.exception() is not None:
+                assert isinstance(read.exception(), StopAsyncIteration) or (
+                    read.exception() is failure
+                )
+        rest: list[int] = []
+        with contextlib.suppress(Boom):
+            async for event in iterator:
+                rest.append(event)
+        assert received + rest == pushed
+
+    run_async(run)
