@@ -76,7 +76,9 @@ def test_importing_the_usable_api_compiles_none_of_them() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout)
-    assert report["declared"] >= 12
+    # The probe must see patterns to mean anything: the modules the usable API loads declare
+    # 9 (12 before the loop's and the session's machinery loaded with first use, issue 30).
+    assert report["declared"] >= 8
     assert report["compiled"] == []
 
 
