@@ -82,9 +82,12 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
 
     The function is checked and its signature set now, but its code is compiled on its first
     call (``_Plan``): importing the package compiles none of the ~30 builders (issue 30),
-    and a builder is compiled once, then runs as if it had been compiled here.
+    and a builder is compiled once, then runs as if it had been compiled here. The value is
+    filled as a ``writable_twin`` of ``cls``, made on that first call too (a class costs
+    more to make than a builder to compile) and read from ``twin``, a ``[twin, cls]`` list
+    bound now, so the signature shown before and after the first call is the same.
     """
-    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls, "twin": writable_twin(cls)}
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls, "twin": [None, cls]}
     taken = set(params) | set(optional)
     lines: list[str] = []
     signature = list(params)
@@ -123,7 +126,7 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     source = "\n".join(
         [
             f"def build({', '.join([*signature, '*', *bound])}):",
-            "    value_ = new(twin)",
+            "    value_ = new(twin[0])",
             *lines,
             "    value_.__class__ = cls",
             "    return value_",
@@ -179,6 +182,9 @@ class _Plan:
         function = self.function
         assert function is not None
         namespace = dict(self.namespace)
+        for key, box in namespace.items():  # the twins, made now (see ``builder``)
+            if key.startswith("twin") and box[0] is None:
+                box[0] = writable_twin(box[1])
         exec(self.source, namespace)  # generated from the dataclass fields, see the module doc
         compiled: types.FunctionType = namespace["build"]
         code = compiled.__code__
@@ -251,8 +257,8 @@ def _fill_lines(cls: type, given: dict[str, str], tag: str, namespace: dict[str,
     builder fills it; a required field not in ``given`` is a ``TypeError`` now. The names
     the lines read are bound in ``namespace`` under ``tag``."""
     namespace[f"cls_{tag}"] = cls
-    namespace[f"twin_{tag}"] = writable_twin(cls)
-    lines = [f"{tag} = new(twin_{tag})"]
+    namespace[f"twin_{tag}"] = [None, cls]  # see ``builder``
+    lines = [f"{tag} = new(twin_{tag}[0])"]
     for field in dataclasses.fields(cls):
         name = field.name
         key = f"{tag}_{name}"
