@@ -23,6 +23,7 @@ from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, final
 
 from tether._base.exact_types import is_dict, type_of
+from tether._base.strings import code_points
 from tether._base.tether_error import TetherError
 
 if TYPE_CHECKING:
@@ -312,6 +313,41 @@ def _freeze_plain(value: dict[Any, Any], depth: int) -> JsonObject | None:
     wrapped = _new_object(JsonObject)  # ``_wrap(frozen)``, inline: a call less per object
     _set_data(wrapped, frozen)
     _set_size(wrapped, None)
+    return wrapped
+
+
+def freeze_measured(value: dict[Any, Any]) -> JsonObject | None:
+    """``freeze_plain_object(value)`` that, for a flat object (no nested object or array),
+    also stores the size the agent loop checks tool arguments against (``cached_size``:
+    ``(entries, string code points, 0)``), measured in the same pass over the items.
+
+    Why: a tool call built with fresh arguments (a model's, a scripted factory's) was frozen
+    by one walk and measured by a second one when the loop checked its bounds; carrying the
+    measurement from the freeze makes the loop's check a look-up (``bench_loop``, generator
+    factories). The count is the loop's own (``tether.loop.checks._bounds``: every key and
+    string value in code points, surrogate pairs as one); a nested container leaves the
+    size unset (the loop measures it then) and freezes as ``freeze_plain_object`` does.
+    ``tests/base/test_jsonvalue.py`` checks both the value and the size against the plain
+    path on any JSON object.
+    """
+    frozen: dict[str, JsonValue] = {}
+    strings = 0
+    for key, item in value.items():
+        if type_of(key) is not str:
+            return None
+        text: str = key
+        strings += len(text) if text.isascii() else code_points(text)[0]
+        kind = type_of(item)
+        if kind is str:
+            strings += len(item) if item.isascii() else code_points(item)[0]
+        elif kind is int or kind is bool or item is None or (kind is float and math.isfinite(item)):
+            pass
+        else:  # a nested container (or a value the plain walk refuses): no size carried
+            return _freeze_plain(value, 0)
+        frozen[key] = item
+    wrapped = _new_object(JsonObject)
+    _set_data(wrapped, frozen)
+    _set_size(wrapped, (len(frozen), strings, 0))
     return wrapped
 
 

@@ -11,7 +11,11 @@ Each shortcut must give what the path it skips gives, on any input it accepts:
   ``EventStream.take_finished``) gives the events and the result of the run that iterates
   the same streams (wrapped so they are not ``EventStream``s);
 * ``_measure_frozen`` (one pass over flat arguments) measures what the container walk
-  ``_walk_frozen`` measures.
+  ``_walk_frozen`` measures;
+* ``freeze_measured`` (a tool call's dict arguments frozen and measured in one pass) gives
+  the value ``freeze_json`` gives, and carries the size a fresh walk measures (or none);
+  a ``ToolCall`` built from a dict carries it too, and the loop's bounds check on it
+  decides as on the same arguments measured afresh.
 """
 
 from __future__ import annotations
@@ -31,16 +35,19 @@ from tether import (
     ScriptedModel,
     ScriptedReply,
     ScriptedToolCall,
+    ToolCall,
     ToolRegistry,
     UserMessage,
     run_agent_loop,
     tool,
 )
-from tether.jsonvalue import JsonObject, freeze_json
+from tether.jsonvalue import JsonObject, JsonValueError, cached_size, freeze_json, freeze_measured
+from tether.loop.checks import ModelProtocolError, check_argument_bounds
 from tether.loop.checks._bounds import (
     _measure_frozen,  # pyright: ignore[reportPrivateUsage]
     _walk_frozen,  # pyright: ignore[reportPrivateUsage]
 )
+from tether.models.limits import RunLimits
 from tether.models.scripted import ResponseFactory, stream_reply
 from tether.stream import EventStream
 
@@ -113,6 +120,66 @@ def test_the_flat_measure_equals_the_walk(value: dict[str, object]) -> None:
     frozen = freeze_json(value)
     assert type(frozen) is JsonObject
     assert _measure_frozen(frozen) == _walk_frozen(frozen)
+
+
+SCALAR_OR_NOT = st.one_of(
+    SCALARS,
+    st.just(float("nan")),
+    st.just(float("inf")),
+    st.builds(object),
+    st.sets(st.integers(), max_size=1),
+)
+
+
+@settings(max_examples=examples(300))
+@given(
+    value=st.dictionaries(
+        st.one_of(KEYS, st.integers(0, 2)), st.one_of(JSON, SCALAR_OR_NOT), max_size=4
+    )
+)
+def test_the_measured_freeze_equals_the_plain_freeze_and_a_fresh_walk(
+    value: dict[Any, Any],
+) -> None:
+    try:
+        plain = freeze_json(value)
+    except JsonValueError:
+        plain = None
+    measured = freeze_measured(value)
+    assert measured == plain
+    assert (measured is None) == (plain is None)
+    if measured is None:
+        return
+    size = cached_size(measured)
+    assert size is None or size == _walk_frozen(freeze_json(value))
+    flat = all(type(item) is not dict and type(item) is not list for item in value.values())
+    assert (size is not None) == flat  # a flat object always carries its size
+
+
+LIMITS = st.builds(
+    RunLimits,
+    max_argument_entries=st.integers(1, 5),
+    max_argument_nodes=st.integers(1, 6),
+    max_argument_string_code_points=st.integers(1, 12),
+    max_argument_depth=st.integers(1, 2),
+)
+
+
+def _bounds_error(arguments: JsonObject, limits: RunLimits) -> str | None:
+    try:
+        check_argument_bounds(arguments, limits)
+    except ModelProtocolError as error:
+        return f"{error.code}: {error}"
+    return None
+
+
+@settings(max_examples=examples(300))
+@given(value=st.dictionaries(KEYS, JSON, max_size=4), limits=LIMITS)
+def test_a_carried_size_checks_as_a_fresh_measure(value: dict[str, Any], limits: RunLimits) -> None:
+    carried = ToolCall(id="call-1", name="add", arguments=value).arguments  # pyright: ignore[reportArgumentType]  # Python-first
+    fresh = freeze_json(value)
+    assert type(fresh) is JsonObject
+    assert cached_size(fresh) is None  # measured by the check below, not by the freeze
+    assert _bounds_error(carried, limits) == _bounds_error(fresh, limits)
 
 
 @tool

@@ -1213,12 +1213,35 @@ def test_text_deltas_builds_what_the_two_builders_build(
         assert to_json(built) == to_json(public)
 
 
+def test_every_builder_returns_its_own_class_and_no_twin_escapes() -> None:
+    """A builder fills a ``writable_twin`` and gives it the class before returning: each
+    built value is exactly its class, frozen, and equal to the public constructor's; a class
+    whose layout a twin cannot share is refused when its twin is made, never mid-build."""
+    call = trusted.tool_call("call-1", "add", JsonObject())
+    assert type(call) is ToolCall
+    assert call == ToolCall(id="call-1", name="add", arguments=JsonObject())
+    with pytest.raises(FrozenInstanceError):
+        call.id = "other"  # pyright: ignore[reportAttributeAccessIssue]
+    twin = trusted.writable_twin(ToolCall)
+    assert twin is not ToolCall
+    assert twin is trusted.writable_twin(ToolCall)
+    assert not issubclass(twin, ToolCall)
+    assert not isinstance(call, twin)
+
+    @dataclass(frozen=True)
+    class Unslotted:
+        value: int
+
+    with pytest.raises(TypeError):
+        trusted.writable_twin(Unslotted)
+
+
 def test_text_deltas_fills_every_field_it_is_not_given() -> None:
     """``_fill_lines`` gives every field not named its default, refuses a required field it
     is not given and a name that is no field (as ``builder`` does)."""
     namespace: dict[str, Any] = {}
     lines = trusted._fill_lines(TextBlock, {"text": "text"}, "block", namespace)  # pyright: ignore[reportPrivateUsage]
-    assert len(lines) == 1 + len(fields(TextBlock))
+    assert len(lines) == 2 + len(fields(TextBlock))  # the twin, a store per field, the class
     with pytest.raises(TypeError, match="is required"):
         trusted._fill_lines(TextBlock, {}, "block", {})  # pyright: ignore[reportPrivateUsage]
     with pytest.raises(TypeError, match="has no fields"):

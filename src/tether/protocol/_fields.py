@@ -37,7 +37,13 @@ from typing import Annotated, Any, Final, Literal, TypeVar, Union, cast, get_arg
 
 from tether._base.exact_types import is_array, is_dict
 from tether._base.strings import JS_WHITESPACE, is_non_empty
-from tether.jsonvalue import MAX_SAFE_INTEGER, JsonObject, JsonValueError, freeze_json
+from tether.jsonvalue import (
+    MAX_SAFE_INTEGER,
+    JsonObject,
+    JsonValueError,
+    freeze_json,
+    freeze_measured,
+)
 
 __all__ = [
     "COUNT",
@@ -582,6 +588,9 @@ def _json_object(where: str, expected: str) -> _Check:
         if type(value) is JsonObject:
             return value
         if is_dict(value):  # no Mapping check (an ABC look-up) for the common case
+            frozen = freeze_measured(value)  # a flat object carries its size to the loop
+            if frozen is not None:
+                return frozen
             source: dict[Any, Any] = value
         elif isinstance(value, Mapping):
             source = _plain_dict(value)

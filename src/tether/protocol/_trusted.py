@@ -82,9 +82,12 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
 
     The function is checked and its signature set now, but its code is compiled on its first
     call (``_Plan``): importing the package compiles none of the ~30 builders (issue 30),
-    and a builder is compiled once, then runs as if it had been compiled here.
+    and a builder is compiled once, then runs as if it had been compiled here. The value is
+    filled as a ``writable_twin`` of ``cls``, made on that first call too (a class costs
+    more to make than a builder to compile) and read from ``twin``, a ``[twin, cls]`` list
+    bound now, so the signature shown before and after the first call is the same.
     """
-    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls, "twin": [None, cls]}
     taken = set(params) | set(optional)
     lines: list[str] = []
     signature = list(params)
@@ -92,8 +95,6 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     defaults: dict[str, Any] = {}
     for field in dataclasses.fields(cls):
         name = field.name
-        slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
-        namespace[f"set_{name}"] = slot.__set__
         has_default, has_factory = bind_default(namespace, field, name)
         if name in params:
             value = name
@@ -115,7 +116,7 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
             value = f"factory_{name}()"
         else:
             raise TypeError(f"builder for {cls.__name__} must take its required field {name!r}")
-        lines.append(f"    set_{name}(value_, {value})")
+        lines.append(f"    value_.{name} = {value}")
     unknown = taken - {field.name for field in dataclasses.fields(cls)}
     if unknown:
         raise TypeError(f"{cls.__name__} has no fields {sorted(unknown)}")
@@ -125,8 +126,9 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     source = "\n".join(
         [
             f"def build({', '.join([*signature, '*', *bound])}):",
-            "    value_ = new(cls)",
+            "    value_ = new(twin[0])",
             *lines,
+            "    value_.__class__ = cls",
             "    return value_",
         ]
     )
@@ -180,16 +182,68 @@ class _Plan:
         function = self.function
         assert function is not None
         namespace = dict(self.namespace)
+        for key, box in namespace.items():  # the twins, made now (see ``builder``)
+            if key.startswith("twin") and box[0] is None:
+                box[0] = writable_twin(box[1])
         exec(self.source, namespace)  # generated from the dataclass fields, see the module doc
         compiled: types.FunctionType = namespace["build"]
         code = compiled.__code__
-        if code.co_names or code.co_freevars:
+        stored = {"__class__"}.union(*(_field_names(value) for value in namespace.values()))
+        if not stored.issuperset(code.co_names) or code.co_freevars:
             raise AssertionError(f"{function.__name__} reads names: {code.co_names}")
         function.__code__ = code
         function.__defaults__ = compiled.__defaults__
         function.__kwdefaults__ = compiled.__kwdefaults__
         del function.__signature__  # type: ignore[attr-defined]  # the code's own from now on
         return function
+
+
+_TWINS: dict[type, type] = {}
+
+
+def writable_twin(cls: type) -> type:
+    """A class with ``cls``'s bases and slots and no ``__setattr__`` of its own, whose
+    instances may become ``cls`` instances (``value.__class__ = cls``).
+
+    Why: a frozen dataclass refuses attribute stores, so a builder used to fill each slot
+    through its descriptor (``slot.__set__(value, x)``), a call that packs and unpacks an
+    argument tuple: most of the cost of building a small value. A builder now makes a twin,
+    stores each field as an ordinary attribute (the interpreter's slot store, no call) and
+    then gives the value its class, one layout check for the whole value. The twin never
+    escapes a builder: the value is ``cls``'s before the builder returns, and a builder that
+    fails drops it. ``TypeError`` now when the two layouts differ (``cls`` is not a slotted
+    class whose slots are its fields). ``tests/protocol/test_codec.py`` checks every
+    builder against the public constructor.
+    """
+    twin = _TWINS.get(cls)
+    if twin is None:
+        slots: object = cls.__dict__.get("__slots__")
+        if type(slots) is not tuple:
+            raise TypeError(f"{cls.__name__} is not a slotted class")
+        # ``object``'s own attribute store, also where a base class refuses stores (a frozen
+        # dataclass's subclass): the interpreter's plain slot store
+        body: dict[str, object] = {
+            "__slots__": slots,
+            "__module__": __name__,
+            "__setattr__": object.__setattr__,
+        }
+        # the bases as written (``Generic[T]`` for a generic class, which ``type`` refuses)
+        bases: tuple[Any, ...] = cls.__dict__.get("__orig_bases__", cls.__bases__)
+        made: type[Any] = types.new_class(
+            cls.__name__, bases, exec_body=lambda space: space.update(body)
+        )
+        made.__qualname__ = f"writable_twin({cls.__qualname__})"
+        probe: Any = object.__new__(made)
+        probe.__class__ = cls  # a layout that differs raises TypeError here, not in a builder
+        twin = _TWINS[cls] = made
+    return twin
+
+
+def _field_names(value: object) -> set[str]:
+    """The field names of a class a builder fills (attribute names its code stores)."""
+    if isinstance(value, type) and dataclasses.is_dataclass(value):
+        return {field.name for field in dataclasses.fields(value)}
+    return set()
 
 
 def _first_call(*args: Any, plan_: Any = None, **kwargs: Any) -> Any:
@@ -203,12 +257,11 @@ def _fill_lines(cls: type, given: dict[str, str], tag: str, namespace: dict[str,
     builder fills it; a required field not in ``given`` is a ``TypeError`` now. The names
     the lines read are bound in ``namespace`` under ``tag``."""
     namespace[f"cls_{tag}"] = cls
-    lines = [f"{tag} = new(cls_{tag})"]
+    namespace[f"twin_{tag}"] = [None, cls]  # see ``builder``
+    lines = [f"{tag} = new(twin_{tag}[0])"]
     for field in dataclasses.fields(cls):
         name = field.name
-        slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
         key = f"{tag}_{name}"
-        namespace[f"set_{key}"] = slot.__set__
         has_default, has_factory = bind_default(namespace, field, key)
         if name in given:
             value = given[name]
@@ -218,7 +271,8 @@ def _fill_lines(cls: type, given: dict[str, str], tag: str, namespace: dict[str,
             value = f"factory_{key}()"
         else:
             raise TypeError(f"{cls.__name__}.{name} is required and not given")
-        lines.append(f"set_{key}({tag}, {value})")
+        lines.append(f"{tag}.{name} = {value}")
+    lines.append(f"{tag}.__class__ = cls_{tag}")
     unknown = set(given) - {field.name for field in dataclasses.fields(cls)}
     if unknown:
         raise TypeError(f"{cls.__name__} has no fields {sorted(unknown)}")
