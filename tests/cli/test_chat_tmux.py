@@ -485,7 +485,8 @@ async def test_r_without_an_id_picks_a_session_from_a_list(tmux: Tmux, tmp_path:
         rows = [line for line in screen.splitlines() if ident[:8] in line]
         assert "I will remember 42." in rows[0]  # its last message
         assert str(workspace(tmp_path))[:40] in rows[0]  # its directory (clipped to fit)
-        tmux.type("42")
+        # A word of one row only: "42" was also in both rows' time when run at minute 42.
+        tmux.type("remember")
         await tmux.wait_for("1 of 2")
         tmux.send("Enter")
         await tmux.wait_for(f"resumed session {ident} (2 messages)")
