@@ -219,3 +219,23 @@ async def fail(stream: ModelStream) -> tuple[list[ModelChunk], BaseException]:
     outcome = await consume(stream)
     assert outcome.error is not None, f"stream succeeded: {outcome.response!r}"
     return outcome.chunks, outcome.error
+
+
+def plain_utf16_text(text: str, *, lone: str | None = None) -> str:
+    """The reference the surrogate tests check against, a plain code point loop: each high
+    surrogate followed by a low one joined into the character the pair spells (as JSON's
+    ``\\ud83d\\ude00`` escapes read back), and each lone surrogate kept (``lone=None``) or
+    replaced by ``lone`` (``"\\ufffd"``: what JavaScript's ``toWellFormed`` does)."""
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        point = ord(text[index])
+        following = ord(text[index + 1]) if index + 1 < len(text) else 0
+        if 0xD800 <= point <= 0xDBFF and 0xDC00 <= following <= 0xDFFF:
+            out.append(chr(0x10000 + ((point - 0xD800) << 10) + (following - 0xDC00)))
+            index += 2
+            continue
+        surrogate = 0xD800 <= point <= 0xDFFF
+        out.append(lone if surrogate and lone is not None else text[index])
+        index += 1
+    return "".join(out)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from support import examples
+from support import examples, plain_utf16_text
 from tether import (
     AssistantMessage,
     JsonObject,
@@ -473,18 +473,7 @@ def joined(value: Any) -> Any:
     """``value`` with each surrogate pair written as two code points joined into the
     character it spells (a plain loop), as JSON's ``\\ud83d\\ude00`` escapes read back."""
     if isinstance(value, str):
-        out: list[str] = []
-        index = 0
-        while index < len(value):
-            point = ord(value[index])
-            low = ord(value[index + 1]) if index + 1 < len(value) else 0
-            if 0xD800 <= point <= 0xDBFF and 0xDC00 <= low <= 0xDFFF:
-                out.append(chr(0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00)))
-                index += 2
-            else:
-                out.append(value[index])
-                index += 1
-        return "".join(out)
+        return plain_utf16_text(value)
     if isinstance(value, dict):
         return {joined(key): joined(item) for key, item in cast(dict[str, Any], value).items()}
     if isinstance(value, list):

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from support import plain_utf16_text
 from tether._base.strings import LazyPattern, surrogate_index, utf8_well_formed, well_formed
 
 SOURCES = (
@@ -101,18 +102,7 @@ def test_surrogate_index_finds_lone_halves_and_halves_of_a_pair(
 
 def plain_well_formed(text: str) -> str:
     """The reference: a code point loop, as JavaScript's ``toWellFormed`` walks UTF-16."""
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        point = ord(text[index])
-        following = ord(text[index + 1]) if index + 1 < len(text) else 0
-        if 0xD800 <= point <= 0xDBFF and 0xDC00 <= following <= 0xDFFF:
-            out.append(chr(0x10000 + ((point - 0xD800) << 10) + (following - 0xDC00)))
-            index += 2
-            continue
-        out.append("\ufffd" if 0xD800 <= point <= 0xDFFF else text[index])
-        index += 1
-    return "".join(out)
+    return plain_utf16_text(text, lone="\ufffd")
 
 
 SURROGATE_HEAVY = st.lists(
