@@ -47,15 +47,24 @@ from tether._async.producer import NoRunningLoopError
 from tether.abort import AbortError
 
 if TYPE_CHECKING:
+    from tether._async.producer import require_running_loop, start_producer
+    from tether._async.race import follow_signal
+    from tether._base.exact_types import instance_of, type_of
     from tether.abort import AbortController, AbortSignal
-    from tether.loop._run_steps import Run
-    from tether.loop.checks import RunFailureCode
+    from tether.loop._run_steps import Run, failed
+    from tether.loop.checks import InvalidTranscript, RunFailureCode, snapshot_transcript
     from tether.loop.hooks import ToolHooks
     from tether.loop.output import OutputState
-    from tether.loop.retries import RetryBudget
+    from tether.loop.retries import RetryBudget, check_tool_retries
     from tether.models.base import Model
-    from tether.models.limits import RunLimits
-    from tether.protocol import AgentEvent, Message, ModelRequest, RunResult
+    from tether.models.limits import RunLimits, check_max_steps, limits_for
+    from tether.protocol import (
+        ZERO_USAGE,
+        AgentEvent,
+        Message,
+        ModelRequest,
+        RunResult,
+    )
     from tether.stream import EventStream
     from tether.tools import ToolRegistry
     from tether.tools.output import OutputT
@@ -70,6 +79,38 @@ __all__ = [
 
 CONSUMER_GONE: Final = "run consumer went away"
 """The abort reason's text when the consumer closed its iterator or stopped awaiting."""
+
+
+_machinery_loaded = False
+_max_safe_integer = 0  # ``tether.protocol.MAX_SAFE_INTEGER`` once the machinery is loaded
+
+
+def _load_machinery() -> None:
+    """Import the run's machinery into this module's globals, once: the first run's work, not
+    this module's (see the module docstring). Why globals and not imports inside
+    ``run_agent_loop``: each ``from ... import`` statement costs about a microsecond even when
+    the module is loaded, ~10 µs a run for these thirteen."""
+    global _machinery_loaded, require_running_loop, start_producer, follow_signal
+    global instance_of, type_of, AbortController, AbortSignal, Run, failed
+    global InvalidTranscript, snapshot_transcript, ToolHooks, OutputState
+    global RetryBudget, check_tool_retries, check_max_steps, limits_for
+    global _max_safe_integer, ZERO_USAGE, EventStream, ToolRegistry
+    from tether._async.producer import require_running_loop, start_producer
+    from tether._async.race import follow_signal
+    from tether._base.exact_types import instance_of, type_of
+    from tether.abort import AbortController, AbortSignal
+    from tether.loop._run_steps import Run, failed
+    from tether.loop.checks import InvalidTranscript, snapshot_transcript
+    from tether.loop.hooks import ToolHooks
+    from tether.loop.output import OutputState
+    from tether.loop.retries import RetryBudget, check_tool_retries
+    from tether.models.limits import check_max_steps, limits_for
+    from tether.protocol import MAX_SAFE_INTEGER, ZERO_USAGE
+    from tether.stream import EventStream
+    from tether.tools import ToolRegistry
+
+    _max_safe_integer = MAX_SAFE_INTEGER
+    _machinery_loaded = True
 
 
 # --- options and starting state ------------------------------------------------------------
@@ -140,26 +181,12 @@ def run_agent_loop(
 
     Options that are not what they say raise ``TypeError`` at once.
     """
-    # The run's machinery loads with the first run, not with this module (see the module
-    # docstring); once loaded, each of these is a lookup in ``sys.modules``.
-    from tether._async.producer import require_running_loop, start_producer
-    from tether._async.race import follow_signal
-    from tether._base.exact_types import instance_of, type_of
-    from tether.abort import AbortController, AbortSignal
-    from tether.loop._run_steps import Run, failed
-    from tether.loop.checks import InvalidTranscript, snapshot_transcript
-    from tether.loop.hooks import ToolHooks
-    from tether.loop.output import OutputState
-    from tether.loop.retries import RetryBudget, check_tool_retries
-    from tether.models.limits import check_max_steps, limits_for
-    from tether.protocol import MAX_SAFE_INTEGER, ZERO_USAGE
-    from tether.stream import EventStream
-    from tether.tools import ToolRegistry
-
+    if not _machinery_loaded:
+        _load_machinery()
     limits = limits_for(model, limits)
     check_max_steps(max_steps, limits, "max_steps")
     start = 0 if request_sequence_start is None else request_sequence_start
-    if type_of(start) is not int or not 0 <= start <= MAX_SAFE_INTEGER - max_steps:
+    if type_of(start) is not int or not 0 <= start <= _max_safe_integer - max_steps:
         raise TypeError("request_sequence_start must be a non-negative safe integer")
     if system is not None and type_of(system) is not str:
         raise TypeError("system must be a string or None")
@@ -273,7 +300,8 @@ async def run_owned_turns(
     Why: an owner runs one short sub-run per turn over a growing transcript; re-checking and
     re-announcing that transcript every turn made a session quadratic.
     """
-    from tether.loop._run_steps import Run  # loaded with the first run (module docstring)
+    if not _machinery_loaded:
+        _load_machinery()
 
     run = Run(
         emit,
