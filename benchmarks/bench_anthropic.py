@@ -221,10 +221,10 @@ def tether_contender(chunks: list[bytes]) -> Contender:
         for chunk in chunks:
             if has_fields:
                 for kind, data, _, _ in decoder.feed_fields(chunk):
-                    emitted += len(feed(loads(data), event=kind))
+                    emitted += len(feed(loads(data), kind))
             else:
                 for event in decoder.feed(chunk):
-                    emitted += len(feed(loads(event.data), event=event.event))
+                    emitted += len(feed(loads(event.data), event.event))
         tail, response = parser.finish(done=parser.stopped)
         if emitted == 0 or tail:
             raise AssertionError("tether produced no chunks")
@@ -388,11 +388,11 @@ def recorded_workload(
                         if has_fields:
                             for kind, data, _, _ in decoder.feed_fields(chunk):
                                 events += 1
-                                feed(loads(data), event=kind)
+                                feed(loads(data), kind)
                         else:
                             for event in decoder.feed(chunk):
                                 events += 1
-                                feed(loads(event.data), event=event.event)
+                                feed(loads(event.data), event.event)
                     parser.finish(done=parser.stopped)
                     completed += 1
                 except error_class:

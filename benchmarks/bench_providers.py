@@ -418,7 +418,7 @@ def recorded_contenders(found: dict[str, bytes]) -> tuple[Contender, Contender, 
                                 done = True
                                 break
                             events += 1
-                            feed(loads(data), event=kind)
+                            feed(loads(data), kind)
                         if done:
                             break
                 parser.finish(done=done)

@@ -304,7 +304,7 @@ def tether_contender(chunks: list[bytes]) -> Contender:
         decoder = SSEDecoder(max_event_bytes=16 << 20)
         for chunk in chunks:
             for kind, data, _, _ in decoder.feed_fields(chunk):
-                emitted += len(feed(loads(data), event=kind))
+                emitted += len(feed(loads(data), kind))
         tail, response = parser.finish(done=parser.stopped)
         if emitted == 0 or tail:
             raise AssertionError("tether produced no chunks")
