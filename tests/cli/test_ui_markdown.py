@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from support import examples
@@ -17,6 +17,7 @@ from tether.cli.ui.markdown import (
     CODE_HIGHLIGHT_EVERY,
     BlockSplitter,
     LiveRegion,
+    MarkdownTheme,
     StreamingMarkdown,
     theme_from_environment,
 )
@@ -415,3 +416,36 @@ def test_a_streaming_code_block_is_highlighted_in_groups_of_lines() -> None:
 def test_the_theme_follows_the_terminal_background(colorfgbg: str | None, theme: str) -> None:
     environ = {} if colorfgbg is None else {"COLORFGBG": colorfgbg}
     assert theme_from_environment(environ) == theme
+
+
+CODE_PIECES = st.sampled_from(
+    ['"""', "'", '"', "#", "x", " ", "\t", "def", "(", ")", ":", "é", "世", "\x1b[31m", "y" * 45]
+)
+CODE_LINES = st.lists(
+    st.lists(CODE_PIECES, max_size=6).map("".join), min_size=CODE_HIGHLIGHT_EVERY, max_size=45
+)
+STRING_ACROSS_CHUNKS = ['x = """', *(["inside"] * 20), '"""', *(["y = 1"] * 20)]
+OPENINGS = st.sampled_from(["```python\n", "```\n", "~~~ text\n", "```nosuchlexer\n", "````js\n"])
+
+
+@settings(max_examples=examples(60), deadline=None)
+@example(STRING_ACROSS_CHUNKS, "```python\n", 70, "dark", 4 * CODE_HIGHLIGHT_EVERY)
+@example(STRING_ACROSS_CHUNKS[:9] + [""] * 8 + ["z"], "```python\n", 70, "dark", 17)
+@given(
+    lines=CODE_LINES,
+    opening=OPENINGS,
+    width=st.sampled_from([30, 70]),
+    theme=st.sampled_from(["dark", "light"]),
+    window=st.integers(min_value=1, max_value=4 * CODE_HIGHLIGHT_EVERY),
+)
+def test_the_bounded_code_tails_chunks_give_the_plain_paths_rows(
+    lines: list[str], opening: str, width: int, theme: MarkdownTheme, window: int
+) -> None:
+    """The highlighted part of a bounded code tail, built from chunks rendered alone and kept
+    from one window to the next, is the window rendered whole: for multi-line strings,
+    blank lines, tabs, wide characters, escapes, lines that wrap, lexers and none."""
+    md = StreamingMarkdown(width=width, color=True, theme=theme)
+    for done in range(CODE_HIGHLIGHT_EVERY, len(lines) + 1, CODE_HIGHLIGHT_EVERY):
+        shown = lines[max(done - window, 0) : done]
+        plain = md._render(opening + "".join(line + "\n" for line in shown))  # pyright: ignore[reportPrivateUsage]
+        assert md._code_window(opening, shown) == plain  # pyright: ignore[reportPrivateUsage]

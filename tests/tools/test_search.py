@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from hypothesis import strategies as st
 from support import examples
 from tether import AbortController, JsonObject, ToolCall
 from tether.tools.coding import coding_tools, search
+from tether.tools.coding.walk import SearchBudget, walk
+from tether.tools.coding.workspace import Workspace
 from tether.tools.execution import execute_tool_call
 
 # Letters the patterns use, regex syntax, and every separator str.splitlines knows.
@@ -123,3 +126,43 @@ def test_grep_reads_a_file_to_its_end_whatever_size_fstat_gave(
         text = "a\n" * 40_000 + "zz\n"
         (root / "f0.txt").write_text(text)
         assert tool_grep(root, "zz") == plain_grep([text], "zz") == ["f0.txt:40001: zz"]
+
+
+@pytest.mark.parametrize("pattern", ["zz", "z+z"])
+def test_grep_skips_a_binary_file_whether_or_not_it_holds_the_needle(pattern: str) -> None:
+    """The NUL sniff runs after the needle's test, on the files that pass it: a file with a
+    NUL in its first 8 KiB is skipped with or without the needle, one with a NUL later is
+    searched, for a literal (the needle's path) and a regex (no needle) alike."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        files = ["\0zz\n", "a\0\nb\n", "zz\n" + "x" * 9_000 + "\0\nzz\n", "zz\n"]
+        for index, text in enumerate(files):
+            (root / f"f{index}.txt").write_bytes(text.encode())
+        assert tool_grep(root, pattern) == ["f2.txt:1: zz", "f2.txt:3: zz", "f3.txt:1: zz"]
+
+
+@settings(max_examples=examples(30))
+@given(
+    names=st.lists(st.sampled_from(["a", "b/c", "b/d/e", "f/g", "h"]), min_size=1, max_size=5),
+    limit=st.integers(min_value=1, max_value=8),
+)
+def test_the_walk_without_an_observer_is_the_observed_walk(names: list[str], limit: int) -> None:
+    """``walk``'s loop for a workspace without an observer yields the entries, and stops at
+    the entry budget, exactly as the observed loop does (which calls it for each entry)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        for name in names:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text("x")
+        ws = Workspace(root)
+
+        def run() -> tuple[list[str], str | None]:
+            budget = SearchBudget(threading.Event(), entries=limit, steps=10, bytes=10)
+            found = [path for path, _, _ in walk(ws, (), include_ignored=False, budget=budget)]
+            return found, budget.note
+
+        plain = run()
+        seen: list[object] = []
+        ws.observer = lambda stage, value: seen.append(value) if stage == "search:entry" else None
+        assert run() == plain
+        assert seen == plain[0]

@@ -7,10 +7,12 @@ which ``import tether`` and ``tether --help`` must not pay).
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from typing import ClassVar, Final, Literal
 
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.markdown import Heading, Markdown, MarkdownElement
+from rich.syntax import Syntax
 from rich.text import Text
 from rich.theme import Theme
 
@@ -83,7 +85,18 @@ class BlockRenderer:
             hyperlinks=False,
             style="dim italic" if self._dim else "none",
         )
-        self._console.print(markdown)
+        return self._printed(markdown)
+
+    def code_rows(self, lexer: str, code: str) -> str:
+        """The rows ``render`` gives for a fenced code block alone (fence info ``lexer``):
+        the ``Syntax`` rich's Markdown makes for it, printed without parsing Markdown."""
+        return self._printed(self._syntax(lexer, code))
+
+    def _syntax(self, lexer: str, code: str) -> Syntax:
+        return Syntax(code.rstrip(), lexer, theme=self._code_theme, word_wrap=True, padding=1)
+
+    def _printed(self, renderable: Markdown | Syntax) -> str:
+        self._console.print(renderable)
         text = self._file.getvalue()
         self._file.seek(0)
         self._file.truncate()
@@ -93,3 +106,31 @@ class BlockRenderer:
         while rows and not rows[-1]:
             rows.pop()
         return "".join(row + "\n" for row in rows)
+
+    def code_lines(self, lexer: str, code: str) -> tuple[tuple[tuple[object, str], ...], ...]:
+        """The tokens of each line a fenced code block of ``code`` (fence info ``lexer``)
+        shows, as rich's Markdown makes them: the code right-stripped (its ``CodeBlock``),
+        given a final newline and its tabs expanded, lexed by ``Syntax``'s lexer (none: the
+        text unstyled), each token cut at the line breaks, empty pieces dropped.
+
+        ``StreamingMarkdown``'s bounded code tail compares these to tell whether a chunk of
+        lines highlights alone exactly as it does inside a longer run of lines: ``Syntax``
+        styles each piece by its token's type and lays each line out on its own, so lines
+        of equal pieces give equal rows.
+        """
+        syntax = self._syntax(lexer, code)
+        source = (syntax.code + "\n").expandtabs(syntax.tab_size)
+        found = syntax.lexer
+        tokens: Iterable[tuple[object, str]] = (
+            [(None, source)] if found is None else found.get_tokens(source)
+        )
+        lines: list[list[tuple[object, str]]] = [[]]
+        for kind, value in tokens:
+            first, *rest = value.split("\n")
+            if first:
+                lines[-1].append((kind, first))
+            for piece in rest:
+                lines.append([(kind, piece)] if piece else [])
+        if not lines[-1]:  # after the final newline
+            lines.pop()
+        return tuple(tuple(line) for line in lines)

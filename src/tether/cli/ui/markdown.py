@@ -65,6 +65,8 @@ THINKING_GUTTER: Final = "│ "
 """What each row of the model's thinking starts with without colour."""
 
 _SGR: Final = re.compile(r"\x1b\[[0-9;:]*m")
+_SIMPLE_FENCE: Final = re.compile(r"(?:`{3,}|~{3,}) *([A-Za-z0-9_+.#-]*) *\n")
+"""An opening fence alone on its line at the margin, its info one word (the lexer's name)."""
 
 MarkdownTheme: TypeAlias = Literal["dark", "light"]
 """The terminal's background: picks the code highlighting and a few element colours."""
@@ -216,6 +218,7 @@ class StreamingMarkdown:
 
     __slots__ = (
         "_blocks",
+        "_code_chunks",
         "_code_rows",
         "_color",
         "_gutter",
@@ -248,6 +251,9 @@ class StreamingMarkdown:
         self._shown = False  # some committed block rendered rows
         # the highlighted rows of an open code block's lines: ((opening, lines, max_rows), rows)
         self._code_rows: tuple[tuple[str, int, int], str] | None = None
+        # the bounded tail's chunks: (opening, lines) -> (their highlighted lines, their rows)
+        self._code_chunks: dict[tuple[str, tuple[str, ...]], tuple[tuple[object, ...], list[str]]]
+        self._code_chunks = {}
 
     @property
     def width(self) -> int:
@@ -329,8 +335,7 @@ class StreamingMarkdown:
         if self._code_rows is None or self._code_rows[0] != key:
             start = max(done - max(max_rows - CODE_HIGHLIGHT_EVERY, 0), 0)
             shown = lines[start:done]
-            source = opening + "".join(line + "\n" for line in shown)
-            self._code_rows = (key, self._render(source) if shown else "")
+            self._code_rows = (key, self._code_window(opening, shown) if shown else "")
         rest = [*lines[done:], partial] if partial else lines[done:]
         gutter = THINKING_GUTTER if self._gutter else ""
         room = max(self._width - len(gutter) - 1, 1)
@@ -338,6 +343,64 @@ class StreamingMarkdown:
             gutter + " " + clip(visible(line, strict=False), room) + "\n" for line in rest
         )
         return self._code_rows[1] + plain
+
+    def _code_window(self, opening: str, shown: list[str]) -> str:
+        """The rows of the code block ``opening`` + ``shown``: the bounded tail's highlighted
+        part, the same rows as ``_render`` of it whole (the plain path), at less cost.
+
+        The window moves down ``CODE_HIGHLIGHT_EVERY`` lines at a time, so it is cut into
+        chunks of that many lines from its first: the next window's chunks are this one's
+        but the first, and then only its last two are new. A chunk's rows are those of the
+        chunk rendered alone as a code block, less its top and bottom padding rows; the window
+        is the padding row, its chunks' rows, the padding row. That holds where ``Syntax``
+        lays each line out by itself (it does, with word wrap, from the line's highlighted
+        text) and where each chunk's highlighted lines alone equal the same lines of the
+        window highlighted together (``BlockRenderer.code_lines``; not so, e.g., for a chunk
+        inside a multi-line string, or one that ends in blank lines the block strips): that
+        is checked for every window, and any chunk that fails it, a fence this does not know
+        for a plain fence line, or rows without colour (whose padding rows are empty, and
+        stripped) take the plain path. So a frame highlights the window's text, but lays out
+        and renders only the new lines, as the ``Syntax`` the block would make
+        (``BlockRenderer.code_rows``: no Markdown parse for a few lines).
+        ``tests/cli/test_ui_markdown.py`` checks the rows equal the plain path's for code of
+        every kind.
+        """
+        plain = opening + "".join(line + "\n" for line in shown)
+        fence = _SIMPLE_FENCE.fullmatch(opening)
+        if fence is None or not self._color or self._gutter:
+            return self._render(plain)
+        if self._renderer is None:
+            self._render("")  # the renderer, made once
+        renderer = self._renderer
+        assert renderer is not None
+        lexer = fence[1] or "text"
+        window = renderer.code_lines(lexer, visible("\n".join(shown), strict=False))
+        if len(window) != len(shown):
+            return self._render(plain)
+        cache, kept = self._code_chunks, {}
+        self._code_chunks = kept
+        step = CODE_HIGHLIGHT_EVERY
+        top = bottom = None
+        inner: list[str] = []
+        for offset in range(0, len(shown), step):
+            lines = tuple(shown[offset : offset + step])
+            entry = cache.get((opening, lines))
+            if entry is None:
+                texts = renderer.code_lines(lexer, visible("\n".join(lines), strict=False))
+                rows = renderer.code_rows(lexer, visible("\n".join(lines), strict=False))
+                entry = (texts, rows.split("\n")[:-1])
+            kept[(opening, lines)] = entry
+            texts, rows = entry
+            if texts != window[offset : offset + len(lines)] or len(rows) < 2:
+                return self._render(plain)
+            if top is None:
+                top, bottom = rows[0], rows[-1]
+            if rows[0] != top or rows[-1] != bottom:
+                return self._render(plain)
+            inner += rows[1:-1]
+        if top is None or bottom is None:
+            return self._render(plain)
+        return "".join(row + "\n" for row in (top, *inner, bottom))
 
     def finish(self) -> str:
         """Commit the unfinished block; its rows (the live tail is then empty)."""
