@@ -137,6 +137,7 @@ def builder(cls: type, *params: str, optional: tuple[str, ...] = ()) -> Callable
     build = types.FunctionType(_first_call.__code__, plan.namespace, name)
     build.__kwdefaults__ = {"plan_": plan}
     build.__qualname__ = name
+    build.__module__ = __name__
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     build.__signature__ = inspect.Signature(
         [
