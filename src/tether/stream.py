@@ -49,7 +49,7 @@ from typing import Any, Final, Generic, TypeGuard, TypeVar
 from tether._base.exact_types import instance_of, type_of
 from tether._base.tether_error import TetherError
 
-__all__ = ["EventStream", "EventStreamIterator", "EventStreamStateError"]
+__all__ = ["EventStream", "EventStreamIterator", "EventStreamStateError", "finished_stream"]
 
 E = TypeVar("E")
 R = TypeVar("R")
@@ -282,6 +282,35 @@ class EventStream(Generic[E, R]):
     def __repr__(self) -> str:
         state = ("open", "finished", "failed")[self._state]
         return f"<EventStream {state}, {len(self._buffer)} buffered>"
+
+
+def finished_stream(events: Iterable[E], result: R) -> EventStream[E, R]:
+    """A stream that already holds ``events`` and finished with ``result``: what
+    ``stream = EventStream(); stream.push_all(events); stream.finish(result)`` makes, slot for
+    slot (a fresh buffer, no waiting read, no consumer, no abandon callback).
+
+    Why: a producer that has every event and the result before it hands the stream out (the
+    fixture adapter replaying a list of records) paid the constructor's call and ``__init__``,
+    then ``push_all`` and ``finish`` with their checks for waiting reads and an active
+    iterator, none of which can exist yet: a good part of the per-response set-up
+    (``bench_boundary``). Here the slots are filled at once. ``tests/base/test_stream.py``
+    compares it with the plain path on any events and result.
+    """
+    stream: EventStream[E, R] = _new_stream(EventStream)
+    stream._buffer = deque(events)
+    stream._waiters = deque()
+    stream._delivered = deque()
+    stream._ready = False
+    stream._state = _FINISHED
+    stream._outcome = result
+    stream._active = None
+    stream._result_waiters = None
+    stream._abandon = None
+    stream._notified = False
+    return stream
+
+
+_new_stream: Final[Callable[[type[EventStream[Any, Any]]], EventStream[Any, Any]]] = object.__new__
 
 
 class _Result(Generic[R]):

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import gc
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from support import examples, run_async
 from tether import EventStream
-from tether.stream import EventStreamIterator, EventStreamStateError
+from tether.stream import EventStreamIterator, EventStreamStateError, finished_stream
 
 
 class Boom(Exception):
@@ -917,6 +918,42 @@ def test_push_all_delivers_what_push_delivers_one_by_one(
 
     async def compare() -> None:
         assert await run(True) == await run(False)
+
+    run_async(compare)
+
+
+def _slots(stream: EventStream[Any, Any]) -> dict[str, object]:
+    """Every slot of a stream, its deques as lists (a fresh deque each)."""
+    found: dict[str, object] = {}
+    for name in EventStream.__slots__:
+        if name == "__weakref__":
+            continue
+        value: Any = getattr(stream, name)
+        found[name] = list(value) if type(value) is deque else value  # pyright: ignore[reportUnknownArgumentType]
+    return found
+
+
+@given(events=st.lists(st.integers(), max_size=5), result=st.integers())
+def test_finished_stream_is_push_all_then_finish(events: list[int], result: int) -> None:
+    """``finished_stream`` (the fixture adapter's fast path) against the plain path: the same
+    slots, fresh deques of its own, and the same events, end and result to a consumer."""
+    fast = finished_stream(events, result)
+    plain: EventStream[int, int] = EventStream()
+    plain.push_all(events)
+    plain.finish(result)
+    assert type(fast) is EventStream
+    assert _slots(fast) == _slots(plain)
+    assert fast._buffer is not fast._waiters  # pyright: ignore[reportPrivateUsage]
+    assert fast._waiters is not fast._delivered  # pyright: ignore[reportPrivateUsage]
+
+    async def read(stream: EventStream[int, int]) -> tuple[list[int], int]:
+        seen = [event async for event in stream]
+        return seen, await stream.result
+
+    async def compare() -> None:
+        assert await read(fast) == await read(plain) == (events, result)
+        with pytest.raises(EventStreamStateError):
+            fast.push(1)
 
     run_async(compare)
 
