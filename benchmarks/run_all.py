@@ -347,7 +347,9 @@ def render_details(figures: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "The baseline appends each record with one `os.write` to an `O_APPEND` file and an "
-        "`os.fsync`, and loads with `json.loads` of every line. "
+        "`os.fsync`, both on a worker thread awaited from the event loop as tether's are "
+        '(see benchmarks/README.md, "Session appends and fsync"), and loads with `json.loads` '
+        "of every line. "
         f"Goal appends within 2x of it at every size: worst {session['append_worst_ratio']:.2f} "
         f"— {verdict(session['append_worst_ratio'] <= 2)}. "
         f"Goal load ≤ 2x: worst {session['load_worst_ratio']:.2f} "
