@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         ModelRequest,
         RunResult,
     )
+    from tether.protocol._trusted import run_finished_event
     from tether.stream import EventStream
     from tether.tools import ToolRegistry
     from tether.tools.output import OutputT
@@ -89,12 +90,13 @@ def _load_machinery() -> None:
     """Import the run's machinery into this module's globals, once: the first run's work, not
     this module's (see the module docstring). Why globals and not imports inside
     ``run_agent_loop``: each ``from ... import`` statement costs about a microsecond even when
-    the module is loaded, ~10 µs a run for these thirteen."""
+    the module is loaded, ~10 µs a run for these thirteen (and ``_settle``'s builder, once
+    per run, the same way)."""
     global _machinery_loaded, require_running_loop, start_producer, follow_signal
     global instance_of, type_of, AbortController, AbortSignal, Run, failed
     global InvalidTranscript, snapshot_transcript, ToolHooks, OutputState
     global RetryBudget, check_tool_retries, check_max_steps, limits_for
-    global _max_safe_integer, ZERO_USAGE, EventStream, ToolRegistry
+    global _max_safe_integer, ZERO_USAGE, EventStream, ToolRegistry, run_finished_event
     from tether._async.producer import require_running_loop, start_producer
     from tether._async.race import follow_signal
     from tether._base.exact_types import instance_of, type_of
@@ -106,6 +108,7 @@ def _load_machinery() -> None:
     from tether.loop.retries import RetryBudget, check_tool_retries
     from tether.models.limits import check_max_steps, limits_for
     from tether.protocol import MAX_SAFE_INTEGER, ZERO_USAGE
+    from tether.protocol._trusted import run_finished_event
     from tether.stream import EventStream
     from tether.tools import ToolRegistry
 
@@ -379,9 +382,7 @@ def _settle(
     result: RunResult,
     trace: RunTrace | None = None,
 ) -> None:
-    from tether.protocol import _trusted as trusted
-
     if trace is not None:
         trace.finish(result)
-    stream.push(trusted.run_finished_event(sequence, result))
+    stream.push(run_finished_event(sequence, result))  # a global: see ``_load_machinery``
     stream.finish(result)

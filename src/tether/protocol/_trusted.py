@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from tether.jsonvalue import JsonObject
-from tether.protocol._fields import bind_default
+from tether.protocol._fields import bind_default, writable_twin
 from tether.protocol.content import (
     MAX_RAW_ARGUMENTS_CODE_POINTS,
     TextBlock,
@@ -196,47 +196,6 @@ class _Plan:
         function.__kwdefaults__ = compiled.__kwdefaults__
         del function.__signature__  # type: ignore[attr-defined]  # the code's own from now on
         return function
-
-
-_TWINS: dict[type, type] = {}
-
-
-def writable_twin(cls: type) -> type:
-    """A class with ``cls``'s bases and slots and no ``__setattr__`` of its own, whose
-    instances may become ``cls`` instances (``value.__class__ = cls``).
-
-    Why: a frozen dataclass refuses attribute stores, so a builder used to fill each slot
-    through its descriptor (``slot.__set__(value, x)``), a call that packs and unpacks an
-    argument tuple: most of the cost of building a small value. A builder now makes a twin,
-    stores each field as an ordinary attribute (the interpreter's slot store, no call) and
-    then gives the value its class, one layout check for the whole value. The twin never
-    escapes a builder: the value is ``cls``'s before the builder returns, and a builder that
-    fails drops it. ``TypeError`` now when the two layouts differ (``cls`` is not a slotted
-    class whose slots are its fields). ``tests/protocol/test_codec.py`` checks every
-    builder against the public constructor.
-    """
-    twin = _TWINS.get(cls)
-    if twin is None:
-        slots: object = cls.__dict__.get("__slots__")
-        if type(slots) is not tuple:
-            raise TypeError(f"{cls.__name__} is not a slotted class")
-        # ``object``'s own attribute store, also where a base class refuses stores (a frozen
-        # dataclass's subclass): the interpreter's plain slot store
-        body: dict[str, object] = {
-            "__slots__": slots,
-            "__module__": __name__,
-            "__setattr__": object.__setattr__,
-        }
-        # the bases as written (``Generic[T]`` for a generic class, which ``type`` refuses)
-        bases: tuple[Any, ...] = cls.__dict__.get("__orig_bases__", cls.__bases__)
-        made: type[Any] = types.new_class(
-            cls.__name__, bases, exec_body=lambda space: space.update(body)
-        )
-        made.__qualname__ = f"writable_twin({cls.__qualname__})"
-        probe: Any = object.__new__(made)
-        probe.__class__ = cls  # a layout that differs raises TypeError here, not in a builder
-        twin = _TWINS[cls] = made
-    return twin
 
 
 def _field_names(value: object) -> set[str]:

@@ -150,6 +150,9 @@ class RunDriver:
         await persist(accepted)
         cap = state.cap
         budget = RetryBudget.for_run(state.tools, state.tool_retries)
+        # Why: with no recorder ``persist`` does nothing, and an empty steering queue accepts
+        # nothing; a turn skips both calls (a coroutine made and awaited each) then (issue 30).
+        recorded = self.recording.recorder is not None
         while True:
             if len(state.transcript) > cap:
                 return self._select(active, run, self._over_cap(run))
@@ -199,11 +202,15 @@ class RunDriver:
                 result = self._close_orphans(active, run, result)
                 await persist(state.transcript[before:])
                 return self._select(active, run, result)
-            await persist(state.transcript[before:])
+            if recorded:
+                await persist(state.transcript[before:])
             if status == "maxSteps":
                 if run.turns >= state.max_steps:
                     return self._select(active, run, self._max_steps_result(run))
-                await persist(self._accept_steering(active, run))
+                if queue.steering:
+                    accepted_now = self._accept_steering(active, run)
+                    if recorded:
+                        await persist(accepted_now)
                 continue
             if status != "completed":
                 assert_never(status)
