@@ -386,8 +386,9 @@ class StreamingMarkdown:
             lines = tuple(shown[offset : offset + step])
             entry = cache.get((opening, lines))
             if entry is None:
-                texts = renderer.code_lines(lexer, visible("\n".join(lines), strict=False))
-                rows = renderer.code_rows(lexer, visible("\n".join(lines), strict=False))
+                code = visible("\n".join(lines), strict=False)
+                texts = renderer.code_lines(lexer, code)
+                rows = renderer.code_rows(lexer, code)
                 entry = (texts, rows.split("\n")[:-1])
             kept[(opening, lines)] = entry
             texts, rows = entry
